@@ -1,0 +1,30 @@
+//! Bakes this crate's `lua/` directories into `Registry::baked()`.
+//!
+//! The conventions, loader and generator are the library's own modules, included by
+//! path, so the build validates exactly as `Registry::from_paths` does at run time.
+
+#![allow(dead_code, unused_imports)]
+
+#[path = "src/codegen/mod.rs"]
+mod codegen;
+#[path = "src/conventions/mod.rs"]
+mod conventions;
+#[path = "src/registry/mod.rs"]
+mod registry;
+
+/// Library directories in load order, each behind the cargo feature of the same name.
+const LIBRARY_DIRS: &[(&str, &str)] = &[("TEXT", "lua/text"), ("CHUNKING", "lua/chunking")];
+
+fn main() {
+    for shared in ["build.rs", "src/codegen", "src/conventions", "src/registry"] {
+        println!("cargo:rerun-if-changed={shared}");
+    }
+    let builder = LIBRARY_DIRS
+        .iter()
+        .filter(|(feature, _)| std::env::var_os(format!("CARGO_FEATURE_{feature}")).is_some())
+        .fold(codegen::Builder::new(), |builder, (_, dir)| builder.dir(dir));
+    if builder.compile().is_err() {
+        // The diagnostics are already on stderr, where Cargo shows them.
+        std::process::exit(1);
+    }
+}

@@ -1,0 +1,99 @@
+-- Chunking: cut a large text into pieces small enough for a sub-model.
+
+-- The largest end position <= `stop` that does not cut a UTF-8 character in two.
+local function utf8_safe_end(text, stop)
+  local length = #text
+  if stop >= length then
+    return length
+  end
+  local candidate = stop
+  -- Back off while the next byte is a continuation byte (0x80-0xBF).
+  while candidate > 0 do
+    local next_byte = string.byte(text, candidate + 1)
+    if next_byte < 0x80 or next_byte >= 0xC0 then
+      return candidate
+    end
+    candidate = candidate - 1
+  end
+  return stop
+end
+
+--- Splits a text into chunks of `n` lines each; consecutive chunks may share
+--- `overlap` lines. Chunks are joined with "\n".
+---@param text string The text to split
+---@param n integer Lines per chunk (at least 1)
+---@param overlap? integer Lines repeated from the end of the previous chunk (default 0, less than n)
+---@return string[] chunks The chunks, in order
+function chunk_by_lines(text, n, overlap)
+  overlap = overlap or 0
+  if n < 1 then error("chunk_by_lines: n must be at least 1", 2) end
+  if overlap < 0 or overlap >= n then error("chunk_by_lines: overlap must be in [0, n)", 2) end
+  local all = lines(text)
+  local chunks = {}
+  local first = 1
+  while first <= #all do
+    local last = math.min(first + n - 1, #all)
+    chunks[#chunks + 1] = table.concat(all, "\n", first, last)
+    if last == #all then break end
+    first = last - overlap + 1
+  end
+  return chunks
+end
+
+--- Splits a text on a separator (a plain string, e.g. "\n\n" for paragraphs), dropping
+--- empty pieces. With `max_size`, consecutive pieces are merged (re-joined with the
+--- separator) while the merged chunk stays within `max_size` bytes.
+---@param text string The text to split
+---@param separator string The separator (plain text, not a pattern; not empty)
+---@param max_size? integer Merge pieces up to this many bytes per chunk
+---@return string[] chunks The chunks, in order
+function chunk_by_separator(text, separator, max_size)
+  if separator == "" then error("chunk_by_separator: separator must not be empty", 2) end
+  local pieces = {}
+  local start = 1
+  while start <= #text + 1 do
+    local found = string.find(text, separator, start, true)
+    local piece = string.sub(text, start, (found or (#text + 1)) - 1)
+    if piece ~= "" then pieces[#pieces + 1] = piece end
+    if not found then break end
+    start = found + #separator
+  end
+  if not max_size then
+    return pieces
+  end
+  local chunks = {}
+  local current = nil
+  for _, piece in ipairs(pieces) do
+    if current and #current + #separator + #piece <= max_size then
+      current = current .. separator .. piece
+    else
+      if current then chunks[#chunks + 1] = current end
+      current = piece
+    end
+  end
+  if current then chunks[#chunks + 1] = current end
+  return chunks
+end
+
+--- Splits a text into chunks of at most `size` bytes, never cutting a UTF-8
+--- character; consecutive chunks share about `overlap` bytes.
+---@param text string The text to split
+---@param size integer Maximum bytes per chunk (at least 4, so any character fits)
+---@param overlap? integer Bytes repeated from the end of the previous chunk (default 0, less than size / 2)
+---@return string[] chunks The chunks, in order
+function chunk_by_size(text, size, overlap)
+  overlap = overlap or 0
+  if size < 4 then error("chunk_by_size: size must be at least 4", 2) end
+  if overlap < 0 or overlap * 2 >= size then error("chunk_by_size: overlap must be in [0, size / 2)", 2) end
+  local chunks = {}
+  local first = 1
+  local length = #text
+  while first <= length do
+    local last = utf8_safe_end(text, first + size - 1)
+    chunks[#chunks + 1] = string.sub(text, first, last)
+    if last >= length then break end
+    local next_first = utf8_safe_end(text, last - overlap) + 1
+    first = math.max(next_first, first + 1)
+  end
+  return chunks
+end

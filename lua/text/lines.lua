@@ -1,0 +1,97 @@
+-- Line access: split, count and slice text by lines.
+
+-- Calls `visit(index, line)` for every line of `text`; "\r\n" and "\n" both end a line,
+-- and a final newline does not start an extra empty line.
+local function each_line(text, visit)
+  local index = 0
+  local position = 1
+  local length = #text
+  while position <= length do
+    local newline = string.find(text, "\n", position, true)
+    local stop = newline or (length + 1)
+    local line = string.sub(text, position, stop - 1)
+    if string.sub(line, -1) == "\r" then
+      line = string.sub(line, 1, -2)
+    end
+    index = index + 1
+    if visit(index, line) == false then
+      return
+    end
+    position = stop + 1
+  end
+end
+
+--- Splits text into its lines, without the line terminators.
+--- "\n" and "\r\n" both end a line; a trailing newline adds no empty last line.
+---@param text string The text to split
+---@return string[] lines The lines, in order
+function lines(text)
+  local result = {}
+  each_line(text, function(_, line)
+    result[#result + 1] = line
+  end)
+  return result
+end
+
+--- Counts the lines of a text (a trailing newline does not start a new line).
+---@param text string The text
+---@return integer count Number of lines; 0 for the empty string
+function line_count(text)
+  local count = 0
+  each_line(text, function(index)
+    count = index
+  end)
+  return count
+end
+
+--- Returns lines `first` through `last` (1-based, inclusive) joined with "\n".
+--- Out-of-range bounds are clamped; negative numbers count from the end (-1 is the last line).
+---@param text string The text
+---@param first integer First line to include
+---@param last? integer Last line to include (default: the last line)
+---@return string excerpt The selected lines
+function line_range(text, first, last)
+  local all = lines(text)
+  local count = #all
+  if first < 0 then first = count + first + 1 end
+  last = last or count
+  if last < 0 then last = count + last + 1 end
+  if first < 1 then first = 1 end
+  if last > count then last = count end
+  if first > last then
+    return ""
+  end
+  return table.concat(all, "\n", first, last)
+end
+
+--- Returns the first `n` lines of a text, joined with "\n".
+---@param text string The text
+---@param n? integer How many lines (default 10)
+---@return string excerpt The first lines
+function head(text, n)
+  n = n or 10
+  if n <= 0 then
+    return ""
+  end
+  local taken = {}
+  each_line(text, function(index, line)
+    taken[index] = line
+    return index < n
+  end)
+  return table.concat(taken, "\n")
+end
+
+--- Returns the last `n` lines of a text, joined with "\n".
+---@param text string The text
+---@param n? integer How many lines (default 10)
+---@return string excerpt The last lines
+function tail(text, n)
+  n = n or 10
+  if n <= 0 then
+    return ""
+  end
+  local all = lines(text)
+  local first = #all - n + 1
+  if first < 1 then first = 1 end
+  return table.concat(all, "\n", first, #all)
+end

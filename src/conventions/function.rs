@@ -1,0 +1,221 @@
+//! What the conventions extract from a Lua file: one [`Function`] per exposed definition.
+//!
+//! Every text field is a `Cow<'static, str>` so the same types describe both a registry
+//! loaded at run time (owned strings) and one baked in by `build.rs` (borrowed from
+//! `static` data, built with the `const fn` constructors the generated code calls).
+
+use std::borrow::Cow;
+
+/// Text that is either baked into the binary or loaded at run time.
+pub type Text = Cow<'static, str>;
+
+/// One exposed registry function: its documentation, usage and source.
+///
+/// ```
+/// use rlm_registry::Registry;
+///
+/// let src = "--- Doubles a number.\n---@param x number The input\n---@return number\nfunction double(x) return 2 * x end";
+/// let registry = Registry::from_map([("double", src)]).unwrap();
+/// let f = registry.get("double").unwrap();
+/// assert_eq!(f.description(), "Doubles a number.");
+/// assert_eq!(f.params()[0].name(), "x");
+/// assert_eq!(f.params()[0].ty(), "number");
+/// assert_eq!(f.returns()[0].ty(), "number");
+/// assert_eq!(f.signature(), "double(x)");
+/// assert_eq!(f.line(), 3);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Function {
+    pub(crate) name: Text,
+    pub(crate) doc: Text,
+    pub(crate) description: Text,
+    pub(crate) params: Cow<'static, [Param]>,
+    pub(crate) returns: Cow<'static, [Return]>,
+    pub(crate) source: Text,
+    pub(crate) file: Text,
+    pub(crate) dir: Text,
+    pub(crate) line: u32,
+    pub(crate) chunk: u32,
+}
+
+impl Function {
+    /// Used by generated code; not part of the stable API.
+    #[doc(hidden)]
+    #[allow(clippy::too_many_arguments)]
+    pub const fn __from_static(
+        name: &'static str,
+        doc: &'static str,
+        description: &'static str,
+        params: &'static [Param],
+        returns: &'static [Return],
+        source: &'static str,
+        file: &'static str,
+        dir: &'static str,
+        line: u32,
+        chunk: u32,
+    ) -> Self {
+        Function {
+            name: Cow::Borrowed(name),
+            doc: Cow::Borrowed(doc),
+            description: Cow::Borrowed(description),
+            params: Cow::Borrowed(params),
+            returns: Cow::Borrowed(returns),
+            source: Cow::Borrowed(source),
+            file: Cow::Borrowed(file),
+            dir: Cow::Borrowed(dir),
+            line,
+            chunk,
+        }
+    }
+
+    /// The global name the function is exposed under.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The whole doc comment, as written (indentation removed). This is what the model reads.
+    pub fn doc(&self) -> &str {
+        &self.doc
+    }
+
+    /// The description: the doc's text lines before the first `@` tag, comment markers removed.
+    pub fn description(&self) -> &str {
+        &self.description
+    }
+
+    /// The first sentence or line of the description.
+    pub fn summary(&self) -> &str {
+        let first_line = self.description.lines().next().unwrap_or("");
+        match first_line.find(". ") {
+            Some(end) => &first_line[..=end],
+            None => first_line,
+        }
+    }
+
+    /// Documented parameters, in the order of the definition.
+    pub fn params(&self) -> &[Param] {
+        &self.params
+    }
+
+    /// Documented return values, in doc order.
+    pub fn returns(&self) -> &[Return] {
+        &self.returns
+    }
+
+    /// The definition's source text, from its first token to its final `end`.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// The file it was loaded from, as named to the loader.
+    pub fn file(&self) -> &str {
+        &self.file
+    }
+
+    /// The registry directory it was loaded from, as named to the loader.
+    pub fn dir(&self) -> &str {
+        &self.dir
+    }
+
+    /// 1-based line of the definition (not of its doc comment).
+    pub fn line(&self) -> u32 {
+        self.line
+    }
+
+    /// Index into [`Registry::chunks`](crate::Registry::chunks) of the file that defines it.
+    pub fn chunk(&self) -> usize {
+        self.chunk as usize
+    }
+
+    /// `name(a, b?, ...)`: the call shape, optional parameters marked with `?`.
+    pub fn signature(&self) -> String {
+        let params: Vec<String> = self
+            .params
+            .iter()
+            .map(|p| {
+                if p.optional && p.name != "..." {
+                    format!("{}?", p.name)
+                } else {
+                    p.name.to_string()
+                }
+            })
+            .collect();
+        format!("{}({})", self.name, params.join(", "))
+    }
+}
+
+/// A documented parameter.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Param {
+    pub(crate) name: Text,
+    pub(crate) ty: Text,
+    pub(crate) optional: bool,
+    pub(crate) description: Text,
+}
+
+impl Param {
+    /// Used by generated code; not part of the stable API.
+    #[doc(hidden)]
+    pub const fn __from_static(
+        name: &'static str,
+        ty: &'static str,
+        optional: bool,
+        description: &'static str,
+    ) -> Self {
+        Param {
+            name: Cow::Borrowed(name),
+            ty: Cow::Borrowed(ty),
+            optional,
+            description: Cow::Borrowed(description),
+        }
+    }
+
+    /// The parameter's name (`...` for varargs), without a trailing `?`.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The LuaLS type as written (`string`, `integer?`, `string[]`, …); `any` when the doc
+    /// (LDoc `@param`) gives none.
+    pub fn ty(&self) -> &str {
+        &self.ty
+    }
+
+    /// Whether the parameter may be omitted (`name?`, `type?`, `type|nil`, LDoc `[opt]`).
+    pub fn optional(&self) -> bool {
+        self.optional
+    }
+
+    /// The parameter's description (may be empty).
+    pub fn description(&self) -> &str {
+        &self.description
+    }
+}
+
+/// A documented return value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Return {
+    pub(crate) ty: Text,
+    pub(crate) description: Text,
+}
+
+impl Return {
+    /// Used by generated code; not part of the stable API.
+    #[doc(hidden)]
+    pub const fn __from_static(ty: &'static str, description: &'static str) -> Self {
+        Return {
+            ty: Cow::Borrowed(ty),
+            description: Cow::Borrowed(description),
+        }
+    }
+
+    /// The LuaLS type as written; `any` when the doc (LDoc `@return`) gives none.
+    pub fn ty(&self) -> &str {
+        &self.ty
+    }
+
+    /// The description (may be empty).
+    pub fn description(&self) -> &str {
+        &self.description
+    }
+}

@@ -1,0 +1,60 @@
+//! # rlm-registry
+//!
+//! Lua function registries for Recursive Language Model (RLM) agents: documented Lua
+//! helpers, validated against a set of conventions and baked into the binary at compile
+//! time, whose documentation doubles as the model's system prompt.
+//!
+//! An RLM answers questions over huge contexts by writing code in a REPL; here that REPL
+//! is a sandboxed Lua 5.4 VM, and the registry is the library of helper functions
+//! available in it. Data flows one way:
+//!
+//! ```text
+//! .lua files ─▶ conventions (parse, validate, extract) ─▶ Registry (baked or loaded)
+//! ```
+//!
+//! - [`conventions`]: the rules a registry file must follow (E001–E011) and the
+//!   extraction of each exposed [`Function`] with its doc, parameters and returns.
+//! - [`registry`]: [`Registry::from_paths`], [`Registry::from_map`], [`Registry::baked`],
+//!   lookups and [`Registry::system_prompt`].
+//! - `codegen` (feature `build`): the [`Builder`](codegen::Builder) that `build.rs` uses
+//!   to bake directories, this crate's and yours.
+//!
+//! ```
+//! use rlm_registry::Registry;
+//!
+//! let registry = Registry::baked();
+//! for (name, function) in registry.iter_functions() {
+//!     assert!(!function.description().is_empty(), "{name} is documented");
+//! }
+//! println!("{}", registry.system_prompt());
+//! ```
+
+// Generated code names this crate `::rlm_registry`, inside it as well as outside.
+extern crate self as rlm_registry;
+
+mod baked;
+#[cfg(feature = "build")]
+pub mod codegen;
+pub mod conventions;
+pub mod registry;
+
+pub use conventions::{Code, Diagnostic, Function, Param, Return, Severity};
+pub use registry::{Chunk, LoadError, Override, Registry};
+
+/// Includes a registry baked by [`codegen::Builder`] in your `build.rs`, defining
+/// `static REGISTRY: rlm_registry::Registry`. With no argument it includes the default
+/// output (`rlm_registry.rs`); pass the name given to `Builder::file_name` otherwise.
+///
+/// ```ignore
+/// rlm_registry::include_registry!();
+/// let prompt: &'static str = REGISTRY.system_prompt();
+/// ```
+#[macro_export]
+macro_rules! include_registry {
+    () => {
+        $crate::include_registry!("rlm_registry");
+    };
+    ($name:literal) => {
+        include!(concat!(env!("OUT_DIR"), "/", $name, ".rs"));
+    };
+}

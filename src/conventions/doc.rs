@@ -174,7 +174,8 @@ fn read_tag<'a>(doc: &mut ParsedDoc<'a>, text: &'a str, offset: usize, tight: bo
     };
     let ldoc_optional = modifier.starts_with("[opt");
     let span_of = |word: &str| {
-        let start = offset + (word.as_ptr() as usize - text.as_ptr() as usize);
+        let within = (word.as_ptr() as usize).saturating_sub(text.as_ptr() as usize);
+        let start = offset + within.min(text.len());
         start..start + word.len()
     };
     match tag {
@@ -256,7 +257,8 @@ fn split_word(text: &str) -> (&str, &str) {
     let text = text.trim_start();
     match text.find(char::is_whitespace) {
         Some(end) => (&text[..end], text[end..].trim_start()),
-        None => (text, ""),
+        // An empty rest still points into `text`: spans are computed from slice addresses.
+        None => (text, &text[text.len()..]),
     }
 }
 
@@ -292,7 +294,7 @@ pub(crate) fn split_type(text: &str) -> (&str, &str) {
             _ => {}
         }
     }
-    (text, "")
+    (text, &text[text.len()..])
 }
 
 /// Whether a word is plausibly a LuaLS type rather than the first word of a description.

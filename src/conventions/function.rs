@@ -83,12 +83,27 @@ impl Function {
         &self.description
     }
 
-    /// The first sentence or line of the description.
-    pub fn summary(&self) -> &str {
-        let first_line = self.description.lines().next().unwrap_or("");
-        match first_line.find(". ") {
-            Some(end) => &first_line[..=end],
-            None => first_line,
+    /// The first sentence of the description, on one line.
+    ///
+    /// ```
+    /// let src = "--- Splits text, e.g. logs, into\n--- lines. Keeps order.\n---@param s string\n---@return string[]\nfunction split(s) return {} end";
+    /// let registry = rlm_registry::Registry::from_map([("split", src)]).unwrap();
+    /// assert_eq!(registry.get("split").unwrap().summary(), "Splits text, e.g. logs, into lines.");
+    /// ```
+    pub fn summary(&self) -> String {
+        let paragraph: Vec<&str> = self
+            .description
+            .lines()
+            .map(str::trim)
+            .take_while(|line| !line.is_empty())
+            .collect();
+        let paragraph = paragraph.join(" ");
+        let sentence_end = paragraph.match_indices(". ").map(|(i, _)| i).find(|&i| {
+            paragraph[i + 2..].starts_with(|c: char| c.is_uppercase() || c == '`')
+        });
+        match sentence_end {
+            Some(end) => paragraph[..=end].to_string(),
+            None => paragraph,
         }
     }
 

@@ -191,7 +191,9 @@ pub(crate) fn assemble(base: Option<&Registry>, new_chunks: Vec<(Chunk, Vec<Func
         chunks.push(chunk);
         for mut function in functions {
             function.chunk += offset;
-            if let Some(previous) = winners.get(function.name()) {
+            let previous = winners.get(function.name());
+            // Two definitions in one file are an E009, not an override.
+            if let Some(previous) = previous.filter(|p| p.chunk != function.chunk) {
                 overrides.push(Override {
                     name: Cow::Owned(function.name().to_string()),
                     winner_file: function.file.clone(),

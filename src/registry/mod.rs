@@ -172,8 +172,8 @@ impl Registry {
         &self.prompt
     }
 
-    /// The text of a loaded file, for rendering diagnostics.
-    pub(crate) fn source_of(&self, file: &str) -> Option<&str> {
+    /// The full text of a loaded file, by its name as in [`Function::file`].
+    pub fn source_of(&self, file: &str) -> Option<&str> {
         self.chunks
             .iter()
             .find(|c| c.file == file)

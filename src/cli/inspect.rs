@@ -1,0 +1,85 @@
+//! `rlm list`, `rlm show` and `rlm prompt`: look at a registry.
+
+use std::fmt::Write;
+
+use rlm_registry::{Function, Registry};
+use serde_json::json;
+
+use super::{EXIT_VIOLATIONS, Output};
+
+pub(super) fn list(registry: &Registry, as_json: bool) -> Output {
+    if as_json {
+        let functions: Vec<_> = registry.functions().iter().map(function_json).collect();
+        return Output::success(format!("{}\n", serde_json::Value::Array(functions)));
+    }
+    let width = registry
+        .functions()
+        .iter()
+        .map(|f| f.signature().len())
+        .max()
+        .unwrap_or(0);
+    let mut out = String::new();
+    for function in registry.functions() {
+        let _ = writeln!(out, "{:width$}  {}", function.signature(), function.summary());
+    }
+    Output::success(out)
+}
+
+fn function_json(f: &Function) -> serde_json::Value {
+    let params: Vec<_> = f
+        .params()
+        .iter()
+        .map(|p| {
+            json!({"name": p.name(), "type": p.ty(), "optional": p.optional(), "description": p.description()})
+        })
+        .collect();
+    let returns: Vec<_> = f
+        .returns()
+        .iter()
+        .map(|r| json!({"type": r.ty(), "description": r.description()}))
+        .collect();
+    json!({
+        "name": f.name(),
+        "signature": f.signature(),
+        "summary": f.summary(),
+        "description": f.description(),
+        "params": params,
+        "returns": returns,
+        "file": f.file(),
+        "line": f.line(),
+        "dir": f.dir(),
+    })
+}
+
+pub(super) fn show(registry: &Registry, name: &str) -> Output {
+    let Some(function) = registry.get(name) else {
+        let mut message = format!("error: no function named `{name}` in the registry\n");
+        if let Some(suggestion) = closest_name(registry, name) {
+            let _ = writeln!(message, "help: did you mean `{suggestion}`?");
+        }
+        return Output::failure(EXIT_VIOLATIONS, message);
+    };
+    Output::success(format!(
+        "{}  ({}:{})\n\n{}\n{}\n",
+        function.signature(),
+        function.file(),
+        function.line(),
+        function.doc(),
+        function.source()
+    ))
+}
+
+/// The registry name most similar to `name`, if any is reasonably close.
+fn closest_name<'a>(registry: &'a Registry, name: &str) -> Option<&'a str> {
+    registry
+        .functions()
+        .iter()
+        .map(|f| (strsim::jaro_winkler(name, f.name()), f.name()))
+        .filter(|(score, _)| *score > 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, n)| n)
+}
+
+pub(super) fn prompt(registry: &Registry) -> Output {
+    Output::success(registry.system_prompt().to_string())
+}

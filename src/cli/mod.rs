@@ -1,0 +1,172 @@
+//! Argument parsing and dispatch for the `rlm` binary (SPEC §8).
+//!
+//! Every command works on one registry: the baked one, with `--path DIR` directories
+//! layered on top (later wins), or only the directories with `--no-baked`.
+
+mod check;
+mod inspect;
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use rlm_registry::{LoadError, Registry};
+
+/// Lua function registries for Recursive Language Model agents.
+#[derive(Parser, Debug)]
+#[command(name = "rlm", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Validate registry directories against the conventions (exit 0 ok, 1 violations, 2 usage or I/O).
+    Check {
+        #[command(flatten)]
+        source: SourceArgs,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Human)]
+        format: Format,
+    },
+    /// List the registry's functions.
+    List {
+        #[command(flatten)]
+        source: SourceArgs,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show one function's documentation and source (exit 1 if unknown).
+    Show {
+        /// The function name.
+        name: String,
+        #[command(flatten)]
+        source: SourceArgs,
+    },
+    /// Print the system-prompt addendum declaring every function.
+    Prompt {
+        #[command(flatten)]
+        source: SourceArgs,
+    },
+}
+
+/// Where the registry comes from.
+#[derive(Args, Debug, Clone)]
+pub(crate) struct SourceArgs {
+    /// A registry directory (or .lua file) layered on top; repeatable, later wins.
+    #[arg(long = "path", value_name = "DIR")]
+    paths: Vec<PathBuf>,
+    /// Leave out the registry baked into the binary.
+    #[arg(long)]
+    no_baked: bool,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum Format {
+    Human,
+    Json,
+}
+
+/// Exit codes shared by the commands.
+pub(crate) const EXIT_VIOLATIONS: u8 = 1;
+pub(crate) const EXIT_USAGE: u8 = 2;
+
+/// What a command prints and how it exits. Commands build their output as text and
+/// `run` writes it, so a closed pipe (`rlm list | head`) is not a crash.
+pub(crate) struct Output {
+    pub stdout: String,
+    pub stderr: String,
+    pub code: u8,
+}
+
+impl Output {
+    pub fn success(stdout: String) -> Self {
+        Output {
+            stdout,
+            stderr: String::new(),
+            code: 0,
+        }
+    }
+
+    pub fn failure(code: u8, stderr: String) -> Self {
+        Output {
+            stdout: String::new(),
+            stderr,
+            code,
+        }
+    }
+
+    fn emit(self) -> ExitCode {
+        // A reader that went away (broken pipe) is not an error worth reporting.
+        let _ = std::io::stdout().write_all(self.stdout.as_bytes());
+        let _ = std::io::stdout().flush();
+        let _ = std::io::stderr().write_all(self.stderr.as_bytes());
+        ExitCode::from(self.code)
+    }
+}
+
+pub fn run() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => {
+            let code = if error.use_stderr() { EXIT_USAGE } else { 0 };
+            let text = error.render().to_string();
+            return if code == 0 {
+                Output::success(text).emit()
+            } else {
+                Output::failure(code, text).emit()
+            };
+        }
+    };
+    let output = match cli.command {
+        Command::Check { source, format } => check::run(&source, format),
+        Command::List { source, json } => with_registry(&source, |r| inspect::list(r, json)),
+        Command::Show { name, source } => with_registry(&source, |r| inspect::show(r, &name)),
+        Command::Prompt { source } => with_registry(&source, inspect::prompt),
+    };
+    output.emit()
+}
+
+impl SourceArgs {
+    /// The base the paths are layered on.
+    fn base(&self) -> &'static Registry {
+        static EMPTY: Registry = Registry::empty();
+        if self.no_baked { &EMPTY } else { Registry::baked() }
+    }
+
+    /// Paths that cannot be read at all are a usage error (exit 2), not a violation.
+    fn missing_paths_error(&self) -> Option<Output> {
+        let mut message = String::new();
+        for path in &self.paths {
+            if let Err(error) = std::fs::metadata(path) {
+                message.push_str(&format!("error: cannot read {}: {error}\n", path.display()));
+            }
+        }
+        (!message.is_empty()).then(|| Output::failure(EXIT_USAGE, message))
+    }
+
+    fn load(&self) -> Result<Registry, LoadError> {
+        let base = self.base();
+        if self.paths.is_empty() {
+            return Ok(base.clone());
+        }
+        base.with_paths(&self.paths)
+    }
+}
+
+/// Loads the registry and runs `command` on it; load problems are reported instead.
+fn with_registry(source: &SourceArgs, command: impl FnOnce(&Registry) -> Output) -> Output {
+    if let Some(missing) = source.missing_paths_error() {
+        return missing;
+    }
+    match source.load() {
+        Ok(registry) => command(&registry),
+        Err(error) => Output::failure(
+            EXIT_VIOLATIONS,
+            format!("{}\n", error.render(std::io::stderr().is_terminal())),
+        ),
+    }
+}

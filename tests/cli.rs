@@ -1,0 +1,160 @@
+//! The `rlm` command line (SPEC §8): output formats and exit codes.
+#![cfg(feature = "cli")]
+
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn rlm(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rlm"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("rlm runs")
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8(output.stdout.clone()).unwrap()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8(output.stderr.clone()).unwrap()
+}
+
+fn json(output: &Output) -> Value {
+    serde_json::from_slice(&output.stdout).expect("stdout is JSON")
+}
+
+fn keys(value: &Value) -> Vec<&str> {
+    let mut keys: Vec<&str> = value.as_object().unwrap().keys().map(String::as_str).collect();
+    keys.sort();
+    keys
+}
+
+#[test]
+fn check_passes_on_good_directories_with_exit_0() {
+    let out = rlm(&["check", "--no-baked", "--path", "tests/fixtures/good"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(stdout(&out).contains("ok: 7 functions checked"), "{}", stdout(&out));
+}
+
+#[test]
+fn check_json_is_exactly_the_documented_object() {
+    let out = rlm(&["check", "--no-baked", "--path", "tests/fixtures/bad/E004_param_mismatch.lua", "--format", "json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let report = json(&out);
+    assert_eq!(keys(&report), ["diagnostics", "functions", "ok"]);
+    assert_eq!(report["ok"], false);
+    let function = &report["functions"][0];
+    assert_eq!(keys(function), ["file", "line", "name"]);
+    assert_eq!(function["name"], "add");
+    assert_eq!(function["file"], "tests/fixtures/bad/E004_param_mismatch.lua");
+    assert_eq!(function["line"], 5);
+    let diagnostic = &report["diagnostics"][0];
+    assert_eq!(keys(diagnostic), ["code", "column", "file", "line", "message", "severity"]);
+    assert_eq!(diagnostic["code"], "E004");
+    assert_eq!(diagnostic["severity"], "error");
+    assert_eq!(diagnostic["file"], "tests/fixtures/bad/E004_param_mismatch.lua");
+    assert_eq!((diagnostic["line"].as_u64(), diagnostic["column"].as_u64()), (Some(3), Some(11)));
+}
+
+#[test]
+fn check_reports_overrides_as_notes_and_still_passes() {
+    let out = rlm(&[
+        "check", "--no-baked", "--path", "tests/fixtures/layers/base", "--path", "tests/fixtures/layers/override",
+        "--format", "json",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let report = json(&out);
+    assert_eq!(report["ok"], true);
+    assert_eq!(report["diagnostics"][0]["code"], "N001");
+    assert_eq!(report["diagnostics"][0]["severity"], "note");
+    assert_eq!(report["functions"].as_array().unwrap().len(), 3);
+}
+
+#[test]
+fn check_human_output_is_rustc_style() {
+    let out = rlm(&["check", "--no-baked", "--path", "tests/fixtures/multi"]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = stdout(&out);
+    assert!(text.contains("error[E002]: exposed function `no_doc_one`"), "{text}");
+    assert!(text.contains("--> tests/fixtures/multi/one.lua:1:1"), "{text}");
+    assert!(text.contains("--> tests/fixtures/multi/two.lua:5:1"), "{text}");
+    assert!(text.contains("= help:"), "{text}");
+    assert!(text.contains("^"), "{text}");
+    assert!(text.contains("4 convention violations in 2 files"), "{text}");
+}
+
+#[test]
+fn check_of_an_unreadable_path_exits_2() {
+    let out = rlm(&["check", "--path", "no/such/dir"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("no/such/dir"));
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    assert_eq!(rlm(&["check", "--format", "yaml"]).status.code(), Some(2));
+    assert_eq!(rlm(&["frobnicate"]).status.code(), Some(2));
+}
+
+#[test]
+fn check_of_the_baked_registry_passes() {
+    let out = rlm(&["check"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+}
+
+#[test]
+fn list_json_describes_each_function() {
+    let out = rlm(&["list", "--json"]);
+    assert_eq!(out.status.code(), Some(0));
+    let list = json(&out);
+    let grep = list.as_array().unwrap().iter().find(|f| f["name"] == "grep").expect("grep is baked");
+    assert_eq!(grep["signature"], "grep(text, pattern, context?, plain?)");
+    assert_eq!(grep["params"][0]["name"], "text");
+    assert_eq!(grep["params"][0]["type"], "string");
+    assert_eq!(grep["params"][2]["optional"], true);
+    assert_eq!(grep["returns"][0]["type"], "table[]");
+}
+
+#[test]
+fn list_layers_paths_on_the_baked_registry_and_no_baked_leaves_it_out() {
+    let layered = stdout(&rlm(&["list", "--path", "tests/fixtures/layers/base"]));
+    assert!(layered.contains("greet(name)") && layered.contains("grep("), "{layered}");
+    let alone = stdout(&rlm(&["list", "--no-baked", "--path", "tests/fixtures/layers/base"]));
+    assert!(alone.contains("greet(name)") && !alone.contains("grep("), "{alone}");
+    assert_eq!(stdout(&rlm(&["list", "--no-baked"])), "");
+}
+
+#[test]
+fn show_prints_doc_and_source_of_the_winner() {
+    let out = rlm(&[
+        "show", "greet", "--no-baked", "--path", "tests/fixtures/layers/base", "--path", "tests/fixtures/layers/override",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = stdout(&out);
+    assert!(text.contains("tests/fixtures/layers/override/greeting.lua:4"), "{text}");
+    assert!(text.contains("--- Greets someone, loudly"), "{text}");
+    assert!(text.contains("return \"HELLO \" .. string.upper(name)"), "{text}");
+}
+
+#[test]
+fn show_of_an_unknown_name_exits_1_with_a_suggestion() {
+    let out = rlm(&["show", "grep_txt"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("did you mean `grep_text`?"), "{}", stderr(&out));
+}
+
+#[test]
+fn prompt_prints_the_baked_prompt_exactly() {
+    let out = rlm(&["prompt"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(stdout(&out), rlm_registry::Registry::baked().system_prompt());
+}
+
+#[test]
+fn commands_on_a_bad_path_print_diagnostics_and_exit_1() {
+    let out = rlm(&["list", "--path", "tests/fixtures/bad/E002_missing_doc.lua"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("error[E002]"));
+}

@@ -1,21 +1,19 @@
 -- Chunking: cut a large text into pieces small enough for a sub-model.
 
--- The largest end position <= `stop` that does not cut a UTF-8 character in two.
-local function utf8_safe_end(text, stop)
-  local length = #text
-  if stop >= length then
-    return length
+-- The largest end position in [floor, stop] that does not cut a UTF-8 character in two
+-- (the end of the text when `stop` is past it), or nil when there is none.
+local function utf8_safe_end(text, stop, floor)
+  if stop >= #text then
+    return #text
   end
-  local candidate = stop
-  -- Back off while the next byte is a continuation byte (0x80-0xBF).
-  while candidate > 0 do
+  for candidate = stop, floor, -1 do
+    -- A boundary when the next byte is not a continuation byte (0x80-0xBF).
     local next_byte = string.byte(text, candidate + 1)
     if next_byte < 0x80 or next_byte >= 0xC0 then
       return candidate
     end
-    candidate = candidate - 1
   end
-  return stop
+  return nil
 end
 
 --- Splits a text into chunks of `n` lines each; consecutive chunks may share
@@ -89,11 +87,17 @@ function chunk_by_size(text, size, overlap)
   local first = 1
   local length = #text
   while first <= length do
-    local last = utf8_safe_end(text, first + size - 1)
+    -- Only invalid UTF-8 (a run of continuation bytes) leaves no boundary to cut at.
+    local last = utf8_safe_end(text, first + size - 1, first) or (first + size - 1)
     chunks[#chunks + 1] = string.sub(text, first, last)
     if last >= length then break end
-    local next_first = utf8_safe_end(text, last - overlap) + 1
-    first = math.max(next_first, first + 1)
+    -- Start the next chunk at a boundary about `overlap` bytes back, but after `first`;
+    -- without such a boundary (one wide character), the chunks do not overlap.
+    local resume = last
+    if overlap > 0 then
+      resume = utf8_safe_end(text, last - overlap, first) or last
+    end
+    first = resume + 1
   end
   return chunks
 end

@@ -10,9 +10,20 @@ function word_count(text)
 end
 
 --- Counts the characters of a UTF-8 text (not bytes: "é" is one character).
---- Invalid UTF-8 is counted byte by byte.
+--- Invalid UTF-8 is counted byte by byte: each byte that does not start a valid
+--- character counts as one.
 ---@param text string The text
 ---@return integer count Number of characters
 function char_count(text)
-  return utf8.len(text) or #text
+  local count = 0
+  local position = 1
+  while true do
+    local valid, invalid_at = utf8.len(text, position)
+    if valid then
+      return count + valid
+    end
+    -- Count the valid characters before the invalid byte, then that byte alone.
+    count = count + utf8.len(text, position, invalid_at - 1) + 1
+    position = invalid_at + 1
+  end
 end

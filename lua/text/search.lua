@@ -40,26 +40,33 @@ end
 ---@param plain? boolean Match `pattern` literally (default false)
 ---@return string report The matches with line numbers; "" when nothing matches
 function grep_text(text, pattern, context, plain)
+  local matches = collect_matches(text, pattern, context or 0, plain == true)
+  local is_match = {}
+  for _, match in ipairs(matches) do
+    is_match[match.line] = true
+  end
   local out = {}
   local last_printed = 0
-  for _, match in ipairs(collect_matches(text, pattern, context or 0, plain == true)) do
+  for _, match in ipairs(matches) do
     local first = match.line - #match.before
+    local last = match.line + #match.after
     if last_printed > 0 and first > last_printed + 1 then
       out[#out + 1] = "--"
     end
-    for offset, line in ipairs(match.before) do
-      local number = first + offset - 1
-      if number > last_printed then
-        out[#out + 1] = number .. "- " .. line
+    -- Lines already printed for an earlier match are skipped; a line that matches is
+    -- marked ":" even when it is also context of a neighbouring match.
+    for number = math.max(first, last_printed + 1), last do
+      local line
+      if number < match.line then
+        line = match.before[number - first + 1]
+      elseif number == match.line then
+        line = match.text
+      else
+        line = match.after[number - match.line]
       end
+      out[#out + 1] = number .. (is_match[number] and ": " or "- ") .. line
     end
-    if match.line > last_printed then
-      out[#out + 1] = match.line .. ": " .. match.text
-    end
-    for offset, line in ipairs(match.after) do
-      out[#out + 1] = (match.line + offset) .. "- " .. line
-    end
-    last_printed = match.line + #match.after
+    last_printed = last
   end
   return table.concat(out, "\n")
 end

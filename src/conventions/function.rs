@@ -22,7 +22,7 @@ pub type Text = Cow<'static, str>;
 /// assert_eq!(f.params()[0].ty(), "number");
 /// assert_eq!(f.returns()[0].ty(), "number");
 /// assert_eq!(f.signature(), "double(x)");
-/// assert_eq!(f.line(), 3);
+/// assert_eq!(f.line(), 4);
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Function {

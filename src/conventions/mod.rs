@@ -17,7 +17,7 @@
 //!
 //! let bad = check_file("bad.lua", "function hi(name) return 'hi' end\nprint('loaded')\n");
 //! let codes: Vec<Code> = bad.diagnostics.iter().map(|d| d.code).collect();
-//! assert_eq!(codes, [Code::SideEffect, Code::MissingDoc]);
+//! assert_eq!(codes, [Code::MissingDoc, Code::SideEffect]);
 //! ```
 
 mod analyze;

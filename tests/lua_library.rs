@@ -1,0 +1,365 @@
+//! Runs the Lua library's own tests (`tests/lua/*_test.lua`) against the baked registry.
+//!
+//! Every test gets a fresh `mlua::Lua` state into which every chunk of
+//! `Registry::baked()` is loaded in order, exactly as the environment will do; then a
+//! small prelude defines the assertion helpers (`check`, `check_error`, `show`) and the
+//! Lua test file is evaluated. Each test file returns a table of name → function; each
+//! entry is one Rust `#[test]` below, so a failure is named after the behaviour it
+//! checks. `every_lua_test_has_a_rust_test` keeps both lists in sync.
+
+#![cfg(all(feature = "text", feature = "chunking"))]
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+use mlua::{Function, Lua, Table, Value};
+use rlm_registry::Registry;
+
+/// Assertion helpers shared by the Lua test files, defined as globals.
+const PRELUDE: &str = r#"
+local function quote(s)
+  return '"' .. s:gsub('[%c"\\]', function(c)
+    local named = { ["\n"] = "\\n", ["\r"] = "\\r", ["\t"] = "\\t", ['"'] = '\\"', ["\\"] = "\\\\" }
+    return named[c] or string.format("\\%03d", c:byte())
+  end) .. '"'
+end
+
+--- Renders a value readably: strings quoted with escapes, tables recursively.
+function show(value)
+  if type(value) == "string" then
+    return quote(value)
+  elseif type(value) ~= "table" then
+    return tostring(value)
+  end
+  local parts = {}
+  for i = 1, #value do
+    parts[#parts + 1] = show(value[i])
+  end
+  local keys = {}
+  for key in pairs(value) do
+    if not (math.type(key) == "integer" and key >= 1 and key <= #value) then
+      keys[#keys + 1] = key
+    end
+  end
+  table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)
+  for _, key in ipairs(keys) do
+    local name = type(key) == "string" and key:match("^[%a_][%w_]*$") and key or ("[" .. show(key) .. "]")
+    parts[#parts + 1] = name .. " = " .. show(value[key])
+  end
+  return "{" .. table.concat(parts, ", ") .. "}"
+end
+
+local function deep_equal(a, b)
+  if type(a) ~= type(b) then return false end
+  if type(a) ~= "table" then
+    return a == b and math.type(a) == math.type(b)
+  end
+  for key, value in pairs(a) do
+    if not deep_equal(value, b[key]) then return false end
+  end
+  for key in pairs(b) do
+    if a[key] == nil then return false end
+  end
+  return true
+end
+
+--- Fails (blaming the caller) unless `actual` deep-equals `expected`.
+function check(actual, expected, message)
+  if not deep_equal(actual, expected) then
+    error(string.format("%s\n  expected: %s\n  actual:   %s",
+      message or "values differ", show(expected), show(actual)), 2)
+  end
+end
+
+--- Fails unless `fn` raises an error whose message contains `needle` (plain text).
+--- Returns the error message.
+function check_error(fn, needle, message)
+  local ok, err = pcall(fn)
+  if ok then
+    error(string.format("%s\n  expected an error containing %s, but none was raised",
+      message or "no error", show(needle)), 2)
+  end
+  err = tostring(err)
+  if not string.find(err, needle, 1, true) then
+    error(string.format("%s\n  expected an error containing %s\n  actual error: %s",
+      message or "wrong error", show(needle), show(err)), 2)
+  end
+  return err
+end
+"#;
+
+/// A fresh Lua state with every chunk of the baked registry loaded, in order.
+fn lua_with_library() -> Lua {
+    let lua = Lua::new();
+    for chunk in Registry::baked().chunks() {
+        lua.load(chunk.source())
+            .set_name(chunk.file())
+            .exec()
+            .unwrap_or_else(|e| panic!("loading {} failed:\n{e}", chunk.file()));
+    }
+    lua
+}
+
+fn lua_test_path(file: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/lua")
+        .join(file)
+}
+
+/// Loads the library, the prelude and `tests/lua/<file>`; returns the state and the
+/// file's table of tests.
+fn load_tests(file: &str) -> (Lua, Table) {
+    let lua = lua_with_library();
+    lua.load(PRELUDE)
+        .set_name("=prelude")
+        .exec()
+        .unwrap_or_else(|e| panic!("the test prelude failed:\n{e}"));
+    let path = lua_test_path(file);
+    let source = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    let tests = lua
+        .load(source)
+        .set_name(format!("@tests/lua/{file}"))
+        .eval::<Table>()
+        .unwrap_or_else(|e| panic!("tests/lua/{file} did not return a table of tests:\n{e}"));
+    (lua, tests)
+}
+
+/// Runs the Lua test `name` of `tests/lua/<file>` in a fresh state.
+fn run(file: &str, name: &str) {
+    let (_lua, tests) = load_tests(file);
+    let test = match tests.get::<Value>(name) {
+        Ok(Value::Function(test)) => test,
+        other => panic!("tests/lua/{file} has no test function named {name:?} (got {other:?})"),
+    };
+    if let Err(e) = test.call::<()>(()) {
+        panic!("Lua test {name} (tests/lua/{file}) failed:\n{e}");
+    }
+}
+
+/// Asserts that the Lua file's tests are exactly the ones with a Rust `#[test]`.
+fn check_names(file: &str, rust_names: &[&str]) {
+    let (_lua, tests) = load_tests(file);
+    let mut lua_names = BTreeSet::new();
+    for pair in tests.pairs::<String, Function>() {
+        let (name, _) = pair.unwrap_or_else(|e| panic!("tests/lua/{file}: bad entry: {e}"));
+        lua_names.insert(name);
+    }
+    let rust_names: BTreeSet<String> = rust_names.iter().map(|s| s.to_string()).collect();
+    let missing: Vec<_> = lua_names.difference(&rust_names).collect();
+    let stale: Vec<_> = rust_names.difference(&lua_names).collect();
+    assert!(
+        missing.is_empty() && stale.is_empty(),
+        "tests/lua/{file} and tests/lua_library.rs disagree:\n  Lua tests without a Rust #[test]: {missing:?}\n  Rust #[test]s without a Lua test: {stale:?}"
+    );
+}
+
+/// One `#[test]` per Lua test function, in a module named after the Lua file.
+macro_rules! lua_tests {
+    ($module:ident, $file:literal, [$($name:ident),* $(,)?]) => {
+        mod $module {
+            const FILE: &str = $file;
+
+            $(
+                #[test]
+                fn $name() {
+                    super::run(FILE, stringify!($name));
+                }
+            )*
+
+            #[test]
+            fn every_lua_test_has_a_rust_test() {
+                super::check_names(FILE, &[$(stringify!($name)),*]);
+            }
+        }
+    };
+}
+
+lua_tests!(
+    text,
+    "text_test.lua",
+    [
+        lines_of_empty_text_is_empty,
+        lines_splits_on_newline,
+        lines_ignores_a_single_trailing_newline,
+        lines_keeps_blank_lines,
+        lines_of_a_lone_newline_is_one_empty_line,
+        lines_strips_crlf_terminators,
+        lines_keeps_a_carriage_return_inside_a_line,
+        line_count_of_empty_text_is_zero,
+        line_count_ignores_a_trailing_newline,
+        line_count_counts_crlf_lines_once,
+        line_count_agrees_with_lines,
+        line_range_selects_an_inclusive_range,
+        line_range_defaults_last_to_the_last_line,
+        line_range_counts_negative_bounds_from_the_end,
+        line_range_clamps_out_of_range_bounds,
+        line_range_is_empty_when_first_is_after_last,
+        line_range_of_empty_text_is_empty,
+        line_range_joins_crlf_lines_with_lf,
+        head_defaults_to_ten_lines,
+        head_returns_the_first_n_lines,
+        head_with_n_beyond_the_text_returns_every_line,
+        head_with_zero_or_negative_n_is_empty,
+        head_of_empty_text_is_empty,
+        head_joins_crlf_lines_with_lf,
+        tail_defaults_to_ten_lines,
+        tail_returns_the_last_n_lines,
+        tail_ignores_a_trailing_newline,
+        tail_with_n_beyond_the_text_returns_every_line,
+        tail_with_zero_or_negative_n_is_empty,
+        tail_of_empty_text_is_empty,
+        grep_returns_line_numbers_and_text_of_matches,
+        grep_without_matches_returns_an_empty_table,
+        grep_of_empty_text_is_empty,
+        grep_uses_lua_patterns_by_default,
+        grep_plain_matches_magic_characters_literally,
+        grep_reports_malformed_patterns,
+        grep_anchors_apply_to_each_line,
+        grep_context_gives_lines_before_and_after,
+        grep_context_is_clamped_at_the_text_boundaries,
+        grep_gives_each_match_its_own_full_context,
+        grep_matches_crlf_lines_without_the_carriage_return,
+        grep_text_formats_matches_and_context_lines,
+        grep_text_without_matches_is_empty,
+        grep_text_separates_non_adjacent_groups_with_dashes,
+        grep_text_separates_non_adjacent_matches_without_context,
+        grep_text_joins_adjacent_matches_without_separator,
+        grep_text_merges_touching_groups_without_separator,
+        grep_text_merges_overlapping_context_without_repeating_lines,
+        grep_text_marks_a_match_inside_earlier_context_as_a_match,
+        grep_text_clamps_context_at_the_text_boundaries,
+        grep_text_plain_matches_magic_characters_literally,
+        find_all_returns_byte_positions_of_every_occurrence,
+        find_all_reports_overlapping_occurrences,
+        find_all_treats_the_needle_as_plain_text,
+        find_all_without_occurrences_is_empty,
+        find_all_reports_byte_offsets_in_utf8_text,
+        find_all_rejects_an_empty_needle,
+        word_count_of_empty_or_blank_text_is_zero,
+        word_count_splits_on_any_whitespace,
+        word_count_counts_punctuation_runs_as_words,
+        word_count_counts_utf8_words,
+        char_count_of_empty_text_is_zero,
+        char_count_counts_ascii_characters,
+        char_count_counts_utf8_characters_not_bytes,
+        char_count_counts_invalid_utf8_byte_by_byte,
+    ]
+);
+
+lua_tests!(
+    chunking,
+    "chunking_test.lua",
+    [
+        chunk_by_lines_of_empty_text_is_empty,
+        chunk_by_lines_groups_n_lines_per_chunk,
+        chunk_by_lines_exact_multiple_has_no_empty_last_chunk,
+        chunk_by_lines_with_n_beyond_the_text_gives_one_chunk,
+        chunk_by_lines_ignores_trailing_newline_and_crlf,
+        chunk_by_lines_keeps_blank_lines,
+        chunk_by_lines_without_overlap_covers_every_line_once,
+        chunk_by_lines_overlap_repeats_the_last_lines_of_the_previous_chunk,
+        chunk_by_lines_overlap_stops_at_the_last_line,
+        chunk_by_lines_rejects_n_below_one,
+        chunk_by_lines_rejects_overlap_outside_zero_to_n,
+        chunk_by_separator_splits_on_the_separator,
+        chunk_by_separator_drops_empty_pieces,
+        chunk_by_separator_of_empty_text_is_empty,
+        chunk_by_separator_without_separator_in_text_returns_the_whole_text,
+        chunk_by_separator_treats_the_separator_as_plain_text,
+        chunk_by_separator_splits_on_a_multi_character_separator,
+        chunk_by_separator_merges_pieces_up_to_max_size,
+        chunk_by_separator_merge_counts_separator_bytes,
+        chunk_by_separator_keeps_an_oversized_piece_whole,
+        chunk_by_separator_merge_skips_dropped_empty_pieces,
+        chunk_by_separator_rejects_an_empty_separator,
+        chunk_by_size_of_empty_text_is_empty,
+        chunk_by_size_cuts_ascii_into_fixed_size_pieces,
+        chunk_by_size_text_shorter_than_size_is_one_chunk,
+        chunk_by_size_exact_multiple_has_no_empty_last_chunk,
+        chunk_by_size_counts_bytes_not_characters,
+        chunk_by_size_keeps_crlf_bytes_verbatim,
+        chunk_by_size_never_cuts_a_multibyte_character,
+        chunk_by_size_overlap_repeats_bytes_of_the_previous_chunk,
+        chunk_by_size_overlap_never_starts_inside_a_character,
+        chunk_by_size_overlap_always_makes_progress,
+        chunk_by_size_keeps_every_byte_of_invalid_utf8,
+        chunk_by_size_rejects_size_below_four,
+        chunk_by_size_rejects_overlap_outside_zero_to_half_size,
+        argument_errors_blame_the_caller,
+    ]
+);
+
+/// Names the library exposes; all must be global functions once the chunks are loaded.
+const PUBLIC: &[&str] = &[
+    "lines",
+    "line_count",
+    "line_range",
+    "head",
+    "tail",
+    "grep",
+    "grep_text",
+    "find_all",
+    "word_count",
+    "char_count",
+    "chunk_by_lines",
+    "chunk_by_separator",
+    "chunk_by_size",
+];
+
+#[test]
+fn private_helpers_stay_private() {
+    let lua = lua_with_library();
+    let globals = lua.globals();
+    for helper in ["each_line", "collect_matches", "utf8_safe_end"] {
+        let value: Value = globals.get(helper).unwrap();
+        assert!(
+            value.is_nil(),
+            "private helper {helper} leaked into the globals as a {}",
+            value.type_name()
+        );
+    }
+    let registry_names = Registry::baked().iter_functions().map(|(name, _)| name);
+    for name in PUBLIC.iter().copied().chain(registry_names) {
+        let value: Value = globals.get(name).unwrap();
+        assert!(
+            value.is_function(),
+            "registry function {name} is a {} global, not a function",
+            value.type_name()
+        );
+    }
+}
+
+/// Whether `source` calls `name(` (not merely a longer name ending in `name`).
+fn calls(source: &str, name: &str) -> bool {
+    let call = format!("{name}(");
+    source.match_indices(&call).any(|(at, _)| {
+        !source[..at]
+            .chars()
+            .next_back()
+            .is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '.')
+    })
+}
+
+#[test]
+fn every_registry_function_is_exercised_by_a_lua_test() {
+    let sources: String = ["text_test.lua", "chunking_test.lua"]
+        .iter()
+        .map(|file| std::fs::read_to_string(lua_test_path(file)).unwrap())
+        .collect();
+    let untested: Vec<&str> = Registry::baked()
+        .iter_functions()
+        .map(|(name, _)| name)
+        .filter(|name| !calls(&sources, name))
+        .collect();
+    assert!(
+        untested.is_empty(),
+        "registry functions never called from tests/lua: {untested:?}"
+    );
+    for name in PUBLIC {
+        assert!(
+            Registry::baked().get(name).is_some(),
+            "{name} is missing from the baked registry"
+        );
+    }
+}

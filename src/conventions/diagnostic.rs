@@ -157,29 +157,30 @@ impl Diagnostic {
         message: impl Into<String>,
     ) -> Self {
         let (line, column) = line_column(source, span.start);
+        Diagnostic::new(code, file, (line, column), span, message.into())
+    }
+
+    /// A diagnostic about a whole file or directory, with no position inside it.
+    pub fn whole_file(code: Code, file: &str, message: impl Into<String>) -> Self {
+        Diagnostic::new(code, file, (1, 1), 0..0, message.into())
+    }
+
+    fn new(
+        code: Code,
+        file: &str,
+        (line, column): (usize, usize),
+        span: Range<usize>,
+        message: String,
+    ) -> Self {
         Diagnostic {
             code,
             severity: code.severity(),
-            message: message.into(),
+            message,
             help: None,
             file: file.to_string(),
             line,
             column,
             span,
-        }
-    }
-
-    /// A diagnostic about a whole file or directory, with no position inside it.
-    pub fn whole_file(code: Code, file: &str, message: impl Into<String>) -> Self {
-        Diagnostic {
-            code,
-            severity: code.severity(),
-            message: message.into(),
-            help: None,
-            file: file.to_string(),
-            line: 1,
-            column: 1,
-            span: 0..0,
         }
     }
 

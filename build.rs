@@ -22,7 +22,9 @@ fn main() {
     let builder = LIBRARY_DIRS
         .iter()
         .filter(|(feature, _)| std::env::var_os(format!("CARGO_FEATURE_{feature}")).is_some())
-        .fold(codegen::Builder::new(), |builder, (_, dir)| builder.dir(dir));
+        .fold(codegen::Builder::new(), |builder, (_, dir)| {
+            builder.dir(dir)
+        });
     if builder.compile().is_err() {
         // The diagnostics are already on stderr, where Cargo shows them.
         std::process::exit(1);

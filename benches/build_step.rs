@@ -6,8 +6,10 @@
 //! - `build_step/generate_1000_functions`: `codegen::Builder::generate` on that directory,
 //!   i.e. what a `build.rs` pays: read, parse, validate, extract, render the prompt and
 //!   the formatted Rust source;
+//! - `build_step/from_paths_1000_functions`: `Registry::from_paths` on the same
+//!   directory, the validation half of the above, to split the cost;
 //! - `build_step/check_file_one_file`: `conventions::check_file` on one of those files
-//!   (50 functions, about 6.5 KB), a per-file figure.
+//!   (50 functions, about 6.8 KB), a per-file figure.
 
 use std::fmt::Write as _;
 use std::hint::black_box;
@@ -15,6 +17,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use criterion::{Criterion, Throughput};
+use rlm_registry::Registry;
 use rlm_registry::codegen::Builder;
 use rlm_registry::conventions::check_file;
 
@@ -67,7 +70,9 @@ fn main() {
     let checked = check_file("gen_00.lua", &one_file);
     assert!(checked.diagnostics.is_empty(), "{:?}", checked.diagnostics);
     assert_eq!(checked.functions.len(), FUNCTIONS_PER_FILE);
-    let generated = builder.generate().expect("the generated Lua passes the conventions");
+    let generated = builder
+        .generate()
+        .expect("the generated Lua passes the conventions");
     println!(
         "generated Lua: {} functions in {FILES} files, {total_bytes} bytes ({:.1} KB); \
          one file: {} bytes; generated Rust: {} bytes",
@@ -88,12 +93,20 @@ fn main() {
         group.bench_function("generate_1000_functions", |b| {
             b.iter(|| black_box(&builder).generate().unwrap().len())
         });
+        // Validation alone (what `generate` does before generating), for the split.
+        group.bench_function("from_paths_1000_functions", |b| {
+            b.iter(|| Registry::from_paths([black_box(tmp.path())]).unwrap().len())
+        });
         group
             .sample_size(50)
             .measurement_time(Duration::from_secs(5))
             .throughput(Throughput::Bytes(one_file.len() as u64));
         group.bench_function("check_file_one_file", |b| {
-            b.iter(|| check_file("gen_00.lua", black_box(&one_file)).functions.len())
+            b.iter(|| {
+                check_file("gen_00.lua", black_box(&one_file))
+                    .functions
+                    .len()
+            })
         });
         group.finish();
     }

@@ -50,7 +50,11 @@ fn main() {
         consumer.write("build.rs", build_rs);
         consumer.write("src/main.rs", main_rs);
         // Same dependency versions as this crate, already downloaded.
-        std::fs::copy(Path::new(&root).join("Cargo.lock"), consumer.path("Cargo.lock")).unwrap();
+        std::fs::copy(
+            Path::new(&root).join("Cargo.lock"),
+            consumer.path("Cargo.lock"),
+        )
+        .unwrap();
         consumer.write("lua/hello.lua", GOOD);
         consumer
     }
@@ -80,7 +84,11 @@ fn main() {
     /// Runs the consumer binary and returns the names it prints before the prompt.
     fn baked_names(&self) -> Vec<String> {
         let out = self.cargo(&["run", "-q"]);
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8(out.stdout)
             .unwrap()
             .lines()
@@ -92,9 +100,17 @@ fn main() {
     /// Whether the last `cargo build -v` ran this crate's build script.
     fn build_script_reran(&self) -> bool {
         let out = self.cargo(&["build", "-v"]);
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let log = String::from_utf8_lossy(&out.stderr);
-        log.lines().any(|l| l.contains("Running") && l.contains("baked-consumer") && l.contains("build-script-build"))
+        log.lines().any(|l| {
+            l.contains("Running")
+                && l.contains("baked-consumer")
+                && l.contains("build-script-build")
+        })
     }
 }
 
@@ -103,20 +119,41 @@ fn builder_bakes_another_crates_directory_and_reruns_only_on_lua_changes() {
     let consumer = Consumer::new();
     assert_eq!(consumer.baked_names(), ["hello"]);
 
-    assert!(!consumer.build_script_reran(), "an unchanged tree must not rerun the build step");
+    assert!(
+        !consumer.build_script_reran(),
+        "an unchanged tree must not rerun the build step"
+    );
 
     consumer.write("lua/more/second.lua", &GOOD.replace("hello", "second"));
-    assert!(consumer.build_script_reran(), "a new .lua file must rerun the build step");
-    assert_eq!(consumer.baked_names(), ["hello", "second"], "adding a file reruns the step");
+    assert!(
+        consumer.build_script_reran(),
+        "a new .lua file must rerun the build step"
+    );
+    assert_eq!(
+        consumer.baked_names(),
+        ["hello", "second"],
+        "adding a file reruns the step"
+    );
 
     consumer.write("lua/more/second.lua", &GOOD.replace("hello", "renamed"));
-    assert_eq!(consumer.baked_names(), ["hello", "renamed"], "editing a file reruns the step");
+    assert_eq!(
+        consumer.baked_names(),
+        ["hello", "renamed"],
+        "editing a file reruns the step"
+    );
 
     std::fs::remove_file(consumer.path("lua/more/second.lua")).unwrap();
-    assert_eq!(consumer.baked_names(), ["hello"], "removing a file reruns the step");
+    assert_eq!(
+        consumer.baked_names(),
+        ["hello"],
+        "removing a file reruns the step"
+    );
 
     // A file that breaks two conventions in two places: both are reported, at once.
-    consumer.write("lua/bad.lua", "local x = 1\nfunction no_doc()\nend\nprint(x)\n");
+    consumer.write(
+        "lua/bad.lua",
+        "local x = 1\nfunction no_doc()\nend\nprint(x)\n",
+    );
     let out = consumer.cargo(&["build"]);
     assert!(!out.status.success(), "bad Lua must fail the build");
     let log = String::from_utf8_lossy(&out.stderr);
@@ -124,6 +161,9 @@ fn builder_bakes_another_crates_directory_and_reruns_only_on_lua_changes() {
     assert!(log.contains("--> lua/bad.lua:2:1"), "{log}");
     assert!(log.contains("error[E007]"), "{log}");
     assert!(log.contains("--> lua/bad.lua:4:1"), "{log}");
-    assert!(log.contains("2 | function no_doc()"), "source line shown: {log}");
+    assert!(
+        log.contains("2 | function no_doc()"),
+        "source line shown: {log}"
+    );
     assert!(log.contains("= help:"), "{log}");
 }

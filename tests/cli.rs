@@ -26,7 +26,12 @@ fn json(output: &Output) -> Value {
 }
 
 fn keys(value: &Value) -> Vec<&str> {
-    let mut keys: Vec<&str> = value.as_object().unwrap().keys().map(String::as_str).collect();
+    let mut keys: Vec<&str> = value
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
     keys.sort();
     keys
 }
@@ -35,12 +40,23 @@ fn keys(value: &Value) -> Vec<&str> {
 fn check_passes_on_good_directories_with_exit_0() {
     let out = rlm(&["check", "--no-baked", "--path", "tests/fixtures/good"]);
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
-    assert!(stdout(&out).contains("ok: 7 functions checked"), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("ok: 7 functions checked"),
+        "{}",
+        stdout(&out)
+    );
 }
 
 #[test]
 fn check_json_is_exactly_the_documented_object() {
-    let out = rlm(&["check", "--no-baked", "--path", "tests/fixtures/bad/E004_param_mismatch.lua", "--format", "json"]);
+    let out = rlm(&[
+        "check",
+        "--no-baked",
+        "--path",
+        "tests/fixtures/bad/E004_param_mismatch.lua",
+        "--format",
+        "json",
+    ]);
     assert_eq!(out.status.code(), Some(1));
     let report = json(&out);
     assert_eq!(keys(&report), ["diagnostics", "functions", "ok"]);
@@ -48,21 +64,39 @@ fn check_json_is_exactly_the_documented_object() {
     let function = &report["functions"][0];
     assert_eq!(keys(function), ["file", "line", "name"]);
     assert_eq!(function["name"], "add");
-    assert_eq!(function["file"], "tests/fixtures/bad/E004_param_mismatch.lua");
+    assert_eq!(
+        function["file"],
+        "tests/fixtures/bad/E004_param_mismatch.lua"
+    );
     assert_eq!(function["line"], 5);
     let diagnostic = &report["diagnostics"][0];
-    assert_eq!(keys(diagnostic), ["code", "column", "file", "line", "message", "severity"]);
+    assert_eq!(
+        keys(diagnostic),
+        ["code", "column", "file", "line", "message", "severity"]
+    );
     assert_eq!(diagnostic["code"], "E004");
     assert_eq!(diagnostic["severity"], "error");
-    assert_eq!(diagnostic["file"], "tests/fixtures/bad/E004_param_mismatch.lua");
-    assert_eq!((diagnostic["line"].as_u64(), diagnostic["column"].as_u64()), (Some(3), Some(11)));
+    assert_eq!(
+        diagnostic["file"],
+        "tests/fixtures/bad/E004_param_mismatch.lua"
+    );
+    assert_eq!(
+        (diagnostic["line"].as_u64(), diagnostic["column"].as_u64()),
+        (Some(3), Some(11))
+    );
 }
 
 #[test]
 fn check_reports_overrides_as_notes_and_still_passes() {
     let out = rlm(&[
-        "check", "--no-baked", "--path", "tests/fixtures/layers/base", "--path", "tests/fixtures/layers/override",
-        "--format", "json",
+        "check",
+        "--no-baked",
+        "--path",
+        "tests/fixtures/layers/base",
+        "--path",
+        "tests/fixtures/layers/override",
+        "--format",
+        "json",
     ]);
     assert_eq!(out.status.code(), Some(0));
     let report = json(&out);
@@ -77,12 +111,24 @@ fn check_human_output_is_rustc_style() {
     let out = rlm(&["check", "--no-baked", "--path", "tests/fixtures/multi"]);
     assert_eq!(out.status.code(), Some(1));
     let text = stdout(&out);
-    assert!(text.contains("error[E002]: exposed function `no_doc_one`"), "{text}");
-    assert!(text.contains("--> tests/fixtures/multi/one.lua:1:1"), "{text}");
-    assert!(text.contains("--> tests/fixtures/multi/two.lua:5:1"), "{text}");
+    assert!(
+        text.contains("error[E002]: exposed function `no_doc_one`"),
+        "{text}"
+    );
+    assert!(
+        text.contains("--> tests/fixtures/multi/one.lua:1:1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("--> tests/fixtures/multi/two.lua:5:1"),
+        "{text}"
+    );
     assert!(text.contains("= help:"), "{text}");
     assert!(text.contains("^"), "{text}");
-    assert!(text.contains("4 convention violations in 2 files"), "{text}");
+    assert!(
+        text.contains("4 convention violations in 2 files"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -109,7 +155,12 @@ fn list_json_describes_each_function() {
     let out = rlm(&["list", "--json"]);
     assert_eq!(out.status.code(), Some(0));
     let list = json(&out);
-    let grep = list.as_array().unwrap().iter().find(|f| f["name"] == "grep").expect("grep is baked");
+    let grep = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == "grep")
+        .expect("grep is baked");
     assert_eq!(grep["signature"], "grep(text, pattern, context?, plain?)");
     assert_eq!(grep["params"][0]["name"], "text");
     assert_eq!(grep["params"][0]["type"], "string");
@@ -120,36 +171,66 @@ fn list_json_describes_each_function() {
 #[test]
 fn list_layers_paths_on_the_baked_registry_and_no_baked_leaves_it_out() {
     let layered = stdout(&rlm(&["list", "--path", "tests/fixtures/layers/base"]));
-    assert!(layered.contains("greet(name)") && layered.contains("grep("), "{layered}");
-    let alone = stdout(&rlm(&["list", "--no-baked", "--path", "tests/fixtures/layers/base"]));
-    assert!(alone.contains("greet(name)") && !alone.contains("grep("), "{alone}");
+    assert!(
+        layered.contains("greet(name)") && layered.contains("grep("),
+        "{layered}"
+    );
+    let alone = stdout(&rlm(&[
+        "list",
+        "--no-baked",
+        "--path",
+        "tests/fixtures/layers/base",
+    ]));
+    assert!(
+        alone.contains("greet(name)") && !alone.contains("grep("),
+        "{alone}"
+    );
     assert_eq!(stdout(&rlm(&["list", "--no-baked"])), "");
 }
 
 #[test]
 fn show_prints_doc_and_source_of_the_winner() {
     let out = rlm(&[
-        "show", "greet", "--no-baked", "--path", "tests/fixtures/layers/base", "--path", "tests/fixtures/layers/override",
+        "show",
+        "greet",
+        "--no-baked",
+        "--path",
+        "tests/fixtures/layers/base",
+        "--path",
+        "tests/fixtures/layers/override",
     ]);
     assert_eq!(out.status.code(), Some(0));
     let text = stdout(&out);
-    assert!(text.contains("tests/fixtures/layers/override/greeting.lua:4"), "{text}");
+    assert!(
+        text.contains("tests/fixtures/layers/override/greeting.lua:4"),
+        "{text}"
+    );
     assert!(text.contains("--- Greets someone, loudly"), "{text}");
-    assert!(text.contains("return \"HELLO \" .. string.upper(name)"), "{text}");
+    assert!(
+        text.contains("return \"HELLO \" .. string.upper(name)"),
+        "{text}"
+    );
 }
 
 #[test]
 fn show_of_an_unknown_name_exits_1_with_a_suggestion() {
     let out = rlm(&["show", "grep_txt"]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(stderr(&out).contains("did you mean `grep_text`?"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("did you mean `grep_text`?"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]
 fn prompt_prints_the_baked_prompt_exactly() {
     let out = rlm(&["prompt"]);
     assert_eq!(out.status.code(), Some(0));
-    assert_eq!(stdout(&out), rlm_registry::Registry::baked().system_prompt());
+    assert_eq!(
+        stdout(&out),
+        rlm_registry::Registry::baked().system_prompt()
+    );
 }
 
 #[test]

@@ -4,7 +4,10 @@
 use mlua::{Function as LuaFunction, Lua, Table, Value};
 use rlm_registry::Registry;
 
-const LAYERS: [&str; 2] = ["tests/fixtures/layers/base", "tests/fixtures/layers/override"];
+const LAYERS: [&str; 2] = [
+    "tests/fixtures/layers/base",
+    "tests/fixtures/layers/override",
+];
 
 /// The directories `build.rs` bakes with the default features, in the same order.
 fn library_dirs() -> Vec<&'static str> {
@@ -32,7 +35,10 @@ fn baked_has_exactly_what_from_paths_loads_from_the_same_directories() {
 #[test]
 fn baked_prompt_is_byte_identical_to_the_runtime_prompt() {
     let loaded = Registry::from_paths(library_dirs()).unwrap();
-    assert_eq!(Registry::baked().system_prompt().as_bytes(), loaded.system_prompt().as_bytes());
+    assert_eq!(
+        Registry::baked().system_prompt().as_bytes(),
+        loaded.system_prompt().as_bytes()
+    );
 }
 
 #[test]
@@ -63,13 +69,22 @@ fn later_directory_wins_and_the_override_is_recorded() {
     let greet = registry.get("greet").unwrap();
     assert_eq!(greet.file(), "tests/fixtures/layers/override/greeting.lua");
     assert_eq!(greet.dir(), "tests/fixtures/layers/override");
-    assert_eq!(registry.get("farewell").unwrap().dir(), "tests/fixtures/layers/base");
+    assert_eq!(
+        registry.get("farewell").unwrap().dir(),
+        "tests/fixtures/layers/base"
+    );
 
     assert_eq!(registry.overrides().len(), 1);
     let over = &registry.overrides()[0];
     assert_eq!(over.name(), "greet");
-    assert_eq!(over.winner(), ("tests/fixtures/layers/override/greeting.lua", 4));
-    assert_eq!(over.overridden(), ("tests/fixtures/layers/base/greeting.lua", 11));
+    assert_eq!(
+        over.winner(),
+        ("tests/fixtures/layers/override/greeting.lua", 4)
+    );
+    assert_eq!(
+        over.overridden(),
+        ("tests/fixtures/layers/base/greeting.lua", 11)
+    );
 
     let notes = registry.notes();
     assert_eq!(notes.len(), 1);
@@ -93,7 +108,8 @@ fn with_paths_layers_on_top_of_another_registry() {
 
 #[test]
 fn from_map_gives_the_same_functions_as_files() {
-    let source = "--- Doubles.\n---@param x number\n---@return number\nfunction double(x) return 2 * x end";
+    let source =
+        "--- Doubles.\n---@param x number\n---@return number\nfunction double(x) return 2 * x end";
     let registry = Registry::from_map([("double", source)]).unwrap();
     let double = registry.get("double").unwrap();
     assert_eq!(double.file(), "<map:double>");
@@ -106,10 +122,15 @@ fn from_map_gives_the_same_functions_as_files() {
 /// This is what the sandboxed environment does; here it proves the records suffice.
 fn lazy_environment(registry: &Registry) -> Lua {
     let lua = Lua::new();
-    let chunks: Vec<(String, String)> =
-        registry.chunks().iter().map(|c| (c.file().to_string(), c.source().to_string())).collect();
-    let winners: Vec<(String, usize)> =
-        registry.iter_functions().map(|(n, f)| (n.to_string(), f.chunk())).collect();
+    let chunks: Vec<(String, String)> = registry
+        .chunks()
+        .iter()
+        .map(|c| (c.file().to_string(), c.source().to_string()))
+        .collect();
+    let winners: Vec<(String, usize)> = registry
+        .iter_functions()
+        .map(|(n, f)| (n.to_string(), f.chunk()))
+        .collect();
     let globals = lua.globals();
     let meta = lua.create_table().unwrap();
     let index = lua
@@ -117,22 +138,29 @@ fn lazy_environment(registry: &Registry) -> Lua {
             let Some(chunk) = winners.iter().find(|(n, _)| *n == name).map(|(_, c)| *c) else {
                 return Ok(Value::Nil);
             };
-            let winners_here: Vec<String> =
-                winners.iter().filter(|(_, c)| *c == chunk).map(|(n, _)| n.clone()).collect();
+            let winners_here: Vec<String> = winners
+                .iter()
+                .filter(|(_, c)| *c == chunk)
+                .map(|(n, _)| n.clone())
+                .collect();
             let real = lua.globals();
             let env = lua.create_table()?;
             let env_meta = lua.create_table()?;
             env_meta.set("__index", real.clone())?;
-            let keep = lua.create_function(move |lua, (_env, key, value): (Table, String, Value)| {
-                if winners_here.contains(&key) {
-                    lua.globals().raw_set(key, value)?;
-                }
-                Ok(())
-            })?;
+            let keep =
+                lua.create_function(move |lua, (_env, key, value): (Table, String, Value)| {
+                    if winners_here.contains(&key) {
+                        lua.globals().raw_set(key, value)?;
+                    }
+                    Ok(())
+                })?;
             env_meta.set("__newindex", keep)?;
             env.set_metatable(Some(env_meta))?;
             let (file, source) = &chunks[chunk];
-            lua.load(source.as_str()).set_name(file.as_str()).set_environment(env).exec()?;
+            lua.load(source.as_str())
+                .set_name(file.as_str())
+                .set_environment(env)
+                .exec()?;
             real.raw_get(name)
         })
         .unwrap();
@@ -154,7 +182,10 @@ fn load_order_semantics_private_helpers_work_and_calls_reach_the_winner() {
     let greet: LuaFunction = lua.globals().get("greet").unwrap();
     assert_eq!(greet.call::<String>("bo").unwrap(), "HELLO BO");
     // Private helpers stay private.
-    assert!(matches!(lua.globals().get::<Value>("decorate").unwrap(), Value::Nil));
+    assert!(matches!(
+        lua.globals().get::<Value>("decorate").unwrap(),
+        Value::Nil
+    ));
 }
 
 #[test]
@@ -162,7 +193,10 @@ fn eager_loading_in_load_order_gives_the_same_answers() {
     let registry = Registry::from_paths(LAYERS).unwrap();
     let lua = Lua::new();
     for chunk in registry.chunks() {
-        lua.load(chunk.source()).set_name(chunk.file()).exec().unwrap();
+        lua.load(chunk.source())
+            .set_name(chunk.file())
+            .exec()
+            .unwrap();
     }
     let welcome: LuaFunction = lua.globals().get("welcome").unwrap();
     assert_eq!(welcome.call::<String>("ann").unwrap(), "<HELLO ANN>");

@@ -50,8 +50,13 @@ fn check(source: &SourceArgs, color: bool) -> Outcome {
     };
     match source.load() {
         Ok(registry) => {
-            let notes: Vec<Diagnostic> = registry.notes().into_iter().skip(base.overrides().len()).collect();
-            let mut rendered = rlm_registry::conventions::render(&notes, |f| registry.source_of(f), color);
+            let notes: Vec<Diagnostic> = registry
+                .notes()
+                .into_iter()
+                .skip(base.overrides().len())
+                .collect();
+            let mut rendered =
+                rlm_registry::conventions::render(&notes, |f| registry.source_of(f), color);
             let functions = checked(registry.functions());
             rendered.push_str(&format!(
                 "ok: {} function{} checked, no violations\n",

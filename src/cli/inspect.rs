@@ -20,7 +20,12 @@ pub(super) fn list(registry: &Registry, as_json: bool) -> Output {
         .unwrap_or(0);
     let mut out = String::new();
     for function in registry.functions() {
-        let _ = writeln!(out, "{:width$}  {}", function.signature(), function.summary());
+        let _ = writeln!(
+            out,
+            "{:width$}  {}",
+            function.signature(),
+            function.summary()
+        );
     }
     Output::success(out)
 }

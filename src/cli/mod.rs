@@ -134,7 +134,11 @@ impl SourceArgs {
     /// The base the paths are layered on.
     fn base(&self) -> &'static Registry {
         static EMPTY: Registry = Registry::empty();
-        if self.no_baked { &EMPTY } else { Registry::baked() }
+        if self.no_baked {
+            &EMPTY
+        } else {
+            Registry::baked()
+        }
     }
 
     /// Paths that cannot be read at all are a usage error (exit 2), not a violation.

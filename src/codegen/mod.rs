@@ -141,7 +141,9 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::Violations(error) => write!(f, "{error}"),
-            Error::NoOutDir => f.write_str("OUT_DIR is not set; call Builder::out_dir outside build scripts"),
+            Error::NoOutDir => {
+                f.write_str("OUT_DIR is not set; call Builder::out_dir outside build scripts")
+            }
             Error::Io(path, error) => write!(f, "cannot write {}: {error}", path.display()),
         }
     }
@@ -163,8 +165,11 @@ pub(crate) fn generate_source(registry: &Registry, dirs: &[PathBuf], file_name: 
         .collect();
     let chunks = registry.chunks().iter().map(chunk_tokens);
     let overrides = registry.overrides().iter().map(override_tokens);
-    let (n_functions, n_chunks, n_overrides) =
-        (functions.len(), registry.chunks().len(), registry.overrides().len());
+    let (n_functions, n_chunks, n_overrides) = (
+        functions.len(),
+        registry.chunks().len(),
+        registry.overrides().len(),
+    );
     let prompt = registry.system_prompt();
     let dirs: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
     let doc = format!(

@@ -187,6 +187,8 @@ pub(crate) fn token_span(token: &TokenReference) -> Range<usize> {
 
 /// The part of `span` on its first line, so carets stay on one line.
 pub(crate) fn first_line(source: &str, span: Range<usize>) -> Range<usize> {
-    let end = source[span.clone()].find('\n').map_or(span.end, |i| span.start + i);
+    let end = source[span.clone()]
+        .find('\n')
+        .map_or(span.end, |i| span.start + i);
     span.start..end
 }

@@ -282,7 +282,9 @@ fn report<'a>(d: &'a Diagnostic, source: Option<&'a str>) -> Vec<Group<'a>> {
 /// spanning lines (rustc-style carets stay on the line of the position).
 fn clamp_span(source: &str, span: Range<usize>) -> Range<usize> {
     let start = floor_char_boundary(source, span.start.min(source.len()));
-    let line_end = source[start..].find('\n').map_or(source.len(), |i| start + i);
+    let line_end = source[start..]
+        .find('\n')
+        .map_or(source.len(), |i| start + i);
     let end = floor_char_boundary(source, span.end.clamp(start, line_end));
     start..end
 }

@@ -166,7 +166,12 @@ fn append<'a>(
 }
 
 /// Reads one tag line (`text` starts after the `@`) into `doc`.
-fn read_tag<'a>(doc: &mut ParsedDoc<'a>, text: &'a str, offset: usize, tight: bool) -> Continuation {
+fn read_tag<'a>(
+    doc: &mut ParsedDoc<'a>,
+    text: &'a str,
+    offset: usize,
+    tight: bool,
+) -> Continuation {
     let (tag, rest) = split_word(text);
     let (tag, modifier) = match tag.find('[') {
         Some(i) => (&tag[..i], &tag[i..]),
@@ -300,8 +305,20 @@ pub(crate) fn split_type(text: &str) -> (&str, &str) {
 /// Whether a word is plausibly a LuaLS type rather than the first word of a description.
 fn looks_like_type(word: &str) -> bool {
     const PRIMITIVES: &[&str] = &[
-        "any", "nil", "boolean", "bool", "string", "number", "integer", "function", "table",
-        "thread", "userdata", "lightuserdata", "unknown", "self",
+        "any",
+        "nil",
+        "boolean",
+        "bool",
+        "string",
+        "number",
+        "integer",
+        "function",
+        "table",
+        "thread",
+        "userdata",
+        "lightuserdata",
+        "unknown",
+        "self",
     ];
     let base = word.trim_end_matches('?');
     PRIMITIVES.contains(&base)
@@ -342,9 +359,15 @@ mod tests {
 
     #[test]
     fn types_with_spaces_are_kept_whole() {
-        assert_eq!(split_type("table<string, number> the map"), ("table<string, number>", "the map"));
+        assert_eq!(
+            split_type("table<string, number> the map"),
+            ("table<string, number>", "the map")
+        );
         assert_eq!(split_type("string | nil maybe"), ("string | nil", "maybe"));
-        assert_eq!(split_type("fun(a: number): string cb"), ("fun(a: number): string", "cb"));
+        assert_eq!(
+            split_type("fun(a: number): string cb"),
+            ("fun(a: number): string", "cb")
+        );
         assert_eq!(split_type("{ k: string } obj"), ("{ k: string }", "obj"));
         assert_eq!(split_type("'a'|'b' mode"), ("'a'|'b'", "mode"));
         assert_eq!(split_type("number"), ("number", ""));
@@ -376,10 +399,18 @@ mod tests {
             "---@return string[] parts The parts",
         ]);
         assert_eq!(doc.description, "Splits text.\nSecond line.");
-        let names: Vec<_> = doc.params.iter().map(|p| (p.name, p.ty.as_str(), p.optional)).collect();
+        let names: Vec<_> = doc
+            .params
+            .iter()
+            .map(|p| (p.name, p.ty.as_str(), p.optional))
+            .collect();
         assert_eq!(
             names,
-            [("text", "string", false), ("sep", "string", true), ("...", "any", false)]
+            [
+                ("text", "string", false),
+                ("sep", "string", true),
+                ("...", "any", false)
+            ]
         );
         assert_eq!(doc.returns[0].ty, "string[]");
         assert_eq!(doc.returns[0].description, "parts The parts");
@@ -397,7 +428,14 @@ mod tests {
         assert_eq!(doc.params[0].name, "text");
         assert_eq!(doc.params[0].ty, "any");
         assert_eq!(doc.params[0].description, "the text to count");
-        assert_eq!((doc.params[1].name, doc.params[1].ty.as_str(), doc.params[1].optional), ("limit", "integer", true));
+        assert_eq!(
+            (
+                doc.params[1].name,
+                doc.params[1].ty.as_str(),
+                doc.params[1].optional
+            ),
+            ("limit", "integer", true)
+        );
         assert_eq!(doc.returns[0].ty, "integer");
     }
 

@@ -98,9 +98,10 @@ impl Function {
             .take_while(|line| !line.is_empty())
             .collect();
         let paragraph = paragraph.join(" ");
-        let sentence_end = paragraph.match_indices(". ").map(|(i, _)| i).find(|&i| {
-            paragraph[i + 2..].starts_with(|c: char| c.is_uppercase() || c == '`')
-        });
+        let sentence_end = paragraph
+            .match_indices(". ")
+            .map(|(i, _)| i)
+            .find(|&i| paragraph[i + 2..].starts_with(|c: char| c.is_uppercase() || c == '`'));
         match sentence_end {
             Some(end) => paragraph[..=end].to_string(),
             None => paragraph,

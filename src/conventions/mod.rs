@@ -21,6 +21,7 @@
 //! ```
 
 mod analyze;
+mod bare_backtick;
 mod depth;
 pub mod diagnostic;
 mod doc;
@@ -64,7 +65,7 @@ pub fn check_files(files: &[(&str, &str)]) -> Vec<FileCheck> {
     let checked = on_parser_stack(|| {
         files
             .iter()
-            .map(|(file, source)| check_on_current_stack(file, source))
+            .map(|(file, source)| check_guarded(file, source))
             .collect()
     });
     checked.unwrap_or_else(|error| {
@@ -73,7 +74,11 @@ pub fn check_files(files: &[(&str, &str)]) -> Vec<FileCheck> {
             .iter()
             .map(|(file, _)| FileCheck {
                 functions: Vec::new(),
-                diagnostics: vec![Diagnostic::whole_file(Code::Unreadable, file, message.clone())],
+                diagnostics: vec![Diagnostic::whole_file(
+                    Code::Unreadable,
+                    file,
+                    message.clone(),
+                )],
             })
             .collect()
     })
@@ -91,8 +96,25 @@ fn on_parser_stack<T: Send>(work: impl FnOnce() -> T + Send) -> std::io::Result<
             .name("rlm-lua-parser".into())
             .stack_size(PARSER_STACK_BYTES)
             .spawn_scoped(scope, work)?;
-        // The checks do not panic; if one ever did, surface it on the caller's thread.
-        Ok(handle.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+        // `check_guarded` catches panics per file, so the thread itself ends normally.
+        Ok(handle
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+    })
+}
+
+/// A panic inside the parser (a bug there, such as full_moon#359) becomes an E001 for
+/// that file instead of unwinding into the caller.
+fn check_guarded(file: &str, source: &str) -> FileCheck {
+    let checked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        check_on_current_stack(file, source)
+    }));
+    checked.unwrap_or_else(|_| {
+        let message = "the Lua parser failed on this file; please report it with the file attached";
+        FileCheck {
+            functions: Vec::new(),
+            diagnostics: vec![Diagnostic::whole_file(Code::Syntax, file, message)],
+        }
     })
 }
 
@@ -112,6 +134,10 @@ fn check_on_current_stack(file: &str, source: &str) -> FileCheck {
 }
 
 fn extract(ctx: &mut FileContext<'_>) -> Vec<Function> {
+    if let Some(offset) = bare_backtick::first_bare_backtick(ctx.source) {
+        rules::syntax::unexpected_backtick(ctx, offset);
+        return Vec::new();
+    }
     if let Err(too_deep) = depth::check_nesting(ctx.source) {
         rules::syntax::too_deep(ctx, too_deep);
         return Vec::new();

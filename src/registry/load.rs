@@ -37,7 +37,9 @@ pub(crate) fn read_paths<P: AsRef<Path>>(
             let entry = match entry {
                 Ok(entry) => entry,
                 Err(error) => {
-                    let at = error.path().map_or(dir.clone(), |p| p.display().to_string());
+                    let at = error
+                        .path()
+                        .map_or(dir.clone(), |p| p.display().to_string());
                     diagnostics.push(unreadable(&at, &format!("cannot read `{at}`: {error}")));
                     continue;
                 }
@@ -111,7 +113,11 @@ pub(crate) fn map_inputs<K: AsRef<str>, V: AsRef<str>>(
 }
 
 /// E011: a `from_map` definition must define exactly the function its key names.
-pub(crate) fn check_map_key(key: &str, input: &Input, functions: &[Function]) -> Option<Diagnostic> {
+pub(crate) fn check_map_key(
+    key: &str,
+    input: &Input,
+    functions: &[Function],
+) -> Option<Diagnostic> {
     let names: Vec<&str> = functions.iter().map(|f| f.name()).collect();
     if names == [key] {
         return None;
@@ -126,9 +132,13 @@ pub(crate) fn check_map_key(key: &str, input: &Input, functions: &[Function]) ->
         &input.file,
         &input.source,
         0..0,
-        format!("map key `{key}` must name the single function its definition defines, but it {found}"),
+        format!(
+            "map key `{key}` must name the single function its definition defines, but it {found}"
+        ),
     )
-    .with_help(format!("use the key of the function, or define exactly one function `{key}`"));
+    .with_help(format!(
+        "use the key of the function, or define exactly one function `{key}`"
+    ));
     Some(diagnostic)
 }
 
@@ -178,7 +188,10 @@ fn chunk_of(input: Input) -> Chunk {
 
 /// Builds a registry: `base` (if any) first, then `new_chunks` in load order. A name
 /// defined again later replaces the earlier definition, and the replacement is recorded.
-pub(crate) fn assemble(base: Option<&Registry>, new_chunks: Vec<(Chunk, Vec<Function>)>) -> Registry {
+pub(crate) fn assemble(
+    base: Option<&Registry>,
+    new_chunks: Vec<(Chunk, Vec<Function>)>,
+) -> Registry {
     let mut chunks: Vec<Chunk> = base.map_or_else(Vec::new, |b| b.chunks.to_vec());
     let mut overrides: Vec<Override> = base.map_or_else(Vec::new, |b| b.overrides.to_vec());
     let mut winners: HashMap<String, Function> = base

@@ -193,7 +193,11 @@ pub struct Chunk {
 impl Chunk {
     /// Used by generated code; not part of the stable API.
     #[doc(hidden)]
-    pub const fn __from_static(file: &'static str, dir: &'static str, source: &'static str) -> Self {
+    pub const fn __from_static(
+        file: &'static str,
+        dir: &'static str,
+        source: &'static str,
+    ) -> Self {
         Chunk {
             file: Cow::Borrowed(file),
             dir: Cow::Borrowed(dir),
@@ -264,7 +268,9 @@ impl Override {
     fn note(&self, registry: &Registry) -> Diagnostic {
         let source = registry.source_of(&self.winner_file).unwrap_or("");
         let start = line_start(source, self.winner_line);
-        let end = source[start..].find('\n').map_or(source.len(), |i| start + i);
+        let end = source[start..]
+            .find('\n')
+            .map_or(source.len(), |i| start + i);
         Diagnostic::at(
             Code::Override,
             &self.winner_file,
@@ -275,7 +281,9 @@ impl Override {
                 self.name, self.overridden_file, self.overridden_line
             ),
         )
-        .with_help("directories load in order and the later definition wins; rename one to keep both")
+        .with_help(
+            "directories load in order and the later definition wins; rename one to keep both",
+        )
     }
 }
 
@@ -329,7 +337,11 @@ impl LoadError {
     /// The rustc-style report: `error[E004]: …`, `--> file:line:col`, the source line
     /// with a caret, and `= help: …`, for every diagnostic, then a summary line.
     pub fn render(&self, color: bool) -> String {
-        let mut out = render(&self.diagnostics, |file| self.partial.source_of(file), color);
+        let mut out = render(
+            &self.diagnostics,
+            |file| self.partial.source_of(file),
+            color,
+        );
         out.push_str(&self.summary());
         out
     }

@@ -23,7 +23,11 @@ pub(crate) fn render(functions: &[Function]) -> String {
         out.push_str(function.doc());
         out.push('\n');
         let params: Vec<&str> = function.params().iter().map(|p| p.name()).collect();
-        out.push_str(&format!("function {}({}) end\n", function.name(), params.join(", ")));
+        out.push_str(&format!(
+            "function {}({}) end\n",
+            function.name(),
+            params.join(", ")
+        ));
     }
     out.push_str("```\n");
     out

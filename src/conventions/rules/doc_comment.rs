@@ -5,7 +5,10 @@ use super::super::diagnostic::{Code, Diagnostic};
 use super::super::doc::{self, DocBlock};
 
 /// The doc block above `def`, or an E002 if there is none.
-pub(crate) fn require_doc<'s>(ctx: &mut FileContext<'s>, def: &Definition<'_>) -> Option<DocBlock<'s>> {
+pub(crate) fn require_doc<'s>(
+    ctx: &mut FileContext<'s>,
+    def: &Definition<'_>,
+) -> Option<DocBlock<'s>> {
     let block = doc::find_doc_block(ctx.source, def.leading.clone());
     if block.is_none() {
         let diagnostic = Diagnostic::at(

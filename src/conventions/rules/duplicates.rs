@@ -18,7 +18,10 @@ pub(crate) fn check(ctx: &mut FileContext<'_>, definitions: &[Definition<'_>]) {
             ctx.file,
             ctx.source,
             def.name_span.clone(),
-            format!("`{}` is defined twice in this file (first on line {line})", def.name),
+            format!(
+                "`{}` is defined twice in this file (first on line {line})",
+                def.name
+            ),
         )
         .with_help("remove or rename one of the definitions");
         ctx.report(diagnostic);

@@ -36,7 +36,10 @@ pub(crate) fn check(ctx: &mut FileContext<'_>, def: &Definition<'_>, doc: &Parse
             ctx.file,
             ctx.source,
             param.span.clone(),
-            format!("`@param {}` names no parameter of `{}`", param.name, def.name),
+            format!(
+                "`@param {}` names no parameter of `{}`",
+                param.name, def.name
+            ),
         )
         .with_help(if real.is_empty() {
             format!("`{}` takes no parameters: remove this line", def.name)

@@ -18,7 +18,10 @@ pub(crate) fn check(ctx: &mut FileContext<'_>, def: &Definition<'_>, doc: &Parse
             ctx.file,
             ctx.source,
             span,
-            format!("`{}` returns a value but its doc has no `@return`", def.name),
+            format!(
+                "`{}` returns a value but its doc has no `@return`",
+                def.name
+            ),
         )
         .with_help("add `---@return <type> <description>` to the doc comment");
         ctx.report(diagnostic);

@@ -13,7 +13,12 @@ use super::super::analyze::{FileContext, first_line, node_span, token_span};
 use super::super::diagnostic::{Code, Diagnostic};
 
 /// `function a.b()` / `a:b()` / `a.b = function` where `a` is not a file-local table.
-pub(crate) fn method_on_global_table(ctx: &mut FileContext<'_>, target: &str, root: &str, stmt: &Stmt) {
+pub(crate) fn method_on_global_table(
+    ctx: &mut FileContext<'_>,
+    target: &str,
+    root: &str,
+    stmt: &Stmt,
+) {
     let diagnostic = Diagnostic::at(
         Code::Inaccessible,
         ctx.file,
@@ -96,7 +101,8 @@ impl Visitor for NestedGlobals {
     }
 
     fn visit_generic_for(&mut self, node: &ast::GenericFor) {
-        self.pending.extend(node.names().iter().map(|n| n.token().to_string()));
+        self.pending
+            .extend(node.names().iter().map(|n| n.token().to_string()));
     }
 
     fn visit_local_function(&mut self, node: &ast::LocalFunction) {

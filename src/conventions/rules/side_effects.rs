@@ -21,12 +21,20 @@ pub(crate) fn statement(ctx: &mut FileContext<'_>, stmt: &Stmt) {
         Stmt::Label(_) => "a label",
         _ => "a statement",
     };
-    report(ctx, first_line(ctx.source, node_span(stmt)), format!("{kind} runs when the file is loaded"));
+    report(
+        ctx,
+        first_line(ctx.source, node_span(stmt)),
+        format!("{kind} runs when the file is loaded"),
+    );
 }
 
 /// `x = 1` (or `t.k = v` on a non-local table) at top level.
 pub(crate) fn global_assignment(ctx: &mut FileContext<'_>, target: &str, span: Range<usize>) {
-    report(ctx, span, format!("assignment to global `{target}` runs when the file is loaded"));
+    report(
+        ctx,
+        span,
+        format!("assignment to global `{target}` runs when the file is loaded"),
+    );
 }
 
 /// `return M` and the like at the end of a file.

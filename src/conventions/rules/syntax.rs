@@ -32,3 +32,16 @@ pub(crate) fn too_deep(ctx: &mut FileContext<'_>, at: TooDeep) {
     .with_help("Lua itself accepts at most 200 nested levels; flatten the expression or split it into functions");
     ctx.report(diagnostic);
 }
+
+/// A backtick outside strings and comments: not Lua, and full_moon cannot lex it.
+pub(crate) fn unexpected_backtick(ctx: &mut FileContext<'_>, offset: usize) {
+    let diagnostic = Diagnostic::at(
+        Code::Syntax,
+        ctx.file,
+        ctx.source,
+        offset..offset + 1,
+        "syntax error: unexpected character '`'",
+    )
+    .with_help("backticks are not Lua syntax; put the text in a string or a comment");
+    ctx.report(diagnostic);
+}

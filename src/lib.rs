@@ -36,6 +36,7 @@ mod baked;
 #[cfg(feature = "build")]
 pub mod codegen;
 pub mod conventions;
+pub mod environment;
 pub mod registry;
 
 pub use conventions::{Code, Diagnostic, Function, Param, Return, Severity};

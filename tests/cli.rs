@@ -239,3 +239,88 @@ fn commands_on_a_bad_path_print_diagnostics_and_exit_1() {
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("error[E002]"));
 }
+
+#[test]
+fn exec_prints_captured_output_with_the_context() {
+    let out = rlm(&[
+        "exec",
+        "print(line_count(context))",
+        "--context",
+        "tests/fixtures/layers/base/greeting.lua",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "27\n");
+}
+
+#[test]
+fn exec_lua_error_goes_to_stderr_with_exit_1() {
+    let out = rlm(&["exec", "print('partial')\nerror('boom')"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(stdout(&out), "partial\n");
+    assert!(stderr(&out).contains("input:2: boom"), "{}", stderr(&out));
+}
+
+#[test]
+fn exec_limit_hit_exits_1_with_the_limit_named() {
+    let out = rlm(&["exec", "while true do end", "--time-limit", "0.2"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("time limit exceeded"),
+        "{}",
+        stderr(&out)
+    );
+    let out = rlm(&[
+        "exec",
+        "local s = 'x' while true do s = s .. s end",
+        "--memory-limit",
+        "32",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("memory limit exceeded"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn run_reads_a_file_or_standard_input() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("s.lua");
+    std::fs::write(&script, "print(word_count('a b c'))").unwrap();
+    let out = rlm(&["run", script.to_str().unwrap()]);
+    assert_eq!((out.status.code(), stdout(&out).as_str()), (Some(0), "3\n"));
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rlm"))
+        .args(["run", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"print(head('a\\nb\\nc', 2))")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), "a\nb\n");
+}
+
+#[test]
+fn run_of_a_missing_file_or_context_exits_2() {
+    assert_eq!(rlm(&["run", "no/such.lua"]).status.code(), Some(2));
+    assert_eq!(
+        rlm(&["exec", "print(1)", "--context", "no/such.txt"])
+            .status
+            .code(),
+        Some(2)
+    );
+    assert_eq!(
+        rlm(&["exec", "print(1)", "--time-limit", "0"])
+            .status
+            .code(),
+        Some(2)
+    );
+}

@@ -4,6 +4,7 @@
 //! layered on top (later wins), or only the directories with `--no-baked`.
 
 mod check;
+mod exec;
 mod inspect;
 
 use std::io::{IsTerminal, Write};
@@ -50,6 +51,20 @@ enum Command {
     Prompt {
         #[command(flatten)]
         source: SourceArgs,
+    },
+    /// Run Lua code in the sandbox and print its captured output (exit 1 on a Lua error or limit).
+    Exec {
+        /// The Lua code.
+        code: String,
+        #[command(flatten)]
+        run: exec::RunArgs,
+    },
+    /// Run a Lua file (or `-` for standard input) in the sandbox.
+    Run {
+        /// The Lua file, or `-` to read standard input.
+        file: PathBuf,
+        #[command(flatten)]
+        run: exec::RunArgs,
     },
 }
 
@@ -126,6 +141,8 @@ pub fn run() -> ExitCode {
         Command::List { source, json } => with_registry(&source, |r| inspect::list(r, json)),
         Command::Show { name, source } => with_registry(&source, |r| inspect::show(r, &name)),
         Command::Prompt { source } => with_registry(&source, inspect::prompt),
+        Command::Exec { code, run } => exec::exec(&run, &code),
+        Command::Run { file, run } => exec::run_file(&run, &file),
     };
     output.emit()
 }
@@ -162,7 +179,10 @@ impl SourceArgs {
 }
 
 /// Loads the registry and runs `command` on it; load problems are reported instead.
-fn with_registry(source: &SourceArgs, command: impl FnOnce(&Registry) -> Output) -> Output {
+pub(crate) fn with_registry(
+    source: &SourceArgs,
+    command: impl FnOnce(&Registry) -> Output,
+) -> Output {
     if let Some(missing) = source.missing_paths_error() {
         return missing;
     }

@@ -1,0 +1,109 @@
+//! `rlm exec CODE` and `rlm run FILE|-`: Lua in the sandbox, captured output on stdout.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use clap::Args;
+use rlm_registry::environment::{Environment, Limits};
+
+use super::{EXIT_USAGE, EXIT_VIOLATIONS, Output, SourceArgs, with_registry};
+
+/// Options shared by `exec` and `run`.
+#[derive(Args, Debug, Clone)]
+pub(crate) struct RunArgs {
+    #[command(flatten)]
+    source: SourceArgs,
+    /// A file whose text becomes the global `context`.
+    #[arg(long, value_name = "FILE")]
+    context: Option<PathBuf>,
+    /// Wall-clock seconds one execution may run.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
+    time_limit: f64,
+    /// Memory the Lua state may use, in MiB (the context included).
+    #[arg(long, value_name = "MIB", default_value_t = 512)]
+    memory_limit: usize,
+}
+
+impl RunArgs {
+    fn limits(&self) -> Result<Limits, Output> {
+        if !(self.time_limit.is_finite() && self.time_limit > 0.0) {
+            return Err(Output::failure(
+                EXIT_USAGE,
+                "error: --time-limit must be a positive number of seconds\n".into(),
+            ));
+        }
+        if self.memory_limit == 0 {
+            return Err(Output::failure(
+                EXIT_USAGE,
+                "error: --memory-limit must be at least 1 MiB\n".into(),
+            ));
+        }
+        Ok(Limits {
+            time: Duration::from_secs_f64(self.time_limit),
+            memory_bytes: self.memory_limit.saturating_mul(1024 * 1024),
+            ..Limits::default()
+        })
+    }
+}
+
+pub(super) fn exec(args: &RunArgs, code: &str) -> Output {
+    execute(args, code)
+}
+
+pub(super) fn run_file(args: &RunArgs, file: &Path) -> Output {
+    let code = if file == Path::new("-") {
+        let mut code = String::new();
+        std::io::stdin().read_to_string(&mut code).map(|_| code)
+    } else {
+        std::fs::read_to_string(file)
+    };
+    match code {
+        Ok(code) => execute(args, &code),
+        Err(error) => Output::failure(
+            EXIT_USAGE,
+            format!("error: cannot read {}: {error}\n", file.display()),
+        ),
+    }
+}
+
+fn execute(args: &RunArgs, code: &str) -> Output {
+    let limits = match args.limits() {
+        Ok(limits) => limits,
+        Err(output) => return output,
+    };
+    let context = match &args.context {
+        Some(path) => match std::fs::read(path) {
+            Ok(bytes) => Some(bytes),
+            Err(error) => {
+                return Output::failure(
+                    EXIT_USAGE,
+                    format!("error: cannot read {}: {error}\n", path.display()),
+                );
+            }
+        },
+        None => None,
+    };
+    with_registry(&args.source, |registry| {
+        let env = match Environment::new(registry.clone(), limits) {
+            Ok(env) => env,
+            Err(error) => return Output::failure(EXIT_VIOLATIONS, format!("error: {error}\n")),
+        };
+        if let Some(context) = context
+            && let Err(error) = env.set_context(context)
+        {
+            return Output::failure(
+                EXIT_VIOLATIONS,
+                format!("error: cannot load the context: {error}\n"),
+            );
+        }
+        match env.execute(code) {
+            Ok(run) => Output::success(run.output),
+            Err(error) => Output {
+                stdout: error.output().to_string(),
+                stderr: format!("error: {}\n", error.message()),
+                code: EXIT_VIOLATIONS,
+            },
+        }
+    })
+}

@@ -1,0 +1,167 @@
+//! Per-execution limits, enforced so that `pcall`, `xpcall` and `coroutine.resume` cannot
+//! swallow them.
+//!
+//! A limit that trips is recorded in [`Tripwire`]. From then on, the instruction hook
+//! raises the limit's error every few hundred instructions and the protected-call
+//! wrappers (see `sandbox`) re-raise it as soon as a protected call returns, so the
+//! execution unwinds to the top whatever the code does; the environment then resets the
+//! tripwire and keeps its variables.
+
+use std::cell::{Cell, RefCell};
+use std::fmt;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+/// Limits applied to each [`Environment::execute`](super::Environment::execute).
+///
+/// ```
+/// use std::time::Duration;
+/// use rlm_registry::environment::Limits;
+///
+/// let limits = Limits { time: Duration::from_secs(5), ..Limits::default() };
+/// assert_eq!(limits.memory_bytes, 512 * 1024 * 1024);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Wall-clock time one execution may run (default 30 s).
+    pub time: Duration,
+    /// Memory the whole Lua state may use, variables and `context` included (default 512 MiB).
+    pub memory_bytes: usize,
+    /// Bytes of captured `print` output per execution (default 1 MiB).
+    pub output_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            time: Duration::from_secs(30),
+            memory_bytes: 512 * 1024 * 1024,
+            output_bytes: 1024 * 1024,
+        }
+    }
+}
+
+/// Which limit an execution hit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LimitKind {
+    /// [`Limits::time`].
+    Time,
+    /// [`Limits::memory_bytes`].
+    Memory,
+    /// [`Limits::output_bytes`].
+    Output,
+}
+
+impl LimitKind {
+    pub(crate) fn message(self, limits: &Limits) -> String {
+        match self {
+            LimitKind::Time => format!(
+                "time limit exceeded: the execution ran longer than {:.1} s",
+                limits.time.as_secs_f64()
+            ),
+            LimitKind::Memory => format!(
+                "memory limit exceeded: the environment may use at most {} MiB",
+                limits.memory_bytes / (1024 * 1024)
+            ),
+            LimitKind::Output => format!(
+                "output limit exceeded: print may produce at most {} bytes per execution",
+                limits.output_bytes
+            ),
+        }
+    }
+}
+
+impl fmt::Display for LimitKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            LimitKind::Time => "time",
+            LimitKind::Memory => "memory",
+            LimitKind::Output => "output",
+        })
+    }
+}
+
+/// The state shared by the hook, the built-ins and the environment for one execution.
+#[derive(Debug)]
+pub(crate) struct Tripwire {
+    pub limits: Limits,
+    deadline: Cell<Option<Instant>>,
+    tripped: Cell<Option<LimitKind>>,
+    pub output: RefCell<String>,
+}
+
+impl Tripwire {
+    pub fn new(limits: Limits) -> Rc<Self> {
+        Rc::new(Tripwire {
+            limits,
+            deadline: Cell::new(None),
+            tripped: Cell::new(None),
+            output: RefCell::new(String::new()),
+        })
+    }
+
+    /// Arms the limits for a new execution.
+    pub fn start(&self) {
+        self.deadline.set(Some(Instant::now() + self.limits.time));
+        self.tripped.set(None);
+        self.output.borrow_mut().clear();
+    }
+
+    /// Disarms them between executions (finalizers running later must not time out).
+    pub fn stop(&self) {
+        self.deadline.set(None);
+    }
+
+    /// Stops any Lua code still running or about to run (finalizers at drop): the
+    /// hook raises on its next check.
+    pub fn halt(&self) {
+        self.tripped.set(Some(LimitKind::Time));
+    }
+
+    pub fn tripped(&self) -> Option<LimitKind> {
+        self.tripped.get()
+    }
+
+    /// Records `kind` (the first limit hit wins) and returns the error to raise.
+    pub fn trip(&self, kind: LimitKind) -> mlua::Error {
+        if self.tripped.get().is_none() {
+            self.tripped.set(Some(kind));
+        }
+        self.error()
+    }
+
+    /// The error of the tripped limit.
+    pub fn error(&self) -> mlua::Error {
+        let kind = self.tripped.get().unwrap_or(LimitKind::Time);
+        mlua::Error::RuntimeError(kind.message(&self.limits))
+    }
+
+    /// Called by the instruction hook.
+    pub fn check(&self, used_memory: usize) -> mlua::Result<()> {
+        if self.tripped.get().is_some() {
+            return Err(self.error());
+        }
+        if self.deadline.get().is_some_and(|d| Instant::now() >= d) {
+            return Err(self.trip(LimitKind::Time));
+        }
+        if used_memory > self.limits.memory_bytes {
+            return Err(self.trip(LimitKind::Memory));
+        }
+        Ok(())
+    }
+
+    /// Appends captured output, tripping the output limit if it grows too large.
+    pub fn append_output(&self, text: &str) -> mlua::Result<()> {
+        let mut output = self.output.borrow_mut();
+        if output.len() + text.len() > self.limits.output_bytes {
+            let room = self.limits.output_bytes.saturating_sub(output.len());
+            let cut =
+                crate::conventions::diagnostic::floor_char_boundary(text, room.min(text.len()));
+            output.push_str(&text[..cut]);
+            drop(output);
+            return Err(self.trip(LimitKind::Output));
+        }
+        output.push_str(text);
+        Ok(())
+    }
+}

@@ -1,0 +1,320 @@
+//! The execution environment (SPEC §4): a sandboxed Lua 5.4 VM per RLM session, holding
+//! state across executions (REPL semantics), with the registry's functions loaded lazily.
+//!
+//! ```
+//! use rlm_registry::Registry;
+//! use rlm_registry::environment::{Environment, Limits};
+//!
+//! let env = Environment::new(Registry::baked().clone(), Limits::default())?;
+//! env.set_context("alpha\nbeta\ngamma\n")?;
+//! env.execute("n = line_count(context)")?;
+//! let run = env.execute("print('lines:', n)")?;
+//! assert_eq!(run.output, "lines:\t3\n");
+//!
+//! // Limits end the execution with a clear error; the environment keeps working.
+//! let err = env.execute("while true do end").err().unwrap();
+//! # let _ = err;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! Lazy loading: registry functions are not defined when the environment is created. The
+//! first read of a missing global looks the name up in the registry and runs the file
+//! that defines the winning definition, keeping only the globals that file wins. So
+//! creating an environment costs the same with 10 or 10,000 functions, and the result is
+//! exactly as if every file had run in load order: a file's private helpers work, and a
+//! call to an overridden name reaches the winner.
+
+mod limits;
+mod sandbox;
+
+use std::fmt;
+use std::rc::Rc;
+
+use mlua::{Function, HookTriggers, Lua, MultiValue, Table, Value, VmState};
+
+use limits::Tripwire;
+pub use limits::{LimitKind, Limits};
+
+use crate::Registry;
+
+/// Instructions between two checks of the limits: small enough to stop within a
+/// fraction of a millisecond, large enough to cost little.
+const HOOK_INTERVAL: u32 = 1_000;
+
+/// A sandboxed Lua session. Not `Send`: one environment belongs to one thread.
+pub struct Environment {
+    lua: Lua,
+    tripwire: Rc<Tripwire>,
+}
+
+/// What a successful execution printed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Execution {
+    /// Everything `print` wrote, in order.
+    pub output: String,
+}
+
+/// Why an execution failed. The output printed before the failure is kept.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ExecError {
+    /// A Lua error: syntax, runtime, or one raised by `error`.
+    Lua { message: String, output: String },
+    /// A limit was hit.
+    Limit {
+        kind: LimitKind,
+        message: String,
+        output: String,
+    },
+}
+
+impl ExecError {
+    /// The message, as shown to the model or the user.
+    pub fn message(&self) -> &str {
+        match self {
+            ExecError::Lua { message, .. } | ExecError::Limit { message, .. } => message,
+        }
+    }
+
+    /// The output printed before the failure.
+    pub fn output(&self) -> &str {
+        match self {
+            ExecError::Lua { output, .. } | ExecError::Limit { output, .. } => output,
+        }
+    }
+}
+
+impl fmt::Display for ExecError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.message())
+    }
+}
+
+impl std::error::Error for ExecError {}
+
+/// The environment could not be created (the Lua state could not be set up).
+#[derive(Debug)]
+pub struct SetupError(mlua::Error);
+
+impl fmt::Display for SetupError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "cannot set up the Lua environment: {}", self.0)
+    }
+}
+
+impl std::error::Error for SetupError {}
+
+impl From<mlua::Error> for SetupError {
+    fn from(error: mlua::Error) -> Self {
+        SetupError(error)
+    }
+}
+
+impl Environment {
+    /// A new sandboxed environment offering `registry`'s functions (loaded lazily).
+    /// `Registry::baked().clone()` is cheap: the baked data is borrowed, not copied.
+    pub fn new(registry: Registry, limits: Limits) -> Result<Environment, SetupError> {
+        let tripwire = Tripwire::new(limits);
+        let lua = sandbox::new_state(Rc::clone(&tripwire))?;
+        install_builtins(&lua, &tripwire)?;
+        install_lazy_registry(&lua, Rc::new(registry))?;
+        let hook_tripwire = Rc::clone(&tripwire);
+        let triggers = HookTriggers {
+            every_nth_instruction: Some(HOOK_INTERVAL),
+            ..HookTriggers::new()
+        };
+        lua.set_global_hook(triggers, move |lua, _| {
+            hook_tripwire.check(lua.used_memory())?;
+            Ok(VmState::Continue)
+        })?;
+        lua.set_memory_limit(limits.memory_bytes)?;
+        Ok(Environment { lua, tripwire })
+    }
+
+    /// Sets the global `context` to `text` (any bytes: Lua strings need not be UTF-8).
+    pub fn set_context(&self, text: impl AsRef<[u8]>) -> Result<(), ExecError> {
+        let set = || -> mlua::Result<()> {
+            let value = self.lua.create_string(text.as_ref())?;
+            self.lua.globals().raw_set("context", value)
+        };
+        set().map_err(|error| self.classify(error))
+    }
+
+    /// Runs `code` in the session: globals persist from one execution to the next.
+    /// Returns what `print` wrote, or the error with the output printed before it.
+    pub fn execute(&self, code: &str) -> Result<Execution, ExecError> {
+        self.tripwire.start();
+        let result = self.lua.load(code).set_name("=input").exec();
+        // Reclaim what a failed execution left behind, so the next one starts fresh.
+        if result.is_err() || self.tripwire.tripped().is_some() {
+            let _ = self.lua.gc_collect();
+        }
+        // Queued `__gc` finalizers run now, under this execution's limits (cut short at
+        // once if a limit has already tripped).
+        let finalized = sandbox::run_finalizers(&self.lua, &self.tripwire);
+        self.tripwire.stop();
+        let tripped = self.tripwire.tripped();
+        let result = result.and(finalized);
+        match (result, tripped) {
+            (Ok(()), None) => Ok(Execution {
+                output: self.take_output(),
+            }),
+            (Ok(()), Some(kind)) => Err(self.limit_error(kind)),
+            (Err(error), _) => Err(self.classify(error)),
+        }
+    }
+
+    fn take_output(&self) -> String {
+        std::mem::take(&mut *self.tripwire.output.borrow_mut())
+    }
+
+    fn limit_error(&self, kind: LimitKind) -> ExecError {
+        ExecError::Limit {
+            kind,
+            message: kind.message(&self.tripwire.limits),
+            output: self.take_output(),
+        }
+    }
+
+    fn classify(&self, error: mlua::Error) -> ExecError {
+        if let Some(kind) = self.tripwire.tripped() {
+            return self.limit_error(kind);
+        }
+        if is_memory_error(&error) {
+            return self.limit_error(LimitKind::Memory);
+        }
+        ExecError::Lua {
+            message: lua_message(&error),
+            output: self.take_output(),
+        }
+    }
+}
+
+impl Drop for Environment {
+    fn drop(&mut self) {
+        // Finalizers run when the state closes; halting first means a `__gc` that loops
+        // forever is stopped by the hook instead of hanging the drop.
+        self.tripwire.halt();
+    }
+}
+
+fn is_memory_error(error: &mlua::Error) -> bool {
+    match error {
+        mlua::Error::MemoryError(_) => true,
+        mlua::Error::CallbackError { cause, .. } => is_memory_error(cause),
+        _ => false,
+    }
+}
+
+/// The message of a Lua error without mlua's wrapping and traceback.
+fn lua_message(error: &mlua::Error) -> String {
+    let text = match error {
+        mlua::Error::CallbackError { cause, .. } => return lua_message(cause),
+        mlua::Error::RuntimeError(message) | mlua::Error::SyntaxError { message, .. } => {
+            message.clone()
+        }
+        other => other.to_string(),
+    };
+    match text.find("\nstack traceback:") {
+        Some(end) => text[..end].to_string(),
+        None => text,
+    }
+}
+
+/// The Rust built-ins, in a read-only table behind the globals (see `install_lazy_registry`).
+fn install_builtins(lua: &Lua, tripwire: &Rc<Tripwire>) -> mlua::Result<()> {
+    let builtins = lua.create_table()?;
+    builtins.raw_set("print", print_builtin(lua, Rc::clone(tripwire))?)?;
+    lua.set_named_registry_value("rlm.builtins", builtins)?;
+    lua.globals().raw_set("print", Value::Nil)
+}
+
+/// `print(...)`: `tostring` of each argument, tab-separated, into the captured output.
+fn print_builtin(lua: &Lua, tripwire: Rc<Tripwire>) -> mlua::Result<Function> {
+    let tostring: Function = lua.globals().get("tostring")?;
+    lua.create_function(move |_, args: MultiValue| {
+        let mut line = String::new();
+        for (i, value) in args.into_iter().enumerate() {
+            if i > 0 {
+                line.push('\t');
+            }
+            let text: mlua::LuaString = tostring.call(value)?;
+            line.push_str(&text.to_string_lossy());
+        }
+        line.push('\n');
+        tripwire.append_output(&line)
+    })
+}
+
+/// The globals' metatable: built-ins first (read-only), then registry functions, loaded
+/// on first use. Assigning to a built-in name is an error, also through `rawset`.
+fn install_lazy_registry(lua: &Lua, registry: Rc<Registry>) -> mlua::Result<()> {
+    let builtins: Table = lua.named_registry_value("rlm.builtins")?;
+    let loader = lua.create_function(move |lua, name: Value| {
+        let Value::String(name) = name else {
+            return Ok(Value::Nil);
+        };
+        let Ok(name) = name.to_str() else {
+            return Ok(Value::Nil);
+        };
+        match registry.get(&name) {
+            Some(function) => load_chunk(lua, &registry, function.chunk(), &name),
+            None => Ok(Value::Nil),
+        }
+    })?;
+    lua.load(
+        r#"
+        local G, builtins, load_registry, rawset = _G, ...
+        local function assign(t, key, value, level)
+          if t == G and builtins[key] ~= nil then
+            error("cannot assign to built-in '" .. tostring(key) .. "'", level)
+          end
+          return rawset(t, key, value)
+        end
+        setmetatable(G, {
+          __index = function(_, key)
+            local builtin = builtins[key]
+            if builtin ~= nil then return builtin end
+            return load_registry(key)
+          end,
+          __newindex = function(t, key, value) assign(t, key, value, 3) end,
+          __metatable = false,
+        })
+        G.rawset = function(t, key, value) assign(t, key, value, 3); return t end
+        "#,
+    )
+    .set_name("=sandbox")
+    .call::<()>((builtins, loader, lua.globals().get::<Function>("rawset")?))
+}
+
+/// Runs chunk `index` in an environment that passes reads to the globals and keeps only
+/// the assignments of names this chunk wins; returns the global `name` afterwards.
+fn load_chunk(lua: &Lua, registry: &Rc<Registry>, index: usize, name: &str) -> mlua::Result<Value> {
+    let chunk = &registry.chunks()[index];
+    let globals = lua.globals();
+    let winners = Rc::clone(registry);
+    let keep_winners =
+        lua.create_function(move |lua, (_env, key, value): (Table, Value, Value)| {
+            let wins = match &key {
+                Value::String(k) => k
+                    .to_str()
+                    .ok()
+                    .and_then(|k| winners.get(&k).map(|f| f.chunk() == index))
+                    .unwrap_or(false),
+                _ => false,
+            };
+            if wins {
+                lua.globals().raw_set(key, value)?;
+            }
+            Ok(())
+        })?;
+    let env = lua.create_table()?;
+    let meta = lua.create_table()?;
+    meta.raw_set("__index", globals.clone())?;
+    meta.raw_set("__newindex", keep_winners)?;
+    env.set_metatable(Some(meta))?;
+    lua.load(chunk.source())
+        .set_name(format!("@{}", chunk.file()))
+        .set_environment(env)
+        .exec()?;
+    globals.raw_get(name)
+}

@@ -1,0 +1,418 @@
+//! The sandbox (SPEC §4), by category: removed facilities, bytecode, the string
+//! metatable, built-ins, isolation between environments, and every limit with its
+//! evasions. After each limit hit, the environment must keep working and keep its
+//! variables.
+
+use std::time::{Duration, Instant};
+
+use rlm_registry::Registry;
+use rlm_registry::environment::{Environment, ExecError, LimitKind, Limits};
+
+fn limits() -> Limits {
+    Limits {
+        time: Duration::from_millis(300),
+        memory_bytes: 64 * 1024 * 1024,
+        output_bytes: 64 * 1024,
+    }
+}
+
+fn env() -> Environment {
+    Environment::new(Registry::baked().clone(), limits()).unwrap()
+}
+
+fn output(env: &Environment, code: &str) -> String {
+    match env.execute(code) {
+        Ok(run) => run.output,
+        Err(error) => panic!("`{code}` failed: {error}"),
+    }
+}
+
+fn lua_error(env: &Environment, code: &str) -> String {
+    match env.execute(code) {
+        Err(ExecError::Lua { message, .. }) => message,
+        other => panic!("`{code}` should fail with a Lua error, got {other:?}"),
+    }
+}
+
+/// Runs `code`, expects `kind` of limit, then checks the environment still works and
+/// kept the variable `kept` set before.
+fn assert_limit(kind: LimitKind, code: &str) {
+    let env = env();
+    output(&env, "kept = 42");
+    let started = Instant::now();
+    match env.execute(code) {
+        Err(ExecError::Limit {
+            kind: hit, message, ..
+        }) => {
+            assert_eq!(hit, kind, "`{code}`: {message}");
+            assert!(
+                message.contains(&format!("{kind} limit exceeded")),
+                "{message}"
+            );
+        }
+        other => panic!("`{code}` should hit the {kind} limit, got {other:?}"),
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "`{code}` took {:?}",
+        started.elapsed()
+    );
+    assert_eq!(
+        output(&env, "print(kept)"),
+        "42\n",
+        "the environment keeps its variables after `{code}`"
+    );
+}
+
+mod removed_facilities {
+    use super::*;
+
+    #[test]
+    fn dangerous_globals_are_absent() {
+        let env = env();
+        for name in ["io", "package", "require", "debug", "dofile", "loadfile"] {
+            assert_eq!(output(&env, &format!("print({name})")), "nil\n", "{name}");
+        }
+    }
+
+    #[test]
+    fn os_keeps_only_time_clock_date_difftime() {
+        let env = env();
+        let listed = output(
+            &env,
+            "local k = {} for n in pairs(os) do k[#k+1] = n end table.sort(k) print(table.concat(k, ','))",
+        );
+        assert_eq!(listed, "clock,date,difftime,time\n");
+        assert_eq!(
+            output(&env, "print(os.execute, os.exit, os.getenv, os.remove)"),
+            "nil\tnil\tnil\tnil\n"
+        );
+    }
+
+    #[test]
+    fn collectgarbage_allows_only_count() {
+        let env = env();
+        assert_eq!(
+            output(&env, "print(type(collectgarbage('count')))"),
+            "number\n"
+        );
+        for option in ["collect", "stop", "step", "incremental", "generational"] {
+            let message = lua_error(&env, &format!("collectgarbage('{option}')"));
+            assert!(message.contains("only \"count\""), "{message}");
+        }
+    }
+}
+
+mod bytecode {
+    use super::*;
+
+    #[test]
+    fn string_dump_is_gone_also_through_string_methods() {
+        let env = env();
+        assert_eq!(output(&env, "print(string.dump, ('').dump)"), "nil\tnil\n");
+    }
+
+    #[test]
+    fn load_rejects_binary_chunks() {
+        let env = env();
+        let out = output(&env, r#"print(load("\27Lua\84\0"))"#);
+        assert!(
+            out.starts_with("nil\tattempt to load a binary chunk"),
+            "{out}"
+        );
+        let via_reader = output(
+            &env,
+            r#"local parts = {"\27Lua", "x"} local i = 0 print(load(function() i = i + 1 return parts[i] end))"#,
+        );
+        assert!(
+            via_reader.starts_with("nil\tattempt to load a binary chunk"),
+            "{via_reader}"
+        );
+    }
+
+    #[test]
+    fn load_ignores_a_binary_mode_and_stays_in_the_sandbox() {
+        let env = env();
+        assert_eq!(
+            output(&env, "print(load('return io', 'x', 'b')())"),
+            "nil\n"
+        );
+        assert_eq!(
+            output(&env, "secret = 7 print(load('return secret')())"),
+            "7\n"
+        );
+        assert_eq!(
+            output(
+                &env,
+                "print(load('return secret', 'x', 't', {secret = 1})())"
+            ),
+            "1\n"
+        );
+    }
+}
+
+mod string_metatable {
+    use super::*;
+
+    #[test]
+    fn getmetatable_of_a_string_reveals_nothing() {
+        let env = env();
+        assert_eq!(output(&env, "print(getmetatable(''))"), "false\n");
+        let message = lua_error(&env, "getmetatable('').__index = {}");
+        assert!(message.contains("index"), "{message}");
+    }
+
+    #[test]
+    fn string_methods_still_work() {
+        let env = env();
+        assert_eq!(
+            output(&env, "print(('abc'):upper(), ('x'):rep(3))"),
+            "ABC\txxx\n"
+        );
+    }
+}
+
+mod builtins {
+    use super::*;
+
+    #[test]
+    fn builtins_cannot_be_overwritten() {
+        let env = env();
+        for code in [
+            "print = nil",
+            "_G.print = 1",
+            "rawset(_G, 'print', 1)",
+            "_ENV.print = 1",
+        ] {
+            let message = lua_error(&env, code);
+            assert!(
+                message.contains("cannot assign to built-in 'print'"),
+                "{code}: {message}"
+            );
+        }
+        assert_eq!(output(&env, "print('still here')"), "still here\n");
+    }
+
+    #[test]
+    fn the_globals_metatable_is_protected() {
+        let env = env();
+        assert_eq!(output(&env, "print(getmetatable(_G))"), "false\n");
+        let message = lua_error(&env, "setmetatable(_G, {})");
+        assert!(message.contains("protected metatable"), "{message}");
+    }
+
+    #[test]
+    fn print_is_captured_with_tabs_and_tostring() {
+        let env = env();
+        let out = output(
+            &env,
+            "print(1, 'a', nil, true, setmetatable({}, {__tostring = function() return 'T' end}))",
+        );
+        assert_eq!(out, "1\ta\tnil\ttrue\tT\n");
+    }
+}
+
+mod isolation {
+    use super::*;
+
+    #[test]
+    fn two_environments_share_nothing() {
+        let a = env();
+        let b = env();
+        output(
+            &a,
+            "shared = 'a' string.upper = function() return 'hacked' end table.secret = 1",
+        );
+        assert_eq!(
+            output(&b, "print(shared, ('x'):upper(), table.secret)"),
+            "nil\tX\tnil\n"
+        );
+        assert_eq!(output(&a, "print(shared, ('x'):upper())"), "a\thacked\n");
+    }
+
+    #[test]
+    fn state_persists_across_executions() {
+        let env = env();
+        output(
+            &env,
+            "counter = 1 function bump() counter = counter + 1 end",
+        );
+        output(&env, "bump() bump()");
+        assert_eq!(output(&env, "print(counter)"), "3\n");
+    }
+
+    #[test]
+    fn a_lua_error_keeps_the_output_and_the_line() {
+        let env = env();
+        match env.execute("print('before')\nlocal x = nil + 1") {
+            Err(ExecError::Lua { message, output }) => {
+                assert_eq!(output, "before\n");
+                assert!(message.starts_with("input:2:"), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}
+
+mod time_limit {
+    use super::*;
+
+    #[test]
+    fn plain_loop() {
+        assert_limit(LimitKind::Time, "while true do end");
+    }
+
+    #[test]
+    fn loop_inside_pcall() {
+        assert_limit(
+            LimitKind::Time,
+            "while true do pcall(function() while true do end end) end",
+        );
+    }
+
+    #[test]
+    fn pcall_then_carrying_on() {
+        assert_limit(
+            LimitKind::Time,
+            "pcall(function() while true do end end) print('escaped')",
+        );
+    }
+
+    #[test]
+    fn xpcall_with_a_looping_handler() {
+        assert_limit(
+            LimitKind::Time,
+            "xpcall(function() error('x') end, function() while true do end end)",
+        );
+    }
+
+    #[test]
+    fn coroutine_resume_and_wrap() {
+        assert_limit(
+            LimitKind::Time,
+            "local co = coroutine.create(function() while true do end end) coroutine.resume(co) print('escaped')",
+        );
+        assert_limit(
+            LimitKind::Time,
+            "coroutine.wrap(function() while true do end end)()",
+        );
+    }
+
+    #[test]
+    fn tostring_metamethod() {
+        assert_limit(
+            LimitKind::Time,
+            "print(setmetatable({}, {__tostring = function() while true do end end}))",
+        );
+    }
+
+    #[test]
+    fn gc_metamethod() {
+        assert_limit(
+            LimitKind::Time,
+            "for i = 1, 1e5 do setmetatable({}, {__gc = function() while true do end end}) end while true do end",
+        );
+    }
+
+    #[test]
+    fn gc_metamethod_that_loops_is_stopped_at_the_end_of_the_execution() {
+        assert_limit(
+            LimitKind::Time,
+            "setmetatable({}, {__gc = function() while true do end end}) for i = 1, 1e4 do local t = {i} end",
+        );
+    }
+
+    #[test]
+    fn close_metamethod() {
+        assert_limit(
+            LimitKind::Time,
+            "do local x <close> = setmetatable({}, {__close = function() while true do end end}) end",
+        );
+    }
+
+    #[test]
+    fn error_object_with_looping_tostring() {
+        assert_limit(
+            LimitKind::Time,
+            "error(setmetatable({}, {__tostring = function() while true do end end}))",
+        );
+    }
+
+    #[test]
+    fn dropping_an_environment_with_a_looping_finalizer_does_not_hang() {
+        let env = env();
+        output(
+            &env,
+            "keep = setmetatable({}, {__gc = function() while true do end end})",
+        );
+        let started = Instant::now();
+        drop(env);
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "drop took {:?}",
+            started.elapsed()
+        );
+    }
+}
+
+mod memory_limit {
+    use super::*;
+
+    #[test]
+    fn string_bomb() {
+        assert_limit(
+            LimitKind::Memory,
+            "local s = 'x' while true do s = s .. s end",
+        );
+    }
+
+    #[test]
+    fn table_bomb() {
+        assert_limit(
+            LimitKind::Memory,
+            "local t = {} for i = 1, 1e9 do t[i] = {i} end",
+        );
+    }
+
+    #[test]
+    fn bomb_inside_pcall() {
+        assert_limit(
+            LimitKind::Memory,
+            "pcall(function() local s = 'x' while true do s = s .. s end end) print('escaped')",
+        );
+    }
+
+    #[test]
+    fn string_rep_bomb() {
+        assert_limit(LimitKind::Memory, "local s = string.rep('x', 1e9)");
+    }
+}
+
+mod output_limit {
+    use super::*;
+
+    #[test]
+    fn printing_forever() {
+        assert_limit(
+            LimitKind::Output,
+            "while true do print('spam spam spam') end",
+        );
+    }
+
+    #[test]
+    fn printing_inside_pcall() {
+        assert_limit(
+            LimitKind::Output,
+            "pcall(function() while true do print('spam') end end) print('escaped')",
+        );
+    }
+
+    #[test]
+    fn output_before_the_limit_is_kept_up_to_the_limit() {
+        let env = env();
+        match env.execute("for i = 1, 1e6 do print('0123456789') end") {
+            Err(ExecError::Limit { output, .. }) => assert_eq!(output.len(), limits().output_bytes),
+            other => panic!("{other:?}"),
+        }
+    }
+}

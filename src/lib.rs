@@ -10,14 +10,17 @@
 //!
 //! ```text
 //! .lua files ─▶ conventions (parse, validate, extract) ─▶ Registry (baked or loaded)
+//!             ─▶ Environment (sandboxed Lua VM, functions loaded lazily)
 //! ```
 //!
 //! - [`conventions`]: the rules a registry file must follow (E001–E011) and the
 //!   extraction of each exposed [`Function`] with its doc, parameters and returns.
 //! - [`registry`]: [`Registry::from_paths`], [`Registry::from_map`], [`Registry::baked`],
 //!   lookups and [`Registry::system_prompt`].
-//! - `codegen` (feature `build`): the [`Builder`](codegen::Builder) that `build.rs` uses
-//!   to bake directories, this crate's and yours.
+//! - `codegen` (feature `build`): the `Builder` that `build.rs` uses to bake
+//!   directories, this crate's and yours.
+//! - [`environment`]: the sandboxed Lua 5.4 VM that runs model-written code with
+//!   the registry's functions, under time, memory and output limits.
 //!
 //! ```
 //! use rlm_registry::Registry;

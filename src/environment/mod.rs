@@ -5,15 +5,17 @@
 //! use rlm_registry::Registry;
 //! use rlm_registry::environment::{Environment, Limits};
 //!
-//! let env = Environment::new(Registry::baked().clone(), Limits::default())?;
+//! let limits = Limits { time: std::time::Duration::from_millis(200), ..Limits::default() };
+//! let env = Environment::new(Registry::baked().clone(), limits)?;
 //! env.set_context("alpha\nbeta\ngamma\n")?;
 //! env.execute("n = line_count(context)")?;
 //! let run = env.execute("print('lines:', n)")?;
 //! assert_eq!(run.output, "lines:\t3\n");
 //!
 //! // Limits end the execution with a clear error; the environment keeps working.
-//! let err = env.execute("while true do end").err().unwrap();
-//! # let _ = err;
+//! let err = env.execute("while true do end").unwrap_err();
+//! assert!(err.message().starts_with("time limit exceeded"));
+//! assert_eq!(env.execute("print(n)")?.output, "3\n");
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!

@@ -117,8 +117,8 @@ impl Environment {
     pub fn new(registry: Registry, limits: Limits) -> Result<Environment, SetupError> {
         let tripwire = Tripwire::new(limits);
         let lua = sandbox::new_state(Rc::clone(&tripwire))?;
-        install_builtins(&lua, &tripwire)?;
-        install_lazy_registry(&lua, Rc::new(registry))?;
+        let builtins = builtins(&lua, &tripwire)?;
+        install_globals_metatable(&lua, builtins, Rc::new(registry))?;
         let hook_tripwire = Rc::clone(&tripwire);
         let triggers = HookTriggers {
             every_nth_instruction: Some(HOOK_INTERVAL),
@@ -222,12 +222,13 @@ fn lua_message(error: &mlua::Error) -> String {
     }
 }
 
-/// The Rust built-ins, in a read-only table behind the globals (see `install_lazy_registry`).
-fn install_builtins(lua: &Lua, tripwire: &Rc<Tripwire>) -> mlua::Result<()> {
+/// The Rust built-ins, for the read-only table behind the globals (see
+/// `install_globals_metatable`). Lua's own `print` is removed from the globals.
+fn builtins(lua: &Lua, tripwire: &Rc<Tripwire>) -> mlua::Result<Table> {
     let builtins = lua.create_table()?;
     builtins.raw_set("print", print_builtin(lua, Rc::clone(tripwire))?)?;
-    lua.set_named_registry_value("rlm.builtins", builtins)?;
-    lua.globals().raw_set("print", Value::Nil)
+    lua.globals().raw_set("print", Value::Nil)?;
+    Ok(builtins)
 }
 
 /// `print(...)`: `tostring` of each argument, tab-separated, into the captured output.
@@ -249,8 +250,11 @@ fn print_builtin(lua: &Lua, tripwire: Rc<Tripwire>) -> mlua::Result<Function> {
 
 /// The globals' metatable: built-ins first (read-only), then registry functions, loaded
 /// on first use. Assigning to a built-in name is an error, also through `rawset`.
-fn install_lazy_registry(lua: &Lua, registry: Rc<Registry>) -> mlua::Result<()> {
-    let builtins: Table = lua.named_registry_value("rlm.builtins")?;
+fn install_globals_metatable(
+    lua: &Lua,
+    builtins: Table,
+    registry: Rc<Registry>,
+) -> mlua::Result<()> {
     let loader = lua.create_function(move |lua, name: Value| {
         let Value::String(name) = name else {
             return Ok(Value::Nil);

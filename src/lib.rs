@@ -40,6 +40,7 @@ mod baked;
 pub mod codegen;
 pub mod conventions;
 pub mod environment;
+pub mod llm;
 pub mod registry;
 
 pub use conventions::{Code, Diagnostic, Function, Param, Return, Severity};

@@ -1,0 +1,199 @@
+//! What goes to the model ([`Message`], [`Request`]) and what comes back ([`Completion`]).
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+/// Who wrote a [`Message`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// Instructions for the model (`"system"`).
+    System,
+    /// The user's turn (`"user"`).
+    User,
+    /// The model's earlier turn (`"assistant"`).
+    Assistant,
+}
+
+/// One chat message, serialized as `{"role": …, "content": …}`.
+///
+/// ```
+/// use rlm_registry::llm::{Message, Role};
+///
+/// let message = Message::user("What is 2 + 2?");
+/// assert_eq!(message.role, Role::User);
+/// assert_eq!(message.content, "What is 2 + 2?");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+pub struct Message {
+    /// Who wrote it.
+    pub role: Role,
+    /// The text.
+    pub content: String,
+}
+
+impl Message {
+    /// A message with the given role.
+    pub fn new(role: Role, content: impl Into<String>) -> Message {
+        Message {
+            role,
+            content: content.into(),
+        }
+    }
+
+    /// A system message.
+    pub fn system(content: impl Into<String>) -> Message {
+        Message::new(Role::System, content)
+    }
+
+    /// A user message.
+    pub fn user(content: impl Into<String>) -> Message {
+        Message::new(Role::User, content)
+    }
+
+    /// An assistant message.
+    pub fn assistant(content: impl Into<String>) -> Message {
+        Message::new(Role::Assistant, content)
+    }
+}
+
+/// One chat completion request: the conversation and optional sampling settings.
+///
+/// A `Vec<Message>`, a `&str` or a `String` converts into a request (a string becomes
+/// one user message), so `client.complete("Hi")` works.
+///
+/// ```
+/// use rlm_registry::llm::{Message, Request};
+///
+/// let request = Request::new(vec![Message::system("Be terse."), Message::user("Hi")])
+///     .with_temperature(0.0)
+///     .with_max_tokens(64);
+/// assert_eq!(request.messages.len(), 2);
+///
+/// let request: Request = "Summarize this".into();
+/// assert_eq!(request.messages, vec![Message::user("Summarize this")]);
+/// ```
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Request {
+    /// The conversation, oldest first.
+    pub messages: Vec<Message>,
+    /// Sampling temperature; the server's default when `None`.
+    pub temperature: Option<f32>,
+    /// The most tokens to generate; the server's default when `None`.
+    pub max_tokens: Option<u32>,
+    /// A model for this request only, instead of the configured one.
+    pub model: Option<String>,
+}
+
+impl Request {
+    /// A request for `messages` with the server's default settings.
+    pub fn new(messages: Vec<Message>) -> Request {
+        Request {
+            messages,
+            ..Request::default()
+        }
+    }
+
+    /// Sets the sampling temperature.
+    pub fn with_temperature(mut self, temperature: f32) -> Request {
+        self.temperature = Some(temperature);
+        self
+    }
+
+    /// Sets the most tokens to generate.
+    pub fn with_max_tokens(mut self, max_tokens: u32) -> Request {
+        self.max_tokens = Some(max_tokens);
+        self
+    }
+
+    /// Uses `model` for this request instead of the configured one.
+    pub fn with_model(mut self, model: impl Into<String>) -> Request {
+        self.model = Some(model.into());
+        self
+    }
+}
+
+impl From<Vec<Message>> for Request {
+    fn from(messages: Vec<Message>) -> Request {
+        Request::new(messages)
+    }
+}
+
+impl From<Message> for Request {
+    fn from(message: Message) -> Request {
+        Request::new(vec![message])
+    }
+}
+
+impl From<&str> for Request {
+    fn from(prompt: &str) -> Request {
+        Request::new(vec![Message::user(prompt)])
+    }
+}
+
+impl From<String> for Request {
+    fn from(prompt: String) -> Request {
+        Request::new(vec![Message::user(prompt)])
+    }
+}
+
+impl From<&String> for Request {
+    fn from(prompt: &String) -> Request {
+        Request::from(prompt.as_str())
+    }
+}
+
+/// The model's answer to one [`Request`].
+///
+/// Token counts are the server's `usage.prompt_tokens` / `usage.completion_tokens`, or 0
+/// when the server reports none.
+///
+/// ```
+/// use rlm_registry::llm::Completion;
+///
+/// // What a scripted fake `Llm` might return:
+/// let completion = Completion::new("4");
+/// assert_eq!(completion.content, "4");
+/// assert_eq!(completion.total_tokens(), 0);
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Completion {
+    /// `choices[0].message.content`.
+    pub content: String,
+    /// Tokens in the prompt, as reported by the server.
+    pub prompt_tokens: u64,
+    /// Tokens in the answer, as reported by the server.
+    pub completion_tokens: u64,
+    /// The model that answered, as reported by the server.
+    pub model: Option<String>,
+    /// `choices[0].finish_reason` (`"stop"`, `"length"`, …), when reported.
+    pub finish_reason: Option<String>,
+    /// HTTP attempts it took (1 when the first one succeeded).
+    pub attempts: u32,
+    /// Wall time of the whole call, retries and waits included.
+    pub elapsed: Duration,
+}
+
+impl Completion {
+    /// A completion with `content` and nothing else: for fakes and tests.
+    pub fn new(content: impl Into<String>) -> Completion {
+        Completion {
+            content: content.into(),
+            attempts: 1,
+            ..Completion::default()
+        }
+    }
+
+    /// Sets the token counts.
+    pub fn with_tokens(mut self, prompt_tokens: u64, completion_tokens: u64) -> Completion {
+        self.prompt_tokens = prompt_tokens;
+        self.completion_tokens = completion_tokens;
+        self
+    }
+
+    /// `prompt_tokens + completion_tokens`.
+    pub fn total_tokens(&self) -> u64 {
+        self.prompt_tokens.saturating_add(self.completion_tokens)
+    }
+}

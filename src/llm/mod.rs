@@ -1,0 +1,114 @@
+//! The LLM client (SPEC §5): OpenAI-compatible chat completions over blocking HTTP,
+//! for OpenAI, vLLM, llama.cpp server, Ollama and the like.
+//!
+//! - [`LlmConfig`]: base URL, model, API key, timeout, retries, backoff, concurrency;
+//!   explicit or from the environment ([`LlmConfig::from_env`]: `RLM_BASE_URL` /
+//!   `OPENAI_BASE_URL`, `RLM_MODEL`, `RLM_API_KEY` / `OPENAI_API_KEY`,
+//!   `RLM_TIMEOUT_SECS`).
+//! - [`LlmClient`]: [`complete`](LlmClient::complete) one request, with retries and
+//!   exponential backoff on 429, 5xx, connection errors and timeouts (honouring
+//!   `Retry-After`); [`complete_batch`](LlmClient::complete_batch) many at once, in
+//!   order, with bounded concurrency.
+//! - [`Usage`]: calls, failures, attempts and tokens, summed across every call of
+//!   every client that shares it.
+//! - [`LlmError`]: what went wrong, in words a model or a user can act on.
+//! - [`Llm`]: the trait the RLM loop and the environment take, implemented by
+//!   [`LlmClient`] and by any scripted fake.
+//!
+//! ```no_run
+//! use rlm_registry::llm::{LlmClient, LlmConfig, Message};
+//!
+//! // RLM_BASE_URL=http://localhost:11434/v1 RLM_MODEL=llama3.2 for a local Ollama.
+//! let client = LlmClient::new(LlmConfig::from_env()?)?;
+//! let answer = client.complete(vec![Message::user("Name a prime number.")])?;
+//! println!("{}", answer.content);
+//! let usage = client.usage().snapshot();
+//! println!("{} calls, {} tokens", usage.calls, usage.total_tokens());
+//! # Ok::<(), rlm_registry::llm::LlmError>(())
+//! ```
+
+mod batch;
+mod client;
+mod config;
+mod error;
+mod message;
+mod usage;
+
+use std::sync::Arc;
+
+pub use batch::run_batch;
+pub use client::LlmClient;
+pub use config::{
+    DEFAULT_BASE_URL, DEFAULT_INITIAL_BACKOFF, DEFAULT_MAX_BACKOFF, DEFAULT_MAX_CONCURRENCY,
+    DEFAULT_MAX_RETRIES, DEFAULT_MODEL, DEFAULT_TIMEOUT, ENV_API_KEY, ENV_BASE_URL, ENV_MODEL,
+    ENV_OPENAI_API_KEY, ENV_OPENAI_BASE_URL, ENV_TIMEOUT_SECS, LlmConfig,
+};
+pub use error::LlmError;
+pub use message::{Completion, Message, Request, Role};
+pub use usage::{Usage, UsageSnapshot};
+
+/// Something that answers chat completion requests: the HTTP [`LlmClient`], or a
+/// scripted fake in tests. Shared across threads, hence `Send + Sync`.
+///
+/// ```
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+/// use rlm_registry::llm::{Completion, Llm, LlmError, Request};
+///
+/// /// Answers from a script, in order.
+/// struct Scripted {
+///     answers: Vec<&'static str>,
+///     next: AtomicUsize,
+/// }
+///
+/// impl Llm for Scripted {
+///     fn complete(&self, _request: Request) -> Result<Completion, LlmError> {
+///         let i = self.next.fetch_add(1, Ordering::Relaxed);
+///         Ok(Completion::new(*self.answers.get(i).unwrap_or(&"FINAL(\"done\")")))
+///     }
+/// }
+///
+/// let llm: Box<dyn Llm> = Box::new(Scripted { answers: vec!["print(1)"], next: AtomicUsize::new(0) });
+/// assert_eq!(llm.complete("go".into())?.content, "print(1)");
+/// assert_eq!(llm.complete("go".into())?.content, "FINAL(\"done\")");
+/// # Ok::<(), LlmError>(())
+/// ```
+pub trait Llm: Send + Sync {
+    /// Answers one request.
+    fn complete(&self, request: Request) -> Result<Completion, LlmError>;
+
+    /// Answers every request, in order. The default runs up to
+    /// [`DEFAULT_MAX_CONCURRENCY`] of them at once with [`run_batch`].
+    fn complete_batch(&self, requests: Vec<Request>) -> Vec<Result<Completion, LlmError>> {
+        run_batch(self, requests, DEFAULT_MAX_CONCURRENCY)
+    }
+}
+
+impl<T: Llm + ?Sized> Llm for &T {
+    fn complete(&self, request: Request) -> Result<Completion, LlmError> {
+        (**self).complete(request)
+    }
+
+    fn complete_batch(&self, requests: Vec<Request>) -> Vec<Result<Completion, LlmError>> {
+        (**self).complete_batch(requests)
+    }
+}
+
+impl<T: Llm + ?Sized> Llm for Box<T> {
+    fn complete(&self, request: Request) -> Result<Completion, LlmError> {
+        (**self).complete(request)
+    }
+
+    fn complete_batch(&self, requests: Vec<Request>) -> Vec<Result<Completion, LlmError>> {
+        (**self).complete_batch(requests)
+    }
+}
+
+impl<T: Llm + ?Sized> Llm for Arc<T> {
+    fn complete(&self, request: Request) -> Result<Completion, LlmError> {
+        (**self).complete(request)
+    }
+
+    fn complete_batch(&self, requests: Vec<Request>) -> Vec<Result<Completion, LlmError>> {
+        (**self).complete_batch(requests)
+    }
+}

@@ -21,6 +21,7 @@
 //!   directories, this crate's and yours.
 //! - [`environment`]: the sandboxed Lua 5.4 VM that runs model-written code with
 //!   the registry's functions, under time, memory and output limits.
+//! - [`llm`]: the OpenAI-compatible client with retries and usage accounting.
 //!
 //! ```
 //! use rlm_registry::Registry;

@@ -27,6 +27,7 @@
 //! call to an overridden name reaches the winner.
 
 mod limits;
+mod patterns;
 mod sandbox;
 
 use std::fmt;
@@ -117,6 +118,9 @@ impl Environment {
     pub fn new(registry: Registry, limits: Limits) -> Result<Environment, SetupError> {
         let tripwire = Tripwire::new(limits);
         let lua = sandbox::new_state(Rc::clone(&tripwire))?;
+        // Lua's pattern functions run in C, out of the hook's reach: use the port that
+        // checks the limits as it goes.
+        patterns::install(&lua, Rc::clone(&tripwire))?;
         let builtins = builtins(&lua, &tripwire)?;
         install_globals_metatable(&lua, builtins, Rc::new(registry))?;
         let hook_tripwire = Rc::clone(&tripwire);

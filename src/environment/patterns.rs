@@ -1,0 +1,1222 @@
+//! Lua 5.4's pattern matching (`lstrlib.c`), ported to Rust so that it can be stopped.
+//!
+//! Lua's `string.find`, `string.match`, `string.gmatch` and `string.gsub` run their
+//! matcher in C, where the instruction hook never fires: a backtracking pattern such as
+//! `("a"):rep(1e5):find(".-.-.-.-.-.-b")` would run for hours whatever the time limit.
+//! The port below counts its steps and, every [`STEP_INTERVAL`] of them, asks the
+//! execution's [`Tripwire`] whether a limit has tripped, so a runaway search ends with the
+//! limit's error like any other Lua code.
+//!
+//! [`Matcher`] follows `lstrlib.c` (Lua 5.4.9) function by function (`match`,
+//! `max_expand`, `matchbalance`, ...), with the same recursion limit and error messages,
+//! so scripts see the same results. Lua strings end with a hidden `'\0'`, and the C code
+//! relies on reading it; [`Matcher::pat`] and [`Matcher::src`] return `0` past the end to
+//! behave the same without reading out of bounds.
+//!
+//! Errors: an error returned by a Rust callback reaches Lua as an mlua userdata, not as
+//! the string `luaL_error` makes. So the Rust functions report a failure as values
+//! (`FAIL, message, level`) and a small Lua wrapper raises it with `error`, which puts
+//! the caller's position on the message as `luaL_error` does. Errors thrown by a `gsub`
+//! replacement function (or `__index`) are caught with `pcall` and re-thrown unchanged,
+//! whatever their type. Only limit errors travel as mlua errors.
+//!
+//! One known difference: when the caller tail-calls a string function
+//! (`return s:find(p)`), the wrapper, being a Lua function, replaces the caller's frame,
+//! so an error message names the position and function as seen one level further up
+//! (C Lua keeps the caller's frame under a C function).
+
+use std::cell::Cell;
+use std::ffi::c_void;
+use std::rc::Rc;
+
+use mlua::{Function, LightUserData, Lua, LuaString, MultiValue, Table, Value};
+
+use super::limits::Tripwire;
+
+/// `LUA_MAXCAPTURES`.
+const MAX_CAPTURES: usize = 32;
+/// `MAXCCALLS`: how deep `match` may recurse before "pattern too complex".
+const MAX_CALLS: usize = 200;
+/// `L_ESC`.
+const ESCAPE: u8 = b'%';
+/// Characters that make `string.find` use the matcher rather than a plain search.
+const SPECIALS: &[u8] = b"^$*+?.([%-";
+/// Matcher steps between two checks of the limits: a step costs nanoseconds, a check
+/// tens of them, so this stops a runaway pattern within a fraction of a millisecond.
+const STEP_INTERVAL: usize = 10_000;
+
+/// Asks whether the execution may go on. The argument is the number of bytes the caller
+/// holds outside Lua's allocator (a `gsub` result being built), to be counted with Lua's.
+pub(crate) type Check<'a> = &'a dyn Fn(usize) -> mlua::Result<()>;
+
+/// Why a string function failed.
+pub(crate) enum Failure {
+    /// A Lua error message, raised at the caller's position (like `luaL_error`).
+    Raise(String),
+    /// A value thrown by a replacement function or `__index`, re-thrown unchanged.
+    Rethrow(Value),
+    /// A limit tripped, or Lua itself failed (memory): propagated as is.
+    Host(mlua::Error),
+}
+
+impl From<mlua::Error> for Failure {
+    fn from(error: mlua::Error) -> Self {
+        Failure::Host(error)
+    }
+}
+
+fn raise(message: impl Into<String>) -> Failure {
+    Failure::Raise(message.into())
+}
+
+/// `capture[i].len` of `lstrlib.c`, with its two special values as variants.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum CaptureLen {
+    Unfinished,
+    Position,
+    Closed(usize),
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Capture {
+    init: usize,
+    len: CaptureLen,
+}
+
+/// The value of one capture: a piece of the subject (start and end offsets), or the
+/// 1-based position captured by `()`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CaptureValue {
+    Text(usize, usize),
+    Position(usize),
+}
+
+/// `MatchState`: one pattern matched against one subject, offsets instead of pointers.
+pub(crate) struct Matcher<'a> {
+    src: &'a [u8],
+    pat: &'a [u8],
+    /// Captures started so far (finished or not).
+    level: usize,
+    captures: [Capture; MAX_CAPTURES],
+    /// `matchdepth`: recursive calls of `do_match` still allowed.
+    calls_left: usize,
+    /// Steps left before the next check of the limits.
+    fuel: usize,
+    /// Bytes the caller holds outside Lua, reported to `check`.
+    held_bytes: usize,
+    check: Check<'a>,
+}
+
+impl<'a> Matcher<'a> {
+    /// A matcher of `pat` (without a leading `^` anchor: callers handle it) in `src`.
+    pub(crate) fn new(src: &'a [u8], pat: &'a [u8], check: Check<'a>) -> Self {
+        Matcher {
+            src,
+            pat,
+            level: 0,
+            captures: [Capture {
+                init: 0,
+                len: CaptureLen::Unfinished,
+            }; MAX_CAPTURES],
+            calls_left: MAX_CALLS,
+            fuel: STEP_INTERVAL,
+            held_bytes: 0,
+            check,
+        }
+    }
+
+    /// Matches the whole pattern starting at offset `s` of the subject; returns where the
+    /// match ends. Captures are then read with [`Matcher::capture`].
+    pub(crate) fn match_at(&mut self, s: usize) -> Result<Option<usize>, Failure> {
+        // `reprepstate`: every attempt starts with no captures and the full depth.
+        self.calls_left = MAX_CALLS;
+        self.level = 0;
+        self.do_match(s, 0)
+    }
+
+    /// Records that the caller now holds `bytes` outside Lua (see [`Check`]).
+    pub(crate) fn hold(&mut self, bytes: usize) {
+        self.held_bytes = bytes;
+    }
+
+    /// Counts `cost` steps, checking the limits whenever the fuel runs out.
+    #[inline]
+    pub(crate) fn spend(&mut self, cost: usize) -> Result<(), Failure> {
+        match self.fuel.checked_sub(cost) {
+            Some(left) if left > 0 => {
+                self.fuel = left;
+                Ok(())
+            }
+            _ => self.refuel(),
+        }
+    }
+
+    #[cold]
+    fn refuel(&mut self) -> Result<(), Failure> {
+        self.fuel = STEP_INTERVAL;
+        (self.check)(self.held_bytes).map_err(Failure::Host)
+    }
+
+    /// The pattern byte at `p`; `0` at and past the end, like C's terminating `'\0'`.
+    #[inline]
+    fn pat(&self, p: usize) -> u8 {
+        self.pat.get(p).copied().unwrap_or(0)
+    }
+
+    /// The subject byte at `s`; `0` at and past the end, like C's terminating `'\0'`.
+    #[inline]
+    fn src(&self, s: usize) -> u8 {
+        self.src.get(s).copied().unwrap_or(0)
+    }
+
+    /// `match`: the recursion-depth guard around [`Matcher::match_here`].
+    fn do_match(&mut self, s: usize, p: usize) -> Result<Option<usize>, Failure> {
+        if self.calls_left == 0 {
+            return Err(raise("pattern too complex"));
+        }
+        self.calls_left -= 1;
+        let result = self.match_here(s, p);
+        self.calls_left += 1;
+        result
+    }
+
+    /// The body of `match`: C's `goto init` (tail recursion) is the loop.
+    fn match_here(&mut self, mut s: usize, mut p: usize) -> Result<Option<usize>, Failure> {
+        loop {
+            self.spend(1)?;
+            if p >= self.pat.len() {
+                return Ok(Some(s));
+            }
+            match self.pat(p) {
+                b'(' => {
+                    return if self.pat(p + 1) == b')' {
+                        self.start_capture(s, p + 2, CaptureLen::Position)
+                    } else {
+                        self.start_capture(s, p + 1, CaptureLen::Unfinished)
+                    };
+                }
+                b')' => return self.end_capture(s, p + 1),
+                // `$` anchors only as the last character; elsewhere it is literal.
+                b'$' if p + 1 == self.pat.len() => {
+                    return Ok((s == self.src.len()).then_some(s));
+                }
+                ESCAPE => match self.pat(p + 1) {
+                    b'b' => match self.match_balance(s, p + 2)? {
+                        Some(end) => {
+                            s = end;
+                            p += 4;
+                            continue;
+                        }
+                        None => return Ok(None),
+                    },
+                    b'f' => match self.match_frontier(s, p + 2)? {
+                        Some(next) => {
+                            p = next;
+                            continue;
+                        }
+                        None => return Ok(None),
+                    },
+                    digit @ b'0'..=b'9' => match self.match_capture(s, digit)? {
+                        Some(end) => {
+                            s = end;
+                            p += 2;
+                            continue;
+                        }
+                        None => return Ok(None),
+                    },
+                    _ => {}
+                },
+                _ => {}
+            }
+            // A single-character class with an optional quantifier.
+            let ep = self.class_end(p)?;
+            let suffix = self.pat(ep);
+            if !self.single_match(s, p, ep) {
+                if matches!(suffix, b'*' | b'?' | b'-') {
+                    // Zero repetitions are accepted.
+                    p = ep + 1;
+                    continue;
+                }
+                return Ok(None);
+            }
+            match suffix {
+                b'?' => {
+                    if let Some(end) = self.do_match(s + 1, ep + 1)? {
+                        return Ok(Some(end));
+                    }
+                    p = ep + 1;
+                }
+                b'+' => return self.max_expand(s + 1, p, ep),
+                b'*' => return self.max_expand(s, p, ep),
+                b'-' => return self.min_expand(s, p, ep),
+                _ => {
+                    s += 1;
+                    p = ep;
+                }
+            }
+        }
+    }
+
+    /// `classend`: the offset just past the single-character class starting at `p`.
+    fn class_end(&self, p: usize) -> Result<usize, Failure> {
+        let first = self.pat(p);
+        let mut p = p + 1;
+        match first {
+            ESCAPE => {
+                if p >= self.pat.len() {
+                    return Err(raise("malformed pattern (ends with '%')"));
+                }
+                Ok(p + 1)
+            }
+            b'[' => {
+                if self.pat(p) == b'^' {
+                    p += 1;
+                }
+                // The first character is part of the set even if it is `]`.
+                loop {
+                    if p >= self.pat.len() {
+                        return Err(raise("malformed pattern (missing ']')"));
+                    }
+                    let c = self.pat(p);
+                    p += 1;
+                    if c == ESCAPE && p < self.pat.len() {
+                        p += 1; // skip escapes such as `%]`
+                    }
+                    if self.pat(p) == b']' {
+                        return Ok(p + 1);
+                    }
+                }
+            }
+            _ => Ok(p),
+        }
+    }
+
+    /// `singlematch`: does the subject byte at `s` belong to the class `p..ep`?
+    fn single_match(&self, s: usize, p: usize, ep: usize) -> bool {
+        let Some(&c) = self.src.get(s) else {
+            return false;
+        };
+        match self.pat(p) {
+            b'.' => true,
+            ESCAPE => match_class(c, self.pat(p + 1)),
+            b'[' => self.match_bracket_class(c, p, ep.saturating_sub(1)),
+            literal => literal == c,
+        }
+    }
+
+    /// `matchbracketclass`: is `c` in the set whose `[` is at `p` and `]` at `ec`?
+    fn match_bracket_class(&self, c: u8, mut p: usize, ec: usize) -> bool {
+        let mut found = true;
+        if self.pat(p + 1) == b'^' {
+            found = false;
+            p += 1;
+        }
+        loop {
+            p += 1;
+            if p >= ec {
+                return !found;
+            }
+            let item = self.pat(p);
+            if item == ESCAPE {
+                p += 1;
+                if match_class(c, self.pat(p)) {
+                    return found;
+                }
+            } else if self.pat(p + 1) == b'-' && p + 2 < ec {
+                p += 2;
+                if item <= c && c <= self.pat(p) {
+                    return found;
+                }
+            } else if item == c {
+                return found;
+            }
+        }
+    }
+
+    /// `matchbalance` for `%bxy`, `p` pointing at `x`.
+    fn match_balance(&mut self, s: usize, p: usize) -> Result<Option<usize>, Failure> {
+        if p + 1 >= self.pat.len() {
+            return Err(raise("malformed pattern (missing arguments to '%b')"));
+        }
+        if self.src(s) != self.pat(p) {
+            return Ok(None);
+        }
+        let (open, close) = (self.pat(p), self.pat(p + 1));
+        let mut depth = 1usize;
+        let mut i = s + 1;
+        while let Some(&c) = self.src.get(i) {
+            // `close` is tested first, so `%b""` ends at the next quote.
+            if c == close {
+                depth -= 1;
+                if depth == 0 {
+                    self.spend(i - s)?;
+                    return Ok(Some(i + 1));
+                }
+            } else if c == open {
+                depth += 1;
+            }
+            i += 1;
+        }
+        self.spend(i - s)?;
+        Ok(None)
+    }
+
+    /// `%f[set]`, `p` pointing just past `%f`: where the pattern goes on, if the
+    /// frontier is at `s` (previous byte not in the set, current one in it).
+    fn match_frontier(&self, s: usize, p: usize) -> Result<Option<usize>, Failure> {
+        if self.pat(p) != b'[' {
+            return Err(raise("missing '[' after '%f' in pattern"));
+        }
+        let ep = self.class_end(p)?;
+        let previous = if s == 0 { 0 } else { self.src(s - 1) };
+        let ec = ep.saturating_sub(1);
+        let at_frontier = !self.match_bracket_class(previous, p, ec)
+            && self.match_bracket_class(self.src(s), p, ec);
+        Ok(at_frontier.then_some(ep))
+    }
+
+    /// `max_expand`: greedy repetition, backing off one byte at a time.
+    fn max_expand(&mut self, s: usize, p: usize, ep: usize) -> Result<Option<usize>, Failure> {
+        let mut count = 0;
+        while self.single_match(s + count, p, ep) {
+            count += 1;
+        }
+        self.spend(count)?;
+        loop {
+            if let Some(end) = self.do_match(s + count, ep + 1)? {
+                return Ok(Some(end));
+            }
+            if count == 0 {
+                return Ok(None);
+            }
+            count -= 1;
+        }
+    }
+
+    /// `min_expand`: lazy repetition, growing one byte at a time.
+    fn min_expand(&mut self, mut s: usize, p: usize, ep: usize) -> Result<Option<usize>, Failure> {
+        loop {
+            if let Some(end) = self.do_match(s, ep + 1)? {
+                return Ok(Some(end));
+            }
+            if !self.single_match(s, p, ep) {
+                return Ok(None);
+            }
+            s += 1;
+        }
+    }
+
+    fn start_capture(
+        &mut self,
+        s: usize,
+        p: usize,
+        len: CaptureLen,
+    ) -> Result<Option<usize>, Failure> {
+        let level = self.level;
+        let Some(slot) = self.captures.get_mut(level) else {
+            return Err(raise("too many captures"));
+        };
+        *slot = Capture { init: s, len };
+        self.level = level + 1;
+        let result = self.do_match(s, p)?;
+        if result.is_none() {
+            self.level -= 1; // undo the capture
+        }
+        Ok(result)
+    }
+
+    fn end_capture(&mut self, s: usize, p: usize) -> Result<Option<usize>, Failure> {
+        let l = self.capture_to_close()?;
+        self.set_capture_len(
+            l,
+            CaptureLen::Closed(s.saturating_sub(self.capture_init(l))),
+        );
+        let result = self.do_match(s, p)?;
+        if result.is_none() {
+            self.set_capture_len(l, CaptureLen::Unfinished); // undo the capture
+        }
+        Ok(result)
+    }
+
+    fn capture_init(&self, l: usize) -> usize {
+        self.captures.get(l).map_or(0, |c| c.init)
+    }
+
+    fn set_capture_len(&mut self, l: usize, len: CaptureLen) {
+        if let Some(capture) = self.captures.get_mut(l) {
+            capture.len = len;
+        }
+    }
+
+    /// The innermost capture still open.
+    fn capture_to_close(&self) -> Result<usize, Failure> {
+        self.captures
+            .get(..self.level)
+            .unwrap_or_default()
+            .iter()
+            .rposition(|c| c.len == CaptureLen::Unfinished)
+            .ok_or_else(|| raise("invalid pattern capture"))
+    }
+
+    /// `%1`-`%9` in a pattern: the text of a closed capture must appear again at `s`.
+    fn match_capture(&mut self, s: usize, digit: u8) -> Result<Option<usize>, Failure> {
+        let l = i32::from(digit) - i32::from(b'1');
+        let capture = usize::try_from(l)
+            .ok()
+            .filter(|&l| l < self.level)
+            .and_then(|l| self.captures.get(l))
+            .filter(|c| c.len != CaptureLen::Unfinished);
+        let Some(&Capture { init, len }) = capture else {
+            return Err(raise(format!("invalid capture index %{}", l + 1)));
+        };
+        // A position capture never matches text (in C its length is negative).
+        let CaptureLen::Closed(len) = len else {
+            return Ok(None);
+        };
+        self.spend(len)?;
+        let earlier = self.src.get(init..init + len);
+        let here = self.src.get(s..s + len);
+        Ok((earlier.is_some() && earlier == here).then_some(s + len))
+    }
+
+    /// `get_onecapture`: capture `i` of a match spanning `s..e`. With no captures in the
+    /// pattern, capture 0 is the whole match.
+    pub(crate) fn capture(&self, i: usize, s: usize, e: usize) -> Result<CaptureValue, Failure> {
+        if i >= self.level {
+            if i != 0 {
+                return Err(raise(format!("invalid capture index %{}", i + 1)));
+            }
+            return Ok(CaptureValue::Text(s, e));
+        }
+        let Some(capture) = self.captures.get(i) else {
+            return Err(raise(format!("invalid capture index %{}", i + 1)));
+        };
+        match capture.len {
+            CaptureLen::Unfinished => Err(raise("unfinished capture")),
+            CaptureLen::Position => Ok(CaptureValue::Position(capture.init + 1)),
+            CaptureLen::Closed(len) => Ok(CaptureValue::Text(capture.init, capture.init + len)),
+        }
+    }
+
+    /// How many values `push_captures` gives: the captures, or the whole match (when
+    /// `whole_match` is wanted, as by `match` but not `find`) if there are none.
+    pub(crate) fn capture_count(&self, whole_match: bool) -> usize {
+        if self.level == 0 && whole_match {
+            1
+        } else {
+            self.level
+        }
+    }
+
+    /// `lmemfind`: the first occurrence of `needle` in the subject at or after `from`.
+    pub(crate) fn find_plain(
+        &mut self,
+        needle: &[u8],
+        from: usize,
+    ) -> Result<Option<usize>, Failure> {
+        let Some((&first, rest)) = needle.split_first() else {
+            return Ok(Some(from)); // the empty string is everywhere
+        };
+        let Some(last_start) = self.src.len().checked_sub(needle.len()) else {
+            return Ok(None);
+        };
+        let mut i = from;
+        while i <= last_start {
+            let window = self.src.get(i..=last_start).unwrap_or_default();
+            let Some(skip) = window.iter().position(|&b| b == first) else {
+                self.spend(window.len())?;
+                return Ok(None);
+            };
+            i += skip;
+            self.spend(skip + needle.len())?;
+            if self.src.get(i + 1..i + needle.len()) == Some(rest) {
+                return Ok(Some(i));
+            }
+            i += 1;
+        }
+        Ok(None)
+    }
+}
+
+/// `match_class`: does byte `c` belong to class `%cl`? The classes are those of C's
+/// `<ctype.h>` in the "C" locale (ASCII only); an upper-case letter is the complement,
+/// and any other `cl` stands for itself (`%.` is a literal dot).
+fn match_class(c: u8, cl: u8) -> bool {
+    let matched = match cl.to_ascii_lowercase() {
+        b'a' => c.is_ascii_alphabetic(),
+        b'c' => c.is_ascii_control(),
+        b'd' => c.is_ascii_digit(),
+        b'g' => c.is_ascii_graphic(),
+        b'l' => c.is_ascii_lowercase(),
+        b'p' => c.is_ascii_punctuation(),
+        // C's isspace includes '\v', which Rust's is_ascii_whitespace does not.
+        b's' => matches!(c, b' ' | b'\t'..=b'\r'),
+        b'u' => c.is_ascii_uppercase(),
+        b'w' => c.is_ascii_alphanumeric(),
+        b'x' => c.is_ascii_hexdigit(),
+        b'z' => c == 0, // deprecated, still accepted by Lua
+        _ => return cl == c,
+    };
+    if cl.is_ascii_lowercase() {
+        matched
+    } else {
+        !matched
+    }
+}
+
+/// `posrelatI`: a 1-based start position, negative counting from the end, clipped to
+/// `[1, ∞)`.
+fn start_position(pos: i64, len: usize) -> usize {
+    if pos > 0 {
+        usize::try_from(pos).unwrap_or(usize::MAX)
+    } else if pos == 0 || pos.unsigned_abs() > len as u64 {
+        1
+    } else {
+        // -len <= pos < 0
+        len - (pos.unsigned_abs() as usize) + 1
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The Lua functions.
+// ---------------------------------------------------------------------------------------
+
+/// The marker that starts a failure report (`FAIL, value, level`) to the Lua wrapper.
+/// Lua code cannot make a light userdata, so no result can be mistaken for it.
+static FAIL_MARKER: u8 = 0;
+
+fn fail_marker() -> Value {
+    Value::LightUserData(LightUserData(std::ptr::addr_of!(FAIL_MARKER) as *mut c_void))
+}
+
+/// Wraps the Rust functions: raises the failures they report as real Lua errors. `error`
+/// at level 2 from `finish`, which replaced the wrapper by a tail call, names the
+/// position of the string function's caller, as `luaL_error` does; level 0 re-throws a
+/// replacement function's error value as it was.
+const WRAPPERS: &str = r#"
+local FAIL, error, core_find, core_match, core_gmatch, core_gsub = ...
+local function finish(...)
+  if ... == FAIL then
+    local _, value, level = ...
+    error(value, level)
+  end
+  return ...
+end
+local function find(...) return finish(core_find(...)) end
+local function match(...) return finish(core_match(...)) end
+local function gmatch(...)
+  local step, message = core_gmatch(...)
+  if step == FAIL then error(message, 2) end
+  return function() return finish(step()) end
+end
+local function gsub(...) return finish(core_gsub(...)) end
+return find, match, gmatch, gsub
+"#;
+
+/// Replaces `string.find`, `string.match`, `string.gmatch` and `string.gsub` (also
+/// reached as string methods) with the interruptible port, checking `tripwire`.
+pub(crate) fn install(lua: &Lua, tripwire: Rc<Tripwire>) -> mlua::Result<()> {
+    let globals = lua.globals();
+    let core_find = {
+        let tripwire = Rc::clone(&tripwire);
+        lua.create_function(move |lua, args: MultiValue| {
+            report(lua, find_aux(lua, &tripwire, &args, true))
+        })?
+    };
+    let core_match = {
+        let tripwire = Rc::clone(&tripwire);
+        lua.create_function(move |lua, args: MultiValue| {
+            report(lua, find_aux(lua, &tripwire, &args, false))
+        })?
+    };
+    let core_gmatch = {
+        let tripwire = Rc::clone(&tripwire);
+        lua.create_function(move |lua, args: MultiValue| {
+            let iterator = gmatch(lua, &tripwire, &args).map(|f| one(Value::Function(f)));
+            report(lua, iterator)
+        })?
+    };
+    let core_gsub = {
+        let tripwire = Rc::clone(&tripwire);
+        let pcall: Function = globals.get("pcall")?;
+        let index: Function = lua
+            .load("return function(t, k) return t[k] end")
+            .set_name("=patterns")
+            .eval()?;
+        lua.create_function(move |lua, args: MultiValue| {
+            let helpers = Helpers {
+                pcall: &pcall,
+                index: &index,
+            };
+            report(lua, gsub(lua, &tripwire, &args, &helpers))
+        })?
+    };
+    let (find, r#match, gmatch, gsub): (Function, Function, Function, Function) =
+        lua.load(WRAPPERS).set_name("=patterns").call((
+            fail_marker(),
+            globals.get::<Function>("error")?,
+            core_find,
+            core_match,
+            core_gmatch,
+            core_gsub,
+        ))?;
+    let string: Table = globals.get("string")?;
+    string.raw_set("find", find)?;
+    string.raw_set("match", r#match)?;
+    string.raw_set("gmatch", gmatch)?;
+    string.raw_set("gsub", gsub)
+}
+
+/// Turns a result into what the Lua wrapper expects: the values, or `FAIL, value, level`.
+fn report(lua: &Lua, result: Result<MultiValue, Failure>) -> mlua::Result<MultiValue> {
+    let (value, level) = match result {
+        Ok(values) => return Ok(values),
+        Err(Failure::Host(error)) => return Err(error),
+        Err(Failure::Raise(message)) => (Value::String(lua.create_string(message)?), 2),
+        Err(Failure::Rethrow(value)) => (value, 0),
+    };
+    Ok(MultiValue::from_vec(vec![
+        fail_marker(),
+        value,
+        Value::Integer(level),
+    ]))
+}
+
+fn one(value: Value) -> MultiValue {
+    MultiValue::from_vec(vec![value])
+}
+
+/// The limits check handed to a [`Matcher`].
+fn limits_check<'a>(
+    lua: &'a Lua,
+    tripwire: &'a Tripwire,
+) -> impl Fn(usize) -> mlua::Result<()> + 'a {
+    move |held_bytes| tripwire.check(lua.used_memory().saturating_add(held_bytes))
+}
+
+/// The arguments of one call, with `luaL_check*`-style accessors and messages.
+struct Args<'a> {
+    lua: &'a Lua,
+    values: &'a MultiValue,
+    /// The function's name in the `string` table, for messages.
+    function: &'static str,
+}
+
+impl Args<'_> {
+    /// Argument `n` (1-based); `None` when absent.
+    fn get(&self, n: usize) -> Option<&Value> {
+        self.values.get(n.wrapping_sub(1))
+    }
+
+    /// `luaL_checklstring`: a string, or a number converted to one.
+    fn string(&self, n: usize) -> Result<LuaString, Failure> {
+        match self.get(n) {
+            Some(Value::String(s)) => Ok(s.clone()),
+            Some(number @ (Value::Integer(_) | Value::Number(_))) => {
+                match self.lua.coerce_string(number.clone())? {
+                    Some(s) => Ok(s),
+                    None => Err(self.type_error(n, "string")),
+                }
+            }
+            _ => Err(self.type_error(n, "string")),
+        }
+    }
+
+    /// `luaL_optinteger`.
+    fn opt_integer(&self, n: usize, default: i64) -> Result<i64, Failure> {
+        let value = match self.get(n) {
+            None | Some(Value::Nil) => return Ok(default),
+            Some(Value::Integer(i)) => return Ok(*i),
+            Some(value) => value.clone(),
+        };
+        if let Some(i) = self.lua.coerce_integer(value.clone())? {
+            return Ok(i);
+        }
+        if self.lua.coerce_number(value)?.is_some() {
+            return Err(self.arg_error(n, "number has no integer representation"));
+        }
+        Err(self.type_error(n, "number"))
+    }
+
+    /// `lua_toboolean`.
+    fn truthy(&self, n: usize) -> bool {
+        !matches!(self.get(n), None | Some(Value::Nil | Value::Boolean(false)))
+    }
+
+    /// `luaL_typeerror`.
+    fn type_error(&self, n: usize, expected: &str) -> Failure {
+        let got = match self.get(n) {
+            None => "no value".to_string(),
+            Some(value) => type_name_for_message(value),
+        };
+        self.arg_error(n, &format!("{expected} expected, got {got}"))
+    }
+
+    /// `luaL_argerror`. The name is the one the caller used for the Lua wrapper (stack
+    /// level 1, the Rust function being level 0), as C Lua names the C function.
+    fn arg_error(&self, n: usize, extra: &str) -> Failure {
+        let (name, what) = self
+            .lua
+            .inspect_stack(1, |frame| {
+                let names = frame.names();
+                (names.name.map(|name| name.into_owned()), names.name_what)
+            })
+            .unwrap_or((None, None));
+        let mut n = n;
+        if what == Some("method") {
+            n -= 1; // `self` is not counted
+            if n == 0 {
+                let name = name.unwrap_or_else(|| "?".to_string());
+                return raise(format!("calling '{name}' on bad self ({extra})"));
+            }
+        }
+        let name = name.unwrap_or_else(|| format!("string.{}", self.function));
+        raise(format!("bad argument #{n} to '{name}' ({extra})"))
+    }
+}
+
+/// `luaL_typename`.
+fn type_name(value: &Value) -> &'static str {
+    match value {
+        Value::Nil => "nil",
+        Value::Boolean(_) => "boolean",
+        Value::Integer(_) | Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Table(_) => "table",
+        Value::Function(_) => "function",
+        Value::Thread(_) => "thread",
+        _ => "userdata",
+    }
+}
+
+/// The type name `luaL_typeerror` shows: a table's `__name` if it is a string.
+fn type_name_for_message(value: &Value) -> String {
+    if let Value::Table(table) = value {
+        let name = table
+            .metatable()
+            .and_then(|meta| meta.raw_get::<Value>("__name").ok());
+        if let Some(Value::String(name)) = name {
+            return name.to_string_lossy();
+        }
+    }
+    if let Value::LightUserData(_) = value {
+        return "light userdata".to_string();
+    }
+    type_name(value).to_string()
+}
+
+/// A slice that is empty instead of panicking when out of range.
+fn piece(bytes: &[u8], start: usize, end: usize) -> &[u8] {
+    bytes.get(start..end).unwrap_or_default()
+}
+
+/// A capture as a Lua value: a string, or an integer for a position capture.
+fn capture_value(lua: &Lua, src: &[u8], value: CaptureValue) -> mlua::Result<Value> {
+    match value {
+        CaptureValue::Text(start, end) => {
+            Ok(Value::String(lua.create_string(piece(src, start, end))?))
+        }
+        CaptureValue::Position(position) => Ok(Value::Integer(position as i64)),
+    }
+}
+
+/// `push_captures`: appends the captures of the match `s..e` to `out`.
+fn push_captures(
+    lua: &Lua,
+    matcher: &Matcher,
+    src: &[u8],
+    (s, e): (usize, usize),
+    whole_match: bool,
+    out: &mut MultiValue,
+) -> Result<(), Failure> {
+    for i in 0..matcher.capture_count(whole_match) {
+        let value = matcher.capture(i, s, e)?;
+        out.push_back(capture_value(lua, src, value)?);
+    }
+    Ok(())
+}
+
+/// `str_find_aux`: `string.find` (`find`) or `string.match`.
+fn find_aux(
+    lua: &Lua,
+    tripwire: &Tripwire,
+    values: &MultiValue,
+    find: bool,
+) -> Result<MultiValue, Failure> {
+    let args = Args {
+        lua,
+        values,
+        function: if find { "find" } else { "match" },
+    };
+    let subject = args.string(1)?;
+    let pattern = args.string(2)?;
+    let (src, pat) = (subject.as_bytes(), pattern.as_bytes());
+    let init = start_position(args.opt_integer(3, 1)?, src.len()) - 1;
+    if init > src.len() {
+        return Ok(one(Value::Nil)); // starts after the end: cannot find anything
+    }
+    let check = limits_check(lua, tripwire);
+    // An explicit plain search, or a pattern without special characters: no matcher.
+    if find && (args.truthy(4) || !pat.iter().any(|b| SPECIALS.contains(b))) {
+        let mut matcher = Matcher::new(&src, &[], &check);
+        return Ok(match matcher.find_plain(&pat, init)? {
+            Some(start) => MultiValue::from_vec(vec![
+                Value::Integer(start as i64 + 1),
+                Value::Integer((start + pat.len()) as i64),
+            ]),
+            None => one(Value::Nil),
+        });
+    }
+    let (anchored, pat) = match pat.split_first() {
+        Some((b'^', rest)) => (true, rest),
+        _ => (false, &pat[..]),
+    };
+    let mut matcher = Matcher::new(&src, pat, &check);
+    let mut s = init;
+    loop {
+        if let Some(e) = matcher.match_at(s)? {
+            let mut out = MultiValue::new();
+            if find {
+                out.push_back(Value::Integer(s as i64 + 1));
+                out.push_back(Value::Integer(e as i64));
+            }
+            push_captures(lua, &matcher, &src, (s, e), !find, &mut out)?;
+            return Ok(out);
+        }
+        if anchored || s >= src.len() {
+            return Ok(one(Value::Nil));
+        }
+        s += 1;
+    }
+}
+
+/// `gmatch`: the iteration state lives in the Rust closure returned (wrapped in Lua).
+fn gmatch(lua: &Lua, tripwire: &Rc<Tripwire>, values: &MultiValue) -> Result<Function, Failure> {
+    let args = Args {
+        lua,
+        values,
+        function: "gmatch",
+    };
+    let subject = args.string(1)?;
+    let pattern = args.string(2)?;
+    let len = subject.as_bytes().len();
+    // Past the end, start at `len + 1` so that the loop below never runs.
+    let init = (start_position(args.opt_integer(3, 1)?, len) - 1).min(len + 1);
+    let position = Cell::new(init);
+    // End of the last match: 5.4 does not accept an empty match right where one ended.
+    let last_match: Cell<Option<usize>> = Cell::new(None);
+    let tripwire = Rc::clone(tripwire);
+    let step = lua.create_function(move |lua, _: MultiValue| {
+        let (src, pat) = (subject.as_bytes(), pattern.as_bytes());
+        let check = limits_check(lua, &tripwire);
+        let mut matcher = Matcher::new(&src, &pat, &check);
+        let result = (|| {
+            let mut s = position.get();
+            while s <= src.len() {
+                match matcher.match_at(s)? {
+                    Some(e) if Some(e) != last_match.get() => {
+                        position.set(e);
+                        last_match.set(Some(e));
+                        let mut out = MultiValue::new();
+                        push_captures(lua, &matcher, &src, (s, e), true, &mut out)?;
+                        return Ok(out);
+                    }
+                    _ => s += 1,
+                }
+            }
+            Ok(MultiValue::new()) // no more matches
+        })();
+        report(lua, result)
+    })?;
+    Ok(step)
+}
+
+/// Lua functions `gsub` calls for function and table replacements.
+struct Helpers<'a> {
+    /// Calls a replacement function so that its error comes back as a value, re-thrown
+    /// unchanged (mlua would turn a non-string error into text).
+    pcall: &'a Function,
+    /// `function(t, k) return t[k] end`: indexing with metamethods, under `pcall`.
+    index: &'a Function,
+}
+
+/// What `gsub` replaces a match with.
+enum Replacement {
+    Text(LuaString),
+    Call(Function),
+    Index(Table),
+}
+
+/// `str_gsub`.
+fn gsub(
+    lua: &Lua,
+    tripwire: &Tripwire,
+    values: &MultiValue,
+    helpers: &Helpers,
+) -> Result<MultiValue, Failure> {
+    let args = Args {
+        lua,
+        values,
+        function: "gsub",
+    };
+    let subject = args.string(1)?;
+    let pattern = args.string(2)?;
+    let src = subject.as_bytes();
+    // Lua checks the count (argument 4) before the replacement's type (argument 3).
+    let max_replacements = args.opt_integer(4, src.len() as i64 + 1)?;
+    let replacement = match args.get(3) {
+        Some(Value::String(text)) => Replacement::Text(text.clone()),
+        Some(number @ (Value::Integer(_) | Value::Number(_))) => {
+            match lua.coerce_string(number.clone())? {
+                Some(text) => Replacement::Text(text),
+                None => return Err(args.type_error(3, "string/function/table")),
+            }
+        }
+        Some(Value::Function(function)) => Replacement::Call(function.clone()),
+        Some(Value::Table(table)) => Replacement::Index(table.clone()),
+        _ => return Err(args.type_error(3, "string/function/table")),
+    };
+    let pat = pattern.as_bytes();
+    let (anchored, pat) = match pat.split_first() {
+        Some((b'^', rest)) => (true, rest),
+        _ => (false, &pat[..]),
+    };
+    let check = limits_check(lua, tripwire);
+    let mut matcher = Matcher::new(&src, pat, &check);
+    let mut out = Vec::new();
+    let mut s = 0;
+    let mut last_match = None;
+    let mut count: i64 = 0;
+    let mut changed = false;
+    while count < max_replacements {
+        match matcher.match_at(s)? {
+            Some(e) if Some(e) != last_match => {
+                count += 1;
+                let before = out.len();
+                changed |= add_value(
+                    lua,
+                    &mut matcher,
+                    &src,
+                    (s, e),
+                    &replacement,
+                    helpers,
+                    &mut out,
+                )?;
+                // The result grows outside Lua's allocator: count it against the limits.
+                matcher.hold(out.len());
+                matcher.spend(out.len() - before)?;
+                s = e;
+                last_match = Some(e);
+            }
+            _ => match src.get(s) {
+                Some(&c) => {
+                    out.push(c);
+                    s += 1;
+                }
+                None => break,
+            },
+        }
+        if anchored {
+            break;
+        }
+    }
+    let result = if changed {
+        let rest = src.get(s..).unwrap_or_default();
+        out.extend_from_slice(rest);
+        matcher.hold(out.len());
+        matcher.spend(rest.len())?;
+        lua.create_string(&out)?
+    } else {
+        subject.clone()
+    };
+    Ok(MultiValue::from_vec(vec![
+        Value::String(result),
+        Value::Integer(count),
+    ]))
+}
+
+/// `add_value`: appends the replacement of the match `s..e` to `out`; returns whether
+/// the subject changed (a function or table giving `nil` or `false` keeps the match).
+fn add_value(
+    lua: &Lua,
+    matcher: &mut Matcher,
+    src: &[u8],
+    (s, e): (usize, usize),
+    replacement: &Replacement,
+    helpers: &Helpers,
+    out: &mut Vec<u8>,
+) -> Result<bool, Failure> {
+    let call_args = match replacement {
+        Replacement::Text(text) => {
+            add_text(matcher, src, (s, e), &text.as_bytes(), out)?;
+            return Ok(true);
+        }
+        Replacement::Call(function) => {
+            let mut call_args = MultiValue::new();
+            call_args.push_back(Value::Function(function.clone()));
+            push_captures(lua, matcher, src, (s, e), true, &mut call_args)?;
+            call_args
+        }
+        Replacement::Index(table) => {
+            let key = capture_value(lua, src, matcher.capture(0, s, e)?)?;
+            MultiValue::from_vec(vec![
+                Value::Function(helpers.index.clone()),
+                Value::Table(table.clone()),
+                key,
+            ])
+        }
+    };
+    let mut results = helpers.pcall.call::<MultiValue>(call_args)?.into_iter();
+    let ok = matches!(results.next(), Some(Value::Boolean(true)));
+    let value = results.next().unwrap_or(Value::Nil);
+    if !ok {
+        return Err(Failure::Rethrow(value));
+    }
+    match value {
+        Value::Nil | Value::Boolean(false) => {
+            out.extend_from_slice(piece(src, s, e)); // keep the original text
+            Ok(false)
+        }
+        Value::String(_) | Value::Integer(_) | Value::Number(_) => {
+            if let Some(text) = lua.coerce_string(value)? {
+                out.extend_from_slice(&text.as_bytes());
+            }
+            Ok(true)
+        }
+        other => Err(raise(format!(
+            "invalid replacement value (a {})",
+            type_name(&other)
+        ))),
+    }
+}
+
+/// `add_s`: appends a replacement string, expanding `%0`-`%9` and `%%`.
+fn add_text(
+    matcher: &Matcher,
+    src: &[u8],
+    (s, e): (usize, usize),
+    text: &[u8],
+    out: &mut Vec<u8>,
+) -> Result<(), Failure> {
+    let mut rest = text;
+    while let Some(at) = rest.iter().position(|&b| b == ESCAPE) {
+        out.extend_from_slice(piece(rest, 0, at));
+        // A `%` at the very end reads C's terminating `'\0'`: an invalid use.
+        let code = rest.get(at + 1).copied().unwrap_or(0);
+        match code {
+            ESCAPE => out.push(ESCAPE),
+            b'0' => out.extend_from_slice(piece(src, s, e)),
+            b'1'..=b'9' => match matcher.capture(usize::from(code - b'1'), s, e)? {
+                CaptureValue::Text(start, end) => out.extend_from_slice(piece(src, start, end)),
+                CaptureValue::Position(position) => {
+                    out.extend_from_slice(position.to_string().as_bytes());
+                }
+            },
+            _ => return Err(raise("invalid use of '%' in replacement string")),
+        }
+        rest = rest.get(at + 2..).unwrap_or_default();
+    }
+    out.extend_from_slice(rest);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn no_limit(_: usize) -> mlua::Result<()> {
+        Ok(())
+    }
+
+    /// Where `pat` first matches `src` (unanchored), with the captures as text.
+    fn find(src: &str, pat: &str) -> Option<(usize, usize, Vec<String>)> {
+        let check = no_limit;
+        let mut matcher = Matcher::new(src.as_bytes(), pat.as_bytes(), &check);
+        for s in 0..=src.len() {
+            if let Some(e) = matcher.match_at(s).ok()? {
+                let captures = (0..matcher.capture_count(false))
+                    .map(|i| match matcher.capture(i, s, e).ok()? {
+                        CaptureValue::Text(a, b) => Some(src[a..b].to_string()),
+                        CaptureValue::Position(p) => Some(p.to_string()),
+                    })
+                    .collect::<Option<Vec<_>>>()?;
+                return Some((s, e, captures));
+            }
+        }
+        None
+    }
+
+    fn error(src: &str, pat: &str) -> String {
+        let check = no_limit;
+        let mut matcher = Matcher::new(src.as_bytes(), pat.as_bytes(), &check);
+        match matcher.match_at(0) {
+            Err(Failure::Raise(message)) => message,
+            _ => panic!("`{pat}` should be an error"),
+        }
+    }
+
+    #[test]
+    fn classes_quantifiers_and_captures() {
+        assert_eq!(find("hello world", "o w"), Some((4, 7, vec![])));
+        assert_eq!(
+            find("key = value", "(%w+)%s*=%s*(%w+)"),
+            Some((0, 11, vec!["key".into(), "value".into()]))
+        );
+        assert_eq!(find("aaab", "a-b"), Some((0, 4, vec![])));
+        assert_eq!(find("x(a(b)c)y", "%b()"), Some((1, 8, vec![])));
+        assert_eq!(find("THE (quick) fox", "%f[%a]%a+"), Some((0, 3, vec![])));
+        assert_eq!(
+            find("abcabc", "()(abc)%2()"),
+            Some((0, 6, vec!["1".into(), "abc".into(), "7".into()]))
+        );
+        assert_eq!(find("a\u{b}b", "%s"), Some((1, 2, vec![])));
+        assert_eq!(find("]", "[]]"), Some((0, 1, vec![])));
+        assert_eq!(find("a-", "[a-]+$"), Some((0, 2, vec![])));
+    }
+
+    #[test]
+    fn malformed_patterns_are_errors() {
+        assert_eq!(error("a", "%"), "malformed pattern (ends with '%')");
+        assert_eq!(error("a", "[a"), "malformed pattern (missing ']')");
+        assert_eq!(
+            error("a", "%b("),
+            "malformed pattern (missing arguments to '%b')"
+        );
+        assert_eq!(error("a", "%fa"), "missing '[' after '%f' in pattern");
+        assert_eq!(error("a", "%1"), "invalid capture index %1");
+        assert_eq!(error("a", "a)"), "invalid pattern capture");
+        assert_eq!(error("a", &"(".repeat(33)), "too many captures");
+        assert_eq!(
+            error(&"a".repeat(300), &"a?".repeat(300)),
+            "pattern too complex"
+        );
+    }
+
+    #[test]
+    fn the_check_runs_and_stops_a_runaway_search() {
+        let calls = Cell::new(0);
+        let check = |_: usize| {
+            calls.set(calls.get() + 1);
+            if calls.get() > 3 {
+                Err(mlua::Error::RuntimeError("stop".into()))
+            } else {
+                Ok(())
+            }
+        };
+        let src = "a".repeat(100_000);
+        let mut matcher = Matcher::new(src.as_bytes(), b".-.-.-.-.-.-b", &check);
+        assert!(matches!(matcher.match_at(0), Err(Failure::Host(_))));
+        assert_eq!(calls.get(), 4);
+    }
+
+    #[test]
+    fn start_positions_follow_posrelat() {
+        assert_eq!(start_position(1, 5), 1);
+        assert_eq!(start_position(0, 5), 1);
+        assert_eq!(start_position(-1, 5), 5);
+        assert_eq!(start_position(-5, 5), 1);
+        assert_eq!(start_position(-6, 5), 1);
+        assert_eq!(start_position(i64::MIN, 5), 1);
+        assert_eq!(start_position(9, 5), 9);
+    }
+}

@@ -47,7 +47,7 @@ pub mod registry;
 pub use conventions::{Code, Diagnostic, Function, Param, Return, Severity};
 pub use registry::{Chunk, LoadError, Override, Registry};
 
-/// Includes a registry baked by [`codegen::Builder`] in your `build.rs`, defining
+/// Includes a registry baked by `codegen::Builder` (feature `build`) in your `build.rs`, defining
 /// `static REGISTRY: rlm_registry::Registry`. With no argument it includes the default
 /// output (`rlm_registry.rs`); pass the name given to `Builder::file_name` otherwise.
 ///

@@ -1,6 +1,8 @@
 //! The `rlm` command line (SPEC §8): output formats and exit codes.
 #![cfg(feature = "cli")]
 
+mod support;
+
 use std::process::{Command, Output};
 
 use serde_json::Value;
@@ -323,4 +325,22 @@ fn run_of_a_missing_file_or_context_exits_2() {
             .code(),
         Some(2)
     );
+}
+
+#[test]
+fn exec_llm_query_uses_the_base_url_and_model_flags() {
+    let server = support::openai_server::OpenAiServer::always(
+        support::openai_server::Behavior::reply("from the server"),
+    );
+    let out = rlm(&[
+        "exec",
+        "print(llm_query('hi'))",
+        "--base-url",
+        &server.base_url(),
+        "--model",
+        "tiny",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "from the server\n");
+    assert_eq!(server.requests()[0].json().unwrap()["model"], "tiny");
 }

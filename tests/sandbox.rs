@@ -13,6 +13,7 @@ fn limits() -> Limits {
         time: Duration::from_millis(300),
         memory_bytes: 64 * 1024 * 1024,
         output_bytes: 64 * 1024,
+        ..Limits::default()
     }
 }
 

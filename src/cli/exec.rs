@@ -5,7 +5,10 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::Args;
+use std::sync::Arc;
+
 use rlm_registry::environment::{Environment, Limits};
+use rlm_registry::llm::{LlmClient, LlmConfig, LlmError};
 
 use super::{EXIT_USAGE, EXIT_VIOLATIONS, Output, SourceArgs, with_registry};
 
@@ -23,9 +26,30 @@ pub(crate) struct RunArgs {
     /// Memory the Lua state may use, in MiB (the context included).
     #[arg(long, value_name = "MIB", default_value_t = 512)]
     memory_limit: usize,
+    /// The model for `llm_query` (default: RLM_MODEL, or gpt-4o-mini).
+    #[arg(long, value_name = "MODEL")]
+    model: Option<String>,
+    /// The OpenAI-compatible server for `llm_query` (default: RLM_BASE_URL, OPENAI_BASE_URL,
+    /// or https://api.openai.com/v1). The key comes from RLM_API_KEY or OPENAI_API_KEY.
+    #[arg(long, value_name = "URL")]
+    base_url: Option<String>,
 }
 
 impl RunArgs {
+    /// The LLM client from the environment variables and flags. Creating it sends nothing;
+    /// a bad setting is reported when the code first calls `llm_query`.
+    fn llm(&self) -> Result<LlmClient, Output> {
+        let failure = |error: LlmError| Output::failure(EXIT_USAGE, format!("error: {error}\n"));
+        let mut config = LlmConfig::from_env().map_err(failure)?;
+        if let Some(model) = &self.model {
+            config.model = model.clone();
+        }
+        if let Some(base_url) = &self.base_url {
+            config.base_url = base_url.clone();
+        }
+        LlmClient::new(config).map_err(failure)
+    }
+
     fn limits(&self) -> Result<Limits, Output> {
         if !(self.time_limit.is_finite() && self.time_limit > 0.0) {
             return Err(Output::failure(
@@ -72,6 +96,10 @@ fn execute(args: &RunArgs, code: &str) -> Output {
         Ok(limits) => limits,
         Err(output) => return output,
     };
+    let llm = match args.llm() {
+        Ok(llm) => llm,
+        Err(output) => return output,
+    };
     let context = match &args.context {
         Some(path) => match std::fs::read(path) {
             Ok(bytes) => Some(bytes),
@@ -85,7 +113,11 @@ fn execute(args: &RunArgs, code: &str) -> Output {
         None => None,
     };
     with_registry(&args.source, |registry| {
-        let env = match Environment::new(registry.clone(), limits) {
+        let built = Environment::builder(registry.clone())
+            .limits(limits)
+            .llm(Arc::new(llm))
+            .build();
+        let env = match built {
             Ok(env) => env,
             Err(error) => return Output::failure(EXIT_VIOLATIONS, format!("error: {error}\n")),
         };

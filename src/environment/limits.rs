@@ -29,6 +29,8 @@ pub struct Limits {
     pub memory_bytes: usize,
     /// Bytes of captured `print` output per execution (default 1 MiB).
     pub output_bytes: usize,
+    /// Sub-model calls (`llm_query`, each prompt of a batch) per execution (default 256).
+    pub llm_calls: usize,
 }
 
 impl Default for Limits {
@@ -37,6 +39,7 @@ impl Default for Limits {
             time: Duration::from_secs(30),
             memory_bytes: 512 * 1024 * 1024,
             output_bytes: 1024 * 1024,
+            llm_calls: 256,
         }
     }
 }
@@ -50,6 +53,8 @@ pub enum LimitKind {
     Memory,
     /// [`Limits::output_bytes`].
     Output,
+    /// [`Limits::llm_calls`].
+    LlmCalls,
 }
 
 impl LimitKind {
@@ -67,6 +72,10 @@ impl LimitKind {
                 "output limit exceeded: print may produce at most {} bytes per execution",
                 limits.output_bytes
             ),
+            LimitKind::LlmCalls => format!(
+                "llm_calls limit exceeded: at most {} sub-model calls per execution",
+                limits.llm_calls
+            ),
         }
     }
 }
@@ -77,6 +86,7 @@ impl fmt::Display for LimitKind {
             LimitKind::Time => "time",
             LimitKind::Memory => "memory",
             LimitKind::Output => "output",
+            LimitKind::LlmCalls => "llm_calls",
         })
     }
 }
@@ -87,6 +97,7 @@ pub(crate) struct Tripwire {
     pub limits: Limits,
     deadline: Cell<Option<Instant>>,
     tripped: Cell<Option<LimitKind>>,
+    llm_calls: Cell<usize>,
     pub output: RefCell<String>,
 }
 
@@ -96,6 +107,7 @@ impl Tripwire {
             limits,
             deadline: Cell::new(None),
             tripped: Cell::new(None),
+            llm_calls: Cell::new(0),
             output: RefCell::new(String::new()),
         })
     }
@@ -104,6 +116,7 @@ impl Tripwire {
     pub fn start(&self) {
         self.deadline.set(Some(Instant::now() + self.limits.time));
         self.tripped.set(None);
+        self.llm_calls.set(0);
         self.output.borrow_mut().clear();
     }
 
@@ -147,6 +160,16 @@ impl Tripwire {
         if used_memory > self.limits.memory_bytes {
             return Err(self.trip(LimitKind::Memory));
         }
+        Ok(())
+    }
+
+    /// Counts `n` sub-model calls about to be made, tripping the limit if there are too many.
+    pub fn count_llm_calls(&self, n: usize) -> mlua::Result<()> {
+        let total = self.llm_calls.get().saturating_add(n);
+        if total > self.limits.llm_calls {
+            return Err(self.trip(LimitKind::LlmCalls));
+        }
+        self.llm_calls.set(total);
         Ok(())
     }
 

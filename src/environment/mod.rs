@@ -26,19 +26,23 @@
 //! exactly as if every file had run in load order: a file's private helpers work, and a
 //! call to an overridden name reaches the winner.
 
+mod builtins;
 mod limits;
 mod patterns;
 mod sandbox;
 
 use std::fmt;
 use std::rc::Rc;
+use std::sync::Arc;
 
-use mlua::{Function, HookTriggers, Lua, MultiValue, Table, Value, VmState};
+use mlua::{Function, HookTriggers, Lua, Table, Value, VmState};
 
 use limits::Tripwire;
 pub use limits::{LimitKind, Limits};
 
 use crate::Registry;
+use crate::llm::Llm;
+use builtins::Session;
 
 /// Instructions between two checks of the limits: small enough to stop within a
 /// fraction of a millisecond, large enough to cost little.
@@ -48,6 +52,7 @@ const HOOK_INTERVAL: u32 = 1_000;
 pub struct Environment {
     lua: Lua,
     tripwire: Rc<Tripwire>,
+    session: Rc<Session>,
 }
 
 /// What a successful execution printed.
@@ -113,16 +118,52 @@ impl From<mlua::Error> for SetupError {
 }
 
 impl Environment {
-    /// A new sandboxed environment offering `registry`'s functions (loaded lazily).
-    /// `Registry::baked().clone()` is cheap: the baked data is borrowed, not copied.
-    pub fn new(registry: Registry, limits: Limits) -> Result<Environment, SetupError> {
+    /// A new sandboxed environment offering `registry`'s functions (loaded lazily), with
+    /// no LLM: `llm_query` raises a clear error. See [`Environment::builder`] for more.
+    /// Pass an `Arc<Registry>` to share one loaded registry between environments;
+    /// `Registry::baked().clone()` is cheap (the baked data is borrowed, not copied).
+    pub fn new(
+        registry: impl Into<Arc<Registry>>,
+        limits: Limits,
+    ) -> Result<Environment, SetupError> {
+        Environment::builder(registry).limits(limits).build()
+    }
+
+    /// A builder for an environment with an LLM and other options.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use rlm_registry::{Registry, environment::Environment, llm::{Completion, Llm, LlmError, Request}};
+    ///
+    /// struct Echo;
+    /// impl Llm for Echo {
+    ///     fn complete(&self, request: Request) -> Result<Completion, LlmError> {
+    ///         Ok(Completion::new(format!("echo: {}", request.messages[0].content)))
+    ///     }
+    /// }
+    ///
+    /// let env = Environment::builder(Registry::baked().clone()).llm(Arc::new(Echo)).build()?;
+    /// assert_eq!(env.execute("print(llm_query('hi'))")?.output, "echo: hi\n");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn builder(registry: impl Into<Arc<Registry>>) -> EnvironmentBuilder {
+        EnvironmentBuilder {
+            registry: registry.into(),
+            limits: Limits::default(),
+            llm: None,
+        }
+    }
+
+    fn from_builder(builder: EnvironmentBuilder) -> Result<Environment, SetupError> {
+        let limits = builder.limits;
         let tripwire = Tripwire::new(limits);
         let lua = sandbox::new_state(Rc::clone(&tripwire))?;
         // Lua's pattern functions run in C, out of the hook's reach: use the port that
         // checks the limits as it goes.
         patterns::install(&lua, Rc::clone(&tripwire))?;
-        let builtins = builtins(&lua, &tripwire)?;
-        install_globals_metatable(&lua, builtins, Rc::new(registry))?;
+        let session = Rc::new(Session::new(Rc::clone(&tripwire), builder.llm));
+        let builtins = builtins::table(&lua, &session)?;
+        install_globals_metatable(&lua, builtins, builder.registry)?;
         let hook_tripwire = Rc::clone(&tripwire);
         let triggers = HookTriggers {
             every_nth_instruction: Some(HOOK_INTERVAL),
@@ -133,7 +174,16 @@ impl Environment {
             Ok(VmState::Continue)
         })?;
         lua.set_memory_limit(limits.memory_bytes)?;
-        Ok(Environment { lua, tripwire })
+        Ok(Environment {
+            lua,
+            tripwire,
+            session,
+        })
+    }
+
+    /// The answer given with `FINAL(value)` or `FINAL_VAR(name)`, if any yet.
+    pub fn final_answer(&self) -> Option<String> {
+        self.session.final_answer()
     }
 
     /// Sets the global `context` to `text` (any bytes: Lua strings need not be UTF-8).
@@ -226,38 +276,12 @@ fn lua_message(error: &mlua::Error) -> String {
     }
 }
 
-/// The Rust built-ins, for the read-only table behind the globals (see
-/// `install_globals_metatable`). Lua's own `print` is removed from the globals.
-fn builtins(lua: &Lua, tripwire: &Rc<Tripwire>) -> mlua::Result<Table> {
-    let builtins = lua.create_table()?;
-    builtins.raw_set("print", print_builtin(lua, Rc::clone(tripwire))?)?;
-    lua.globals().raw_set("print", Value::Nil)?;
-    Ok(builtins)
-}
-
-/// `print(...)`: `tostring` of each argument, tab-separated, into the captured output.
-fn print_builtin(lua: &Lua, tripwire: Rc<Tripwire>) -> mlua::Result<Function> {
-    let tostring: Function = lua.globals().get("tostring")?;
-    lua.create_function(move |_, args: MultiValue| {
-        let mut line = String::new();
-        for (i, value) in args.into_iter().enumerate() {
-            if i > 0 {
-                line.push('\t');
-            }
-            let text: mlua::LuaString = tostring.call(value)?;
-            line.push_str(&text.to_string_lossy());
-        }
-        line.push('\n');
-        tripwire.append_output(&line)
-    })
-}
-
 /// The globals' metatable: built-ins first (read-only), then registry functions, loaded
 /// on first use. Assigning to a built-in name is an error, also through `rawset`.
 fn install_globals_metatable(
     lua: &Lua,
     builtins: Table,
-    registry: Rc<Registry>,
+    registry: Arc<Registry>,
 ) -> mlua::Result<()> {
     let loader = lua.create_function(move |lua, name: Value| {
         let Value::String(name) = name else {
@@ -298,10 +322,15 @@ fn install_globals_metatable(
 
 /// Runs chunk `index` in an environment that passes reads to the globals and keeps only
 /// the assignments of names this chunk wins; returns the global `name` afterwards.
-fn load_chunk(lua: &Lua, registry: &Rc<Registry>, index: usize, name: &str) -> mlua::Result<Value> {
+fn load_chunk(
+    lua: &Lua,
+    registry: &Arc<Registry>,
+    index: usize,
+    name: &str,
+) -> mlua::Result<Value> {
     let chunk = &registry.chunks()[index];
     let globals = lua.globals();
-    let winners = Rc::clone(registry);
+    let winners = Arc::clone(registry);
     let keep_winners =
         lua.create_function(move |lua, (_env, key, value): (Table, Value, Value)| {
             let wins = match &key {
@@ -327,4 +356,30 @@ fn load_chunk(lua: &Lua, registry: &Rc<Registry>, index: usize, name: &str) -> m
         .set_environment(env)
         .exec()?;
     globals.raw_get(name)
+}
+
+/// Options for a new [`Environment`]; see [`Environment::builder`].
+pub struct EnvironmentBuilder {
+    registry: Arc<Registry>,
+    limits: Limits,
+    llm: Option<Arc<dyn Llm>>,
+}
+
+impl EnvironmentBuilder {
+    /// Per-execution limits (default [`Limits::default`]).
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// The model behind `llm_query` and `llm_query_batched`.
+    pub fn llm(mut self, llm: Arc<dyn Llm>) -> Self {
+        self.llm = Some(llm);
+        self
+    }
+
+    /// Creates the environment.
+    pub fn build(self) -> Result<Environment, SetupError> {
+        Environment::from_builder(self)
+    }
 }

@@ -1,0 +1,161 @@
+//! The Rust built-ins in the environment, with the LLM ones over real HTTP against the
+//! loopback OpenAI-compatible test server.
+
+mod support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rlm_registry::Registry;
+use rlm_registry::environment::{Environment, ExecError, LimitKind, Limits};
+use rlm_registry::llm::{LlmClient, LlmConfig};
+use support::openai_server::{Behavior, OpenAiServer};
+
+fn client(server: &OpenAiServer) -> LlmClient {
+    let config = LlmConfig::new(server.base_url(), "test-model")
+        .with_max_retries(1)
+        .with_backoff(Duration::from_millis(1), Duration::from_millis(5))
+        .with_timeout(Duration::from_secs(5));
+    LlmClient::new(config).unwrap()
+}
+
+fn env_with(server: &OpenAiServer, limits: Limits) -> (Environment, LlmClient) {
+    let client = client(server);
+    let env = Environment::builder(Registry::baked().clone())
+        .limits(limits)
+        .llm(Arc::new(client.clone()))
+        .build()
+        .unwrap();
+    (env, client)
+}
+
+fn output(env: &Environment, code: &str) -> String {
+    env.execute(code)
+        .unwrap_or_else(|e| panic!("`{code}`: {e}"))
+        .output
+}
+
+#[test]
+fn llm_query_returns_the_answer_and_counts_usage() {
+    let server = OpenAiServer::always(Behavior::reply("forty-two"));
+    let (env, client) = env_with(&server, Limits::default());
+    assert_eq!(
+        output(&env, "print(llm_query('what is the answer?'))"),
+        "forty-two\n"
+    );
+    let body = server.requests()[0].json().unwrap();
+    assert_eq!(body["messages"][0]["content"], "what is the answer?");
+    let usage = client.usage().snapshot();
+    assert_eq!(
+        (usage.calls, usage.prompt_tokens, usage.completion_tokens),
+        (1, 10, 5)
+    );
+}
+
+#[test]
+fn llm_query_batched_answers_in_order_concurrently() {
+    let server = OpenAiServer::always(Behavior::echo(Duration::from_millis(50)));
+    let (env, client) = env_with(&server, Limits::default());
+    let code = "local prompts = {} for i = 1, 32 do prompts[i] = 'p' .. i end
+                local answers = llm_query_batched(prompts)
+                print(#answers, answers[1], answers[32])";
+    assert_eq!(output(&env, code), "32\techo: p1\techo: p32\n");
+    assert!(server.max_in_flight() > 1, "requests ran concurrently");
+    assert_eq!(client.usage().snapshot().calls, 32);
+}
+
+#[test]
+fn a_failed_batch_item_is_an_error_string_and_keeps_the_others() {
+    let server = OpenAiServer::start(vec![Behavior::status(400)], Behavior::reply("fine"));
+    let (env, _) = env_with(&server, Limits::default());
+    let out = output(
+        &env,
+        "local a = llm_query_batched({'x'}) print(a[1]:sub(1, 6)) print(llm_query_batched({'y'})[1])",
+    );
+    assert_eq!(out, "error:\nfine\n");
+}
+
+#[test]
+fn a_failing_server_is_a_clear_lua_error_and_the_environment_goes_on() {
+    let server = OpenAiServer::start(
+        vec![Behavior::status(500), Behavior::status(500)],
+        Behavior::reply("back"),
+    );
+    let (env, _) = env_with(&server, Limits::default());
+    match env.execute("print(llm_query('x'))") {
+        Err(ExecError::Lua { message, .. }) => {
+            assert!(message.contains("llm_query failed"), "{message}");
+            assert!(message.contains("500"), "{message}");
+        }
+        other => panic!("{other:?}"),
+    }
+    let caught = output(&env, "print(pcall(llm_query, 'x'))");
+    assert_eq!(caught, "true\tback\n");
+}
+
+#[test]
+fn llm_calls_are_limited_per_execution() {
+    let server = OpenAiServer::always(Behavior::reply("ok"));
+    let limits = Limits {
+        llm_calls: 3,
+        ..Limits::default()
+    };
+    let (env, _) = env_with(&server, limits);
+    match env.execute("for i = 1, 10 do pcall(llm_query, 'x') end") {
+        Err(ExecError::Limit { kind, .. }) => assert_eq!(kind, LimitKind::LlmCalls),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(server.request_count(), 3);
+    assert_eq!(
+        output(&env, "print(llm_query('again'))"),
+        "ok\n",
+        "the count resets each execution"
+    );
+    assert!(matches!(
+        env.execute("llm_query_batched({'a', 'b', 'c', 'd'})"),
+        Err(ExecError::Limit {
+            kind: LimitKind::LlmCalls,
+            ..
+        })
+    ));
+}
+
+#[test]
+fn without_an_llm_the_query_builtins_say_so() {
+    let env = Environment::new(Registry::baked().clone(), Limits::default()).unwrap();
+    let error = env.execute("llm_query('x')").unwrap_err();
+    assert!(
+        error.message().contains("no LLM is configured"),
+        "{}",
+        error.message()
+    );
+}
+
+#[test]
+fn final_and_final_var_record_the_answer() {
+    let env = Environment::new(Registry::baked().clone(), Limits::default()).unwrap();
+    assert_eq!(env.final_answer(), None);
+    output(&env, "FINAL(42)");
+    assert_eq!(env.final_answer().as_deref(), Some("42"));
+    output(&env, "result = 'the answer' FINAL_VAR('result')");
+    assert_eq!(env.final_answer().as_deref(), Some("the answer"));
+    let error = env.execute("FINAL_VAR('missing')").unwrap_err();
+    assert!(
+        error.message().contains("no variable named 'missing'"),
+        "{}",
+        error.message()
+    );
+}
+
+#[test]
+fn llm_builtins_cannot_be_overwritten() {
+    let env = Environment::new(Registry::baked().clone(), Limits::default()).unwrap();
+    for name in ["llm_query", "llm_query_batched", "FINAL", "FINAL_VAR"] {
+        let error = env.execute(&format!("{name} = nil")).unwrap_err();
+        assert!(
+            error.message().contains("cannot assign to built-in"),
+            "{name}: {}",
+            error.message()
+        );
+    }
+}

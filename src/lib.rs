@@ -43,6 +43,7 @@ pub mod conventions;
 pub mod environment;
 pub mod llm;
 pub mod registry;
+pub mod tokens;
 
 pub use conventions::{Code, Diagnostic, Function, Param, Return, Severity};
 pub use registry::{Chunk, LoadError, Override, Registry};

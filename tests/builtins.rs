@@ -159,3 +159,73 @@ fn llm_builtins_cannot_be_overwritten() {
         );
     }
 }
+
+#[test]
+fn token_builtins_count_truncate_and_split_exactly() {
+    let env = Environment::new(Registry::baked().clone(), Limits::default()).unwrap();
+    let text = "The quick brown fox jumps over the lazy dog.";
+    let expected = rlm_registry::tokens::count(text);
+    assert_eq!(
+        output(&env, &format!("print(token_count({text:?}))")),
+        format!("{expected}\n")
+    );
+    assert_eq!(
+        output(&env, "print(token_truncate('hello world', 1))"),
+        "hello\n"
+    );
+    assert_eq!(
+        output(
+            &env,
+            "local p = token_split('one two three four', 2) print(#p, p[1], p[2])"
+        ),
+        "2\tone two\t three four\n"
+    );
+    assert_eq!(output(&env, "print(token_budget() == math.huge)"), "true\n");
+    for bad in [
+        "token_split('x', 0)",
+        "token_split('x', 2, 2)",
+        "token_truncate('x', -1)",
+    ] {
+        assert!(env.execute(bad).is_err(), "{bad}");
+    }
+}
+
+#[test]
+fn token_counts_match_tiktoken_on_varied_text() {
+    let bpe = tiktoken_rs::o200k_base().unwrap();
+    let samples = [
+        "plain ASCII words, numbers 1234567 and punctuation!?",
+        "  leading spaces\n\n\ttabs and\r\nCRLF lines  ",
+        "日本語のテキストと emoji 🙂🙂 and accents: café naïve",
+        "fn main() { println!(\"{}\", x.len()); } // code",
+        "",
+    ];
+    for sample in samples {
+        assert_eq!(
+            rlm_registry::tokens::count(sample),
+            bpe.encode_ordinary(sample).len(),
+            "{sample:?}"
+        );
+    }
+}
+
+#[test]
+fn the_token_budget_is_spent_by_sub_calls_and_then_stops_them() {
+    let server = OpenAiServer::always(Behavior::reply_with_usage("ok", 30, 10));
+    let env = Environment::builder(Registry::baked().clone())
+        .llm(Arc::new(client(&server)))
+        .token_budget(100)
+        .build()
+        .unwrap();
+    assert_eq!(output(&env, "llm_query('a') print(token_budget())"), "60\n");
+    output(&env, "llm_query('b') llm_query('c')");
+    match env.execute("llm_query('d')") {
+        Err(ExecError::Limit { kind, message, .. }) => {
+            assert_eq!(kind, LimitKind::TokenBudget);
+            assert!(message.contains("token_budget"), "{message}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(server.request_count(), 3);
+    assert_eq!(output(&env, "print(token_budget())"), "0\n");
+}

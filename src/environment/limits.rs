@@ -55,6 +55,8 @@ pub enum LimitKind {
     Output,
     /// [`Limits::llm_calls`].
     LlmCalls,
+    /// The session's token budget (`EnvironmentBuilder::token_budget`).
+    TokenBudget,
 }
 
 impl LimitKind {
@@ -76,6 +78,10 @@ impl LimitKind {
                 "llm_calls limit exceeded: at most {} sub-model calls per execution",
                 limits.llm_calls
             ),
+            LimitKind::TokenBudget => {
+                "token_budget limit exceeded: the session's sub-model token budget is spent"
+                    .to_string()
+            }
         }
     }
 }
@@ -87,6 +93,7 @@ impl fmt::Display for LimitKind {
             LimitKind::Memory => "memory",
             LimitKind::Output => "output",
             LimitKind::LlmCalls => "llm_calls",
+            LimitKind::TokenBudget => "token_budget",
         })
     }
 }

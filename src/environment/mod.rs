@@ -151,6 +151,7 @@ impl Environment {
             registry: registry.into(),
             limits: Limits::default(),
             llm: None,
+            token_budget: None,
         }
     }
 
@@ -161,7 +162,11 @@ impl Environment {
         // Lua's pattern functions run in C, out of the hook's reach: use the port that
         // checks the limits as it goes.
         patterns::install(&lua, Rc::clone(&tripwire))?;
-        let session = Rc::new(Session::new(Rc::clone(&tripwire), builder.llm));
+        let session = Rc::new(Session::new(
+            Rc::clone(&tripwire),
+            builder.llm,
+            builder.token_budget,
+        ));
         let builtins = builtins::table(&lua, &session)?;
         install_globals_metatable(&lua, builtins, builder.registry)?;
         let hook_tripwire = Rc::clone(&tripwire);
@@ -363,9 +368,17 @@ pub struct EnvironmentBuilder {
     registry: Arc<Registry>,
     limits: Limits,
     llm: Option<Arc<dyn Llm>>,
+    token_budget: Option<u64>,
 }
 
 impl EnvironmentBuilder {
+    /// Tokens (prompt and completion, as the server reports them) the whole session may
+    /// spend on sub-calls; once spent, `llm_query` hits the `token_budget` limit.
+    pub fn token_budget(mut self, tokens: u64) -> Self {
+        self.token_budget = Some(tokens);
+        self
+    }
+
     /// Per-execution limits (default [`Limits::default`]).
     pub fn limits(mut self, limits: Limits) -> Self {
         self.limits = limits;

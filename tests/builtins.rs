@@ -229,3 +229,79 @@ fn the_token_budget_is_spent_by_sub_calls_and_then_stops_them() {
     assert_eq!(server.request_count(), 3);
     assert_eq!(output(&env, "print(token_budget())"), "0\n");
 }
+
+#[test]
+fn store_list_shows_only_what_the_session_made() {
+    let env = Environment::new(Registry::baked().clone(), Limits::default()).unwrap();
+    env.set_context("ctx").unwrap();
+    output(
+        &env,
+        "notes = 'a long string' counts = {1, 2, 3} local hidden = 1 n = line_count('x')",
+    );
+    let listed = output(
+        &env,
+        "for _, v in ipairs(store_list()) do print(v.name, v.type, v.size, v.preview) end",
+    );
+    assert_eq!(
+        listed,
+        "context\tstring\t3\tctx\ncounts\ttable\t3\t{1=1, 2=2, 3=3}\nn\tnumber\tnil\t1\nnotes\tstring\t13\ta long string\n"
+    );
+    let summary = output(&env, "print(store_summarize('notes'))");
+    assert_eq!(summary, "notes: string, 13 bytes\na long string\n");
+    assert!(
+        env.execute("store_summarize('nope')")
+            .unwrap_err()
+            .message()
+            .contains("no variable named 'nope'")
+    );
+}
+
+#[test]
+fn help_documents_builtins_and_registry_functions() {
+    let env = Environment::new(Registry::baked().clone(), Limits::default()).unwrap();
+    let builtin = output(&env, "print(help('llm_query'))");
+    assert!(
+        builtin.contains("---@param prompt string") && builtin.contains("(built-in)"),
+        "{builtin}"
+    );
+    let registry = output(&env, "print(help('grep'))");
+    assert!(
+        registry.contains("function grep(text, pattern, context, plain) end"),
+        "{registry}"
+    );
+    let all = output(&env, "print(help())");
+    assert!(
+        all.contains("token_count") && all.contains("chunk_by_lines"),
+        "{all}"
+    );
+    assert!(
+        env.execute("help('nope')")
+            .unwrap_err()
+            .message()
+            .contains("no function named 'nope'")
+    );
+}
+
+#[test]
+fn every_documented_builtin_is_reserved_and_present() {
+    use rlm_registry::environment::builtins::DOCS;
+    let env = Environment::new(Registry::baked().clone(), Limits::default()).unwrap();
+    for doc in DOCS {
+        assert!(
+            rlm_registry::conventions::BUILTINS.contains(&doc.name),
+            "{} is not reserved",
+            doc.name
+        );
+        assert!(
+            doc.doc.contains(&format!("function {}(", doc.name)),
+            "{}",
+            doc.name
+        );
+        assert_eq!(
+            output(&env, &format!("print(type({}))", doc.name)),
+            "function\n",
+            "{}",
+            doc.name
+        );
+    }
+}

@@ -12,6 +12,11 @@
 //! | `token_truncate(text, n)` | the longest prefix of at most `n` tokens |
 //! | `token_split(text, n [, overlap])` | pieces of at most `n` tokens, sharing `overlap` |
 //! | `token_budget()` | tokens the session may still spend on sub-calls (`math.huge` if unlimited) |
+//! | `store_list()` | the variables the session made: name, type, size, preview |
+//! | `store_summarize(name)` | a longer description of one variable |
+//! | `help([name])` | the documentation of a built-in or registry function |
+//!
+//! [`DOCS`] documents each one once; `help` and the model's prompt both read it.
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -20,8 +25,75 @@ use std::sync::Arc;
 use mlua::{Function, Lua, MultiValue, Table, Value};
 
 use super::limits::{LimitKind, Tripwire};
+use crate::Registry;
 use crate::llm::{Completion, Llm, LlmError, Request};
 use crate::tokens;
+
+/// One built-in's documentation, in the same LuaLS form as registry functions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BuiltinDoc {
+    /// The global name.
+    pub name: &'static str,
+    /// The doc comment and a stub declaration, as the model reads them.
+    pub doc: &'static str,
+}
+
+/// Every built-in's documentation, in the order the prompt lists them.
+pub const DOCS: &[BuiltinDoc] = &[
+    BuiltinDoc {
+        name: "print",
+        doc: "--- Prints its arguments (tab-separated) to the execution's output, which is what you get back.\n---@param ... any Values to print\nfunction print(...) end",
+    },
+    BuiltinDoc {
+        name: "llm_query",
+        doc: "--- Asks a sub-model one question and returns its answer. Use it on pieces of the context.\n---@param prompt string The whole prompt, including any text to read\n---@return string answer The model's answer\nfunction llm_query(prompt) end",
+    },
+    BuiltinDoc {
+        name: "llm_query_batched",
+        doc: "--- Asks a sub-model several questions concurrently; much faster than calling llm_query in a loop.\n--- A failed call gives \"error: ...\" in its place.\n---@param prompts string[] The prompts\n---@return string[] answers The answers, in the same order\nfunction llm_query_batched(prompts) end",
+    },
+    BuiltinDoc {
+        name: "FINAL",
+        doc: "--- Gives the final answer and ends the run.\n---@param value any The answer (converted with tostring)\nfunction FINAL(value) end",
+    },
+    BuiltinDoc {
+        name: "FINAL_VAR",
+        doc: "--- Gives the value of a global variable as the final answer and ends the run.\n---@param name string The variable's name, e.g. FINAL_VAR(\"answer\")\nfunction FINAL_VAR(name) end",
+    },
+    BuiltinDoc {
+        name: "token_count",
+        doc: "--- Counts the tokens of a text exactly (o200k_base).\n---@param text string The text\n---@return integer count The number of tokens\nfunction token_count(text) end",
+    },
+    BuiltinDoc {
+        name: "token_truncate",
+        doc: "--- Returns the longest prefix of a text with at most n tokens.\n---@param text string The text\n---@param n integer The most tokens to keep\n---@return string prefix The truncated text\nfunction token_truncate(text, n) end",
+    },
+    BuiltinDoc {
+        name: "token_split",
+        doc: "--- Splits a text into pieces of at most n tokens; consecutive pieces share `overlap` tokens.\n---@param text string The text\n---@param n integer The most tokens per piece\n---@param overlap? integer Tokens shared by consecutive pieces (default 0, less than n)\n---@return string[] pieces The pieces, in order\nfunction token_split(text, n, overlap) end",
+    },
+    BuiltinDoc {
+        name: "token_budget",
+        doc: "--- Returns how many tokens the session may still spend on sub-model calls (math.huge if unlimited).\n---@return number remaining The remaining tokens\nfunction token_budget() end",
+    },
+    BuiltinDoc {
+        name: "store_list",
+        doc: "--- Lists the variables you have made: each entry has name, type, size and a short preview.\n---@return table[] variables One table per variable, sorted by name\nfunction store_list() end",
+    },
+    BuiltinDoc {
+        name: "store_summarize",
+        doc: "--- Describes one variable: its type, size and a longer preview.\n---@param name string The variable's name\n---@return string summary The description\nfunction store_summarize(name) end",
+    },
+    BuiltinDoc {
+        name: "help",
+        doc: "--- Returns the documentation of a built-in or registry function; with no name, lists every name.\n---@param name? string The function's name\n---@return string doc The documentation\nfunction help(name) end",
+    },
+];
+
+/// The documentation of the built-in `name`, if it is one.
+pub fn doc(name: &str) -> Option<&'static BuiltinDoc> {
+    DOCS.iter().find(|d| d.name == name)
+}
 
 /// The state the built-ins share with their environment.
 pub(crate) struct Session {
@@ -84,7 +156,11 @@ impl Session {
 }
 
 /// Every built-in, by name. Lua's own `print` is removed from the globals.
-pub(crate) fn table(lua: &Lua, session: &Rc<Session>) -> mlua::Result<Table> {
+pub(crate) fn table(
+    lua: &Lua,
+    session: &Rc<Session>,
+    registry: &Arc<Registry>,
+) -> mlua::Result<Table> {
     let builtins = lua.create_table()?;
     builtins.raw_set("print", print(lua, Rc::clone(session))?)?;
     builtins.raw_set("llm_query", llm_query(lua, Rc::clone(session))?)?;
@@ -98,6 +174,10 @@ pub(crate) fn table(lua: &Lua, session: &Rc<Session>) -> mlua::Result<Table> {
     builtins.raw_set("token_truncate", token_truncate(lua)?)?;
     builtins.raw_set("token_split", token_split(lua)?)?;
     builtins.raw_set("token_budget", token_budget(lua, Rc::clone(session))?)?;
+    builtins.raw_set("help", help(lua, Arc::clone(registry))?)?;
+    let (store_list, store_summarize) = store(lua, Arc::clone(registry))?;
+    builtins.raw_set("store_list", store_list)?;
+    builtins.raw_set("store_summarize", store_summarize)?;
     lua.globals().raw_set("print", Value::Nil)?;
     Ok(builtins)
 }
@@ -233,3 +313,113 @@ fn token_budget(lua: &Lua, session: Rc<Session>) -> mlua::Result<Function> {
         })
     })
 }
+
+/// `help([name])`.
+fn help(lua: &Lua, registry: Arc<Registry>) -> mlua::Result<Function> {
+    lua.create_function(move |_, name: Option<String>| {
+        let Some(name) = name else {
+            let mut names: Vec<&str> = DOCS.iter().map(|d| d.name).collect();
+            names.extend(registry.functions().iter().map(|f| f.name()));
+            return Ok(format!(
+                "Available functions: {}. Call help(name) for one.",
+                names.join(", ")
+            ));
+        };
+        if let Some(builtin) = doc(&name) {
+            return Ok(format!("{} (built-in)", builtin.doc));
+        }
+        if let Some(function) = registry.get(&name) {
+            return Ok(format!("{}\n{}", function.doc(), stub(function)));
+        }
+        Err(mlua::Error::RuntimeError(format!(
+            "help: no function named '{name}'; call help() to list them"
+        )))
+    })
+}
+
+/// `function name(params) end`: the declaration line of the prompt.
+fn stub(function: &crate::Function) -> String {
+    let params: Vec<&str> = function.params().iter().map(|p| p.name()).collect();
+    format!("function {}({}) end", function.name(), params.join(", "))
+}
+
+/// `store_list()` and `store_summarize(name)`, written in Lua (so the execution's limits
+/// apply) over the globals that are neither the standard library nor registry functions.
+fn store(lua: &Lua, registry: Arc<Registry>) -> mlua::Result<(Function, Function)> {
+    let is_registry_function =
+        lua.create_function(move |_, name: String| Ok(registry.get(&name).is_some()))?;
+    let standard = lua.create_table()?;
+    for pair in lua.globals().pairs::<Value, Value>() {
+        let (key, _) = pair?;
+        standard.raw_set(key, true)?;
+    }
+    lua.load(STORE_LUA)
+        .set_name("=store")
+        .call((standard, is_registry_function))
+}
+
+const STORE_LUA: &str = r#"
+local standard, is_registry_function = ...
+local G, next, type, tostring, rawget, pairs = _G, next, type, tostring, rawget, pairs
+local sort, concat, min, format = table.sort, table.concat, math.min, string.format
+
+local function size_of(value)
+  local kind = type(value)
+  if kind == "string" then return #value end
+  if kind == "table" then
+    local n = 0
+    for _ in next, value do n = n + 1 end
+    return n
+  end
+  return nil
+end
+
+local function preview(value, limit)
+  local text
+  if type(value) == "table" then
+    local parts = {}
+    for k, v in next, value do
+      if #parts >= 8 then parts[#parts + 1] = "..." break end
+      parts[#parts + 1] = tostring(k) .. "=" .. tostring(v)
+    end
+    text = "{" .. concat(parts, ", ") .. "}"
+  else
+    text = tostring(value)
+  end
+  if #text > limit then text = text:sub(1, limit) .. "..." end
+  return (text:gsub("\n", "\\n"))
+end
+
+local function user_names()
+  local names = {}
+  for name, value in next, G do
+    if type(name) == "string" and not standard[name]
+        and not (type(value) == "function" and is_registry_function(name)) then
+      names[#names + 1] = name
+    end
+  end
+  sort(names)
+  return names
+end
+
+local function store_list()
+  local list = {}
+  for i, name in ipairs(user_names()) do
+    local value = rawget(G, name)
+    list[i] = { name = name, type = type(value), size = size_of(value), preview = preview(value, 80) }
+  end
+  return list
+end
+
+local function store_summarize(name)
+  local value = rawget(G, name)
+  if value == nil then
+    error("store_summarize: no variable named '" .. tostring(name) .. "'", 2)
+  end
+  local size = size_of(value)
+  local unit = type(value) == "string" and " bytes" or " entries"
+  return format("%s: %s%s\n%s", name, type(value), size and (", " .. size .. unit) or "", preview(value, 500))
+end
+
+return store_list, store_summarize
+"#;

@@ -26,7 +26,7 @@
 //! exactly as if every file had run in load order: a file's private helpers work, and a
 //! call to an overridden name reaches the winner.
 
-mod builtins;
+pub mod builtins;
 mod limits;
 mod patterns;
 mod sandbox;
@@ -167,7 +167,7 @@ impl Environment {
             builder.llm,
             builder.token_budget,
         ));
-        let builtins = builtins::table(&lua, &session)?;
+        let builtins = builtins::table(&lua, &session, &builder.registry)?;
         install_globals_metatable(&lua, builtins, builder.registry)?;
         let hook_tripwire = Rc::clone(&tripwire);
         let triggers = HookTriggers {

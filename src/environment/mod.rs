@@ -288,21 +288,54 @@ fn install_globals_metatable(
     builtins: Table,
     registry: Arc<Registry>,
 ) -> mlua::Result<()> {
-    let loader = lua.create_function(move |lua, name: Value| {
-        let Value::String(name) = name else {
-            return Ok(Value::Nil);
-        };
-        let Ok(name) = name.to_str() else {
-            return Ok(Value::Nil);
-        };
-        match registry.get(&name) {
-            Some(function) => load_chunk(lua, &registry, function.chunk(), &name),
-            None => Ok(Value::Nil),
-        }
+    // Rust answers the lookups; Lua builds the per-chunk environment, which is cheaper
+    // than creating a Rust closure for every lazy load.
+    let lookup_registry = Arc::clone(&registry);
+    let find_chunk = lua.create_function(move |_, name: Value| {
+        Ok(match &name {
+            Value::String(name) => name
+                .to_str()
+                .ok()
+                .and_then(|name| lookup_registry.get(&name).map(|f| f.chunk())),
+            _ => None,
+        })
+    })?;
+    let compile_registry = Arc::clone(&registry);
+    let compile = lua.create_function(move |lua, (index, env): (usize, Table)| {
+        let chunk = &compile_registry.chunks()[index];
+        lua.load(chunk.source())
+            .set_name(format!("@{}", chunk.file()))
+            .set_mode(mlua::chunk::ChunkMode::Text)
+            .set_environment(env)
+            .into_function()
+    })?;
+    let wins = lua.create_function(move |_, (name, index): (Value, usize)| {
+        Ok(match &name {
+            Value::String(name) => name
+                .to_str()
+                .ok()
+                .and_then(|name| registry.get(&name).map(|f| f.chunk() == index))
+                .unwrap_or(false),
+            _ => false,
+        })
     })?;
     lua.load(
         r#"
-        local G, builtins, load_registry, rawset = _G, ...
+        local G, builtins, find_chunk, wins, compile, rawset, rawget, setmetatable = _G, ...
+        -- Runs the file that wins `key`, keeping only the globals that file wins: as if
+        -- every file had run in load order.
+        local function load_registry(key)
+          local index = find_chunk(key)
+          if index == nil then return nil end
+          local env = setmetatable({}, {
+            __index = G,
+            __newindex = function(_, name, value)
+              if wins(name, index) then rawset(G, name, value) end
+            end,
+          })
+          compile(index, env)()
+          return rawget(G, key)
+        end
         local function assign(t, key, value, level)
           if t == G and builtins[key] ~= nil then
             error("cannot assign to built-in '" .. tostring(key) .. "'", level)
@@ -322,45 +355,15 @@ fn install_globals_metatable(
         "#,
     )
     .set_name("=sandbox")
-    .call::<()>((builtins, loader, lua.globals().get::<Function>("rawset")?))
-}
-
-/// Runs chunk `index` in an environment that passes reads to the globals and keeps only
-/// the assignments of names this chunk wins; returns the global `name` afterwards.
-fn load_chunk(
-    lua: &Lua,
-    registry: &Arc<Registry>,
-    index: usize,
-    name: &str,
-) -> mlua::Result<Value> {
-    let chunk = &registry.chunks()[index];
-    let globals = lua.globals();
-    let winners = Arc::clone(registry);
-    let keep_winners =
-        lua.create_function(move |lua, (_env, key, value): (Table, Value, Value)| {
-            let wins = match &key {
-                Value::String(k) => k
-                    .to_str()
-                    .ok()
-                    .and_then(|k| winners.get(&k).map(|f| f.chunk() == index))
-                    .unwrap_or(false),
-                _ => false,
-            };
-            if wins {
-                lua.globals().raw_set(key, value)?;
-            }
-            Ok(())
-        })?;
-    let env = lua.create_table()?;
-    let meta = lua.create_table()?;
-    meta.raw_set("__index", globals.clone())?;
-    meta.raw_set("__newindex", keep_winners)?;
-    env.set_metatable(Some(meta))?;
-    lua.load(chunk.source())
-        .set_name(format!("@{}", chunk.file()))
-        .set_environment(env)
-        .exec()?;
-    globals.raw_get(name)
+    .call::<()>((
+        builtins,
+        find_chunk,
+        wins,
+        compile,
+        lua.globals().get::<Function>("rawset")?,
+        lua.globals().get::<Function>("rawget")?,
+        lua.globals().get::<Function>("setmetatable")?,
+    ))
 }
 
 /// Options for a new [`Environment`]; see [`Environment::builder`].

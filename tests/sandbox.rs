@@ -417,3 +417,41 @@ mod output_limit {
         }
     }
 }
+
+mod recursion_limit {
+    use super::*;
+
+    #[test]
+    fn deep_recursion() {
+        assert_limit(
+            LimitKind::Recursion,
+            "local function f(n) return 1 + f(n + 1) end f(1)",
+        );
+    }
+
+    #[test]
+    fn deep_recursion_inside_pcall() {
+        assert_limit(
+            LimitKind::Recursion,
+            "local function f(n) return 1 + f(n + 1) end pcall(f, 1) print('escaped')",
+        );
+    }
+
+    #[test]
+    fn moderate_recursion_is_fine() {
+        let env = env();
+        let out = output(
+            &env,
+            "local function f(n) if n == 0 then return 0 end return 1 + f(n - 1) end print(f(500))",
+        );
+        assert_eq!(out, "500\n");
+    }
+
+    #[test]
+    fn infinite_tail_calls_hit_the_time_limit() {
+        assert_limit(
+            LimitKind::Time,
+            "local function f(n) return f(n + 1) end f(1)",
+        );
+    }
+}

@@ -31,6 +31,9 @@ pub struct Limits {
     pub output_bytes: usize,
     /// Sub-model calls (`llm_query`, each prompt of a batch) per execution (default 256).
     pub llm_calls: usize,
+    /// Nested Lua calls (default 1,000). Checked with the other limits every few hundred
+    /// instructions, so recursion may pass it by a few hundred frames before it stops.
+    pub recursion_depth: usize,
 }
 
 impl Default for Limits {
@@ -40,6 +43,7 @@ impl Default for Limits {
             memory_bytes: 512 * 1024 * 1024,
             output_bytes: 1024 * 1024,
             llm_calls: 256,
+            recursion_depth: 1_000,
         }
     }
 }
@@ -57,6 +61,8 @@ pub enum LimitKind {
     LlmCalls,
     /// The session's token budget (`EnvironmentBuilder::token_budget`).
     TokenBudget,
+    /// [`Limits::recursion_depth`].
+    Recursion,
 }
 
 impl LimitKind {
@@ -78,6 +84,10 @@ impl LimitKind {
                 "llm_calls limit exceeded: at most {} sub-model calls per execution",
                 limits.llm_calls
             ),
+            LimitKind::Recursion => format!(
+                "recursion limit exceeded: calls may nest at most {} deep",
+                limits.recursion_depth
+            ),
             LimitKind::TokenBudget => {
                 "token_budget limit exceeded: the session's sub-model token budget is spent"
                     .to_string()
@@ -94,6 +104,7 @@ impl fmt::Display for LimitKind {
             LimitKind::Output => "output",
             LimitKind::LlmCalls => "llm_calls",
             LimitKind::TokenBudget => "token_budget",
+            LimitKind::Recursion => "recursion",
         })
     }
 }
@@ -156,7 +167,21 @@ impl Tripwire {
         mlua::Error::RuntimeError(kind.message(&self.limits))
     }
 
-    /// Called by the instruction hook.
+    /// Called by the instruction hook: the other limits, then the call depth
+    /// (`frame_exists(n)` tells whether the stack is deeper than `n` frames).
+    pub fn check_with_depth(
+        &self,
+        used_memory: usize,
+        frame_exists: impl Fn(usize) -> bool,
+    ) -> mlua::Result<()> {
+        self.check(used_memory)?;
+        if frame_exists(self.limits.recursion_depth) {
+            return Err(self.trip(LimitKind::Recursion));
+        }
+        Ok(())
+    }
+
+    /// Checks time, memory and any limit already tripped.
     pub fn check(&self, used_memory: usize) -> mlua::Result<()> {
         if self.tripped.get().is_some() {
             return Err(self.error());

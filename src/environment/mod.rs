@@ -175,7 +175,9 @@ impl Environment {
             ..HookTriggers::new()
         };
         lua.set_global_hook(triggers, move |lua, _| {
-            hook_tripwire.check(lua.used_memory())?;
+            hook_tripwire.check_with_depth(lua.used_memory(), |depth| {
+                lua.inspect_stack(depth, |_| ()).is_some()
+            })?;
             Ok(VmState::Continue)
         })?;
         lua.set_memory_limit(limits.memory_bytes)?;

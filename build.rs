@@ -13,7 +13,11 @@ mod conventions;
 mod registry;
 
 /// Library directories in load order, each behind the cargo feature of the same name.
-const LIBRARY_DIRS: &[(&str, &str)] = &[("TEXT", "lua/text"), ("CHUNKING", "lua/chunking")];
+const LIBRARY_DIRS: &[(&str, &str)] = &[
+    ("TEXT", "lua/text"),
+    ("CHUNKING", "lua/chunking"),
+    ("RECURSIVE", "lua/recursive"),
+];
 
 fn main() {
     for shared in ["build.rs", "src/codegen", "src/conventions", "src/registry"] {

@@ -305,3 +305,18 @@ fn every_documented_builtin_is_reserved_and_present() {
         );
     }
 }
+
+#[test]
+fn recursive_helpers_fan_out_through_the_real_builtins() {
+    let server = OpenAiServer::always(Behavior::echo(Duration::from_millis(5)));
+    let (env, client) = env_with(&server, Limits::default());
+    env.set_context("word ".repeat(50)).unwrap();
+    let out = output(
+        &env,
+        "local a = map_chunks({'one', 'two'}, 'Q?') print(#a, a[1]:sub(1, 8))
+         print(map_reduce(context, 'How many words?', 20):sub(1, 5))",
+    );
+    assert_eq!(out, "2\techo: Q?\necho:\n");
+    // 2 (map_chunks) + 3 chunks of at most 20 tokens + 1 combining call.
+    assert_eq!(client.usage().snapshot().calls, 6);
+}

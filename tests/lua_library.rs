@@ -305,13 +305,22 @@ const PUBLIC: &[&str] = &[
     "chunk_by_lines",
     "chunk_by_separator",
     "chunk_by_size",
+    "map_chunks",
+    "map_reduce",
+    "find_in_chunks",
 ];
 
 #[test]
 fn private_helpers_stay_private() {
     let lua = lua_with_library();
     let globals = lua.globals();
-    for helper in ["each_line", "collect_matches", "utf8_safe_end"] {
+    for helper in [
+        "each_line",
+        "collect_matches",
+        "utf8_safe_end",
+        "chunk_prompt",
+        "combine_prompt",
+    ] {
         let value: Value = globals.get(helper).unwrap();
         assert!(
             value.is_nil(),
@@ -330,6 +339,18 @@ fn private_helpers_stay_private() {
     }
 }
 
+lua_tests!(
+    recursive,
+    "recursive_test.lua",
+    [
+        map_chunks_asks_every_chunk_in_one_batch,
+        map_chunks_of_nothing_makes_no_call,
+        map_reduce_combines_partial_answers_with_one_more_call,
+        map_reduce_of_one_chunk_needs_no_combining,
+        find_in_chunks_keeps_chunks_answered_yes,
+    ]
+);
+
 /// Whether `source` calls `name(` (not merely a longer name ending in `name`).
 fn calls(source: &str, name: &str) -> bool {
     let call = format!("{name}(");
@@ -343,7 +364,7 @@ fn calls(source: &str, name: &str) -> bool {
 
 #[test]
 fn every_registry_function_is_exercised_by_a_lua_test() {
-    let sources: String = ["text_test.lua", "chunking_test.lua"]
+    let sources: String = ["text_test.lua", "chunking_test.lua", "recursive_test.lua"]
         .iter()
         .map(|file| std::fs::read_to_string(lua_test_path(file)).unwrap())
         .collect();

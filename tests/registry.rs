@@ -18,6 +18,9 @@ fn library_dirs() -> Vec<&'static str> {
     if cfg!(feature = "chunking") {
         dirs.push("lua/chunking");
     }
+    if cfg!(feature = "recursive") {
+        dirs.push("lua/recursive");
+    }
     dirs
 }
 

@@ -320,3 +320,64 @@ fn recursive_helpers_fan_out_through_the_real_builtins() {
     // 2 (map_chunks) + 3 chunks of at most 20 tokens + 1 combining call.
     assert_eq!(client.usage().snapshot().calls, 6);
 }
+
+struct ScriptedUser {
+    answers: std::sync::Mutex<Vec<String>>,
+    seen: std::sync::Mutex<Vec<String>>,
+}
+
+impl rlm_registry::environment::User for ScriptedUser {
+    fn ask(&self, question: &str) -> Result<String, String> {
+        self.seen.lock().unwrap().push(format!("ask: {question}"));
+        self.answers
+            .lock()
+            .unwrap()
+            .pop()
+            .ok_or_else(|| "no more answers".to_string())
+    }
+
+    fn notify(&self, message: &str) -> Result<(), String> {
+        self.seen.lock().unwrap().push(format!("notify: {message}"));
+        Ok(())
+    }
+}
+
+#[test]
+fn ask_user_and_notify_user_reach_the_host() {
+    let user = Arc::new(ScriptedUser {
+        answers: std::sync::Mutex::new(vec!["blue".to_string()]),
+        seen: std::sync::Mutex::new(Vec::new()),
+    });
+    let env = Environment::builder(Registry::baked().clone())
+        .user(user.clone())
+        .build()
+        .unwrap();
+    assert_eq!(
+        output(
+            &env,
+            "notify_user('starting') print(ask_user('Favourite colour?'))"
+        ),
+        "blue\n"
+    );
+    assert_eq!(
+        *user.seen.lock().unwrap(),
+        ["notify: starting", "ask: Favourite colour?"]
+    );
+    let error = env.execute("ask_user('again?')").unwrap_err();
+    assert!(
+        error.message().contains("ask_user failed: no more answers"),
+        "{}",
+        error.message()
+    );
+}
+
+#[test]
+fn without_a_user_channel_ask_user_says_it_is_top_level_only() {
+    let env = Environment::new(Registry::baked().clone(), Limits::default()).unwrap();
+    let error = env.execute("ask_user('q')").unwrap_err();
+    assert!(
+        error.message().contains("only the top-level agent"),
+        "{}",
+        error.message()
+    );
+}

@@ -344,3 +344,16 @@ fn exec_llm_query_uses_the_base_url_and_model_flags() {
     assert_eq!(stdout(&out), "from the server\n");
     assert_eq!(server.requests()[0].json().unwrap()["model"], "tiny");
 }
+
+#[test]
+fn ask_user_without_a_terminal_fails_clearly_and_notify_goes_to_stderr() {
+    let out = Command::new(env!("CARGO_BIN_EXE_rlm"))
+        .args(["exec", "notify_user('hello') ask_user('name?')"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(err.contains("[rlm] hello"), "{err}");
+    assert!(err.contains("no terminal to ask on"), "{err}");
+}

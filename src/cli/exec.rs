@@ -1,13 +1,13 @@
 //! `rlm exec CODE` and `rlm run FILE|-`: Lua in the sandbox, captured output on stdout.
 
-use std::io::Read;
+use std::io::{BufRead, IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::Args;
 use std::sync::Arc;
 
-use rlm_registry::environment::{Environment, Limits};
+use rlm_registry::environment::{Environment, Limits, User};
 use rlm_registry::llm::{LlmClient, LlmConfig, LlmError};
 
 use super::{EXIT_USAGE, EXIT_VIOLATIONS, Output, SourceArgs, with_registry};
@@ -116,6 +116,7 @@ fn execute(args: &RunArgs, code: &str) -> Output {
         let built = Environment::builder(registry.clone())
             .limits(limits)
             .llm(Arc::new(llm))
+            .user(Arc::new(Terminal))
             .build();
         let env = match built {
             Ok(env) => env,
@@ -138,4 +139,29 @@ fn execute(args: &RunArgs, code: &str) -> Output {
             },
         }
     })
+}
+
+/// The user at the terminal: questions and notes go to stderr, answers come from stdin.
+struct Terminal;
+
+impl User for Terminal {
+    fn ask(&self, question: &str) -> Result<String, String> {
+        if !std::io::stdin().is_terminal() {
+            return Err("no terminal to ask on (standard input is not a terminal); run rlm interactively to answer questions".into());
+        }
+        let mut stderr = std::io::stderr();
+        write!(stderr, "? {question}\n> ")
+            .and_then(|_| stderr.flush())
+            .map_err(|e| e.to_string())?;
+        let mut answer = String::new();
+        match std::io::stdin().lock().read_line(&mut answer) {
+            Ok(0) => Err("the terminal closed before an answer was given".into()),
+            Ok(_) => Ok(answer.trim_end_matches(['\r', '\n']).to_string()),
+            Err(error) => Err(error.to_string()),
+        }
+    }
+
+    fn notify(&self, message: &str) -> Result<(), String> {
+        writeln!(std::io::stderr(), "[rlm] {message}").map_err(|e| e.to_string())
+    }
 }

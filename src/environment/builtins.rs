@@ -15,6 +15,8 @@
 //! | `store_list()` | the variables the session made: name, type, size, preview |
 //! | `store_summarize(name)` | a longer description of one variable |
 //! | `help([name])` | the documentation of a built-in or registry function |
+//! | `ask_user(question)` | asks the human through the host's [`User`] channel; top level only |
+//! | `notify_user(message)` | tells the human something without waiting; top level only |
 //!
 //! [`DOCS`] documents each one once; `help` and the model's prompt both read it.
 
@@ -85,6 +87,14 @@ pub const DOCS: &[BuiltinDoc] = &[
         doc: "--- Describes one variable: its type, size and a longer preview.\n---@param name string The variable's name\n---@return string summary The description\nfunction store_summarize(name) end",
     },
     BuiltinDoc {
+        name: "ask_user",
+        doc: "--- Asks the human user a question and waits for the answer. Slow: batch your questions, and ask only what you cannot find out yourself.\n---@param question string The question\n---@return string answer The user's answer\nfunction ask_user(question) end",
+    },
+    BuiltinDoc {
+        name: "notify_user",
+        doc: "--- Tells the human user something (progress, a finding) without waiting for an answer.\n---@param message string The message\nfunction notify_user(message) end",
+    },
+    BuiltinDoc {
         name: "help",
         doc: "--- Returns the documentation of a built-in or registry function; with no name, lists every name.\n---@param name? string The function's name\n---@return string doc The documentation\nfunction help(name) end",
     },
@@ -95,10 +105,20 @@ pub fn doc(name: &str) -> Option<&'static BuiltinDoc> {
     DOCS.iter().find(|d| d.name == name)
 }
 
+/// The human behind `ask_user` and `notify_user`, as the host provides them (the CLI uses
+/// the terminal). Only a top-level environment has one.
+pub trait User {
+    /// Asks `question` and waits for the answer.
+    fn ask(&self, question: &str) -> Result<String, String>;
+    /// Shows `message` without waiting.
+    fn notify(&self, message: &str) -> Result<(), String>;
+}
+
 /// The state the built-ins share with their environment.
 pub(crate) struct Session {
     tripwire: Rc<Tripwire>,
     llm: Option<Arc<dyn Llm>>,
+    user: Option<Arc<dyn User>>,
     final_answer: RefCell<Option<String>>,
     /// Tokens (prompt and completion) the session may spend on sub-calls, if limited.
     token_budget: Option<u64>,
@@ -109,11 +129,13 @@ impl Session {
     pub fn new(
         tripwire: Rc<Tripwire>,
         llm: Option<Arc<dyn Llm>>,
+        user: Option<Arc<dyn User>>,
         token_budget: Option<u64>,
     ) -> Self {
         Session {
             tripwire,
             llm,
+            user,
             final_answer: RefCell::new(None),
             token_budget,
             tokens_spent: Cell::new(0),
@@ -175,6 +197,8 @@ pub(crate) fn table(
     builtins.raw_set("token_split", token_split(lua)?)?;
     builtins.raw_set("token_budget", token_budget(lua, Rc::clone(session))?)?;
     builtins.raw_set("help", help(lua, Arc::clone(registry))?)?;
+    builtins.raw_set("ask_user", ask_user(lua, Rc::clone(session))?)?;
+    builtins.raw_set("notify_user", notify_user(lua, Rc::clone(session))?)?;
     let (store_list, store_summarize) = store(lua, Arc::clone(registry))?;
     builtins.raw_set("store_list", store_list)?;
     builtins.raw_set("store_summarize", store_summarize)?;
@@ -423,3 +447,29 @@ end
 
 return store_list, store_summarize
 "#;
+
+fn user<'a>(session: &'a Session, builtin: &str) -> mlua::Result<&'a Arc<dyn User>> {
+    session.user.as_ref().ok_or_else(|| {
+        mlua::Error::RuntimeError(format!(
+            "{builtin} is not available here: only the top-level agent can reach the user, and this environment has no user channel"
+        ))
+    })
+}
+
+/// `ask_user(question)` → the answer.
+fn ask_user(lua: &Lua, session: Rc<Session>) -> mlua::Result<Function> {
+    lua.create_function(move |_, question: String| {
+        user(&session, "ask_user")?
+            .ask(&question)
+            .map_err(|e| mlua::Error::RuntimeError(format!("ask_user failed: {e}")))
+    })
+}
+
+/// `notify_user(message)`.
+fn notify_user(lua: &Lua, session: Rc<Session>) -> mlua::Result<Function> {
+    lua.create_function(move |_, message: String| {
+        user(&session, "notify_user")?
+            .notify(&message)
+            .map_err(|e| mlua::Error::RuntimeError(format!("notify_user failed: {e}")))
+    })
+}

@@ -43,6 +43,7 @@ pub use limits::{LimitKind, Limits};
 use crate::Registry;
 use crate::llm::Llm;
 use builtins::Session;
+pub use builtins::User;
 
 /// Instructions between two checks of the limits: small enough to stop within a
 /// fraction of a millisecond, large enough to cost little.
@@ -151,6 +152,7 @@ impl Environment {
             registry: registry.into(),
             limits: Limits::default(),
             llm: None,
+            user: None,
             token_budget: None,
         }
     }
@@ -165,6 +167,7 @@ impl Environment {
         let session = Rc::new(Session::new(
             Rc::clone(&tripwire),
             builder.llm,
+            builder.user,
             builder.token_budget,
         ));
         let builtins = builtins::table(&lua, &session, &builder.registry)?;
@@ -373,10 +376,18 @@ pub struct EnvironmentBuilder {
     registry: Arc<Registry>,
     limits: Limits,
     llm: Option<Arc<dyn Llm>>,
+    user: Option<Arc<dyn User>>,
     token_budget: Option<u64>,
 }
 
 impl EnvironmentBuilder {
+    /// The human behind `ask_user` and `notify_user`. Give it only to a top-level
+    /// environment; without one, both built-ins raise a clear error.
+    pub fn user(mut self, user: Arc<dyn User>) -> Self {
+        self.user = Some(user);
+        self
+    }
+
     /// Tokens (prompt and completion, as the server reports them) the whole session may
     /// spend on sub-calls; once spent, `llm_query` hits the `token_budget` limit.
     pub fn token_budget(mut self, tokens: u64) -> Self {

@@ -381,3 +381,58 @@ fn without_a_user_channel_ask_user_says_it_is_top_level_only() {
         error.message()
     );
 }
+
+struct FakeChild;
+
+impl rlm_registry::environment::SubAgent for FakeChild {
+    fn run(&self, prompt: &str, context: Option<&str>) -> Result<String, String> {
+        if prompt == "fail" {
+            return Err("the child gave up".into());
+        }
+        Ok(format!("child({prompt}, {})", context.unwrap_or("-")))
+    }
+}
+
+#[test]
+fn rlm_query_runs_the_host_sub_agent() {
+    let env = Environment::builder(Registry::baked().clone())
+        .sub_agent(Arc::new(FakeChild))
+        .build()
+        .unwrap();
+    assert_eq!(
+        output(&env, "print(rlm_query('task', 'ctx'))"),
+        "child(task, ctx)\n"
+    );
+    let batch = output(
+        &env,
+        "local a = rlm_query_batched({'a', 'fail', 'c'}, {'x'}) print(a[1], a[2], a[3])",
+    );
+    assert_eq!(
+        batch,
+        "child(a, x)\terror: the child gave up\tchild(c, -)\n"
+    );
+    let error = env.execute("rlm_query('fail')").unwrap_err();
+    assert!(
+        error
+            .message()
+            .contains("rlm_query failed: the child gave up"),
+        "{}",
+        error.message()
+    );
+}
+
+#[test]
+fn rlm_query_at_the_depth_limit_falls_back_to_llm_query() {
+    let server = OpenAiServer::always(Behavior::echo(Duration::from_millis(1)));
+    let (env, _) = env_with(&server, Limits::default());
+    let out = output(&env, "print(rlm_query('summarize', 'the text'))");
+    assert!(out.starts_with("echo: summarize"), "{out}");
+    let prompt = server.requests()[0].json().unwrap()["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        prompt.contains("<context>\nthe text\n</context>"),
+        "{prompt}"
+    );
+}

@@ -15,6 +15,8 @@
 //! | `store_list()` | the variables the session made: name, type, size, preview |
 //! | `store_summarize(name)` | a longer description of one variable |
 //! | `help([name])` | the documentation of a built-in or registry function |
+//! | `rlm_query(prompt [, context])` | a child RLM one level deeper (the host's [`SubAgent`]); `llm_query` at the depth limit |
+//! | `rlm_query_batched(prompts [, contexts])` | several children concurrently; answers in order |
 //! | `ask_user(question)` | asks the human through the host's [`User`] channel; top level only |
 //! | `notify_user(message)` | tells the human something without waiting; top level only |
 //!
@@ -87,6 +89,14 @@ pub const DOCS: &[BuiltinDoc] = &[
         doc: "--- Describes one variable: its type, size and a longer preview.\n---@param name string The variable's name\n---@return string summary The description\nfunction store_summarize(name) end",
     },
     BuiltinDoc {
+        name: "rlm_query",
+        doc: "--- Hands a sub-task to a child agent with its own REPL (one level deeper), which can itself read `context` and call functions; returns its final answer.\n--- At the depth limit it is a plain llm_query.\n---@param prompt string The sub-task\n---@param context? string The child's `context` (default: none)\n---@return string answer The child's final answer\nfunction rlm_query(prompt, context) end",
+    },
+    BuiltinDoc {
+        name: "rlm_query_batched",
+        doc: "--- Runs several child agents concurrently, like rlm_query for each prompt; a failed child gives \"error: ...\".\n---@param prompts string[] The sub-tasks\n---@param contexts? string[] One context per prompt\n---@return string[] answers The answers, in order\nfunction rlm_query_batched(prompts, contexts) end",
+    },
+    BuiltinDoc {
         name: "ask_user",
         doc: "--- Asks the human user a question and waits for the answer. Slow: batch your questions, and ask only what you cannot find out yourself.\n---@param question string The question\n---@return string answer The user's answer\nfunction ask_user(question) end",
     },
@@ -114,11 +124,20 @@ pub trait User {
     fn notify(&self, message: &str) -> Result<(), String>;
 }
 
+/// The host's way to run a child RLM for `rlm_query`: the RLM loop implements it, one
+/// level deeper. `Send + Sync` so a batch can run children on several threads (each child
+/// builds its own environment there).
+pub trait SubAgent: Send + Sync {
+    /// Runs a child on `prompt` with `context` and returns its final answer.
+    fn run(&self, prompt: &str, context: Option<&str>) -> Result<String, String>;
+}
+
 /// The state the built-ins share with their environment.
 pub(crate) struct Session {
     tripwire: Rc<Tripwire>,
     llm: Option<Arc<dyn Llm>>,
     user: Option<Arc<dyn User>>,
+    sub_agent: Option<Arc<dyn SubAgent>>,
     final_answer: RefCell<Option<String>>,
     /// Tokens (prompt and completion) the session may spend on sub-calls, if limited.
     token_budget: Option<u64>,
@@ -130,12 +149,14 @@ impl Session {
         tripwire: Rc<Tripwire>,
         llm: Option<Arc<dyn Llm>>,
         user: Option<Arc<dyn User>>,
+        sub_agent: Option<Arc<dyn SubAgent>>,
         token_budget: Option<u64>,
     ) -> Self {
         Session {
             tripwire,
             llm,
             user,
+            sub_agent,
             final_answer: RefCell::new(None),
             token_budget,
             tokens_spent: Cell::new(0),
@@ -198,6 +219,11 @@ pub(crate) fn table(
     builtins.raw_set("token_budget", token_budget(lua, Rc::clone(session))?)?;
     builtins.raw_set("help", help(lua, Arc::clone(registry))?)?;
     builtins.raw_set("ask_user", ask_user(lua, Rc::clone(session))?)?;
+    builtins.raw_set("rlm_query", rlm_query(lua, Rc::clone(session))?)?;
+    builtins.raw_set(
+        "rlm_query_batched",
+        rlm_query_batched(lua, Rc::clone(session))?,
+    )?;
     builtins.raw_set("notify_user", notify_user(lua, Rc::clone(session))?)?;
     let (store_list, store_summarize) = store(lua, Arc::clone(registry))?;
     builtins.raw_set("store_list", store_list)?;
@@ -472,4 +498,78 @@ fn notify_user(lua: &Lua, session: Rc<Session>) -> mlua::Result<Function> {
             .notify(&message)
             .map_err(|e| mlua::Error::RuntimeError(format!("notify_user failed: {e}")))
     })
+}
+
+/// `rlm_query(prompt [, context])`: a child agent, or `llm_query` when there is none
+/// (at the depth limit the host gives no sub-agent).
+fn rlm_query(lua: &Lua, session: Rc<Session>) -> mlua::Result<Function> {
+    lua.create_function(move |_, (prompt, context): (String, Option<String>)| {
+        let Some(agent) = session.sub_agent.clone() else {
+            return fallback_llm_query(&session, &prompt, context.as_deref());
+        };
+        session.before_calls(1)?;
+        agent
+            .run(&prompt, context.as_deref())
+            .map_err(|e| mlua::Error::RuntimeError(format!("rlm_query failed: {e}")))
+    })
+}
+
+/// `rlm_query_batched(prompts [, contexts])`: children on scoped threads, answers in order.
+fn rlm_query_batched(lua: &Lua, session: Rc<Session>) -> mlua::Result<Function> {
+    lua.create_function(
+        move |lua, (prompts, contexts): (Vec<String>, Option<Vec<String>>)| {
+            let contexts = contexts.unwrap_or_default();
+            let Some(agent) = session.sub_agent.clone() else {
+                let answers = prompts
+                    .iter()
+                    .enumerate()
+                    .map(|(i, p)| {
+                        fallback_llm_query(&session, p, contexts.get(i).map(String::as_str))
+                            .unwrap_or_else(|e| format!("error: {e}"))
+                    })
+                    .collect::<Vec<_>>();
+                return lua.create_sequence_from(answers);
+            };
+            session.before_calls(prompts.len())?;
+            let answers: Vec<String> = std::thread::scope(|scope| {
+                let handles: Vec<_> = prompts
+                    .iter()
+                    .enumerate()
+                    .map(|(i, prompt)| {
+                        let agent = Arc::clone(&agent);
+                        let context = contexts.get(i).cloned();
+                        scope.spawn(move || agent.run(prompt, context.as_deref()))
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| match h.join() {
+                        Ok(Ok(answer)) => answer,
+                        Ok(Err(error)) => format!("error: {error}"),
+                        Err(_) => "error: the child agent crashed".to_string(),
+                    })
+                    .collect()
+            });
+            lua.create_sequence_from(answers)
+        },
+    )
+}
+
+/// At the depth limit a child is a plain sub-model call, the context prepended.
+fn fallback_llm_query(
+    session: &Session,
+    prompt: &str,
+    context: Option<&str>,
+) -> mlua::Result<String> {
+    let llm = session.llm("rlm_query")?;
+    session.before_calls(1)?;
+    let text = match context {
+        Some(context) => format!("{prompt}\n\n<context>\n{context}\n</context>"),
+        None => prompt.to_string(),
+    };
+    let result = llm.complete(Request::from(text));
+    session.spent(&result);
+    result
+        .map(|c| c.content)
+        .map_err(|e| mlua::Error::RuntimeError(format!("rlm_query failed: {e}")))
 }

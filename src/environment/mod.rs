@@ -43,7 +43,7 @@ pub use limits::{LimitKind, Limits};
 use crate::Registry;
 use crate::llm::Llm;
 use builtins::Session;
-pub use builtins::User;
+pub use builtins::{SubAgent, User};
 
 /// Instructions between two checks of the limits: small enough to stop within a
 /// fraction of a millisecond, large enough to cost little.
@@ -153,6 +153,7 @@ impl Environment {
             limits: Limits::default(),
             llm: None,
             user: None,
+            sub_agent: None,
             token_budget: None,
         }
     }
@@ -168,6 +169,7 @@ impl Environment {
             Rc::clone(&tripwire),
             builder.llm,
             builder.user,
+            builder.sub_agent,
             builder.token_budget,
         ));
         let builtins = builtins::table(&lua, &session, &builder.registry)?;
@@ -377,10 +379,18 @@ pub struct EnvironmentBuilder {
     limits: Limits,
     llm: Option<Arc<dyn Llm>>,
     user: Option<Arc<dyn User>>,
+    sub_agent: Option<Arc<dyn SubAgent>>,
     token_budget: Option<u64>,
 }
 
 impl EnvironmentBuilder {
+    /// What `rlm_query` runs: a child agent one level deeper. Without one (at the depth
+    /// limit), `rlm_query` falls back to `llm_query`.
+    pub fn sub_agent(mut self, agent: Arc<dyn SubAgent>) -> Self {
+        self.sub_agent = Some(agent);
+        self
+    }
+
     /// The human behind `ask_user` and `notify_user`. Give it only to a top-level
     /// environment; without one, both built-ins raise a clear error.
     pub fn user(mut self, user: Arc<dyn User>) -> Self {

@@ -22,6 +22,8 @@
 //! - [`environment`]: the sandboxed Lua 5.4 VM that runs model-written code with
 //!   the registry's functions, under time, memory and output limits.
 //! - [`llm`]: the OpenAI-compatible client with retries and usage accounting.
+//! - [`rlm`]: the RLM loop: the model writes Lua over the context until `FINAL`, with
+//!   error recovery, `rlm_query` children, shared budgets and JSONL trajectories.
 //!
 //! ```
 //! use rlm_registry::Registry;
@@ -43,6 +45,7 @@ pub mod conventions;
 pub mod environment;
 pub mod llm;
 pub mod registry;
+pub mod rlm;
 pub mod tokens;
 
 pub use conventions::{Code, Diagnostic, Function, Param, Return, Severity};

@@ -36,38 +36,60 @@ pub(crate) struct RunArgs {
 }
 
 impl RunArgs {
-    /// The LLM client from the environment variables and flags. Creating it sends nothing;
-    /// a bad setting is reported when the code first calls `llm_query`.
     fn llm(&self) -> Result<LlmClient, Output> {
-        let failure = |error: LlmError| Output::failure(EXIT_USAGE, format!("error: {error}\n"));
-        let mut config = LlmConfig::from_env().map_err(failure)?;
-        if let Some(model) = &self.model {
-            config.model = model.clone();
-        }
-        if let Some(base_url) = &self.base_url {
-            config.base_url = base_url.clone();
-        }
-        LlmClient::new(config).map_err(failure)
+        llm_client(self.model.as_deref(), self.base_url.as_deref())
     }
 
     fn limits(&self) -> Result<Limits, Output> {
-        if !(self.time_limit.is_finite() && self.time_limit > 0.0) {
-            return Err(Output::failure(
+        limits(self.time_limit, self.memory_limit)
+    }
+}
+
+/// The LLM client from the environment variables and the `--model` / `--base-url` flags.
+/// Creating it sends nothing; a bad setting is reported when the model is first called.
+pub(super) fn llm_client(model: Option<&str>, base_url: Option<&str>) -> Result<LlmClient, Output> {
+    let failure = |error: LlmError| Output::failure(EXIT_USAGE, format!("error: {error}\n"));
+    let mut config = LlmConfig::from_env().map_err(failure)?;
+    if let Some(model) = model {
+        config.model = model.to_string();
+    }
+    if let Some(base_url) = base_url {
+        config.base_url = base_url.to_string();
+    }
+    LlmClient::new(config).map_err(failure)
+}
+
+/// The limits of one execution from `--time-limit SECONDS` and `--memory-limit MIB`.
+pub(super) fn limits(time_limit: f64, memory_limit: usize) -> Result<Limits, Output> {
+    if !(time_limit.is_finite() && time_limit > 0.0 && time_limit <= 1e9) {
+        return Err(Output::failure(
+            EXIT_USAGE,
+            "error: --time-limit must be a positive number of seconds\n".into(),
+        ));
+    }
+    if memory_limit == 0 {
+        return Err(Output::failure(
+            EXIT_USAGE,
+            "error: --memory-limit must be at least 1 MiB\n".into(),
+        ));
+    }
+    Ok(Limits {
+        time: Duration::from_secs_f64(time_limit),
+        memory_bytes: memory_limit.saturating_mul(1024 * 1024),
+        ..Limits::default()
+    })
+}
+
+/// The bytes of `--context FILE`, if given.
+pub(super) fn read_context(path: Option<&Path>) -> Result<Option<Vec<u8>>, Output> {
+    match path {
+        Some(path) => std::fs::read(path).map(Some).map_err(|error| {
+            Output::failure(
                 EXIT_USAGE,
-                "error: --time-limit must be a positive number of seconds\n".into(),
-            ));
-        }
-        if self.memory_limit == 0 {
-            return Err(Output::failure(
-                EXIT_USAGE,
-                "error: --memory-limit must be at least 1 MiB\n".into(),
-            ));
-        }
-        Ok(Limits {
-            time: Duration::from_secs_f64(self.time_limit),
-            memory_bytes: self.memory_limit.saturating_mul(1024 * 1024),
-            ..Limits::default()
-        })
+                format!("error: cannot read {}: {error}\n", path.display()),
+            )
+        }),
+        None => Ok(None),
     }
 }
 
@@ -100,17 +122,9 @@ fn execute(args: &RunArgs, code: &str) -> Output {
         Ok(llm) => llm,
         Err(output) => return output,
     };
-    let context = match &args.context {
-        Some(path) => match std::fs::read(path) {
-            Ok(bytes) => Some(bytes),
-            Err(error) => {
-                return Output::failure(
-                    EXIT_USAGE,
-                    format!("error: cannot read {}: {error}\n", path.display()),
-                );
-            }
-        },
-        None => None,
+    let context = match read_context(args.context.as_deref()) {
+        Ok(context) => context,
+        Err(output) => return output,
     };
     with_registry(&args.source, |registry| {
         let built = Environment::builder(registry.clone())
@@ -142,7 +156,7 @@ fn execute(args: &RunArgs, code: &str) -> Output {
 }
 
 /// The user at the terminal: questions and notes go to stderr, answers come from stdin.
-struct Terminal;
+pub(super) struct Terminal;
 
 impl User for Terminal {
     fn ask(&self, question: &str) -> Result<String, String> {

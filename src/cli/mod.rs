@@ -3,6 +3,7 @@
 //! Every command works on one registry: the baked one, with `--path DIR` directories
 //! layered on top (later wins), or only the directories with `--no-baked`.
 
+mod ask;
 mod check;
 mod exec;
 mod inspect;
@@ -66,6 +67,10 @@ enum Command {
         #[command(flatten)]
         run: exec::RunArgs,
     },
+    /// Answer a question with the full RLM loop: the model writes Lua over the context until
+    /// FINAL (exit 0 with the answer on stdout; 1 on the iteration limit, a spent budget or an
+    /// LLM failure).
+    Ask(ask::AskArgs),
 }
 
 /// Where the registry comes from.
@@ -143,6 +148,7 @@ pub fn run() -> ExitCode {
         Command::Prompt { source } => with_registry(&source, inspect::prompt),
         Command::Exec { code, run } => exec::exec(&run, &code),
         Command::Run { file, run } => exec::run_file(&run, &file),
+        Command::Ask(args) => ask::ask(&args),
     };
     output.emit()
 }

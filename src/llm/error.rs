@@ -66,13 +66,17 @@ pub enum LlmError {
         /// HTTP attempts made.
         attempts: u32,
     },
+    /// The call was not made: a budget shared by a run (tokens, calls, wall time; see
+    /// `rlm::Budgets`) is spent. No request was sent.
+    BudgetExhausted(String),
 }
 
 impl LlmError {
-    /// HTTP attempts made before giving up (0 for [`LlmError::Config`]).
+    /// HTTP attempts made before giving up (0 for [`LlmError::Config`] and
+    /// [`LlmError::BudgetExhausted`]).
     pub fn attempts(&self) -> u32 {
         match self {
-            LlmError::Config(_) => 0,
+            LlmError::Config(_) | LlmError::BudgetExhausted(_) => 0,
             LlmError::Status { attempts, .. }
             | LlmError::Timeout { attempts, .. }
             | LlmError::Transport { attempts, .. }
@@ -137,6 +141,7 @@ impl fmt::Display for LlmError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             LlmError::Config(message) => write!(f, "LLM configuration error: {message}"),
+            LlmError::BudgetExhausted(reason) => write!(f, "LLM call not made: {reason}"),
             LlmError::Status {
                 status,
                 body,

@@ -1,0 +1,153 @@
+//! `rlm ask QUESTION`: the full RLM loop; the answer on stdout, the live view and the
+//! usage summary on stderr.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Args;
+
+use rlm_registry::rlm::{Budgets, Context, DEFAULT_BLOCK_TIME_LIMIT, DEFAULT_OUTPUT_BYTES, Rlm};
+
+use super::exec::{Terminal, limits, llm_client, read_context};
+use super::{EXIT_USAGE, EXIT_VIOLATIONS, Output, SourceArgs, with_registry};
+
+/// Options of `rlm ask`.
+#[derive(Args, Debug, Clone)]
+pub(crate) struct AskArgs {
+    /// The question.
+    question: String,
+    #[command(flatten)]
+    source: SourceArgs,
+    /// A file whose text becomes the global `context`.
+    #[arg(long, value_name = "FILE")]
+    context: Option<PathBuf>,
+    /// The model (default: RLM_MODEL, or gpt-4o-mini).
+    #[arg(long, value_name = "MODEL")]
+    model: Option<String>,
+    /// The OpenAI-compatible server (default: RLM_BASE_URL, OPENAI_BASE_URL, or
+    /// https://api.openai.com/v1). The key comes from RLM_API_KEY or OPENAI_API_KEY.
+    #[arg(long, value_name = "URL")]
+    base_url: Option<String>,
+    /// Turns of each agent before giving up.
+    #[arg(long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
+    max_iterations: u32,
+    /// How deep `rlm_query` children may go (0: no children; `rlm_query` is then a plain sub-model call).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    max_depth: usize,
+    /// Write the trajectory to FILE as JSON lines, one per turn, flushed as it goes.
+    #[arg(long, value_name = "FILE")]
+    trace: Option<PathBuf>,
+    /// No live view, warnings or usage summary on stderr: only the answer, or the error.
+    #[arg(short, long)]
+    quiet: bool,
+    /// Stop once the run has used this many tokens (all agents and sub-calls).
+    #[arg(long, value_name = "N")]
+    max_tokens: Option<u64>,
+    /// Stop once the run has made this many model calls (all agents and sub-calls).
+    #[arg(long, value_name = "N")]
+    max_llm_calls: Option<u64>,
+    /// Stop once the run has taken this many seconds.
+    #[arg(long, value_name = "SECONDS")]
+    max_time: Option<f64>,
+    /// Wall-clock seconds one code block may run, waiting on sub-calls included.
+    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_BLOCK_TIME_LIMIT.as_secs_f64())]
+    time_limit: f64,
+    /// Memory each agent's Lua state may use, in MiB (the context included).
+    #[arg(long, value_name = "MIB", default_value_t = 512)]
+    memory_limit: usize,
+    /// Bytes of code output fed back to the model per turn; the rest is cut with a note.
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_OUTPUT_BYTES)]
+    output_bytes: usize,
+}
+
+pub(super) fn ask(args: &AskArgs) -> Output {
+    let limits = match limits(args.time_limit, args.memory_limit) {
+        Ok(limits) => limits,
+        Err(output) => return output,
+    };
+    let mut budgets = Budgets {
+        total_tokens: args.max_tokens,
+        llm_calls: args.max_llm_calls,
+        wall_time: None,
+    };
+    if let Some(seconds) = args.max_time {
+        if !(seconds.is_finite() && seconds > 0.0 && seconds <= 1e9) {
+            return Output::failure(
+                EXIT_USAGE,
+                "error: --max-time must be a positive number of seconds\n".into(),
+            );
+        }
+        budgets.wall_time = Some(Duration::from_secs_f64(seconds));
+    }
+    let llm = match llm_client(args.model.as_deref(), args.base_url.as_deref()) {
+        Ok(llm) => llm,
+        Err(output) => return output,
+    };
+    let context = match read_context(args.context.as_deref()) {
+        Ok(context) => context.map(Context::Text),
+        Err(output) => return output,
+    };
+    if !args.quiet {
+        // `tracing` warnings (turn 5 of 10, …) on stderr; a second init is a no-op.
+        let _ = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::WARN)
+            .with_writer(std::io::stderr)
+            .with_ansi(std::io::stderr().is_terminal())
+            .with_target(false)
+            .without_time()
+            .try_init();
+    }
+    with_registry(&args.source, |registry| {
+        let mut rlm = Rlm::new(Arc::new(llm), registry.clone(), args.max_iterations)
+            .max_depth(args.max_depth)
+            .limits(limits)
+            .budgets(budgets)
+            .output_bytes(args.output_bytes);
+        if let Some(path) = &args.trace {
+            rlm = match rlm.trace_file(path) {
+                Ok(rlm) => rlm,
+                Err(error) => {
+                    return Output::failure(
+                        EXIT_USAGE,
+                        format!("error: cannot create {}: {error}\n", path.display()),
+                    );
+                }
+            };
+        }
+        if !args.quiet {
+            rlm = rlm.live_view(std::io::stderr());
+        }
+        let report = rlm.run_report(&args.question, context, Some(Arc::new(Terminal)));
+        let summary = if args.quiet {
+            String::new()
+        } else {
+            let turns = report.turns;
+            format!(
+                "{} after {turns} turn{} of the root agent\n{}\n",
+                if report.result.is_ok() {
+                    "answered"
+                } else {
+                    "failed"
+                },
+                if turns == 1 { "" } else { "s" },
+                report.usage
+            )
+        };
+        match report.result {
+            Ok(answer) => {
+                let mut stdout = answer;
+                if !stdout.ends_with('\n') {
+                    stdout.push('\n');
+                }
+                Output {
+                    stdout,
+                    stderr: summary,
+                    code: 0,
+                }
+            }
+            Err(error) => Output::failure(EXIT_VIOLATIONS, format!("{summary}error: {error}\n")),
+        }
+    })
+}

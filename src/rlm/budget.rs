@@ -1,0 +1,314 @@
+//! Budgets shared by every agent of a run (the root and all its `rlm_query` children),
+//! and the usage of the run per depth.
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use super::thousands;
+use crate::llm::{Completion, Llm, LlmError, Request, Usage, UsageSnapshot};
+
+/// What a whole run may spend, summed over the root agent, its children at every depth,
+/// and every `llm_query` they make. `None` is unlimited (the default).
+///
+/// Each budget is checked before every model call; a call that is refused ends the
+/// agent that wanted it with [`RlmError::Budget`](super::RlmError::Budget) (inside Lua
+/// code, `llm_query` raises an error instead, which the model sees). A call in flight
+/// is not interrupted, so the token total may pass its budget by the last calls' tokens.
+///
+/// ```
+/// use std::time::Duration;
+/// use rlm_registry::rlm::Budgets;
+///
+/// let budgets = Budgets::default()
+///     .with_total_tokens(200_000)
+///     .with_llm_calls(100)
+///     .with_wall_time(Duration::from_secs(600));
+/// assert_eq!(budgets.llm_calls, Some(100));
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Budgets {
+    /// Prompt and completion tokens, as the server reports them.
+    pub total_tokens: Option<u64>,
+    /// Model calls: the loop's own turns and every sub-call.
+    pub llm_calls: Option<u64>,
+    /// Wall time from the start of the run.
+    pub wall_time: Option<Duration>,
+}
+
+impl Budgets {
+    /// Sets the token budget.
+    pub fn with_total_tokens(mut self, tokens: u64) -> Budgets {
+        self.total_tokens = Some(tokens);
+        self
+    }
+
+    /// Sets the model-call budget.
+    pub fn with_llm_calls(mut self, calls: u64) -> Budgets {
+        self.llm_calls = Some(calls);
+        self
+    }
+
+    /// Sets the wall-time budget.
+    pub fn with_wall_time(mut self, time: Duration) -> Budgets {
+        self.wall_time = Some(time);
+        self
+    }
+}
+
+/// Which budget is spent.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BudgetExceeded {
+    /// [`Budgets::total_tokens`]: `used` tokens of `limit`.
+    Tokens { limit: u64, used: u64 },
+    /// [`Budgets::llm_calls`]: all `limit` calls made.
+    LlmCalls { limit: u64 },
+    /// [`Budgets::wall_time`].
+    WallTime { limit: Duration },
+}
+
+impl fmt::Display for BudgetExceeded {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BudgetExceeded::Tokens { limit, used } => write!(
+                f,
+                "token budget exhausted: {} of {} tokens used",
+                thousands(*used),
+                thousands(*limit)
+            ),
+            BudgetExceeded::LlmCalls { limit } => write!(
+                f,
+                "LLM call budget exhausted: all {} calls made",
+                thousands(*limit)
+            ),
+            BudgetExceeded::WallTime { limit } => write!(
+                f,
+                "wall-time budget exhausted: the run has taken longer than {:.1} s",
+                limit.as_secs_f64()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for BudgetExceeded {}
+
+/// The model use of a run, per depth (0 is the root agent) and in total.
+///
+/// ```
+/// use std::time::Duration;
+/// use rlm_registry::llm::UsageSnapshot;
+/// use rlm_registry::rlm::UsageReport;
+///
+/// let root = UsageSnapshot { calls: 3, prompt_tokens: 900, completion_tokens: 90, ..Default::default() };
+/// let child = UsageSnapshot { calls: 2, prompt_tokens: 400, completion_tokens: 40, ..Default::default() };
+/// let report = UsageReport { by_depth: vec![root, child], elapsed: Duration::from_millis(1500) };
+/// assert_eq!(report.total().calls, 5);
+/// assert_eq!(report.total().total_tokens(), 1430);
+/// assert!(report.to_string().contains("total    5 calls"));
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct UsageReport {
+    /// Usage at each depth, the root's first. Each depth counts its agents' own turns and
+    /// the `llm_query` calls (and depth-limit `rlm_query` fallbacks) their code made.
+    pub by_depth: Vec<UsageSnapshot>,
+    /// Wall time of the run.
+    pub elapsed: Duration,
+}
+
+impl UsageReport {
+    /// The sum over every depth.
+    pub fn total(&self) -> UsageSnapshot {
+        self.by_depth
+            .iter()
+            .fold(UsageSnapshot::default(), |sum, depth| sum + *depth)
+    }
+}
+
+fn usage_line(f: &mut fmt::Formatter<'_>, label: &str, usage: &UsageSnapshot) -> fmt::Result {
+    let plural = if usage.calls == 1 { "" } else { "s" };
+    write!(
+        f,
+        "{label:<8} {} call{plural}, {} prompt + {} completion = {} tokens",
+        thousands(usage.calls),
+        thousands(usage.prompt_tokens),
+        thousands(usage.completion_tokens),
+        thousands(usage.total_tokens()),
+    )?;
+    if usage.failed_calls > 0 {
+        write!(f, ", {} failed", thousands(usage.failed_calls))?;
+    }
+    Ok(())
+}
+
+/// One line per depth that made calls, then the total with the wall time:
+///
+/// ```text
+/// depth 0  3 calls, 900 prompt + 90 completion = 990 tokens
+/// depth 1  2 calls, 400 prompt + 40 completion = 440 tokens
+/// total    5 calls, 1,300 prompt + 130 completion = 1,430 tokens in 1.5 s
+/// ```
+impl fmt::Display for UsageReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (depth, usage) in self.by_depth.iter().enumerate() {
+            if depth == 0 || usage.calls > 0 {
+                usage_line(f, &format!("depth {depth}"), usage)?;
+                f.write_str("\n")?;
+            }
+        }
+        usage_line(f, "total", &self.total())?;
+        write!(f, " in {:.1} s", self.elapsed.as_secs_f64())
+    }
+}
+
+/// The run's shared account: what the budgets allow, what has been spent, by depth.
+pub(crate) struct Ledger {
+    budgets: Budgets,
+    started: Instant,
+    /// Calls reserved so far (a refused reservation is given back).
+    calls: AtomicU64,
+    tokens: AtomicU64,
+    depths: Vec<Usage>,
+}
+
+impl Ledger {
+    /// A fresh account for a run whose agents go down to `max_depth`.
+    pub fn new(budgets: Budgets, max_depth: usize) -> Arc<Ledger> {
+        Arc::new(Ledger {
+            budgets,
+            started: Instant::now(),
+            calls: AtomicU64::new(0),
+            tokens: AtomicU64::new(0),
+            depths: (0..=max_depth).map(|_| Usage::new()).collect(),
+        })
+    }
+
+    /// Checks the time and token budgets.
+    pub fn check(&self) -> Result<(), BudgetExceeded> {
+        if let Some(limit) = self.budgets.wall_time
+            && self.started.elapsed() >= limit
+        {
+            return Err(BudgetExceeded::WallTime { limit });
+        }
+        if let Some(limit) = self.budgets.total_tokens {
+            let used = self.tokens_used();
+            if used >= limit {
+                return Err(BudgetExceeded::Tokens { limit, used });
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks every budget and counts one call about to be made.
+    pub fn reserve(&self) -> Result<(), BudgetExceeded> {
+        self.check()?;
+        if let Some(limit) = self.budgets.llm_calls {
+            let reserved = self
+                .calls
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |calls| {
+                    (calls < limit).then_some(calls + 1)
+                });
+            if reserved.is_err() {
+                return Err(BudgetExceeded::LlmCalls { limit });
+            }
+        } else {
+            self.calls.fetch_add(1, Ordering::SeqCst);
+        }
+        Ok(())
+    }
+
+    /// Records what a call made at `depth` spent.
+    pub fn record(&self, depth: usize, result: &Result<Completion, LlmError>) {
+        let usage = &self.depths[depth.min(self.depths.len() - 1)];
+        match result {
+            Ok(completion) => {
+                for _ in 0..completion.attempts.max(1) {
+                    usage.record_attempt();
+                }
+                usage.record_success(completion.prompt_tokens, completion.completion_tokens);
+                self.tokens
+                    .fetch_add(completion.total_tokens(), Ordering::SeqCst);
+            }
+            Err(error) => {
+                for _ in 0..error.attempts() {
+                    usage.record_attempt();
+                }
+                usage.record_failure();
+            }
+        }
+    }
+
+    pub fn tokens_used(&self) -> u64 {
+        self.tokens.load(Ordering::SeqCst)
+    }
+
+    pub fn remaining_tokens(&self) -> Option<u64> {
+        self.budgets
+            .total_tokens
+            .map(|limit| limit.saturating_sub(self.tokens_used()))
+    }
+
+    pub fn remaining_time(&self) -> Option<Duration> {
+        self.budgets
+            .wall_time
+            .map(|limit| limit.saturating_sub(self.started.elapsed()))
+    }
+
+    pub fn report(&self) -> UsageReport {
+        UsageReport {
+            by_depth: self.depths.iter().map(Usage::snapshot).collect(),
+            elapsed: self.started.elapsed(),
+        }
+    }
+}
+
+/// The model as an environment at `depth` sees it: every call checks the shared budgets
+/// first and is counted at that depth.
+pub(crate) struct Metered {
+    pub inner: Arc<dyn Llm>,
+    pub ledger: Arc<Ledger>,
+    pub depth: usize,
+}
+
+impl Llm for Metered {
+    fn complete(&self, request: Request) -> Result<Completion, LlmError> {
+        self.ledger
+            .reserve()
+            .map_err(|e| LlmError::BudgetExhausted(e.to_string()))?;
+        let result = self.inner.complete(request);
+        self.ledger.record(self.depth, &result);
+        result
+    }
+
+    fn complete_batch(&self, requests: Vec<Request>) -> Vec<Result<Completion, LlmError>> {
+        // Reserve each call; refused ones fail in place, the rest go out together so the
+        // inner client keeps its own concurrency.
+        let mut refusals: Vec<Option<LlmError>> = Vec::with_capacity(requests.len());
+        let mut allowed = Vec::new();
+        for request in requests {
+            match self.ledger.reserve() {
+                Ok(()) => {
+                    refusals.push(None);
+                    allowed.push(request);
+                }
+                Err(e) => refusals.push(Some(LlmError::BudgetExhausted(e.to_string()))),
+            }
+        }
+        let mut answers = self.inner.complete_batch(allowed).into_iter();
+        refusals
+            .into_iter()
+            .map(|refusal| match refusal {
+                Some(error) => Err(error),
+                None => {
+                    let result = answers.next().unwrap_or_else(|| {
+                        Err(LlmError::Config(
+                            "the model returned fewer answers than prompts".to_string(),
+                        ))
+                    });
+                    self.ledger.record(self.depth, &result);
+                    result
+                }
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,167 @@
+//! The system prompt, composed from pieces that each have one source: the REPL rules
+//! (here), the context's description ([`Context`]), the built-ins
+//! ([`builtins::DOCS`](crate::environment::builtins::DOCS)) and the registry's functions
+//! ([`Registry::system_prompt`]).
+
+use std::time::Duration;
+
+use crate::Registry;
+use crate::environment::builtins::DOCS;
+
+use super::{Context, thousands};
+
+/// The numbers the rules quote.
+pub(crate) struct Settings {
+    pub output_bytes: usize,
+    pub max_iterations: u32,
+    pub time_limit: Duration,
+    pub depth: usize,
+    pub max_depth: usize,
+}
+
+/// Who the agent is and how the REPL works.
+fn rules(settings: &Settings) -> String {
+    format!(
+        r#"You are a Recursive Language Model (RLM) agent. You answer a question about a context that may be far larger than what you can read at once. You do not see the context: it is stored in the variable `context` of a Lua 5.4 REPL, and you study it by writing code.
+
+## How the REPL works
+
+- Write Lua in fenced blocks that open with ```lua and close with ```. Every ```lua block of your reply runs, in order; if one fails, the blocks after it do not run. Then the next message brings you what they printed.
+- State persists: globals you assign (without `local`) and functions you define stay available in later blocks and turns. `local` variables last one block.
+- Only what you `print` comes back, nothing else (not the value of the last expression). The output of one turn is cut after {output} bytes, so print counts, short slices and summaries, never the whole context.
+- An error comes back with its line number, and a limit hit (time: {time:.0} s per block; memory; output) with its cause; your variables survive both. Fix the code and go on.
+- The sandbox has Lua's `string`, `table`, `math`, `utf8` and `os.time`/`os.clock`; no files, no network, no `require`.
+- You have at most {turns} turns (replies), so make each one count.
+
+## How to work
+
+1. Look before you answer: the size and shape of `context`, its first lines, matches for the key words of the question.
+2. For a big context, split it into pieces (by lines, separators or tokens) and hand them to a sub-model with `llm_query`/`llm_query_batched`; keep the answers in variables and combine them.
+3. Check what you found against the context before you commit to it.
+
+## How to answer
+
+When you know the answer, call `FINAL(answer)` in a ```lua block, or build the answer in a variable and call `FINAL_VAR("name")`. That ends the run: only the answer is kept. Call it only after you have seen the output that supports the answer, never in the same reply as the code that finds it."#,
+        output = thousands(settings.output_bytes as u64),
+        time = settings.time_limit.as_secs_f64(),
+        turns = settings.max_iterations,
+    )
+}
+
+/// The agent's place in the tree.
+fn role(settings: &Settings) -> String {
+    let mut text = String::new();
+    if settings.depth > 0 {
+        text.push_str(&format!(
+            "You are a sub-agent at depth {} of {}: another agent's code called `rlm_query` with the sub-task below. Your FINAL answer is returned to that code as a string, so answer exactly what it asks, in the form it asks for. `ask_user` and `notify_user` are not available to you.",
+            settings.depth, settings.max_depth
+        ));
+    }
+    if settings.depth >= settings.max_depth {
+        if !text.is_empty() {
+            text.push(' ');
+        }
+        text.push_str("`rlm_query` here is a plain sub-model call (the depth limit is reached): it does not get a REPL of its own.");
+    } else {
+        if !text.is_empty() {
+            text.push(' ');
+        }
+        text.push_str("`rlm_query` starts a child agent with its own REPL, for sub-tasks that need code of their own; it costs much more than `llm_query`.");
+    }
+    text
+}
+
+/// The built-ins, from their one documentation source.
+fn builtins() -> String {
+    let mut text = String::from(
+        "## Built-in functions\n\nAlways available; they cannot be reassigned.\n\n```lua\n",
+    );
+    for (i, builtin) in DOCS.iter().enumerate() {
+        if i > 0 {
+            text.push('\n');
+        }
+        text.push_str(builtin.doc);
+        text.push('\n');
+    }
+    text.push_str("```");
+    text
+}
+
+/// The whole system prompt.
+pub(crate) fn system_prompt(
+    registry: &Registry,
+    context: Option<&Context>,
+    settings: &Settings,
+) -> String {
+    let context = match context {
+        Some(context) => context.describe(),
+        None => "There is no context for this question: `context` is nil.".to_string(),
+    };
+    let mut pieces = vec![
+        rules(settings),
+        format!("## The context\n\n{context}"),
+        format!("## Your role\n\n{}", role(settings)),
+        builtins(),
+    ];
+    if !registry.is_empty() {
+        pieces.push(registry.system_prompt().trim_end().to_string());
+    }
+    let mut prompt = pieces.join("\n\n");
+    prompt.push('\n');
+    prompt
+}
+
+/// The first user message.
+pub(crate) fn question(question: &str, has_context: bool) -> String {
+    if has_context {
+        format!(
+            "{question}\n\n(The context is in the `context` variable, described in the system prompt; you have not seen any of it yet. Start by looking at it with code.)"
+        )
+    } else {
+        format!(
+            "{question}\n\n(There is no context: use the REPL as it helps, and answer with FINAL.)"
+        )
+    }
+}
+
+/// The reminder after a reply with neither code nor a final answer.
+pub(crate) const REMINDER: &str = "Your reply had no ```lua code block and no final answer. Write Lua in a ```lua block to study `context`, or give the answer with FINAL(answer) in a ```lua block. This is the only reminder: another reply without either ends the run.";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(depth: usize) -> Settings {
+        Settings {
+            output_bytes: 10_000,
+            max_iterations: 10,
+            time_limit: Duration::from_secs(300),
+            depth,
+            max_depth: 1,
+        }
+    }
+
+    #[test]
+    fn the_prompt_has_every_piece() {
+        let registry = Registry::baked();
+        let prompt = system_prompt(registry, Some(&Context::from("a\nb\n")), &settings(0));
+        assert!(prompt.contains("```lua"));
+        assert!(prompt.contains("cut after 10,000 bytes"));
+        assert!(prompt.contains("`context` is a string of 4 bytes: 2 lines"));
+        for builtin in DOCS {
+            assert!(prompt.contains(builtin.doc), "{}", builtin.name);
+        }
+        assert!(prompt.contains(registry.system_prompt().trim_end()));
+        assert!(prompt.contains("starts a child agent"));
+        let child = system_prompt(registry, None, &settings(1));
+        assert!(child.contains("sub-agent at depth 1 of 1"));
+        assert!(child.contains("depth limit is reached"));
+        assert!(child.contains("`context` is nil"));
+    }
+
+    #[test]
+    fn an_empty_registry_adds_no_section() {
+        let prompt = system_prompt(&Registry::empty(), None, &settings(0));
+        assert!(!prompt.contains("## Registry functions"));
+    }
+}

@@ -22,6 +22,8 @@
 //! - [`environment`]: the sandboxed Lua 5.4 VM that runs model-written code with
 //!   the registry's functions, under time, memory and output limits.
 //! - [`llm`]: the OpenAI-compatible client with retries and usage accounting.
+//! - [`tools`]: registry functions as JSON-Schema tools (OpenAI, Anthropic, MCP),
+//!   called with JSON arguments, and the bounded tool-calling dispatch loop.
 //! - [`rlm`]: the RLM loop: the model writes Lua over the context until `FINAL`, with
 //!   error recovery, `rlm_query` children, shared budgets and JSONL trajectories.
 //!
@@ -46,7 +48,9 @@ pub mod environment;
 pub mod llm;
 pub mod registry;
 pub mod rlm;
+pub mod search;
 pub mod tokens;
+pub mod tools;
 
 pub use conventions::{Code, Diagnostic, Function, Param, Return, Severity};
 pub use registry::{Chunk, LoadError, Override, Registry};

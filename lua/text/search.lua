@@ -23,6 +23,7 @@ end
 --- surrounding context lines, like `grep -C`.
 --- Each match is a table `{ line = <1-based line number>, text = <the line>,
 --- before = <context lines above>, after = <context lines below> }`.
+---@tag search
 ---@param text string The text to search
 ---@param pattern string A Lua pattern, or a plain substring when `plain` is true
 ---@param context? integer Context lines before and after each match (default 0)

@@ -7,6 +7,8 @@ mod ask;
 mod check;
 mod exec;
 mod inspect;
+mod search;
+mod tools;
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -48,6 +50,15 @@ enum Command {
         #[command(flatten)]
         source: SourceArgs,
     },
+    /// Print the registry's functions as a tool list (JSON Schema parameters) for OpenAI,
+    /// Anthropic or MCP; functions that cannot be tools are noted on stderr.
+    Tools {
+        #[command(flatten)]
+        source: SourceArgs,
+        /// The tool-list format.
+        #[arg(long, value_enum, default_value_t = tools::Format::Openai)]
+        format: tools::Format,
+    },
     /// Print the system-prompt addendum declaring every function.
     Prompt {
         #[command(flatten)]
@@ -71,6 +82,9 @@ enum Command {
     /// FINAL (exit 0 with the answer on stdout; 1 on the iteration limit, a spent budget or an
     /// LLM failure).
     Ask(ask::AskArgs),
+    /// Search the registry's functions (BM25 over name, description, capabilities and
+    /// keywords); `--queries FILE|-` answers one query per line as JSON lines.
+    Search(search::SearchArgs),
 }
 
 /// Where the registry comes from.
@@ -146,9 +160,11 @@ pub fn run() -> ExitCode {
         Command::List { source, json } => with_registry(&source, |r| inspect::list(r, json)),
         Command::Show { name, source } => with_registry(&source, |r| inspect::show(r, &name)),
         Command::Prompt { source } => with_registry(&source, inspect::prompt),
+        Command::Tools { source, format } => with_registry(&source, |r| tools::tools(r, format)),
         Command::Exec { code, run } => exec::exec(&run, &code),
         Command::Run { file, run } => exec::run_file(&run, &file),
         Command::Ask(args) => ask::ask(&args),
+        Command::Search(args) => search::run(&args),
     };
     output.emit()
 }

@@ -233,10 +233,22 @@ fn function_tokens(f: &Function, index: usize, arrays: &mut Vec<TokenStream>) ->
         quote!(::rlm_registry::Return),
         f.returns().iter().map(return_tokens).collect(),
     );
+    let tags = static_array(
+        arrays,
+        &format!("TAGS_{index}"),
+        quote!(::std::borrow::Cow<'static, str>),
+        f.tags()
+            .iter()
+            .map(|t| {
+                let t: &str = t;
+                quote!(::std::borrow::Cow::Borrowed(#t))
+            })
+            .collect(),
+    );
     let (line, chunk) = (f.line(), f.chunk() as u32);
     quote! {
         ::rlm_registry::Function::__from_static(
-            #name, #doc, #description, #params, #returns, #source, #file, #dir, #line, #chunk
+            #name, #doc, #description, #params, #returns, #tags, #source, #file, #dir, #line, #chunk
         )
     }
 }

@@ -80,6 +80,8 @@ pub(crate) struct ParsedDoc<'a> {
     pub description: String,
     pub params: Vec<DocParam<'a>>,
     pub returns: Vec<DocReturn>,
+    /// Capability tags from `---@tag name [name …]`, lower-cased, in doc order, no repeats.
+    pub tags: Vec<String>,
 }
 
 #[derive(Debug)]
@@ -219,6 +221,15 @@ fn read_tag<'a>(
                 description: description.trim().to_string(),
             });
             Continuation::Return
+        }
+        "tag" => {
+            for tag in rest.split(|c: char| c.is_whitespace() || c == ',') {
+                let tag = tag.trim().to_lowercase();
+                if !tag.is_empty() && !doc.tags.contains(&tag) {
+                    doc.tags.push(tag);
+                }
+            }
+            Continuation::Other
         }
         _ => Continuation::Other,
     }
@@ -444,6 +455,19 @@ mod tests {
         let doc = parsed(&["--- X.", "-- @return the answer"]);
         assert_eq!(doc.returns[0].ty, "any");
         assert_eq!(doc.returns[0].description, "the answer");
+    }
+
+    #[test]
+    fn capability_tags_are_read() {
+        let doc = parsed(&[
+            "--- Sends a message.",
+            "---@tag notification",
+            "-- @tag HTTP, web_search notification",
+            "---@param a string",
+        ]);
+        assert_eq!(doc.tags, ["notification", "http", "web_search"]);
+        assert_eq!(doc.description, "Sends a message.");
+        assert_eq!(doc.params.len(), 1);
     }
 
     #[test]

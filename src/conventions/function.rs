@@ -31,6 +31,7 @@ pub struct Function {
     pub(crate) description: Text,
     pub(crate) params: Cow<'static, [Param]>,
     pub(crate) returns: Cow<'static, [Return]>,
+    pub(crate) tags: Cow<'static, [Text]>,
     pub(crate) source: Text,
     pub(crate) file: Text,
     pub(crate) dir: Text,
@@ -48,6 +49,7 @@ impl Function {
         description: &'static str,
         params: &'static [Param],
         returns: &'static [Return],
+        tags: &'static [Text],
         source: &'static str,
         file: &'static str,
         dir: &'static str,
@@ -60,6 +62,7 @@ impl Function {
             description: Cow::Borrowed(description),
             params: Cow::Borrowed(params),
             returns: Cow::Borrowed(returns),
+            tags: Cow::Borrowed(tags),
             source: Cow::Borrowed(source),
             file: Cow::Borrowed(file),
             dir: Cow::Borrowed(dir),
@@ -116,6 +119,20 @@ impl Function {
     /// Documented return values, in doc order.
     pub fn returns(&self) -> &[Return] {
         &self.returns
+    }
+
+    /// Capability tags written in the doc as `---@tag name` (several per line allowed,
+    /// separated by spaces or commas), lower-cased, in doc order. Automatic tags derived
+    /// from the name and description are added by search, see
+    /// [`Registry::capabilities_of`](crate::Registry::capabilities_of).
+    ///
+    /// ```
+    /// let src = "--- Posts a message to a channel.\n---@tag notification, http\n---@param m string\nfunction post(m) end";
+    /// let registry = rlm_registry::Registry::from_map([("post", src)]).unwrap();
+    /// assert_eq!(registry.get("post").unwrap().tags(), ["notification", "http"]);
+    /// ```
+    pub fn tags(&self) -> &[Text] {
+        &self.tags
     }
 
     /// The definition's source text, from its first token to its final `end`.

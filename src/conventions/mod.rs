@@ -202,6 +202,7 @@ fn to_function(
         description: Cow::Owned(parsed.description),
         params: Cow::Owned(params),
         returns: Cow::Owned(returns),
+        tags: Cow::Owned(parsed.tags.into_iter().map(Cow::Owned).collect()),
         source: Cow::Owned(ctx.source[def.span.clone()].to_string()),
         file: Cow::Owned(ctx.file.to_string()),
         dir: Cow::Borrowed(""),

@@ -14,6 +14,7 @@
 //! | `token_budget()` | tokens the session may still spend on sub-calls (`math.huge` if unlimited) |
 //! | `store_list()` | the variables the session made: name, type, size, preview |
 //! | `store_summarize(name)` | a longer description of one variable |
+//! | `fn_search(query [, opts])` | registry functions for a task: name, signature, summary, confidence |
 //! | `help([name])` | the documentation of a built-in or registry function |
 //! | `rlm_query(prompt [, context])` | a child RLM one level deeper (the host's [`SubAgent`]); `llm_query` at the depth limit |
 //! | `rlm_query_batched(prompts [, contexts])` | several children concurrently; answers in order |
@@ -103,6 +104,10 @@ pub const DOCS: &[BuiltinDoc] = &[
     BuiltinDoc {
         name: "notify_user",
         doc: "--- Tells the human user something (progress, a finding) without waiting for an answer.\n---@param message string The message\nfunction notify_user(message) end",
+    },
+    BuiltinDoc {
+        name: "fn_search",
+        doc: "--- Searches the registry functions for a task, best match first: each result has name, signature, summary and confidence (0..1). Then call help(name) for the full documentation.\n---@param query string What you want to do, in words, or a function name\n---@param opts? table Options: max_results (default 5), capability (e.g. \"search\", \"transform\"), source (a registry directory)\n---@return table[] results The matches, best first\nfunction fn_search(query, opts) end",
     },
     BuiltinDoc {
         name: "help",
@@ -218,6 +223,7 @@ pub(crate) fn table(
     builtins.raw_set("token_split", token_split(lua)?)?;
     builtins.raw_set("token_budget", token_budget(lua, Rc::clone(session))?)?;
     builtins.raw_set("help", help(lua, Arc::clone(registry))?)?;
+    builtins.raw_set("fn_search", fn_search(lua, Arc::clone(registry))?)?;
     builtins.raw_set("ask_user", ask_user(lua, Rc::clone(session))?)?;
     builtins.raw_set("rlm_query", rlm_query(lua, Rc::clone(session))?)?;
     builtins.raw_set(
@@ -384,6 +390,30 @@ fn help(lua: &Lua, registry: Arc<Registry>) -> mlua::Result<Function> {
         Err(mlua::Error::RuntimeError(format!(
             "help: no function named '{name}'; call help() to list them"
         )))
+    })
+}
+
+/// `fn_search(query [, opts])` → `{ {name, signature, summary, confidence}, … }`.
+fn fn_search(lua: &Lua, registry: Arc<Registry>) -> mlua::Result<Function> {
+    lua.create_function(move |lua, (query, opts): (String, Option<Table>)| {
+        let mut options = crate::search::SearchOptions::default();
+        if let Some(opts) = opts {
+            if let Some(max) = opts.get::<Option<i64>>("max_results")? {
+                options.max_results = count_arg("fn_search", "max_results", max)?.min(100);
+            }
+            options.capability = opts.get::<Option<String>>("capability")?;
+            options.source = opts.get::<Option<String>>("source")?;
+        }
+        let results = lua.create_table()?;
+        for (i, hit) in registry.search(&query, &options).into_iter().enumerate() {
+            let entry = lua.create_table()?;
+            entry.raw_set("name", hit.name)?;
+            entry.raw_set("signature", hit.signature)?;
+            entry.raw_set("summary", hit.summary)?;
+            entry.raw_set("confidence", (hit.confidence * 100.0).round() / 100.0)?;
+            results.raw_set(i + 1, entry)?;
+        }
+        Ok(results)
     })
 }
 

@@ -27,6 +27,7 @@
 //! call to an overridden name reaches the winner.
 
 pub mod builtins;
+mod json;
 mod limits;
 mod patterns;
 mod sandbox;
@@ -227,6 +228,75 @@ impl Environment {
                 output: self.take_output(),
             }),
             (Ok(()), Some(kind)) => Err(self.limit_error(kind)),
+            (Err(error), _) => Err(self.classify(error)),
+        }
+    }
+
+    /// Calls the global function `name` (a registry function, loaded lazily, or a
+    /// built-in) with `args` converted from JSON, under the same limits as
+    /// [`Environment::execute`], and returns its result as JSON. What it prints is
+    /// discarded.
+    ///
+    /// JSON → Lua: `null` → `nil`, numbers → integers when integral and in range,
+    /// otherwise floats, arrays → sequences (1-based), objects → tables with string keys.
+    /// Lua → JSON: no value → `null`, one value → that value, several → an array; a
+    /// table whose keys are exactly `1..n` → an array, the empty table → `[]`, other
+    /// tables → objects (number keys written as strings); functions, userdata,
+    /// threads, NaN and infinities, and tables nested deeper than 64 levels (cycles)
+    /// are errors.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use rlm_registry::{Registry, environment::{Environment, Limits}};
+    ///
+    /// let env = Environment::new(Registry::baked().clone(), Limits::default())?;
+    /// assert_eq!(env.call_function("word_count", vec![json!("a b c")])?, json!(3));
+    /// assert_eq!(env.call_function("lines", vec![json!("x\ny")])?, json!(["x", "y"]));
+    /// assert!(env.call_function("no_such_function", vec![]).is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn call_function(
+        &self,
+        name: &str,
+        args: Vec<serde_json::Value>,
+    ) -> Result<serde_json::Value, ExecError> {
+        self.tripwire.start();
+        let call = || -> mlua::Result<serde_json::Value> {
+            let function = match self.lua.globals().get::<Value>(name)? {
+                Value::Function(function) => function,
+                Value::Nil => {
+                    return Err(mlua::Error::RuntimeError(format!(
+                        "unknown function `{name}`"
+                    )));
+                }
+                other => {
+                    return Err(mlua::Error::RuntimeError(format!(
+                        "`{name}` is a {}, not a function",
+                        other.type_name()
+                    )));
+                }
+            };
+            let mut values = Vec::with_capacity(args.len());
+            for arg in &args {
+                values.push(json::to_lua(&self.lua, arg, 0)?);
+            }
+            let results = function.call::<mlua::MultiValue>(mlua::MultiValue::from_vec(values))?;
+            json::results_to_json(results)
+        };
+        let result = call();
+        if result.is_err() || self.tripwire.tripped().is_some() {
+            let _ = self.lua.gc_collect();
+        }
+        let finalized = sandbox::run_finalizers(&self.lua, &self.tripwire);
+        self.tripwire.stop();
+        let tripped = self.tripwire.tripped();
+        let result = result.and_then(|value| finalized.map(|()| value));
+        match (result, tripped) {
+            (Ok(value), None) => {
+                self.take_output();
+                Ok(value)
+            }
+            (Ok(_), Some(kind)) => Err(self.limit_error(kind)),
             (Err(error), _) => Err(self.classify(error)),
         }
     }

@@ -12,7 +12,10 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::error::snippet;
-use super::{Completion, Llm, LlmConfig, LlmError, Message, Request, Usage, batch};
+use super::{
+    ChatMessage, Completion, Llm, LlmConfig, LlmError, Message, Request, ToolCall, ToolCompletion,
+    Usage, batch,
+};
 
 /// The largest response body read; beyond, the call fails (chat completions are far
 /// smaller).
@@ -71,6 +74,15 @@ struct WireRequest<'a> {
     temperature: Option<f32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     max_tokens: Option<u32>,
+}
+
+/// The request body of a tool conversation on the wire.
+#[derive(Serialize)]
+struct WireToolRequest<'a> {
+    model: &'a str,
+    messages: &'a [ChatMessage],
+    #[serde(skip_serializing_if = "<[Value]>::is_empty")]
+    tools: &'a [Value],
 }
 
 /// Why one attempt failed, before deciding whether to try again.
@@ -257,27 +269,79 @@ impl LlmClient {
             temperature: request.temperature,
             max_tokens: request.max_tokens,
         };
-        let body = match serde_json::to_vec(&wire) {
-            Ok(body) => body,
-            Err(error) => {
-                self.usage.record_failure();
-                return Err(LlmError::Config(format!(
-                    "cannot encode the request: {error}"
-                )));
-            }
+        let body = self.encode(&wire)?;
+        let (mut completion, attempts) = self.exchange(&body, parse_completion, |c| {
+            (c.prompt_tokens, c.completion_tokens)
+        })?;
+        completion.attempts = attempts;
+        completion.elapsed = started.elapsed();
+        Ok(completion)
+    }
+
+    /// Sends a conversation with OpenAI `tools` definitions (as
+    /// [`tools::export`](crate::tools::export) makes them) and returns the model's text
+    /// or the tool calls it asks for, retrying like [`LlmClient::complete`].
+    ///
+    /// ```no_run
+    /// use rlm_registry::llm::{ChatMessage, LlmClient};
+    /// use rlm_registry::tools::{export, ToolFormat};
+    ///
+    /// let client = LlmClient::from_env()?;
+    /// let (tools, _) = export(rlm_registry::Registry::baked(), ToolFormat::OpenAi);
+    /// let answer = client.complete_with_tools(
+    ///     &[ChatMessage::user("How many words in 'a b c'?")],
+    ///     tools.as_array().unwrap(),
+    /// )?;
+    /// for call in &answer.tool_calls {
+    ///     println!("{}({})", call.name, call.arguments);
+    /// }
+    /// # Ok::<(), rlm_registry::llm::LlmError>(())
+    /// ```
+    pub fn complete_with_tools(
+        &self,
+        messages: &[ChatMessage],
+        tools: &[Value],
+    ) -> Result<ToolCompletion, LlmError> {
+        let started = Instant::now();
+        let wire = WireToolRequest {
+            model: &self.config.model,
+            messages,
+            tools,
         };
+        let body = self.encode(&wire)?;
+        let (mut completion, attempts) = self.exchange(&body, parse_tool_completion, |c| {
+            (c.prompt_tokens, c.completion_tokens)
+        })?;
+        completion.attempts = attempts;
+        completion.elapsed = started.elapsed();
+        Ok(completion)
+    }
+
+    fn encode(&self, wire: &impl Serialize) -> Result<Vec<u8>, LlmError> {
+        serde_json::to_vec(wire).map_err(|error| {
+            self.usage.record_failure();
+            LlmError::Config(format!("cannot encode the request: {error}"))
+        })
+    }
+
+    /// Posts `body` until a response parses or the retries run out; returns the parsed
+    /// response and the attempts it took.
+    fn exchange<T>(
+        &self,
+        body: &[u8],
+        parse: impl Fn(&[u8]) -> Result<T, Failure>,
+        tokens: impl Fn(&T) -> (u64, u64),
+    ) -> Result<(T, u32), LlmError> {
         let max_attempts = self.config.max_retries.saturating_add(1);
         let mut attempt: u32 = 0;
         loop {
             attempt += 1;
             self.usage.record_attempt();
-            let failure = match self.attempt(&body) {
-                Ok(mut completion) => {
-                    self.usage
-                        .record_success(completion.prompt_tokens, completion.completion_tokens);
-                    completion.attempts = attempt;
-                    completion.elapsed = started.elapsed();
-                    return Ok(completion);
+            let failure = match self.attempt(body).and_then(|bytes| parse(&bytes)) {
+                Ok(parsed) => {
+                    let (prompt, completion) = tokens(&parsed);
+                    self.usage.record_success(prompt, completion);
+                    return Ok((parsed, attempt));
                 }
                 Err(failure) => failure,
             };
@@ -300,8 +364,8 @@ impl LlmClient {
         }
     }
 
-    /// One HTTP exchange.
-    fn attempt(&self, body: &[u8]) -> Result<Completion, Failure> {
+    /// One HTTP exchange: the 2xx body, or why not.
+    fn attempt(&self, body: &[u8]) -> Result<Vec<u8>, Failure> {
         let mut builder = self
             .agent
             .post(&self.endpoint)
@@ -335,8 +399,7 @@ impl LlmClient {
                 retry_after,
             });
         }
-        let bytes = read.map_err(|error| self.transport_failure(error))?;
-        parse_completion(&bytes)
+        read.map_err(|error| self.transport_failure(error))
     }
 
     fn transport_failure(&self, error: ureq::Error) -> Failure {
@@ -485,6 +548,86 @@ fn parse_completion(bytes: &[u8]) -> Result<Completion, Failure> {
             .get("model")
             .and_then(Value::as_str)
             .map(str::to_string),
+        finish_reason: choice
+            .get("finish_reason")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        attempts: 1,
+        elapsed: Duration::ZERO,
+    })
+}
+
+/// Reads the answer to a request with tools: tool calls when
+/// `choices[0].message.tool_calls` is a non-empty array, otherwise a text completion
+/// (with the same checks as [`parse_completion`]).
+fn parse_tool_completion(bytes: &[u8]) -> Result<ToolCompletion, Failure> {
+    let value: Option<Value> = serde_json::from_slice(bytes).ok();
+    let choice = value
+        .as_ref()
+        .and_then(|value| value.get("choices"))
+        .and_then(|choices| choices.get(0));
+    let calls = choice
+        .and_then(|choice| choice.get("message"))
+        .and_then(|message| message.get("tool_calls"))
+        .and_then(Value::as_array)
+        .filter(|calls| !calls.is_empty());
+    let (Some(value), Some(choice), Some(calls)) = (&value, choice, calls) else {
+        let completion = parse_completion(bytes)?;
+        return Ok(ToolCompletion {
+            content: Some(completion.content),
+            tool_calls: Vec::new(),
+            prompt_tokens: completion.prompt_tokens,
+            completion_tokens: completion.completion_tokens,
+            finish_reason: completion.finish_reason,
+            attempts: 1,
+            elapsed: Duration::ZERO,
+        });
+    };
+    let text = String::from_utf8_lossy(bytes);
+    let mut tool_calls = Vec::with_capacity(calls.len());
+    for (i, call) in calls.iter().enumerate() {
+        let function = call.get("function");
+        let name = function.and_then(|f| f.get("name")).and_then(Value::as_str);
+        let Some(name) = name else {
+            return Err(Failure::Malformed {
+                reason: format!("`choices[0].message.tool_calls[{i}]` has no `function.name`"),
+                snippet: snippet(&text),
+            });
+        };
+        let arguments = match function.and_then(|f| f.get("arguments")) {
+            Some(Value::String(arguments)) => arguments.clone(),
+            None | Some(Value::Null) => "{}".to_string(),
+            // Some servers send the arguments as an object rather than a string.
+            Some(other) => other.to_string(),
+        };
+        let id = call
+            .get("id")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .unwrap_or_else(|| format!("call_{i}"));
+        tool_calls.push(ToolCall {
+            id,
+            name: name.to_string(),
+            arguments,
+        });
+    }
+    let usage = value.get("usage");
+    let tokens = |name: &str| {
+        usage
+            .and_then(|usage| usage.get(name))
+            .and_then(Value::as_u64)
+            .unwrap_or(0)
+    };
+    Ok(ToolCompletion {
+        content: choice
+            .get("message")
+            .and_then(|m| m.get("content"))
+            .and_then(Value::as_str)
+            .filter(|content| !content.is_empty())
+            .map(str::to_string),
+        tool_calls,
+        prompt_tokens: tokens("prompt_tokens"),
+        completion_tokens: tokens("completion_tokens"),
         finish_reason: choice
             .get("finish_reason")
             .and_then(Value::as_str)

@@ -12,6 +12,8 @@
 //! - [`Usage`]: calls, failures, attempts and tokens, summed across every call of
 //!   every client that shares it.
 //! - [`LlmError`]: what went wrong, in words a model or a user can act on.
+//! - [`LlmClient::complete_with_tools`]: OpenAI tool calling ([`ChatMessage`],
+//!   [`ToolCall`], [`ToolCompletion`]), for the dispatch loop in `tools`.
 //! - [`Llm`]: the trait the RLM loop and the environment take, implemented by
 //!   [`LlmClient`] and by any scripted fake.
 //!
@@ -32,6 +34,7 @@ mod client;
 mod config;
 mod error;
 mod message;
+mod tools;
 mod usage;
 
 use std::sync::Arc;
@@ -45,6 +48,7 @@ pub use config::{
 };
 pub use error::LlmError;
 pub use message::{Completion, Message, Request, Role};
+pub use tools::{ChatMessage, ChatRole, ToolCall, ToolCompletion};
 pub use usage::{Usage, UsageSnapshot};
 
 /// Something that answers chat completion requests: the HTTP [`LlmClient`], or a

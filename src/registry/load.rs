@@ -221,10 +221,13 @@ pub(crate) fn assemble(
     let mut functions: Vec<Function> = winners.into_values().collect();
     functions.sort_by(|a, b| a.name().cmp(b.name()));
     let prompt = prompt::render(&functions);
-    Registry {
+    let registry = Registry {
         functions: Cow::Owned(functions),
         chunks: Cow::Owned(chunks),
         overrides: Cow::Owned(overrides),
         prompt: Cow::Owned(prompt),
-    }
+        search: super::IndexCell::new(),
+    };
+    crate::search::prime(&registry);
+    registry
 }

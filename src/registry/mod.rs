@@ -42,6 +42,35 @@ pub struct Registry {
     pub(crate) chunks: Cow<'static, [Chunk]>,
     pub(crate) overrides: Cow<'static, [Override]>,
     pub(crate) prompt: Text,
+    /// The search index, built at load (runtime registries) or on first use (baked).
+    pub(crate) search: IndexCell,
+}
+
+/// A lazily built search index. Ignored by `==` and `Debug`: it is derived from the
+/// functions.
+#[derive(Clone, Default)]
+pub(crate) struct IndexCell(
+    pub(crate) std::sync::OnceLock<std::sync::Arc<crate::search::SearchIndex>>,
+);
+
+impl IndexCell {
+    pub(crate) const fn new() -> Self {
+        IndexCell(std::sync::OnceLock::new())
+    }
+}
+
+impl PartialEq for IndexCell {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for IndexCell {}
+
+impl fmt::Debug for IndexCell {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("IndexCell")
+    }
 }
 
 impl Registry {
@@ -58,6 +87,7 @@ impl Registry {
             chunks: Cow::Borrowed(chunks),
             overrides: Cow::Borrowed(overrides),
             prompt: Cow::Borrowed(prompt),
+            search: IndexCell::new(),
         }
     }
 
@@ -306,14 +336,14 @@ fn line_start(source: &str, line: u32) -> usize {
 pub struct LoadError {
     diagnostics: Vec<Diagnostic>,
     /// What loaded despite the errors, for listing and for source snippets.
-    partial: Registry,
+    partial: Box<Registry>,
 }
 
 impl LoadError {
     pub(crate) fn new(diagnostics: Vec<Diagnostic>, partial: Registry) -> Self {
         LoadError {
             diagnostics,
-            partial,
+            partial: Box::new(partial),
         }
     }
 

@@ -62,6 +62,9 @@ pub enum Behavior {
     Drop,
     /// 200 after `delay`, content `echo: <last user message>`, usage 10 + 2 tokens.
     Echo { delay: Duration },
+    /// 200 with an assistant message asking for tool calls `(id, name, arguments)`,
+    /// `content: null`, `finish_reason: "tool_calls"`, usage 10 + 5 tokens.
+    ToolCalls(Vec<(String, String, String)>),
 }
 
 impl Behavior {
@@ -103,6 +106,18 @@ impl Behavior {
             },
             _ => unreachable!(),
         }
+    }
+
+    /// Tool calls `(id, name, arguments JSON)`.
+    pub fn tool_calls(calls: &[(&str, &str, &str)]) -> Behavior {
+        Behavior::ToolCalls(
+            calls
+                .iter()
+                .map(|(id, name, arguments)| {
+                    (id.to_string(), name.to_string(), arguments.to_string())
+                })
+                .collect(),
+        )
     }
 
     /// Echo after `delay`.
@@ -408,6 +423,28 @@ fn respond(stream: &mut TcpStream, behavior: Behavior, last_user: &str, stop: &A
             retry_after.map(|value| format!("Retry-After: {value}\r\n")),
             body,
         ),
+        Behavior::ToolCalls(calls) => {
+            let calls: Vec<Value> = calls
+                .into_iter()
+                .map(|(id, name, arguments)| {
+                    json!({"id": id, "type": "function",
+                           "function": {"name": name, "arguments": arguments}})
+                })
+                .collect();
+            let body = json!({
+                "id": "chatcmpl-test",
+                "object": "chat.completion",
+                "created": 0,
+                "model": "test-model",
+                "choices": [{
+                    "index": 0,
+                    "message": {"role": "assistant", "content": null, "tool_calls": calls},
+                    "finish_reason": "tool_calls",
+                }],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+            });
+            (200, None, body.to_string())
+        }
         Behavior::Garbage(body) => (200, None, body),
         Behavior::NoChoices => (
             200,

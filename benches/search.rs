@@ -1,0 +1,117 @@
+//! Registry search vs SQLite FTS5 in one run: the same 1,020 generated functions, the
+//! same four columns and weights (`bm25(fts, 10, 5, 3, 2)`), the same labelled
+//! paraphrased queries. Prints P50 / P99 per query and recall@5 side by side.
+//!
+//! `cargo bench --bench search`
+
+#[path = "../tests/support/corpus.rs"]
+mod corpus;
+
+use std::time::{Duration, Instant};
+
+use rlm_registry::Registry;
+use rlm_registry::search::{SearchOptions, field_texts};
+use rusqlite::Connection;
+
+const ROUNDS: usize = 20;
+
+fn percentile(times: &mut [Duration], p: f64) -> Duration {
+    times.sort();
+    times[((times.len() - 1) as f64 * p).round() as usize]
+}
+
+fn fts_query(query: &str) -> String {
+    query
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(|w| format!("\"{w}\""))
+        .collect::<Vec<_>>()
+        .join(" OR ")
+}
+
+fn main() {
+    let generated = corpus::corpus();
+    let registry =
+        Registry::from_map(generated.iter().map(|g| (g.name.clone(), g.source.clone()))).unwrap();
+    let labelled = corpus::labelled(&generated);
+    let options = SearchOptions::default();
+
+    let db = Connection::open_in_memory().unwrap();
+    db.execute_batch(
+        "CREATE VIRTUAL TABLE fts USING fts5(name, description, capabilities, keywords, tokenize='porter unicode61');",
+    )
+    .unwrap();
+    {
+        let mut insert = db
+            .prepare("INSERT INTO fts(name, description, capabilities, keywords) VALUES (?1, ?2, ?3, ?4)")
+            .unwrap();
+        for f in registry.functions() {
+            let [name, description, caps, keywords] = field_texts(f, &registry.capabilities_of(f));
+            insert.execute([name, description, caps, keywords]).unwrap();
+        }
+    }
+    let mut select = db
+        .prepare("SELECT name FROM fts WHERE fts MATCH ?1 ORDER BY bm25(fts, 10.0, 5.0, 3.0, 2.0) LIMIT 5")
+        .unwrap();
+    let fts = |q: &str, select: &mut rusqlite::Statement<'_>| -> Vec<String> {
+        select
+            .query_map([fts_query(q)], |row| row.get::<_, String>(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    };
+
+    let (mut ours_hits, mut fts_hits) = (0, 0);
+    for (query, expected) in &labelled {
+        let ours: Vec<String> = registry
+            .search(query, &options)
+            .into_iter()
+            .map(|r| r.name)
+            .collect();
+        ours_hits += usize::from(ours.contains(expected));
+        fts_hits += usize::from(fts(query, &mut select).contains(expected));
+    }
+
+    let (mut ours_times, mut fts_times) = (Vec::new(), Vec::new());
+    for _ in 0..ROUNDS {
+        for (query, _) in &labelled {
+            let start = Instant::now();
+            std::hint::black_box(registry.search(std::hint::black_box(query), &options));
+            ours_times.push(start.elapsed());
+            let start = Instant::now();
+            std::hint::black_box(fts(query, &mut select));
+            fts_times.push(start.elapsed());
+        }
+    }
+    let n = labelled.len();
+    let ours_p50 = percentile(&mut ours_times, 0.5);
+    let fts_p50 = percentile(&mut fts_times, 0.5);
+    println!(
+        "corpus: {} functions, {} labelled paraphrased queries, {} timed searches per engine",
+        registry.len(),
+        n,
+        ours_times.len()
+    );
+    println!("engine        P50        P99        recall@5");
+    println!(
+        "rlm-registry  {:>8.2?}  {:>8.2?}  {}/{} ({:.1}%)",
+        ours_p50,
+        percentile(&mut ours_times, 0.99),
+        ours_hits,
+        n,
+        100.0 * ours_hits as f64 / n as f64
+    );
+    println!(
+        "sqlite fts5   {:>8.2?}  {:>8.2?}  {}/{} ({:.1}%)",
+        fts_p50,
+        percentile(&mut fts_times, 0.99),
+        fts_hits,
+        n,
+        100.0 * fts_hits as f64 / n as f64
+    );
+    println!(
+        "speed-up at P50: {:.0}x (target >= 100x, P50 <= 10 us); recall@5 {} FTS5",
+        fts_p50.as_secs_f64() / ours_p50.as_secs_f64(),
+        if ours_hits >= fts_hits { ">=" } else { "<" }
+    );
+}

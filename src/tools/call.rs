@@ -1,0 +1,348 @@
+//! Calling a registry function with JSON arguments: check them against the tool's
+//! schema, call the function in a sandboxed [`Environment`], get JSON back.
+//!
+//! ```
+//! use serde_json::json;
+//! use rlm_registry::{Registry, environment::Limits, tools::ToolCaller};
+//!
+//! let caller = ToolCaller::new(Registry::baked().clone(), Limits::default())?;
+//! assert_eq!(caller.call("word_count", &json!({"text": "a b c"}))?, json!(3));
+//! let error = caller.call("word_count", &json!({"text": 3})).unwrap_err();
+//! assert_eq!(error.to_string(), "invalid arguments for `word_count`: $.text: expected a string, got 3");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::schema::{LuaType, NotExportable, Tool, function_tool};
+use crate::Registry;
+use crate::environment::{Environment, ExecError, Limits, SetupError};
+
+/// Why a call failed.
+#[derive(Clone, Debug, PartialEq)]
+pub enum CallError {
+    /// No registry function has this name.
+    UnknownFunction {
+        /// The name asked for.
+        name: String,
+        /// The closest registry name, if any is close.
+        suggestion: Option<String>,
+    },
+    /// The function exists but cannot be called as a tool.
+    NotExportable(NotExportable),
+    /// The arguments do not match the schema.
+    InvalidArguments {
+        /// The function.
+        name: String,
+        /// Where, as a JSON path (`$.text`, `$.options.limit`, `$.items[2]`).
+        path: String,
+        /// What is wrong there.
+        message: String,
+    },
+    /// The function raised an error, hit a limit, or returned something JSON cannot hold.
+    Execution {
+        /// The function.
+        name: String,
+        /// The error.
+        error: ExecError,
+    },
+}
+
+impl fmt::Display for CallError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CallError::UnknownFunction { name, suggestion } => {
+                write!(f, "unknown function `{name}`")?;
+                if let Some(suggestion) = suggestion {
+                    write!(f, " (did you mean `{suggestion}`?)")?;
+                }
+                Ok(())
+            }
+            CallError::NotExportable(error) => error.fmt(f),
+            CallError::InvalidArguments {
+                name,
+                path,
+                message,
+            } => write!(f, "invalid arguments for `{name}`: {path}: {message}"),
+            CallError::Execution { name, error } => write!(f, "`{name}` failed: {error}"),
+        }
+    }
+}
+
+impl std::error::Error for CallError {}
+
+/// Checks `value` against `ty` (the subset of JSON Schema that [`LuaType::schema`]
+/// generates), returning the path and the problem of the first mismatch.
+///
+/// ```
+/// use serde_json::json;
+/// use rlm_registry::tools::{call::validate, schema::parse_type};
+///
+/// let ty = parse_type("{ name: string, tags?: string[] }").unwrap();
+/// assert!(validate(&json!({"name": "a", "tags": ["x"]}), &ty, "$").is_ok());
+/// let (path, _) = validate(&json!({"name": "a", "tags": ["x", 1]}), &ty, "$").unwrap_err();
+/// assert_eq!(path, "$.tags[1]");
+/// ```
+pub fn validate(value: &Value, ty: &LuaType, path: &str) -> Result<(), (String, String)> {
+    let mismatch = |expected: &str| {
+        Err((
+            path.to_string(),
+            format!("expected {expected}, got {}", short(value)),
+        ))
+    };
+    match ty {
+        LuaType::Any => Ok(()),
+        LuaType::Nil if value.is_null() => Ok(()),
+        LuaType::Nil => mismatch("null"),
+        LuaType::String if value.is_string() => Ok(()),
+        LuaType::String => mismatch("a string"),
+        LuaType::Number if value.is_number() => Ok(()),
+        LuaType::Number => mismatch("a number"),
+        LuaType::Integer if is_integer(value) => Ok(()),
+        LuaType::Integer => mismatch("an integer"),
+        LuaType::Boolean if value.is_boolean() => Ok(()),
+        LuaType::Boolean => mismatch("a boolean"),
+        LuaType::Literal(literal) if value.as_str() == Some(literal) => Ok(()),
+        LuaType::Literal(literal) => mismatch(&format!("{literal:?}")),
+        LuaType::Table if value.is_object() || value.is_array() => Ok(()),
+        LuaType::Table => mismatch("an object or an array"),
+        LuaType::Array(items) => match value {
+            Value::Array(values) => values
+                .iter()
+                .enumerate()
+                .try_for_each(|(i, item)| validate(item, items, &format!("{path}[{i}]"))),
+            _ => mismatch("an array"),
+        },
+        LuaType::Map(values) => match value {
+            Value::Object(object) => object
+                .iter()
+                .try_for_each(|(key, item)| validate(item, values, &child(path, key))),
+            _ => mismatch("an object"),
+        },
+        LuaType::Record(fields) => {
+            let Value::Object(object) = value else {
+                return mismatch("an object");
+            };
+            for field in fields {
+                match object.get(&field.name) {
+                    Some(item) => validate(item, &field.ty, &child(path, &field.name))?,
+                    None if field.optional => {}
+                    None => {
+                        return Err((
+                            path.to_string(),
+                            format!("missing required property `{}`", field.name),
+                        ));
+                    }
+                }
+            }
+            Ok(())
+        }
+        LuaType::Union(alternatives) => {
+            if alternatives
+                .iter()
+                .any(|alternative| validate(value, alternative, path).is_ok())
+            {
+                return Ok(());
+            }
+            let literals: Option<Vec<String>> = alternatives
+                .iter()
+                .map(|a| match a {
+                    LuaType::Literal(l) => Some(format!("{l:?}")),
+                    _ => None,
+                })
+                .collect();
+            match literals {
+                Some(literals) => mismatch(&format!("one of {}", literals.join(", "))),
+                None => mismatch(&format!(
+                    "one of {}",
+                    alternatives
+                        .iter()
+                        .map(|a| a.schema().to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )),
+            }
+        }
+    }
+}
+
+/// JSON Schema's `integer`: a number with no fractional part (`2.0` counts).
+fn is_integer(value: &Value) -> bool {
+    match value {
+        Value::Number(n) => {
+            n.is_i64()
+                || n.is_u64()
+                || n.as_f64()
+                    .is_some_and(|f| f.is_finite() && f.fract() == 0.0)
+        }
+        _ => false,
+    }
+}
+
+fn child(path: &str, key: &str) -> String {
+    if !key.is_empty() && key.chars().all(|c| c.is_alphanumeric() || c == '_') {
+        format!("{path}.{key}")
+    } else {
+        format!("{path}[{}]", Value::String(key.to_string()))
+    }
+}
+
+/// A value, shortened for an error message.
+fn short(value: &Value) -> String {
+    let text = value.to_string();
+    if text.chars().count() > 60 {
+        let cut: String = text.chars().take(57).collect();
+        format!("{cut}...")
+    } else {
+        text
+    }
+}
+
+/// Checks a tool call's arguments (a JSON object) against `tool` and orders them as
+/// the function's positional arguments.
+pub fn positional_args(tool: &Tool, arguments: &Value) -> Result<Vec<Value>, CallError> {
+    let invalid = |path: String, message: String| CallError::InvalidArguments {
+        name: tool.name.clone(),
+        path,
+        message,
+    };
+    let empty = serde_json::Map::new();
+    let object = match arguments {
+        Value::Object(object) => object,
+        // No parameters: `null` is as good as `{}`.
+        Value::Null => &empty,
+        other => {
+            return Err(invalid(
+                "$".to_string(),
+                format!(
+                    "expected an object of named arguments, got {}",
+                    short(other)
+                ),
+            ));
+        }
+    };
+    if let Some(unknown) = object
+        .keys()
+        .find(|key| !tool.params.iter().any(|p| &p.name == *key))
+    {
+        let known: Vec<&str> = tool.params.iter().map(|p| p.name.as_str()).collect();
+        return Err(invalid(
+            "$".to_string(),
+            format!(
+                "unknown property `{unknown}` (parameters: {})",
+                if known.is_empty() {
+                    "none".to_string()
+                } else {
+                    known.join(", ")
+                }
+            ),
+        ));
+    }
+    let mut args = Vec::with_capacity(tool.params.len());
+    // Omitted optional parameters become `nil`; trailing ones are dropped.
+    let mut pending_nils = 0;
+    for param in &tool.params {
+        match object.get(&param.name) {
+            None if param.optional => pending_nils += 1,
+            None => {
+                return Err(invalid(
+                    "$".to_string(),
+                    format!("missing required property `{}`", param.name),
+                ));
+            }
+            Some(value) => {
+                validate(value, &param.ty, &child("$", &param.name))
+                    .map_err(|(path, message)| invalid(path, message))?;
+                args.extend(std::iter::repeat_n(Value::Null, pending_nils));
+                pending_nils = 0;
+                match (param.vararg, value) {
+                    (true, Value::Array(items)) => args.extend(items.iter().cloned()),
+                    _ => args.push(value.clone()),
+                }
+            }
+        }
+    }
+    Ok(args)
+}
+
+/// Registry functions as tools, called in one sandboxed [`Environment`] (globals persist
+/// from one call to the next, as in a REPL session). Not `Send`, like the environment.
+pub struct ToolCaller {
+    registry: Arc<Registry>,
+    environment: Environment,
+    tools: BTreeMap<String, Result<Tool, NotExportable>>,
+}
+
+impl ToolCaller {
+    /// A caller for `registry`'s functions, each call under `limits`.
+    pub fn new(
+        registry: impl Into<Arc<Registry>>,
+        limits: Limits,
+    ) -> Result<ToolCaller, SetupError> {
+        let registry = registry.into();
+        let environment = Environment::new(Arc::clone(&registry), limits)?;
+        let tools = registry
+            .functions()
+            .iter()
+            .map(|f| (f.name().to_string(), function_tool(f)))
+            .collect();
+        Ok(ToolCaller {
+            registry,
+            environment,
+            tools,
+        })
+    }
+
+    /// The exportable functions as tools, in name order.
+    pub fn tools(&self) -> impl Iterator<Item = &Tool> {
+        self.tools.values().filter_map(|t| t.as_ref().ok())
+    }
+
+    /// The functions that cannot be tools, and why.
+    pub fn not_exportable(&self) -> impl Iterator<Item = &NotExportable> {
+        self.tools.values().filter_map(|t| t.as_ref().err())
+    }
+
+    /// The environment the calls run in.
+    pub fn environment(&self) -> &Environment {
+        &self.environment
+    }
+
+    /// Calls the function `name` with `arguments`, a JSON object keyed by parameter
+    /// name (`args` for varargs), checked against the function's schema first.
+    pub fn call(&self, name: &str, arguments: &Value) -> Result<Value, CallError> {
+        let tool = match self.tools.get(name) {
+            Some(Ok(tool)) => tool,
+            Some(Err(not_exportable)) => {
+                return Err(CallError::NotExportable(not_exportable.clone()));
+            }
+            None => {
+                return Err(CallError::UnknownFunction {
+                    name: name.to_string(),
+                    suggestion: closest(&self.registry, name),
+                });
+            }
+        };
+        let args = positional_args(tool, arguments)?;
+        self.environment
+            .call_function(name, args)
+            .map_err(|error| CallError::Execution {
+                name: name.to_string(),
+                error,
+            })
+    }
+}
+
+fn closest(registry: &Registry, name: &str) -> Option<String> {
+    registry
+        .functions()
+        .iter()
+        .map(|f| (strsim::jaro_winkler(name, f.name()), f.name()))
+        .filter(|(score, _)| *score > 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, n)| n.to_string())
+}

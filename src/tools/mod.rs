@@ -1,0 +1,19 @@
+//! Tool definitions and tool calling (SPEC §6): registry functions as JSON-Schema
+//! tools for OpenAI, Anthropic and MCP, called with JSON arguments, and a bounded
+//! tool-calling dispatch loop.
+//!
+//! - [`schema`]: LuaLS type strings → JSON Schema; one function → one [`Tool`].
+//! - [`export`]: a registry as an OpenAI, Anthropic or MCP tool list.
+//! - [`call`]: [`ToolCaller`] checks JSON arguments against the schema and calls the
+//!   function in a sandboxed environment, returning JSON.
+//! - [`dispatch`]: [`ToolDispatcher`], the model ↔ tools loop with an explicit cap.
+
+pub mod call;
+pub mod dispatch;
+pub mod export;
+pub mod schema;
+
+pub use call::{CallError, ToolCaller};
+pub use dispatch::{DispatchError, ToolDispatcher, ToolModel};
+pub use export::{ToolFormat, export};
+pub use schema::{LuaType, NotExportable, Tool, function_tool, parse_type, type_schema};

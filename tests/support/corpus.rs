@@ -1,0 +1,117 @@
+//! A generated registry of 1,020 functions with paraphrased, labelled queries, shared by
+//! `tests/search.rs` and `benches/search.rs`. Names are snake_case or camelCase; each
+//! description uses different words from the name (a synonym of the verb), and each
+//! query paraphrases the function the way a model would ask for it.
+
+#![allow(dead_code)]
+
+/// (name verb, description verb, query paraphrase)
+const VERBS: &[(&str, &str, &str)] = &[
+    ("parse", "Interprets", "interpret"),
+    ("format", "Pretty prints", "pretty print"),
+    ("validate", "Verifies", "verify"),
+    ("count", "Tallies", "tally"),
+    ("sort", "Orders", "order"),
+    ("filter", "Selects", "select"),
+    ("merge", "Combines", "combine"),
+    ("split", "Breaks apart", "break apart"),
+    ("encode", "Serializes", "serialize"),
+    ("decode", "Deserializes", "deserialize"),
+    ("compress", "Shrinks", "shrink"),
+    ("hash", "Digests", "digest"),
+    ("search", "Looks up", "look up"),
+    ("summarize", "Condenses", "condense"),
+    ("extract", "Pulls values out of", "pull values out of"),
+    ("normalize", "Cleans up", "clean up"),
+    ("compare", "Diffs", "diff"),
+    ("render", "Draws", "draw"),
+    ("fetch", "Downloads", "download"),
+    ("store", "Saves", "save"),
+];
+
+/// (name object, description and query phrase)
+const OBJECTS: &[(&str, &str)] = &[
+    ("csv", "comma separated values"),
+    ("json", "javascript object notation documents"),
+    ("xml", "markup trees"),
+    ("log", "server journal lines"),
+    ("url", "web addresses"),
+    ("email", "mail messages"),
+    ("date", "calendar days"),
+    ("money", "currency amounts"),
+    ("table", "tabular rows"),
+    ("image", "pictures"),
+    ("html", "web pages"),
+    ("config", "configuration settings"),
+    ("path", "filesystem locations"),
+    ("ip", "network addresses"),
+    ("phone", "telephone numbers"),
+    ("person", "people's names"),
+    ("token", "authentication secrets"),
+];
+
+/// (name qualifier, description and query phrase)
+const QUALIFIERS: &[(&str, &str)] = &[
+    ("fast", "quickly"),
+    ("strict", "rejecting bad input"),
+    ("batch", "many at once"),
+];
+
+fn camel(parts: &[&str]) -> String {
+    let mut out = parts[0].to_string();
+    for part in &parts[1..] {
+        let mut chars = part.chars();
+        if let Some(first) = chars.next() {
+            out.extend(first.to_uppercase());
+            out.push_str(chars.as_str());
+        }
+    }
+    out
+}
+
+/// One generated function.
+pub struct Generated {
+    pub name: String,
+    pub description: String,
+    pub source: String,
+    /// The paraphrased query that should find it.
+    pub query: String,
+}
+
+/// Every generated function (1,020), in generation order.
+pub fn corpus() -> Vec<Generated> {
+    let mut out = Vec::new();
+    for (v, (verb, desc_verb, para)) in VERBS.iter().enumerate() {
+        for (o, (object, phrase)) in OBJECTS.iter().enumerate() {
+            for (q, (qualifier, qual_phrase)) in QUALIFIERS.iter().enumerate() {
+                let parts = [*verb, *object, *qualifier];
+                let name = if (v + o + q) % 3 == 0 {
+                    camel(&parts)
+                } else {
+                    parts.join("_")
+                };
+                let description = format!("{desc_verb} {phrase} {qual_phrase}.");
+                let source = format!(
+                    "--- {description}\n---@param input string The input\n---@return string result The result\nfunction {name}(input) return input end\n"
+                );
+                let query = format!("{para} {phrase} {qual_phrase}");
+                out.push(Generated {
+                    name,
+                    description,
+                    source,
+                    query,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// The labelled queries: (query, expected function), every 7th function paraphrased.
+pub fn labelled(corpus: &[Generated]) -> Vec<(String, String)> {
+    corpus
+        .iter()
+        .step_by(7)
+        .map(|g| (g.query.clone(), g.name.clone()))
+        .collect()
+}

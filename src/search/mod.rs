@@ -122,6 +122,8 @@ pub struct SearchIndex {
     capabilities: Vec<Vec<String>>,
     /// Lower-cased function name → index.
     names: HashMap<String, u32>,
+    /// Per function: signature and summary, computed once so results only copy them.
+    display: Vec<(String, String)>,
 }
 
 impl std::fmt::Debug for Tokenizer {
@@ -182,11 +184,16 @@ impl SearchIndex {
             .enumerate()
             .map(|(i, f)| (f.name().to_lowercase(), i as u32))
             .collect();
+        let display = functions
+            .iter()
+            .map(|f| (f.signature(), f.summary()))
+            .collect();
         SearchIndex {
             tokenizer,
             inverted,
             capabilities,
             names,
+            display,
         }
     }
 
@@ -353,8 +360,8 @@ impl SearchIndex {
         SearchResult {
             id: format!("lua:{}", function.name()),
             name: function.name().to_string(),
-            signature: function.signature(),
-            summary: function.summary(),
+            signature: self.display[doc as usize].0.clone(),
+            summary: self.display[doc as usize].1.clone(),
             source: function.dir().to_string(),
             capabilities: self.capabilities(doc as usize).to_vec(),
             score: f64::from(score),

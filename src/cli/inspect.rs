@@ -59,7 +59,7 @@ fn function_json(f: &Function) -> serde_json::Value {
 pub(super) fn show(registry: &Registry, name: &str) -> Output {
     let Some(function) = registry.get(name) else {
         let mut message = format!("error: no function named `{name}` in the registry\n");
-        if let Some(suggestion) = closest_name(registry, name) {
+        if let Some(suggestion) = registry.closest_name(name) {
             let _ = writeln!(message, "help: did you mean `{suggestion}`?");
         }
         return Output::failure(EXIT_VIOLATIONS, message);
@@ -72,17 +72,6 @@ pub(super) fn show(registry: &Registry, name: &str) -> Output {
         function.doc(),
         function.source()
     ))
-}
-
-/// The registry name most similar to `name`, if any is reasonably close.
-fn closest_name<'a>(registry: &'a Registry, name: &str) -> Option<&'a str> {
-    registry
-        .functions()
-        .iter()
-        .map(|f| (strsim::jaro_winkler(name, f.name()), f.name()))
-        .filter(|(score, _)| *score > 0.8)
-        .max_by(|a, b| a.0.total_cmp(&b.0))
-        .map(|(_, n)| n)
 }
 
 pub(super) fn prompt(registry: &Registry) -> Output {

@@ -403,6 +403,23 @@ pub(crate) fn prime(registry: &Registry) {
 }
 
 impl Registry {
+    /// The registry function whose name is most like `name` (Jaro-Winkler above 0.8),
+    /// for "did you mean" suggestions.
+    ///
+    /// ```
+    /// let registry = rlm_registry::Registry::baked();
+    /// # #[cfg(feature = "text")]
+    /// assert_eq!(registry.closest_name("grep_txt"), Some("grep_text"));
+    /// ```
+    pub fn closest_name(&self, name: &str) -> Option<&str> {
+        self.functions()
+            .iter()
+            .map(|f| (strsim::jaro_winkler(name, f.name()), f.name()))
+            .filter(|(score, _)| *score > 0.8)
+            .max_by(|a, b| a.0.total_cmp(&b.0))
+            .map(|(_, n)| n)
+    }
+
     /// The search index, built on first use (at load for `from_paths` / `from_map`).
     pub fn search_index(&self) -> &SearchIndex {
         self.search

@@ -323,7 +323,7 @@ impl ToolCaller {
             None => {
                 return Err(CallError::UnknownFunction {
                     name: name.to_string(),
-                    suggestion: closest(&self.registry, name),
+                    suggestion: self.registry.closest_name(name).map(str::to_string),
                 });
             }
         };
@@ -335,14 +335,4 @@ impl ToolCaller {
                 error,
             })
     }
-}
-
-fn closest(registry: &Registry, name: &str) -> Option<String> {
-    registry
-        .functions()
-        .iter()
-        .map(|f| (strsim::jaro_winkler(name, f.name()), f.name()))
-        .filter(|(score, _)| *score > 0.8)
-        .max_by(|a, b| a.0.total_cmp(&b.0))
-        .map(|(_, n)| n.to_string())
 }

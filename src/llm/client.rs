@@ -534,24 +534,13 @@ fn parse_completion(bytes: &[u8]) -> Result<Completion, Failure> {
         }
     };
     let usage = value.get("usage");
-    let tokens = |name: &str| {
-        usage
-            .and_then(|usage| usage.get(name))
-            .and_then(Value::as_u64)
-            .unwrap_or(0)
-    };
+    let tokens = |name: &str| usage_tokens(usage, name);
     Ok(Completion {
         content,
         prompt_tokens: tokens("prompt_tokens"),
         completion_tokens: tokens("completion_tokens"),
-        model: value
-            .get("model")
-            .and_then(Value::as_str)
-            .map(str::to_string),
-        finish_reason: choice
-            .get("finish_reason")
-            .and_then(Value::as_str)
-            .map(str::to_string),
+        model: string_field(&value, "model"),
+        finish_reason: string_field(choice, "finish_reason"),
         attempts: 1,
         elapsed: Duration::ZERO,
     })
@@ -612,12 +601,7 @@ fn parse_tool_completion(bytes: &[u8]) -> Result<ToolCompletion, Failure> {
         });
     }
     let usage = value.get("usage");
-    let tokens = |name: &str| {
-        usage
-            .and_then(|usage| usage.get(name))
-            .and_then(Value::as_u64)
-            .unwrap_or(0)
-    };
+    let tokens = |name: &str| usage_tokens(usage, name);
     Ok(ToolCompletion {
         content: choice
             .get("message")
@@ -628,13 +612,23 @@ fn parse_tool_completion(bytes: &[u8]) -> Result<ToolCompletion, Failure> {
         tool_calls,
         prompt_tokens: tokens("prompt_tokens"),
         completion_tokens: tokens("completion_tokens"),
-        finish_reason: choice
-            .get("finish_reason")
-            .and_then(Value::as_str)
-            .map(str::to_string),
+        finish_reason: string_field(choice, "finish_reason"),
         attempts: 1,
         elapsed: Duration::ZERO,
     })
+}
+
+/// `usage.<name>` of a response, 0 when the server does not report it.
+fn usage_tokens(usage: Option<&Value>, name: &str) -> u64 {
+    usage
+        .and_then(|usage| usage.get(name))
+        .and_then(Value::as_u64)
+        .unwrap_or(0)
+}
+
+/// A string field of a JSON object, if present.
+fn string_field(object: &Value, name: &str) -> Option<String> {
+    object.get(name).and_then(Value::as_str).map(str::to_string)
 }
 
 #[cfg(test)]

@@ -1,5 +1,5 @@
-//! Baking from another crate's `build.rs`: the Builder, `include_registry!`, rerun
-//! behaviour, and build failure on bad Lua, all through a real `cargo build` of a
+//! Baking from another crate's `build.rs`: the Builder, `include_registry!`, the baked
+//! search index, rerun behaviour, and build failure on bad Lua, all through a real `cargo build` of a
 //! temporary crate that depends on this one by path.
 
 use std::path::{Path, PathBuf};
@@ -39,7 +39,12 @@ rlm-registry = {{ path = "{root}", default-features = false, features = ["build"
         let main_rs = r#"rlm_registry::include_registry!();
 
 fn main() {
+    // The search index is baked too, identical to one built at run time.
+    let built = rlm_registry::search::Index::build(REGISTRY.functions());
+    assert!(REGISTRY.search_index() == &built, "baked index differs");
     for (name, _) in REGISTRY.iter_functions() {
+        let options = rlm_registry::search::SearchOptions::default();
+        assert_eq!(REGISTRY.search_hits(name, &options)[0].function.name(), name);
         println!("{name}");
     }
     print!("{}", REGISTRY.system_prompt());

@@ -236,6 +236,53 @@ fn prompt_prints_the_baked_prompt_exactly() {
 }
 
 #[test]
+fn prompt_compact_prints_names_summaries_and_the_way_to_search() {
+    let out = rlm(&["prompt", "--compact"]);
+    assert_eq!(out.status.code(), Some(0));
+    let baked = rlm_registry::Registry::baked();
+    assert_eq!(stdout(&out), baked.compact_prompt());
+
+    let out = rlm(&[
+        "prompt",
+        "--compact",
+        "--no-baked",
+        "--path",
+        "tests/fixtures/good",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = stdout(&out);
+    assert!(text.starts_with("## Registry functions\n"), "{text}");
+    assert!(text.contains("call `fn_search(query)`"), "{text}");
+    assert!(text.contains("`help(name)`"), "{text}");
+    let listed: Vec<&str> = text.lines().filter(|l| l.starts_with("- `")).collect();
+    assert_eq!(listed.len(), 7, "{text}");
+    assert!(
+        listed.contains(&"- `reverse_text(s)`: Reverses a string."),
+        "{text}"
+    );
+    assert!(
+        listed.contains(&"- `pad_left(text, width?, fill?)`: Pads text on the left to a width.")
+    );
+    // Only summaries: none of the documentation the full prompt carries.
+    assert!(!text.contains("@param"), "{text}");
+    let full = stdout(&rlm(&[
+        "prompt",
+        "--no-baked",
+        "--path",
+        "tests/fixtures/good",
+    ]));
+    assert!(
+        full.contains("---@param width? integer The width"),
+        "{full}"
+    );
+    assert!(text.len() < full.len());
+
+    // Nothing to list, nothing printed: as `rlm prompt --no-baked`.
+    let out = rlm(&["prompt", "--compact", "--no-baked"]);
+    assert_eq!((out.status.code(), stdout(&out)), (Some(0), String::new()));
+}
+
+#[test]
 fn commands_on_a_bad_path_print_diagnostics_and_exit_1() {
     let out = rlm(&["list", "--path", "tests/fixtures/bad/E002_missing_doc.lua"]);
     assert_eq!(out.status.code(), Some(1));

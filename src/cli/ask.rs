@@ -6,9 +6,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use clap::Args;
+use clap::{Args, ValueEnum};
 
-use rlm_registry::rlm::{Budgets, Context, DEFAULT_BLOCK_TIME_LIMIT, DEFAULT_OUTPUT_BYTES, Rlm};
+use rlm_registry::rlm::{
+    AUTO_COMPACT_ABOVE_TOKENS, Budgets, Context, DEFAULT_BLOCK_TIME_LIMIT, DEFAULT_OUTPUT_BYTES,
+    PromptMode, Rlm,
+};
 
 use super::exec::{Terminal, limits, llm_client, read_context};
 use super::{EXIT_USAGE, EXIT_VIOLATIONS, Output, SourceArgs, with_registry};
@@ -60,6 +63,39 @@ pub(crate) struct AskArgs {
     /// Bytes of code output fed back to the model per turn; the rest is cut with a note.
     #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_OUTPUT_BYTES)]
     output_bytes: usize,
+    /// How the system prompt lists the registry's functions (see `rlm prompt [--compact]`).
+    #[arg(long, value_name = "MODE", value_enum, default_value_t = PromptModeArg::Full)]
+    prompt_mode: PromptModeArg,
+}
+
+/// `--prompt-mode`: the command-line names of [`PromptMode`].
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum PromptModeArg {
+    /// Every function with its full documentation.
+    Full,
+    /// Names and one-line summaries; the model looks functions up with fn_search and help.
+    Compact,
+    // Its help is built at run time to quote the library's threshold.
+    #[value(help = auto_help())]
+    Auto,
+}
+
+/// The help of `--prompt-mode auto`, quoting the library's threshold so the two cannot
+/// drift apart.
+fn auto_help() -> String {
+    format!(
+        "Compact when the full listing has more than {AUTO_COMPACT_ABOVE_TOKENS} tokens, else full"
+    )
+}
+
+impl From<PromptModeArg> for PromptMode {
+    fn from(arg: PromptModeArg) -> PromptMode {
+        match arg {
+            PromptModeArg::Full => PromptMode::Full,
+            PromptModeArg::Compact => PromptMode::Compact,
+            PromptModeArg::Auto => PromptMode::auto(),
+        }
+    }
 }
 
 pub(super) fn ask(args: &AskArgs) -> Output {
@@ -104,7 +140,8 @@ pub(super) fn ask(args: &AskArgs) -> Output {
             .max_depth(args.max_depth)
             .limits(limits)
             .budgets(budgets)
-            .output_bytes(args.output_bytes);
+            .output_bytes(args.output_bytes)
+            .prompt_mode(args.prompt_mode.into());
         if let Some(path) = &args.trace {
             rlm = match rlm.trace_file(path) {
                 Ok(rlm) => rlm,

@@ -2,6 +2,7 @@
 
 use std::fmt::Write;
 
+use rlm_registry::rlm::PromptMode;
 use rlm_registry::{Function, Registry};
 use serde_json::json;
 
@@ -74,6 +75,13 @@ pub(super) fn show(registry: &Registry, name: &str) -> Output {
     ))
 }
 
-pub(super) fn prompt(registry: &Registry) -> Output {
-    Output::success(registry.system_prompt().to_string())
+/// The registry's section of the system prompt, as the RLM loop's full or compact
+/// [`PromptMode`] writes it.
+pub(super) fn prompt(registry: &Registry, compact: bool) -> Output {
+    let mode = if compact {
+        PromptMode::Compact
+    } else {
+        PromptMode::Full
+    };
+    Output::success(mode.listing(registry).into_owned())
 }

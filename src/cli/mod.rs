@@ -63,6 +63,10 @@ enum Command {
     Prompt {
         #[command(flatten)]
         source: SourceArgs,
+        /// Print the compact listing instead: names and one-line summaries, pointing the
+        /// model to fn_search and help (what `rlm ask --prompt-mode compact` sends).
+        #[arg(long)]
+        compact: bool,
     },
     /// Run Lua code in the sandbox and print its captured output (exit 1 on a Lua error or limit).
     Exec {
@@ -83,7 +87,8 @@ enum Command {
     /// LLM failure).
     Ask(ask::AskArgs),
     /// Search the registry's functions (BM25 over name, description, capabilities and
-    /// keywords); `--queries FILE|-` answers one query per line as JSON lines.
+    /// keywords; `--mode balanced|accurate` adds an LLM rerank and query expansion);
+    /// `--queries FILE|-` answers one query per line as JSON lines.
     Search(search::SearchArgs),
 }
 
@@ -96,6 +101,26 @@ pub(crate) struct SourceArgs {
     /// Leave out the registry baked into the binary.
     #[arg(long)]
     no_baked: bool,
+}
+
+/// Which model answers, for commands that call one: `--model` and `--base-url` over the
+/// environment variables, as `rlm exec` and `rlm ask` read them.
+#[derive(Args, Debug, Clone)]
+pub(crate) struct LlmArgs {
+    /// The model (default: RLM_MODEL, or gpt-4o-mini).
+    #[arg(long, value_name = "MODEL")]
+    model: Option<String>,
+    /// The OpenAI-compatible server (default: RLM_BASE_URL, OPENAI_BASE_URL, or
+    /// https://api.openai.com/v1). The key comes from RLM_API_KEY or OPENAI_API_KEY.
+    #[arg(long, value_name = "URL")]
+    base_url: Option<String>,
+}
+
+impl LlmArgs {
+    /// The client; a bad setting in the environment is a usage error (exit 2).
+    pub(crate) fn client(&self) -> Result<rlm_registry::llm::LlmClient, Output> {
+        exec::llm_client(self.model.as_deref(), self.base_url.as_deref())
+    }
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -159,7 +184,9 @@ pub fn run() -> ExitCode {
         Command::Check { source, format } => check::run(&source, format),
         Command::List { source, json } => with_registry(&source, |r| inspect::list(r, json)),
         Command::Show { name, source } => with_registry(&source, |r| inspect::show(r, &name)),
-        Command::Prompt { source } => with_registry(&source, inspect::prompt),
+        Command::Prompt { source, compact } => {
+            with_registry(&source, |r| inspect::prompt(r, compact))
+        }
         Command::Tools { source, format } => with_registry(&source, |r| tools::tools(r, format)),
         Command::Exec { code, run } => exec::exec(&run, &code),
         Command::Run { file, run } => exec::run_file(&run, &file),

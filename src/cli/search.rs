@@ -1,4 +1,5 @@
-//! `rlm search`: rank the registry's functions for a query, or for a file of queries.
+//! `rlm search`: rank the registry's functions for a query, or for a file of queries, in
+//! the fast (BM25), balanced (+ LLM rerank) or accurate (+ LLM query expansion) mode.
 
 use std::fmt::Write;
 use std::io::Read;
@@ -6,10 +7,12 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 use rlm_registry::Registry;
-use rlm_registry::search::{SearchOptions, SearchResult};
+use rlm_registry::llm::LlmClient;
+use rlm_registry::search::llm_modes::{LlmSearch, search_with_llm};
+use rlm_registry::search::{SearchMode, SearchOptions, SearchResult};
 use serde_json::json;
 
-use super::{EXIT_USAGE, Output, SourceArgs, with_registry};
+use super::{EXIT_USAGE, LlmArgs, Output, SourceArgs, with_registry};
 
 /// `rlm search` arguments.
 #[derive(Args, Debug)]
@@ -33,33 +36,51 @@ pub(crate) struct SearchArgs {
     /// Keep only functions from this source directory.
     #[arg(long, value_name = "DIR")]
     source_dir: Option<String>,
-    /// Ranking: fast is BM25 only; balanced and accurate (LLM rerank / expansion) are not
-    /// implemented yet.
+    /// Ranking. The LLM modes call the model given by --model / --base-url (or RLM_MODEL,
+    /// RLM_BASE_URL…) and fall back to the fast order, with a warning, when it fails.
     #[arg(long, value_enum, default_value_t = Mode::Fast)]
     mode: Mode,
+    #[command(flatten)]
+    llm: LlmArgs,
     #[command(flatten)]
     source: SourceArgs,
 }
 
+/// `--mode`: the command-line names of [`SearchMode`].
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 enum Mode {
+    /// BM25 only; no model involved.
     Fast,
+    /// BM25, then the model reranks the candidates (one call per query).
     Balanced,
+    /// The model expands the query, BM25 on the expansion, then a rerank (two calls).
     Accurate,
 }
 
-pub(crate) fn run(args: &SearchArgs) -> Output {
-    if args.mode != Mode::Fast {
-        let mode = format!("{:?}", args.mode).to_lowercase();
-        return Output::failure(
-            EXIT_USAGE,
-            format!("error: --mode {mode} is not implemented yet; use --mode fast\n"),
-        );
+impl From<Mode> for SearchMode {
+    fn from(mode: Mode) -> SearchMode {
+        match mode {
+            Mode::Fast => SearchMode::Fast,
+            Mode::Balanced => SearchMode::Balanced,
+            Mode::Accurate => SearchMode::Accurate,
+        }
     }
+}
+
+pub(crate) fn run(args: &SearchArgs) -> Output {
+    let mode = SearchMode::from(args.mode);
     let options = SearchOptions {
         max_results: args.max_results,
         capability: args.capability.clone(),
         source: args.source_dir.clone(),
+    };
+    // Only the LLM modes need a client: fast search works with no model configured.
+    let llm = match mode {
+        SearchMode::Fast => None,
+        SearchMode::Balanced | SearchMode::Accurate => match args.llm.client() {
+            Ok(client) => Some(client),
+            Err(output) => return output,
+        },
     };
     let batch = match &args.queries {
         Some(path) => match read_queries(path) {
@@ -68,13 +89,40 @@ pub(crate) fn run(args: &SearchArgs) -> Output {
         },
         None => None,
     };
-    with_registry(&args.source, |registry| match &batch {
-        Some(text) => run_batch(registry, text, &options),
-        None => {
-            let query = args.query.as_deref().unwrap_or_default();
-            run_one(registry, query, &options, args.json)
+    with_registry(&args.source, |registry| {
+        let searcher = Searcher {
+            registry,
+            llm: llm.as_ref(),
+            options: &options,
+            mode,
+        };
+        match &batch {
+            Some(text) => run_batch(&searcher, text),
+            None => run_one(
+                &searcher,
+                args.query.as_deref().unwrap_or_default(),
+                args.json,
+            ),
         }
     })
+}
+
+/// One search configuration, applied to each query.
+struct Searcher<'a> {
+    registry: &'a Registry,
+    /// Present exactly for the LLM modes.
+    llm: Option<&'a LlmClient>,
+    options: &'a SearchOptions,
+    mode: SearchMode,
+}
+
+impl Searcher<'_> {
+    fn search(&self, query: &str) -> LlmSearch {
+        match self.llm {
+            Some(llm) => search_with_llm(self.registry, llm, query, self.options, self.mode),
+            None => LlmSearch::fast(self.registry, query, self.options),
+        }
+    }
 }
 
 fn read_queries(path: &PathBuf) -> Result<String, String> {
@@ -88,26 +136,56 @@ fn read_queries(path: &PathBuf) -> Result<String, String> {
         .map_err(|e| format!("error: cannot read {}: {e}\n", path.display()))
 }
 
-fn run_batch(registry: &Registry, text: &str, options: &SearchOptions) -> Output {
+/// One JSON line per query, in order; a fallback is reported in the line itself.
+fn run_batch(searcher: &Searcher, text: &str) -> Output {
     let mut out = String::new();
     for line in text.lines() {
-        let query = line.trim();
-        let results = registry.search(query, options);
-        let _ = writeln!(out, "{}", json!({"query": query, "results": results}));
+        let _ = writeln!(out, "{}", json!(searcher.search(line.trim())));
     }
     Output::success(out)
 }
 
-fn run_one(registry: &Registry, query: &str, options: &SearchOptions, as_json: bool) -> Output {
-    let results = registry.search(query, options);
+fn run_one(searcher: &Searcher, query: &str, as_json: bool) -> Output {
+    let found = searcher.search(query);
     if as_json {
-        let value = json!({"query": query, "mode": "fast", "results": results});
-        return Output::success(format!("{value}\n"));
+        return Output::success(format!("{}\n", json!(found)));
     }
-    if results.is_empty() {
-        return Output::success(format!("no function matches `{query}`\n"));
+    let mut stdout = if found.results.is_empty() {
+        format!("no function matches `{query}`\n")
+    } else {
+        table(&found.results)
+    };
+    if !found.expanded_terms.is_empty() {
+        let _ = writeln!(
+            stdout,
+            "(query expanded with: {})",
+            found.expanded_terms.join("; ")
+        );
     }
-    Output::success(table(&results))
+    Output {
+        stdout,
+        stderr: warnings(&found),
+        code: 0,
+    }
+}
+
+/// One line on stderr per LLM step that could not be used.
+fn warnings(found: &LlmSearch) -> String {
+    let mode = found.mode.name();
+    let mut out = String::new();
+    if let Some(reason) = &found.fallback {
+        let _ = writeln!(
+            out,
+            "warning: {mode} search fell back to the BM25 order: {reason}"
+        );
+    }
+    // A failed call is reported once, as the fallback above.
+    if let Some(reason) = &found.expansion_fallback
+        && found.fallback.as_ref() != Some(reason)
+    {
+        let _ = writeln!(out, "warning: the query was not expanded: {reason}");
+    }
+    out
 }
 
 fn table(results: &[SearchResult]) -> String {

@@ -23,6 +23,8 @@
 //! fn prompt() -> &'static str { REGISTRY.system_prompt() }
 //! ```
 
+mod index;
+
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -171,6 +173,10 @@ pub(crate) fn generate_source(registry: &Registry, dirs: &[PathBuf], file_name: 
         registry.overrides().len(),
     );
     let prompt = registry.system_prompt();
+    let search_index = index::index_tokens(
+        &crate::search::index::Index::build(registry.functions()),
+        &mut arrays,
+    );
     let dirs: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
     let doc = format!(
         " The registry baked from {} by rlm-registry's code generator: {} functions.",
@@ -184,14 +190,17 @@ pub(crate) fn generate_source(registry: &Registry, dirs: &[PathBuf], file_name: 
             &#module::CHUNKS,
             &#module::OVERRIDES,
             #prompt,
+            Some(&#module::INDEX),
         );
 
         #[doc(hidden)]
-        #[allow(non_snake_case)]
+        // Scores are data, not constants: one may well be ln 2.
+        #[allow(non_snake_case, clippy::approx_constant, clippy::excessive_precision)]
         mod #module {
             pub(super) static FUNCTIONS: [::rlm_registry::Function; #n_functions] = [#(#functions),*];
             pub(super) static CHUNKS: [::rlm_registry::Chunk; #n_chunks] = [#(#chunks),*];
             pub(super) static OVERRIDES: [::rlm_registry::Override; #n_overrides] = [#(#overrides),*];
+            pub(super) static INDEX: ::rlm_registry::search::Index = #search_index;
             #(#arrays)*
         }
     };

@@ -107,7 +107,7 @@ pub const DOCS: &[BuiltinDoc] = &[
     },
     BuiltinDoc {
         name: "fn_search",
-        doc: "--- Searches the registry functions for a task, best match first: each result has name, signature, summary and confidence (0..1). Then call help(name) for the full documentation.\n---@param query string What you want to do, in words, or a function name\n---@param opts? table Options: max_results (default 5), capability (e.g. \"search\", \"transform\"), source (a registry directory)\n---@return table[] results The matches, best first\nfunction fn_search(query, opts) end",
+        doc: "--- Searches the registry functions for a task, best match first: each result has name, signature, summary and confidence (0..1). Then call help(name) for the full documentation.\n---@param query string What you want to do, in words, or a function name\n---@param opts? table Options: max_results (default 5), capability (e.g. \"search\", \"transform\"), source (a registry directory), mode: \"fast\" (BM25, the default), \"balanced\" (an LLM reranks; counts as 1 llm_query call) or \"accurate\" (an LLM also expands the query; 2 calls). The LLM modes need an LLM (an error without one) and fall back to the fast order when the model fails\n---@return table[] results The matches, best first\n---@return table info mode; fallback: why the fast order was used (nil if not); expanded_terms: the phrases the LLM added\nfunction fn_search(query, opts) end",
     },
     BuiltinDoc {
         name: "help",
@@ -223,7 +223,10 @@ pub(crate) fn table(
     builtins.raw_set("token_split", token_split(lua)?)?;
     builtins.raw_set("token_budget", token_budget(lua, Rc::clone(session))?)?;
     builtins.raw_set("help", help(lua, Arc::clone(registry))?)?;
-    builtins.raw_set("fn_search", fn_search(lua, Arc::clone(registry))?)?;
+    builtins.raw_set(
+        "fn_search",
+        fn_search(lua, Rc::clone(session), Arc::clone(registry))?,
+    )?;
     builtins.raw_set("ask_user", ask_user(lua, Rc::clone(session))?)?;
     builtins.raw_set("rlm_query", rlm_query(lua, Rc::clone(session))?)?;
     builtins.raw_set(
@@ -393,19 +396,59 @@ fn help(lua: &Lua, registry: Arc<Registry>) -> mlua::Result<Function> {
     })
 }
 
-/// `fn_search(query [, opts])` → `{ {name, signature, summary, confidence}, … }`.
-fn fn_search(lua: &Lua, registry: Arc<Registry>) -> mlua::Result<Function> {
+/// `fn_search(query [, opts])` → `results, info`: `results` is
+/// `{ {name, signature, summary, confidence}, … }`, `info` is `{mode, fallback,
+/// expanded_terms}`. With `opts.mode` `"balanced"` or `"accurate"` it searches with the
+/// environment's LLM ([`search_with_llm`](crate::search::llm_modes::search_with_llm)),
+/// reserving the mode's calls against the `llm_calls` limit up front, as
+/// `llm_query_batched` does for a batch, and counting the tokens spent; a failing model
+/// gives the fast order with `info.fallback` set. Without an LLM those modes are an
+/// error rather than a silent fast search, as `llm_query` is.
+fn fn_search(lua: &Lua, session: Rc<Session>, registry: Arc<Registry>) -> mlua::Result<Function> {
+    use crate::search::llm_modes::{LlmSearch, llm_calls, search_with_llm};
+    use crate::search::{SearchMode, SearchOptions};
+
     lua.create_function(move |lua, (query, opts): (String, Option<Table>)| {
-        let mut options = crate::search::SearchOptions::default();
+        let mut options = SearchOptions::default();
+        let mut mode = SearchMode::Fast;
         if let Some(opts) = opts {
             if let Some(max) = opts.get::<Option<i64>>("max_results")? {
                 options.max_results = count_arg("fn_search", "max_results", max)?.min(100);
             }
             options.capability = opts.get::<Option<String>>("capability")?;
             options.source = opts.get::<Option<String>>("source")?;
+            if let Some(name) = opts.get::<Option<String>>("mode")? {
+                mode = name
+                    .parse()
+                    .map_err(|e: String| mlua::Error::RuntimeError(format!("fn_search: {e}")))?;
+            }
         }
+        let found = if mode == SearchMode::Fast {
+            LlmSearch::fast(&registry, &query, &options)
+        } else {
+            let llm = session.llm.as_ref().ok_or_else(|| {
+                mlua::Error::RuntimeError(format!(
+                    "fn_search: mode \"{}\" needs an LLM and none is configured for this environment; use mode \"fast\"",
+                    mode.name()
+                ))
+            })?;
+            session.before_calls(llm_calls(mode))?;
+            let recorded = Recorded {
+                llm: llm.as_ref(),
+                results: std::sync::Mutex::new(Vec::new()),
+            };
+            let found = search_with_llm(&registry, &recorded, &query, &options, mode);
+            let results = recorded
+                .results
+                .into_inner()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            for result in &results {
+                session.spent(result);
+            }
+            found
+        };
         let results = lua.create_table()?;
-        for (i, hit) in registry.search(&query, &options).into_iter().enumerate() {
+        for (i, hit) in found.results.into_iter().enumerate() {
             let entry = lua.create_table()?;
             entry.raw_set("name", hit.name)?;
             entry.raw_set("signature", hit.signature)?;
@@ -413,8 +456,31 @@ fn fn_search(lua: &Lua, registry: Arc<Registry>) -> mlua::Result<Function> {
             entry.raw_set("confidence", (hit.confidence * 100.0).round() / 100.0)?;
             results.raw_set(i + 1, entry)?;
         }
-        Ok(results)
+        let info = lua.create_table()?;
+        info.raw_set("mode", found.mode.name())?;
+        info.raw_set("fallback", found.fallback)?;
+        info.raw_set("expansion_fallback", found.expansion_fallback)?;
+        info.raw_set("expanded_terms", lua.create_sequence_from(found.expanded_terms)?)?;
+        Ok((results, info))
     })
+}
+
+/// The environment's LLM, keeping every answer so that `fn_search` can charge the tokens
+/// to the session afterwards: the session is not `Send`, which [`Llm`] requires.
+struct Recorded<'a> {
+    llm: &'a dyn Llm,
+    results: std::sync::Mutex<Vec<Result<Completion, LlmError>>>,
+}
+
+impl Llm for Recorded<'_> {
+    fn complete(&self, request: Request) -> Result<Completion, LlmError> {
+        let result = self.llm.complete(request);
+        self.results
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .push(result.clone());
+        result
+    }
 }
 
 /// `function name(params) end`: the declaration line of the prompt.

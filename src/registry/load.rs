@@ -226,7 +226,7 @@ pub(crate) fn assemble(
         chunks: Cow::Owned(chunks),
         overrides: Cow::Owned(overrides),
         prompt: Cow::Owned(prompt),
-        search: super::IndexCell::new(),
+        search: super::IndexCell::new(None),
     };
     crate::search::prime(&registry);
     registry

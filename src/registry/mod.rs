@@ -46,16 +46,20 @@ pub struct Registry {
     pub(crate) search: IndexCell,
 }
 
-/// A lazily built search index. Ignored by `==` and `Debug`: it is derived from the
-/// functions.
+/// The search index: baked (generated registries) or built once on demand. Ignored by
+/// `==` and `Debug`: it is derived from the functions.
 #[derive(Clone, Default)]
-pub(crate) struct IndexCell(
-    pub(crate) std::sync::OnceLock<std::sync::Arc<crate::search::SearchIndex>>,
-);
+pub(crate) struct IndexCell {
+    pub(crate) baked: Option<&'static crate::search::index::Index>,
+    pub(crate) built: std::sync::OnceLock<std::sync::Arc<crate::search::index::Index>>,
+}
 
 impl IndexCell {
-    pub(crate) const fn new() -> Self {
-        IndexCell(std::sync::OnceLock::new())
+    pub(crate) const fn new(baked: Option<&'static crate::search::index::Index>) -> Self {
+        IndexCell {
+            baked,
+            built: std::sync::OnceLock::new(),
+        }
     }
 }
 
@@ -81,19 +85,20 @@ impl Registry {
         chunks: &'static [Chunk],
         overrides: &'static [Override],
         prompt: &'static str,
+        index: Option<&'static crate::search::index::Index>,
     ) -> Self {
         Registry {
             functions: Cow::Borrowed(functions),
             chunks: Cow::Borrowed(chunks),
             overrides: Cow::Borrowed(overrides),
             prompt: Cow::Borrowed(prompt),
-            search: IndexCell::new(),
+            search: IndexCell::new(index),
         }
     }
 
     /// A registry with no functions.
     pub const fn empty() -> Self {
-        Registry::__from_static(&[], &[], &[], "")
+        Registry::__from_static(&[], &[], &[], "", None)
     }
 
     /// Loads directories in priority order: every `.lua` file under each, recursively, in

@@ -15,6 +15,10 @@
 //! it is a plain sub-model call. Budgets (tokens, calls, wall time) are shared by the
 //! whole tree; usage is reported per depth.
 //!
+//! The system prompt documents every registry function by default; for large
+//! registries, [`PromptMode::Compact`] (or [`PromptMode::auto`]) lists only names and
+//! one-line summaries and points the model to `fn_search` and `help`.
+//!
 //! ```
 //! use std::sync::Arc;
 //! use std::sync::atomic::{AtomicUsize, Ordering};
@@ -84,6 +88,7 @@ use budget::{Ledger, Metered};
 pub use context::Context;
 use feedback::Names;
 use parse::PlainFinal;
+pub use prompt::{AUTO_COMPACT_ABOVE_TOKENS, PromptMode};
 use trace::{BlockRecord, Sink, TurnRecord};
 
 /// The iteration cap of [`Rlm::with_default_iterations`].
@@ -121,6 +126,7 @@ struct Config {
     max_consecutive_errors: u32,
     limits: Limits,
     budgets: Budgets,
+    prompt_mode: PromptMode,
     trace: Option<Arc<Sink>>,
     live: Option<Arc<Sink>>,
 }
@@ -136,6 +142,7 @@ impl fmt::Debug for Rlm {
             .field("max_consecutive_errors", &c.max_consecutive_errors)
             .field("limits", &c.limits)
             .field("budgets", &c.budgets)
+            .field("prompt_mode", &c.prompt_mode)
             .field("trace", &c.trace.is_some())
             .field("live_view", &c.live.is_some())
             .finish()
@@ -268,6 +275,7 @@ impl Rlm {
                     ..Limits::default()
                 },
                 budgets: Budgets::default(),
+                prompt_mode: PromptMode::Full,
                 trace: None,
                 live: None,
             },
@@ -312,6 +320,41 @@ impl Rlm {
     /// Budgets shared by every agent of a run (default: unlimited).
     pub fn budgets(mut self, budgets: Budgets) -> Rlm {
         self.config.budgets = budgets;
+        self
+    }
+
+    /// How the system prompt lists the registry's functions (default
+    /// [`PromptMode::Full`]): in full, compactly (names, one-line summaries and a pointer
+    /// to `fn_search`/`help`), or [`PromptMode::auto`], compactly for large registries.
+    /// The built-ins are documented in full in every mode, and `rlm_query` children get
+    /// the same listing as the root.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use rlm_registry::Registry;
+    /// use rlm_registry::llm::{Completion, Llm, LlmError, Request};
+    /// use rlm_registry::rlm::{PromptMode, Rlm};
+    ///
+    /// struct Answers;
+    /// impl Llm for Answers {
+    ///     fn complete(&self, _request: Request) -> Result<Completion, LlmError> {
+    ///         Ok(Completion::new("```lua\nFINAL('done')\n```"))
+    ///     }
+    /// }
+    ///
+    /// let registry = Registry::from_map([(
+    ///     "shout",
+    ///     "--- Upper-cases a text.\n---@param s string The text\n---@return string\nfunction shout(s) return s:upper() end",
+    /// )])?;
+    /// let rlm = Rlm::new(Arc::new(Answers), registry, 5).prompt_mode(PromptMode::Compact);
+    /// let prompt = rlm.system_prompt(None);
+    /// assert!(prompt.contains("- `shout(s)`: Upper-cases a text."));
+    /// assert!(!prompt.contains("---@param s string The text"));
+    /// assert!(prompt.contains("function fn_search(query, opts) end"));
+    /// # Ok::<(), rlm_registry::LoadError>(())
+    /// ```
+    pub fn prompt_mode(mut self, mode: PromptMode) -> Rlm {
+        self.config.prompt_mode = mode;
         self
     }
 
@@ -363,7 +406,11 @@ impl Rlm {
         context: Option<Context>,
         user: Option<Arc<dyn User>>,
     ) -> Report {
-        let config = Arc::new(self.config.clone());
+        let mut config = self.config.clone();
+        // Decided once per run: `Auto` counts the listing's tokens, and every agent of
+        // the tree, `rlm_query` children included, shares this config.
+        config.prompt_mode = config.prompt_mode.resolve(&config.registry);
+        let config = Arc::new(config);
         let ledger = Ledger::new(config.budgets, config.max_depth);
         let agent = Agent {
             config,
@@ -388,6 +435,7 @@ impl Config {
             time_limit,
             depth,
             max_depth: self.max_depth,
+            prompt_mode: self.prompt_mode,
         }
     }
 }

@@ -9,7 +9,10 @@
 //! (Snowball English). Scoring is BM25 per field, weighted and summed (as SQLite FTS5's
 //! `bm25(t, 10, 5, 3, 2)`); a query that is exactly a function's name ranks it first.
 //!
-//! A runtime registry builds its index when it loads; the baked one on first use.
+//! A runtime registry builds its [`Index`] when it loads; the baked registry's index is
+//! computed by `build.rs` and compiled in, like its functions. A query looks its words
+//! up in hash tables, adds precomputed scores and keeps the best few: no stemming of
+//! known words, no allocation per candidate.
 //!
 //! ```
 //! use rlm_registry::Registry;
@@ -25,30 +28,50 @@
 //! # Ok::<(), rlm_registry::LoadError>(())
 //! ```
 
-pub mod capabilities;
-mod index;
-pub mod tokenize;
+pub(crate) mod index;
+pub mod llm_modes;
 
-use std::collections::HashMap;
+use std::cell::RefCell;
 use std::sync::Arc;
 
 use serde::Serialize;
 
 use crate::environment::builtins::{self, BuiltinDoc};
 use crate::{Function, Registry};
-use index::{FIELDS, Inverted};
+pub use index::{
+    FIELDS, Index, StrTable, WEIGHTS, capabilities, capabilities_of, field_texts, name_key,
+    tokenize,
+};
 use tokenize::Tokenizer;
 
-pub use index::WEIGHTS;
-
-/// How a search ranks. Only [`SearchMode::Fast`] (BM25) is implemented in the library;
-/// the LLM modes are not implemented yet.
+/// How a search ranks: BM25 alone, or BM25 refined by a language model (see
+/// [`llm_modes`]). The LLM modes fall back to the fast order when the model's output
+/// does not parse or the model cannot be reached.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SearchMode {
     /// BM25 only.
     #[default]
     Fast,
+    /// BM25, then an LLM reranks the candidates.
+    Balanced,
+    /// An LLM expands the query, BM25 runs on the expansion, then an LLM reranks.
+    Accurate,
+}
+
+impl std::str::FromStr for SearchMode {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "fast" => Ok(SearchMode::Fast),
+            "balanced" => Ok(SearchMode::Balanced),
+            "accurate" => Ok(SearchMode::Accurate),
+            other => Err(format!(
+                "unknown search mode `{other}` (expected fast, balanced or accurate)"
+            )),
+        }
+    }
 }
 
 /// What to search for besides the query.
@@ -86,6 +109,21 @@ pub struct Signal {
     pub weight: f64,
 }
 
+/// A ranked function, unexplained: what [`Registry::search_hits`] returns.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Hit<'r> {
+    /// The function.
+    pub function: &'r Function,
+    /// `name(a, b?)`.
+    pub signature: &'r str,
+    /// The first sentence of the description.
+    pub summary: &'r str,
+    /// As in [`SearchResult::score`].
+    pub score: f64,
+    /// As in [`SearchResult::confidence`].
+    pub confidence: f64,
+}
+
 /// One search result.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct SearchResult {
@@ -112,264 +150,339 @@ pub struct SearchResult {
     pub signals: Vec<Signal>,
 }
 
-/// A registry's search index. Built by [`SearchIndex::build`] or, shared, by
-/// [`Registry::search_index`].
-#[derive(Debug)]
-pub struct SearchIndex {
-    tokenizer: Tokenizer,
-    inverted: Inverted,
-    /// Per function (registry order): capabilities, explicit first.
-    capabilities: Vec<Vec<String>>,
-    /// Lower-cased function name → index.
-    names: HashMap<String, u32>,
-    /// Per function: signature and summary, computed once so results only copy them.
-    display: Vec<(String, String)>,
+/// One distinct word of a query.
+struct QueryTerm {
+    /// As typed, lower-cased.
+    word: String,
+    /// The indexed term, if the word occurs anywhere.
+    term: Option<u32>,
 }
 
-impl std::fmt::Debug for Tokenizer {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Tokenizer(english)")
-    }
-}
-
-/// The four indexed texts of a function (name, description, capabilities, keywords),
-/// given its capabilities: what the index tokenizes, for comparisons with other engines.
-pub fn field_texts(function: &Function, capabilities: &[String]) -> [String; 4] {
-    let mut keywords = String::new();
-    for p in function.params() {
-        keywords.push_str(p.name());
-        keywords.push(' ');
-        keywords.push_str(p.description());
-        keywords.push(' ');
-    }
-    for r in function.returns() {
-        keywords.push_str(r.description());
-        keywords.push(' ');
-    }
-    let file = function.file();
-    let stem = file.rsplit(['/', '\\']).next().unwrap_or(file);
-    keywords.push_str(stem.trim_end_matches(".lua"));
-    [
-        function.name().to_string(),
-        function.description().to_string(),
-        capabilities.join(" "),
-        keywords,
-    ]
-}
-
-/// The capabilities of `function`: its `---@tag`s, then the automatic ones.
-pub fn capabilities_of(function: &Function) -> Vec<String> {
-    let mut all: Vec<String> = function.tags().iter().map(|t| t.to_string()).collect();
-    for tag in capabilities::automatic(function.name(), function.description()) {
-        if !all.iter().any(|t| t == tag) {
-            all.push(tag.to_string());
-        }
-    }
-    all
-}
-
-impl SearchIndex {
-    /// Indexes `functions` (in registry order).
-    pub fn build(functions: &[Function]) -> SearchIndex {
-        let tokenizer = Tokenizer::new();
-        let capabilities: Vec<Vec<String>> = functions.iter().map(capabilities_of).collect();
-        let docs: Vec<[String; 4]> = functions
-            .iter()
-            .zip(&capabilities)
-            .map(|(f, c)| field_texts(f, c))
-            .collect();
-        let inverted = Inverted::build(&tokenizer, &docs);
-        let names = functions
-            .iter()
-            .enumerate()
-            .map(|(i, f)| (f.name().to_lowercase(), i as u32))
-            .collect();
-        let display = functions
-            .iter()
-            .map(|f| (f.signature(), f.summary()))
-            .collect();
-        SearchIndex {
-            tokenizer,
-            inverted,
-            capabilities,
-            names,
-            display,
-        }
-    }
-
-    /// Number of indexed functions.
-    pub fn len(&self) -> usize {
-        self.capabilities.len()
-    }
-
-    /// Whether nothing is indexed.
-    pub fn is_empty(&self) -> bool {
-        self.capabilities.is_empty()
-    }
-
-    /// The capabilities of the `i`th function of the registry.
-    pub fn capabilities(&self, i: usize) -> &[String] {
-        self.capabilities.get(i).map_or(&[], Vec::as_slice)
-    }
-
-    /// Ranks `functions` (the ones this index was built from) for `query`.
-    pub fn search(
-        &self,
-        functions: &[Function],
-        query: &str,
-        options: &SearchOptions,
-    ) -> Vec<SearchResult> {
-        // Query terms, each once: (term id if indexed, the word as typed).
-        let mut terms: Vec<(Option<u32>, String, String)> = Vec::new();
-        self.tokenizer.for_each_term(query, |word, stem| {
-            if !terms.iter().any(|(_, _, s)| *s == stem) {
-                let id = self.inverted.terms.get(&stem).copied();
-                terms.push((id, word.to_string(), stem));
-            }
+/// The distinct non-stop words of `query`, in order.
+fn query_terms(index: &Index, query: &str) -> Vec<QueryTerm> {
+    let tokenizer = Tokenizer::new();
+    let mut terms: Vec<QueryTerm> = Vec::new();
+    tokenize::for_each_word(query, |word| {
+        let Some(found) = index.word(&tokenizer, word) else {
+            return;
+        };
+        let term = found.ok();
+        let seen = terms.iter().any(|t| match term {
+            Some(_) => t.term == term,
+            None => t.term.is_none() && t.word == word,
         });
-        let n = functions.len().min(self.len());
-        let mut scores = vec![0f32; n];
-        let mut touched: Vec<u32> = Vec::new();
-        for (id, _, _) in &terms {
-            let Some(id) = id else { continue };
-            for p in &self.inverted.postings[*id as usize] {
-                if let Some(score) = scores.get_mut(p.doc as usize) {
-                    if *score == 0.0 {
-                        touched.push(p.doc);
-                    }
-                    *score += p.score;
-                }
-            }
-        }
-        // A query that is exactly a name (`word_count`, `word count`, `wordCount`).
-        let exact = self.exact_name(query).filter(|&i| (i as usize) < n);
-        let best = touched
-            .iter()
-            .map(|&d| scores[d as usize])
-            .fold(0f32, f32::max);
-        let bonus = best + 1.0;
-        if let Some(i) = exact {
-            if scores[i as usize] == 0.0 {
-                touched.push(i);
-            }
-            scores[i as usize] += bonus;
-        }
-        let mut ranked: Vec<(f32, u32)> = touched
-            .into_iter()
-            .filter(|&d| self.passes(&functions[d as usize], d as usize, options))
-            .map(|d| (scores[d as usize], d))
-            .collect();
-        let by_rank = |a: &(f32, u32), b: &(f32, u32)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
-        let k = options.max_results;
-        if k == 0 {
-            return Vec::new();
-        }
-        if ranked.len() > k {
-            ranked.select_nth_unstable_by(k - 1, by_rank);
-            ranked.truncate(k);
-        }
-        ranked.sort_unstable_by(by_rank);
-        // Confidence scale: what matching every query word in the description scores.
-        let scale: f32 = terms
-            .iter()
-            .map(|(id, _, _)| id.map_or(self.inverted.max_idf, |i| self.inverted.idf[i as usize]))
-            .sum::<f32>()
-            * WEIGHTS[1]
-            + 1.0;
-        ranked
-            .into_iter()
-            .map(|(score, d)| {
-                let exact_bonus = (exact == Some(d)).then_some(bonus);
-                self.result(&functions[d as usize], d, score, scale, &terms, exact_bonus)
-            })
-            .collect()
-    }
-
-    fn exact_name(&self, query: &str) -> Option<u32> {
-        let trimmed = query.trim();
-        if let Some(&i) = self.names.get(&trimmed.to_lowercase()) {
-            return Some(i);
-        }
-        let mut words = Vec::new();
-        tokenize::for_each_word(trimmed, |w| words.push(w.to_string()));
-        self.names.get(&words.join("_")).copied()
-    }
-
-    fn passes(&self, function: &Function, i: usize, options: &SearchOptions) -> bool {
-        let capability_ok = options
-            .capability
-            .as_ref()
-            .is_none_or(|c| self.capabilities(i).contains(&c.to_lowercase()));
-        let source_ok = options
-            .source
-            .as_ref()
-            .is_none_or(|s| source_matches(function.dir(), s));
-        capability_ok && source_ok
-    }
-
-    fn result(
-        &self,
-        function: &Function,
-        doc: u32,
-        score: f32,
-        scale: f32,
-        terms: &[(Option<u32>, String, String)],
-        exact_bonus: Option<f32>,
-    ) -> SearchResult {
-        let mut signals = Vec::new();
-        if let Some(bonus) = exact_bonus {
-            signals.push(Signal {
-                signal_type: "exact_name",
-                field: "name",
-                terms: vec![function.name().to_string()],
-                weight: f64::from(bonus),
+        if !seen {
+            terms.push(QueryTerm {
+                word: word.to_string(),
+                term,
             });
         }
-        for (field, field_name) in FIELDS.iter().enumerate() {
-            let mut matched = Vec::new();
-            let mut weight = 0f32;
-            for (id, word, _) in terms {
-                let Some(id) = *id else { continue };
-                let list = &self.inverted.postings[id as usize];
-                if let Ok(at) = list.binary_search_by_key(&doc, |p| p.doc) {
-                    let share = self.inverted.field_share(id, &list[at], field);
-                    if share > 0.0 {
-                        matched.push(word.clone());
-                        weight += share;
+    });
+    terms
+}
+
+/// Per-thread score accumulators, reused so a query does not allocate one per function.
+#[derive(Default)]
+struct Scratch {
+    scores: Vec<f32>,
+    /// The functions with a score, when few are (see [`Scratch::accumulate`]).
+    touched: Vec<u32>,
+}
+
+thread_local! {
+    static SCRATCH: RefCell<Scratch> = RefCell::default();
+}
+
+/// A candidate: score and function.
+type Ranked = (f32, u32);
+
+/// Best first; equal scores in registry (name) order.
+fn better(a: Ranked, b: Ranked) -> bool {
+    a.0 > b.0 || (a.0 == b.0 && a.1 < b.1)
+}
+
+impl Scratch {
+    /// Sums the postings of `terms` over the first `n` functions. Returns whether it kept
+    /// the list of touched functions: worth it only when the postings are few next to
+    /// `n`; otherwise a branch-free add and one scan of all `n` scores is faster.
+    fn accumulate(&mut self, index: &Index, terms: &[QueryTerm], n: usize) -> bool {
+        if self.scores.len() < n {
+            self.scores.resize(n, 0.0);
+        }
+        let scores = &mut self.scores[..n];
+        let lists = terms
+            .iter()
+            .filter_map(|t| t.term)
+            .map(|t| index.postings(t));
+        let total: usize = lists.clone().map(|(docs, _, _)| docs.len()).sum();
+        let sparse = total * 8 < n;
+        for (docs, term_scores, _) in lists {
+            let pairs = docs.iter().zip(term_scores);
+            if sparse {
+                for (&doc, &score) in pairs {
+                    if let Some(slot) = scores.get_mut(doc as usize) {
+                        if *slot == 0.0 {
+                            self.touched.push(doc);
+                        }
+                        *slot += score;
+                    }
+                }
+            } else {
+                for (&doc, &score) in pairs {
+                    if let Some(slot) = scores.get_mut(doc as usize) {
+                        *slot += score;
                     }
                 }
             }
-            if !matched.is_empty() {
-                signals.push(Signal {
-                    signal_type: "bm25",
-                    field: field_name,
-                    terms: matched,
-                    weight: f64::from(weight),
-                });
-            }
         }
-        let match_reason = if exact_bonus.is_some() {
-            format!("exact name match `{}`", function.name())
+        sparse
+    }
+
+    /// The `k` best matches that pass `keep`, best first. Resets the accumulators for
+    /// the next query.
+    fn top(
+        &mut self,
+        n: usize,
+        sparse: bool,
+        k: usize,
+        mut keep: impl FnMut(u32) -> bool,
+    ) -> Vec<Ranked> {
+        let mut top = TopK::new(k);
+        if sparse {
+            for &doc in &self.touched {
+                if let Some(slot) = self.scores.get_mut(doc as usize) {
+                    let score = std::mem::take(slot);
+                    if score >= top.floor {
+                        top.offer((score, doc), &mut keep);
+                    }
+                }
+            }
+            self.touched.clear();
         } else {
-            let parts: Vec<String> = signals
-                .iter()
-                .map(|s| format!("{} matches {}", s.field, s.terms.join(", ")))
-                .collect();
-            parts.join("; ")
-        };
-        SearchResult {
-            id: format!("lua:{}", function.name()),
-            name: function.name().to_string(),
-            signature: self.display[doc as usize].0.clone(),
-            summary: self.display[doc as usize].1.clone(),
-            source: function.dir().to_string(),
-            capabilities: self.capabilities(doc as usize).to_vec(),
-            score: f64::from(score),
-            confidence: f64::from(score / (score + scale)),
-            match_reason,
-            signals,
+            let scores = &mut self.scores[..n];
+            for (doc, &score) in scores.iter().enumerate() {
+                if score >= top.floor {
+                    top.offer((score, doc as u32), &mut keep);
+                }
+            }
+            scores.fill(0.0);
+        }
+        top.ranked
+    }
+}
+
+/// The best `k` candidates offered, best first.
+struct TopK {
+    k: usize,
+    ranked: Vec<Ranked>,
+    /// No candidate below this can enter: the scan compares against it and moves on.
+    floor: f32,
+}
+
+impl TopK {
+    fn new(k: usize) -> TopK {
+        TopK {
+            k,
+            ranked: Vec::with_capacity(k + 1),
+            floor: f32::MIN_POSITIVE,
         }
     }
+
+    fn offer(&mut self, candidate: Ranked, keep: &mut impl FnMut(u32) -> bool) {
+        let full = self.ranked.len() == self.k;
+        if full && self.ranked.last().is_some_and(|&l| !better(candidate, l)) {
+            return;
+        }
+        if keep(candidate.1) {
+            let at = self.ranked.partition_point(|&t| better(t, candidate));
+            self.ranked.insert(at, candidate);
+            self.ranked.truncate(self.k);
+            if self.ranked.len() == self.k {
+                self.floor = self.ranked.last().map_or(self.floor, |l| l.0);
+            }
+        }
+    }
+}
+
+/// The function a query names exactly: `word_count`, `wordCount` or `word count`.
+fn exact_name(index: &Index, functions: &[Function], query: &str) -> Option<u32> {
+    let query = query.trim();
+    if let Ok(i) = functions.binary_search_by(|f| f.name().cmp(query)) {
+        return Some(i as u32);
+    }
+    index.names.get(&name_key(query))
+}
+
+/// A query, ranked: what both [`Registry::search_hits`] and [`Registry::search`] are
+/// made from.
+struct Ranking {
+    terms: Vec<QueryTerm>,
+    /// Best first.
+    top: Vec<Ranked>,
+    /// The function named exactly by the query, and the bonus that put it first.
+    exact: Option<(u32, f32)>,
+    /// Confidence is `score / (score + scale)`.
+    scale: f32,
+}
+
+/// Ranks `functions` (those `index` was built from) for `query`.
+fn ranking(index: &Index, functions: &[Function], query: &str, options: &SearchOptions) -> Ranking {
+    let n = functions.len().min(index.len());
+    // There are never more results than functions (and `usize::MAX` must not allocate).
+    let k = options.max_results.min(n);
+    let terms = query_terms(index, query);
+    // Confidence scale: what matching every query word in the description scores.
+    let scale: f32 = terms
+        .iter()
+        .map(|t| t.term.map_or(index.max_idf, |i| index.idf[i as usize]))
+        .sum::<f32>()
+        * WEIGHTS[1]
+        + 1.0;
+    if k == 0 {
+        return Ranking {
+            terms,
+            top: Vec::new(),
+            exact: None,
+            scale,
+        };
+    }
+    let exact = exact_name(index, functions, query).filter(|&i| (i as usize) < n);
+    let keep = |doc: u32| Some(doc) != exact && passes(index, functions, doc, options);
+    let mut top = SCRATCH.with(|scratch| match scratch.try_borrow_mut() {
+        Ok(mut scratch) => rank(&mut scratch, index, &terms, n, k, keep),
+        Err(_) => rank(&mut Scratch::default(), index, &terms, n, k, keep),
+    });
+    // The exact name outranks everything: its score gains the best score plus one.
+    let exact = exact
+        .filter(|&i| passes(index, functions, i, options))
+        .map(|i| {
+            let own: f32 = terms
+                .iter()
+                .filter_map(|t| t.term)
+                .map(|t| index.field_scores_of(t, i).iter().sum::<f32>())
+                .sum();
+            let bonus = top.first().map_or(own, |first| first.0.max(own)) + 1.0;
+            top.insert(0, (own + bonus, i));
+            top.truncate(k);
+            (i, bonus)
+        });
+    Ranking {
+        terms,
+        top,
+        exact,
+        scale,
+    }
+}
+
+fn rank(
+    scratch: &mut Scratch,
+    index: &Index,
+    terms: &[QueryTerm],
+    n: usize,
+    k: usize,
+    keep: impl FnMut(u32) -> bool,
+) -> Vec<Ranked> {
+    let sparse = scratch.accumulate(index, terms, n);
+    scratch.top(n, sparse, k, keep)
+}
+
+fn passes(index: &Index, functions: &[Function], doc: u32, options: &SearchOptions) -> bool {
+    let capability_ok = options
+        .capability
+        .as_ref()
+        .is_none_or(|c| index.has_capability(doc as usize, &c.to_lowercase()));
+    let source_ok = options.source.as_ref().is_none_or(|s| {
+        functions
+            .get(doc as usize)
+            .is_some_and(|f| source_matches(f.dir(), s))
+    });
+    capability_ok && source_ok
+}
+
+/// The explained result for one of `ranking`'s functions.
+fn result(
+    index: &Index,
+    function: &Function,
+    (score, doc): Ranked,
+    ranking: &Ranking,
+) -> SearchResult {
+    let terms = &ranking.terms;
+    let exact_bonus = ranking
+        .exact
+        .and_then(|(i, bonus)| (i == doc).then_some(bonus));
+    let mut signals = Vec::new();
+    if let Some(bonus) = exact_bonus {
+        signals.push(Signal {
+            signal_type: "exact_name",
+            field: "name",
+            terms: vec![function.name().to_string()],
+            weight: f64::from(bonus),
+        });
+    }
+    let shares: Vec<(&QueryTerm, [f32; 4])> = terms
+        .iter()
+        .filter_map(|t| Some((t, index.field_scores_of(t.term?, doc))))
+        .collect();
+    for (field, field_name) in FIELDS.iter().enumerate() {
+        let matched: Vec<String> = shares
+            .iter()
+            .filter(|(_, s)| s[field] > 0.0)
+            .map(|(t, _)| t.word.clone())
+            .collect();
+        if !matched.is_empty() {
+            let weight: f32 = shares.iter().map(|(_, s)| s[field]).sum();
+            signals.push(Signal {
+                signal_type: "bm25",
+                field: field_name,
+                terms: matched,
+                weight: f64::from(weight),
+            });
+        }
+    }
+    let match_reason = match_reason(function.name(), exact_bonus.is_some(), &signals);
+    let i = doc as usize;
+    SearchResult {
+        id: ["lua:", function.name()].concat(),
+        name: function.name().to_string(),
+        signature: index
+            .signatures
+            .get(i)
+            .map(|s| s.to_string())
+            .unwrap_or_default(),
+        summary: index
+            .summaries
+            .get(i)
+            .map(|s| s.to_string())
+            .unwrap_or_default(),
+        source: function.dir().to_string(),
+        capabilities: index.capabilities(i).map(str::to_string).collect(),
+        score: f64::from(score),
+        confidence: f64::from(score / (score + ranking.scale)),
+        match_reason,
+        signals,
+    }
+}
+
+/// "exact name match `x`", or one "FIELD matches WORD, WORD" per field, joined by "; ".
+fn match_reason(name: &str, exact: bool, signals: &[Signal]) -> String {
+    if exact {
+        return format!("exact name match `{name}`");
+    }
+    let mut reason = String::new();
+    for signal in signals {
+        if !reason.is_empty() {
+            reason.push_str("; ");
+        }
+        reason.push_str(signal.field);
+        reason.push_str(" matches ");
+        for (i, term) in signal.terms.iter().enumerate() {
+            if i > 0 {
+                reason.push_str(", ");
+            }
+            reason.push_str(term);
+        }
+    }
+    reason
 }
 
 /// Whether `dir` is `source`, or ends with it as whole path components.
@@ -420,16 +533,64 @@ impl Registry {
             .map(|(_, n)| n)
     }
 
-    /// The search index, built on first use (at load for `from_paths` / `from_map`).
-    pub fn search_index(&self) -> &SearchIndex {
-        self.search
-            .0
-            .get_or_init(|| Arc::new(SearchIndex::build(self.functions())))
+    /// The search index: baked in for [`Registry::baked`] and generated registries,
+    /// built at load for `from_paths` / `from_map`.
+    pub fn search_index(&self) -> &Index {
+        match self.search.baked {
+            Some(index) => index,
+            None => self
+                .search
+                .built
+                .get_or_init(|| Arc::new(Index::build(self.functions()))),
+        }
     }
 
-    /// Searches the registry's functions; see the [module docs](crate::search).
+    /// Searches the registry's functions; see the [module docs](crate::search). Each
+    /// result explains itself (signals, match reason); [`Registry::search_hits`] ranks
+    /// the same way without the explanations, and without allocating per result.
     pub fn search(&self, query: &str, options: &SearchOptions) -> Vec<SearchResult> {
-        self.search_index().search(self.functions(), query, options)
+        let (index, functions) = (self.search_index(), self.functions());
+        let ranking = ranking(index, functions, query, options);
+        ranking
+            .top
+            .iter()
+            .filter_map(|&(score, doc)| {
+                let function = functions.get(doc as usize)?;
+                Some(result(index, function, (score, doc), &ranking))
+            })
+            .collect()
+    }
+
+    /// The functions [`Registry::search`] would return, in the same order with the same
+    /// scores and confidences, borrowed instead of explained: the fast path for callers
+    /// that only need the ranking.
+    ///
+    /// ```
+    /// use rlm_registry::search::SearchOptions;
+    /// let registry = rlm_registry::Registry::baked();
+    /// # #[cfg(feature = "text")] {
+    /// let hits = registry.search_hits("count the words", &SearchOptions::default());
+    /// assert_eq!(hits[0].function.name(), "word_count");
+    /// assert_eq!(hits[0].signature, "word_count(text)");
+    /// # }
+    /// ```
+    pub fn search_hits(&self, query: &str, options: &SearchOptions) -> Vec<Hit<'_>> {
+        let (index, functions) = (self.search_index(), self.functions());
+        let ranking = ranking(index, functions, query, options);
+        ranking
+            .top
+            .iter()
+            .filter_map(|&(score, doc)| {
+                let i = doc as usize;
+                Some(Hit {
+                    function: functions.get(i)?,
+                    signature: index.signatures.get(i).map_or("", |s| s),
+                    summary: index.summaries.get(i).map_or("", |s| s),
+                    score: f64::from(score),
+                    confidence: f64::from(score / (score + ranking.scale)),
+                })
+            })
+            .collect()
     }
 
     /// The capabilities of `function` as indexed: its `---@tag`s, then the automatic ones.
@@ -439,7 +600,11 @@ impl Registry {
             .iter()
             .position(|f| std::ptr::eq(f, function))
         {
-            Some(i) => self.search_index().capabilities(i).to_vec(),
+            Some(i) => self
+                .search_index()
+                .capabilities(i)
+                .map(str::to_string)
+                .collect(),
             None => capabilities_of(function),
         }
     }
@@ -453,7 +618,7 @@ impl Registry {
             .iter()
             .enumerate()
             .filter(|(i, f)| {
-                index.capabilities(*i).contains(&capability)
+                index.has_capability(*i, &capability)
                     && source.is_none_or(|s| source_matches(f.dir(), s))
             })
             .map(|(_, f)| f)
@@ -502,7 +667,11 @@ impl Registry {
 
     /// A compact prompt addendum for large registries: one line per function (signature
     /// and summary) and a pointer to `fn_search` and `help`, instead of every full doc.
+    /// Empty for an empty registry, like [`Registry::system_prompt`].
     pub fn compact_prompt(&self) -> String {
+        if self.is_empty() {
+            return String::new();
+        }
         let mut out = format!(
             "## Registry functions\n\nThese {} Lua functions are already defined as globals in the REPL; call them directly. Only names and summaries are listed: call `fn_search(query)` to find functions for a task and `help(name)` for one function's full documentation before using it.\n\n",
             self.len()

@@ -1,32 +1,38 @@
 //! A generated registry of 1,020 functions with paraphrased, labelled queries, shared by
 //! `tests/search.rs` and `benches/search.rs`. Names are snake_case or camelCase; each
 //! description uses different words from the name (a synonym of the verb), and each
-//! query paraphrases the function the way a model would ask for it.
+//! query paraphrases the function the way a model would ask for it: plainly, as a
+//! question with filler words, reordered, or inflected with a word left out.
 
 #![allow(dead_code)]
 
-/// (name verb, description verb, query paraphrase)
-const VERBS: &[(&str, &str, &str)] = &[
-    ("parse", "Interprets", "interpret"),
-    ("format", "Pretty prints", "pretty print"),
-    ("validate", "Verifies", "verify"),
-    ("count", "Tallies", "tally"),
-    ("sort", "Orders", "order"),
-    ("filter", "Selects", "select"),
-    ("merge", "Combines", "combine"),
-    ("split", "Breaks apart", "break apart"),
-    ("encode", "Serializes", "serialize"),
-    ("decode", "Deserializes", "deserialize"),
-    ("compress", "Shrinks", "shrink"),
-    ("hash", "Digests", "digest"),
-    ("search", "Looks up", "look up"),
-    ("summarize", "Condenses", "condense"),
-    ("extract", "Pulls values out of", "pull values out of"),
-    ("normalize", "Cleans up", "clean up"),
-    ("compare", "Diffs", "diff"),
-    ("render", "Draws", "draw"),
-    ("fetch", "Downloads", "download"),
-    ("store", "Saves", "save"),
+/// (name verb, description verb, query paraphrase, the paraphrase inflected)
+const VERBS: &[(&str, &str, &str, &str)] = &[
+    ("parse", "Interprets", "interpret", "interpreting"),
+    ("format", "Pretty prints", "pretty print", "pretty printing"),
+    ("validate", "Verifies", "verify", "verifying"),
+    ("count", "Tallies", "tally", "tallying"),
+    ("sort", "Orders", "order", "ordering"),
+    ("filter", "Selects", "select", "selecting"),
+    ("merge", "Combines", "combine", "combining"),
+    ("split", "Breaks apart", "break apart", "breaking apart"),
+    ("encode", "Serializes", "serialize", "serializing"),
+    ("decode", "Deserializes", "deserialize", "deserializing"),
+    ("compress", "Shrinks", "shrink", "shrinking"),
+    ("hash", "Digests", "digest", "digesting"),
+    ("search", "Looks up", "look up", "looking up"),
+    ("summarize", "Condenses", "condense", "condensing"),
+    (
+        "extract",
+        "Pulls values out of",
+        "pull values out of",
+        "pulling values out of",
+    ),
+    ("normalize", "Cleans up", "clean up", "cleaning up"),
+    ("compare", "Diffs", "diff", "diffing"),
+    ("render", "Draws", "draw", "drawing"),
+    ("fetch", "Downloads", "download", "downloading"),
+    ("store", "Saves", "save", "saving"),
 ];
 
 /// (name object, description and query phrase)
@@ -81,7 +87,7 @@ pub struct Generated {
 /// Every generated function (1,020), in generation order.
 pub fn corpus() -> Vec<Generated> {
     let mut out = Vec::new();
-    for (v, (verb, desc_verb, para)) in VERBS.iter().enumerate() {
+    for (v, (verb, desc_verb, para, inflected)) in VERBS.iter().enumerate() {
         for (o, (object, phrase)) in OBJECTS.iter().enumerate() {
             for (q, (qualifier, qual_phrase)) in QUALIFIERS.iter().enumerate() {
                 let parts = [*verb, *object, *qualifier];
@@ -94,7 +100,17 @@ pub fn corpus() -> Vec<Generated> {
                 let source = format!(
                     "--- {description}\n---@param input string The input\n---@return string result The result\nfunction {name}(input) return input end\n"
                 );
-                let query = format!("{para} {phrase} {qual_phrase}");
+                // Phrased four ways, as models ask: plain, as a question, reordered, and
+                // inflected with the object's last word dropped.
+                let query = match (v + o + q) % 4 {
+                    0 => format!("{para} {phrase} {qual_phrase}"),
+                    1 => format!("How do I {para} {phrase} {qual_phrase}?"),
+                    2 => format!("{phrase} {qual_phrase}: {para}"),
+                    _ => {
+                        let partial = phrase.rsplit_once(' ').map_or(*phrase, |(head, _)| head);
+                        format!("{inflected} the {partial} {qual_phrase}")
+                    }
+                };
                 out.push(Generated {
                     name,
                     description,

@@ -4,7 +4,7 @@
 use rust_stemmers::{Algorithm, Stemmer};
 
 /// Words that carry no meaning for search, sorted (binary-searched).
-const STOP_WORDS: &[&str] = &[
+pub const STOP_WORDS: &[&str] = &[
     "a", "about", "all", "an", "and", "any", "are", "as", "at", "be", "been", "but", "by", "can",
     "could", "do", "does", "e", "eg", "for", "from", "g", "get", "give", "gives", "has", "have",
     "how", "i", "if", "in", "into", "is", "it", "its", "just", "let", "me", "my", "need", "of",
@@ -14,37 +14,50 @@ const STOP_WORDS: &[&str] = &[
     "your",
 ];
 
-fn is_stop_word(word: &str) -> bool {
+/// Whether `word` (lower-cased) is too common to search on.
+pub fn is_stop_word(word: &str) -> bool {
     STOP_WORDS.binary_search(&word).is_ok()
 }
 
 /// Calls `emit` with every lower-cased word of `text`, identifiers split on `_`, on
 /// camelCase (`wordCount`) and on acronym boundaries (`HTTPRequest` → http, request).
+///
+/// Runs on every query, so it allocates only for words that need lower-casing.
 pub fn for_each_word(text: &str, mut emit: impl FnMut(&str)) {
     let mut lower = String::new();
+    let mut emit_lower = |word: &str| {
+        if word
+            .bytes()
+            .all(|b| !b.is_ascii_uppercase() && b.is_ascii())
+        {
+            emit(word);
+        } else {
+            lower.clear();
+            lower.extend(word.chars().flat_map(char::to_lowercase));
+            emit(&lower);
+        }
+    };
     for run in text.split(|c: char| !c.is_alphanumeric()) {
-        if run.is_empty() {
-            continue;
-        }
-        let chars: Vec<(usize, char)> = run.char_indices().collect();
         let mut start = 0;
-        for i in 1..chars.len() {
-            let (prev, cur) = (chars[i - 1].1, chars[i].1);
-            let next_lower = chars.get(i + 1).is_some_and(|(_, c)| c.is_lowercase());
-            let boundary = cur.is_uppercase()
-                && (prev.is_lowercase()
-                    || prev.is_ascii_digit()
-                    || (prev.is_uppercase() && next_lower));
-            if boundary {
-                lower.clear();
-                lower.extend(run[start..chars[i].0].chars().flat_map(char::to_lowercase));
-                emit(&lower);
-                start = chars[i].0;
+        let mut prev: Option<char> = None;
+        let mut chars = run.char_indices().peekable();
+        while let Some((at, cur)) = chars.next() {
+            if let Some(prev) = prev {
+                let next_lower = chars.peek().is_some_and(|(_, c)| c.is_lowercase());
+                let boundary = cur.is_uppercase()
+                    && (prev.is_lowercase()
+                        || prev.is_ascii_digit()
+                        || (prev.is_uppercase() && next_lower));
+                if boundary {
+                    emit_lower(&run[start..at]);
+                    start = at;
+                }
             }
+            prev = Some(cur);
         }
-        lower.clear();
-        lower.extend(run[start..].chars().flat_map(char::to_lowercase));
-        emit(&lower);
+        if start < run.len() {
+            emit_lower(&run[start..]);
+        }
     }
 }
 
@@ -70,6 +83,11 @@ impl Tokenizer {
     /// The stem of one lower-cased word.
     pub fn stem(&self, word: &str) -> String {
         self.stemmer.stem(word).into_owned()
+    }
+
+    /// The stem of one lower-cased word, borrowed when stemming leaves it unchanged.
+    pub fn stem_cow<'w>(&self, word: &'w str) -> std::borrow::Cow<'w, str> {
+        self.stemmer.stem(word)
     }
 
     /// Calls `emit(word, stem)` for every non-stop word of `text`.

@@ -192,25 +192,6 @@ impl LlmSearch {
     }
 }
 
-impl SearchMode {
-    /// The mode's name, as `--mode` and `fn_search`'s `mode` option take it and as it
-    /// serializes: `fast`, `balanced` or `accurate`.
-    ///
-    /// ```
-    /// use rlm_registry::search::SearchMode;
-    ///
-    /// assert_eq!(SearchMode::Balanced.name(), "balanced");
-    /// assert_eq!(SearchMode::Balanced.name().parse(), Ok(SearchMode::Balanced));
-    /// ```
-    pub fn name(self) -> &'static str {
-        match self {
-            SearchMode::Fast => "fast",
-            SearchMode::Balanced => "balanced",
-            SearchMode::Accurate => "accurate",
-        }
-    }
-}
-
 /// The most LLM calls one search in `mode` makes: 0 (fast), 1 (balanced: the rerank),
 /// 2 (accurate: the expansion and the rerank). What a caller with a call budget, such as
 /// the `fn_search` built-in, reserves.

@@ -59,6 +59,25 @@ pub enum SearchMode {
     Accurate,
 }
 
+impl SearchMode {
+    /// The mode's name, as `--mode` and `fn_search`'s `mode` option take it and as it
+    /// serializes: `fast`, `balanced` or `accurate`.
+    ///
+    /// ```
+    /// use rlm_registry::search::SearchMode;
+    ///
+    /// assert_eq!(SearchMode::Balanced.name(), "balanced");
+    /// assert_eq!(SearchMode::Balanced.name().parse(), Ok(SearchMode::Balanced));
+    /// ```
+    pub fn name(self) -> &'static str {
+        match self {
+            SearchMode::Fast => "fast",
+            SearchMode::Balanced => "balanced",
+            SearchMode::Accurate => "accurate",
+        }
+    }
+}
+
 impl std::str::FromStr for SearchMode {
     type Err = String;
 
@@ -399,13 +418,9 @@ fn passes(index: &Index, functions: &[Function], doc: u32, options: &SearchOptio
     capability_ok && source_ok
 }
 
-/// The explained result for one of `ranking`'s functions.
-fn result(
-    index: &Index,
-    function: &Function,
-    (score, doc): Ranked,
-    ranking: &Ranking,
-) -> SearchResult {
+/// The explained result for `hit`, the `doc`th function, one of `ranking`'s.
+fn result(index: &Index, doc: u32, hit: Hit<'_>, ranking: &Ranking) -> SearchResult {
+    let function = hit.function;
     let terms = &ranking.terms;
     let exact_bonus = ranking
         .exact
@@ -440,24 +455,18 @@ fn result(
         }
     }
     let match_reason = match_reason(function.name(), exact_bonus.is_some(), &signals);
-    let i = doc as usize;
     SearchResult {
         id: ["lua:", function.name()].concat(),
         name: function.name().to_string(),
-        signature: index
-            .signatures
-            .get(i)
-            .map(|s| s.to_string())
-            .unwrap_or_default(),
-        summary: index
-            .summaries
-            .get(i)
-            .map(|s| s.to_string())
-            .unwrap_or_default(),
+        signature: hit.signature.to_string(),
+        summary: hit.summary.to_string(),
         source: function.dir().to_string(),
-        capabilities: index.capabilities(i).map(str::to_string).collect(),
-        score: f64::from(score),
-        confidence: f64::from(score / (score + ranking.scale)),
+        capabilities: index
+            .capabilities(doc as usize)
+            .map(str::to_string)
+            .collect(),
+        score: hit.score,
+        confidence: hit.confidence,
         match_reason,
         signals,
     }
@@ -549,15 +558,9 @@ impl Registry {
     /// result explains itself (signals, match reason); [`Registry::search_hits`] ranks
     /// the same way without the explanations, and without allocating per result.
     pub fn search(&self, query: &str, options: &SearchOptions) -> Vec<SearchResult> {
-        let (index, functions) = (self.search_index(), self.functions());
-        let ranking = ranking(index, functions, query, options);
-        ranking
-            .top
-            .iter()
-            .filter_map(|&(score, doc)| {
-                let function = functions.get(doc as usize)?;
-                Some(result(index, function, (score, doc), &ranking))
-            })
+        let ranking = ranking(self.search_index(), self.functions(), query, options);
+        self.hits(&ranking)
+            .map(|(doc, hit)| result(self.search_index(), doc, hit, &ranking))
             .collect()
     }
 
@@ -575,22 +578,27 @@ impl Registry {
     /// # }
     /// ```
     pub fn search_hits(&self, query: &str, options: &SearchOptions) -> Vec<Hit<'_>> {
+        let ranking = ranking(self.search_index(), self.functions(), query, options);
+        self.hits(&ranking).map(|(_, hit)| hit).collect()
+    }
+
+    /// `ranking`'s functions as hits, with their index.
+    fn hits<'r, 'k>(
+        &'r self,
+        ranking: &'k Ranking,
+    ) -> impl Iterator<Item = (u32, Hit<'r>)> + use<'r, 'k> {
         let (index, functions) = (self.search_index(), self.functions());
-        let ranking = ranking(index, functions, query, options);
-        ranking
-            .top
-            .iter()
-            .filter_map(|&(score, doc)| {
-                let i = doc as usize;
-                Some(Hit {
-                    function: functions.get(i)?,
-                    signature: index.signatures.get(i).map_or("", |s| s),
-                    summary: index.summaries.get(i).map_or("", |s| s),
-                    score: f64::from(score),
-                    confidence: f64::from(score / (score + ranking.scale)),
-                })
-            })
-            .collect()
+        ranking.top.iter().filter_map(move |&(score, doc)| {
+            let i = doc as usize;
+            let hit = Hit {
+                function: functions.get(i)?,
+                signature: index.signatures.get(i).map_or("", |s| s),
+                summary: index.summaries.get(i).map_or("", |s| s),
+                score: f64::from(score),
+                confidence: f64::from(score / (score + ranking.scale)),
+            };
+            Some((doc, hit))
+        })
     }
 
     /// The capabilities of `function` as indexed: its `---@tag`s, then the automatic ones.

@@ -25,6 +25,7 @@ fn baked_dirs() -> Vec<PathBuf> {
     [
         (cfg!(feature = "text"), "lua/text"),
         (cfg!(feature = "chunking"), "lua/chunking"),
+        (cfg!(feature = "recursive"), "lua/recursive"),
     ]
     .into_iter()
     .filter(|(enabled, _)| *enabled)

@@ -114,6 +114,7 @@ impl StrTable {
     }
 
     /// The flat parts, for the code generator: slots, keys, key ends, values.
+    #[cfg_attr(not(feature = "build"), allow(dead_code))]
     pub(crate) fn parts(&self) -> (&[u32], &str, &[u32], &[u32]) {
         (&self.slots, &self.keys, &self.ends, &self.values)
     }

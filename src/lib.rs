@@ -17,15 +17,21 @@
 //!   extraction of each exposed [`Function`] with its doc, parameters and returns.
 //! - [`registry`]: [`Registry::from_paths`], [`Registry::from_map`], [`Registry::baked`],
 //!   lookups and [`Registry::system_prompt`].
+//! - [`search`]: BM25 search over a registry (index baked at build time for baked
+//!   registries), capabilities, sources, lookup by id, and the LLM rerank modes.
 //! - `codegen` (feature `build`): the `Builder` that `build.rs` uses to bake
 //!   directories, this crate's and yours.
-//! - [`environment`]: the sandboxed Lua 5.4 VM that runs model-written code with
+//!
+//! With the `runtime` feature (on by default):
+//!
+//! - `environment`: the sandboxed Lua 5.4 VM that runs model-written code with
 //!   the registry's functions, under time, memory and output limits.
-//! - [`llm`]: the OpenAI-compatible client with retries and usage accounting.
-//! - [`tools`]: registry functions as JSON-Schema tools (OpenAI, Anthropic, MCP),
+//! - `llm`: the OpenAI-compatible client with retries and usage accounting.
+//! - `tools`: registry functions as JSON-Schema tools (OpenAI, Anthropic, MCP),
 //!   called with JSON arguments, and the bounded tool-calling dispatch loop.
-//! - [`rlm`]: the RLM loop: the model writes Lua over the context until `FINAL`, with
+//! - `rlm`: the RLM loop: the model writes Lua over the context until `FINAL`, with
 //!   error recovery, `rlm_query` children, shared budgets and JSONL trajectories.
+//! - `tokens`: exact `o200k_base` token counts.
 //!
 //! ```
 //! use rlm_registry::Registry;
@@ -44,12 +50,17 @@ mod baked;
 #[cfg(feature = "build")]
 pub mod codegen;
 pub mod conventions;
+#[cfg(feature = "runtime")]
 pub mod environment;
+#[cfg(feature = "runtime")]
 pub mod llm;
 pub mod registry;
+#[cfg(feature = "runtime")]
 pub mod rlm;
 pub mod search;
+#[cfg(feature = "runtime")]
 pub mod tokens;
+#[cfg(feature = "runtime")]
 pub mod tools;
 
 pub use conventions::{Code, Diagnostic, Function, Param, Return, Severity};

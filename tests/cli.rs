@@ -168,6 +168,11 @@ fn list_json_describes_each_function() {
     assert_eq!(grep["params"][0]["type"], "string");
     assert_eq!(grep["params"][2]["optional"], true);
     assert_eq!(grep["returns"][0]["type"], "table[]");
+    assert_eq!(grep["returns"][0]["name"], "matches");
+    assert_eq!(
+        grep["returns"][0]["description"],
+        "The matching lines, in order"
+    );
 }
 
 #[test]

@@ -280,6 +280,26 @@ fn luals_forms_optional_and_varargs_are_accepted() {
 }
 
 #[test]
+fn luals_return_names_are_kept_apart_from_the_description() {
+    let registry = Registry::from_paths([fixture("good/luals.lua")]).unwrap();
+    let joined = &registry.get("join_all").unwrap().returns()[0];
+    assert_eq!(
+        (joined.ty(), joined.name(), joined.description()),
+        ("string", Some("joined"), "The joined text")
+    );
+    // The baked library carries the names too (it is compared whole with `from_paths`
+    // in tests/registry.rs).
+    let baked = Registry::baked();
+    if let Some(chunker) = baked.get("chunk_by_lines") {
+        let chunks = &chunker.returns()[0];
+        assert_eq!(
+            (chunks.ty(), chunks.name(), chunks.description()),
+            ("string[]", Some("chunks"), "The chunks, in order")
+        );
+    }
+}
+
+#[test]
 fn ldoc_forms_are_accepted() {
     let registry = Registry::from_paths([fixture("good/ldoc.lua")]).unwrap();
     let repeat = registry.get("repeat_word").unwrap();
@@ -292,9 +312,15 @@ fn ldoc_forms_are_accepted() {
         ("integer", true)
     );
     assert_eq!(repeat.returns()[0].ty(), "string");
+    assert_eq!(
+        repeat.returns()[0].name(),
+        None,
+        "LDoc returns have no name"
+    );
     let reverse = registry.get("reverse_text").unwrap();
     assert_eq!(reverse.params()[0].description(), "the string");
     assert_eq!(reverse.returns()[0].description(), "the reversed string");
+    assert_eq!(reverse.returns()[0].name(), None);
 }
 
 #[test]

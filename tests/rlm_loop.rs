@@ -81,6 +81,48 @@ impl Shared {
     fn text(&self) -> String {
         String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
     }
+
+    /// The trace's lines, each parsed as JSON.
+    fn events(&self) -> Vec<Value> {
+        events_of(&self.text())
+    }
+}
+
+/// Every line of a JSONL trace, parsed.
+fn events_of(trace: &str) -> Vec<Value> {
+    trace
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("each line is JSON"))
+        .collect()
+}
+
+/// The `turn` events of a trace, without the agents' `start` lines.
+fn turns(events: &[Value]) -> Vec<&Value> {
+    events.iter().filter(|e| e["event"] == "turn").collect()
+}
+
+/// The conversation `agent` sent to the model at `turn`, rebuilt from the trace alone:
+/// its `start` messages, then each earlier turn's reply and feedback.
+fn conversation(events: &[Value], agent: &str, turn: u64) -> Vec<Value> {
+    let of_agent = |e: &&Value| e["agent"] == agent;
+    let start = events
+        .iter()
+        .filter(of_agent)
+        .find(|e| e["event"] == "start")
+        .expect("a start line for every agent");
+    let mut messages = start["messages"].as_array().unwrap().clone();
+    for earlier in events
+        .iter()
+        .filter(of_agent)
+        .filter(|e| e["event"] == "turn")
+    {
+        if earlier["turn"].as_u64().unwrap() >= turn {
+            break;
+        }
+        messages.push(serde_json::json!({"role": "assistant", "content": earlier["reply"]}));
+        messages.push(serde_json::json!({"role": "user", "content": earlier["feedback"]}));
+    }
+    messages
 }
 
 #[test]
@@ -495,17 +537,19 @@ fn children_nest_down_to_max_depth_and_run_batched() {
     );
     let calls: Vec<u64> = answer.usage.by_depth.iter().map(|u| u.calls).collect();
     assert_eq!(calls, [2, 1, 1]);
-    let agents: Vec<String> = trace
-        .text()
-        .lines()
-        .map(|l| {
-            serde_json::from_str::<Value>(l).unwrap()["agent"]
-                .as_str()
-                .unwrap()
-                .to_string()
-        })
+    let events = trace.events();
+    let agents: Vec<&str> = turns(&events)
+        .iter()
+        .map(|e| e["agent"].as_str().unwrap())
         .collect();
     assert_eq!(agents, ["0.1.1", "0.1", "0", "0"]);
+    // Each agent's start line comes before anything it does.
+    let starts: Vec<&str> = events
+        .iter()
+        .filter(|e| e["event"] == "start")
+        .map(|e| e["agent"].as_str().unwrap())
+        .collect();
+    assert_eq!(starts, ["0", "0.1", "0.1.1"]);
 
     // rlm_query_batched: children on threads, answers in order.
     let server = OpenAiServer::start(
@@ -670,30 +714,50 @@ fn the_trace_has_one_json_line_per_turn_of_every_agent() {
         .live_view(live.clone())
         .run("Q", Some(Context::from("ctx")))
         .unwrap();
-    let lines: Vec<Value> = trace
-        .text()
-        .lines()
-        .map(|line| serde_json::from_str(line).expect("each line is JSON"))
-        .collect();
-    assert_eq!(lines.len(), 4);
-    // Order of writing: root turn 1 ends after its child's turn.
-    let ids: Vec<(&str, u64, u64)> = lines
+    let events = trace.events();
+    // Order of writing: each agent's start, then its turns; root turn 1 ends after its
+    // child's turn.
+    let ids: Vec<(&str, &str, u64, u64)> = events
         .iter()
         .map(|l| {
             (
+                l["event"].as_str().unwrap(),
                 l["agent"].as_str().unwrap(),
                 l["depth"].as_u64().unwrap(),
-                l["turn"].as_u64().unwrap(),
+                l["turn"].as_u64().unwrap_or(0),
             )
         })
         .collect();
-    assert_eq!(ids, [("0.1", 1, 1), ("0", 0, 1), ("0", 0, 2), ("0", 0, 3)]);
-    let child = &lines[0];
+    assert_eq!(
+        ids,
+        [
+            ("start", "0", 0, 0),
+            ("start", "0.1", 1, 0),
+            ("turn", "0.1", 1, 1),
+            ("turn", "0", 0, 1),
+            ("turn", "0", 0, 2),
+            ("turn", "0", 0, 3),
+        ]
+    );
+    let (root_start, child_start) = (&events[0], &events[1]);
+    assert_eq!(root_start["question"], "Q");
+    assert_eq!(root_start["messages"].as_array().unwrap().len(), 2);
+    assert_eq!(root_start["messages"][0]["role"], "system");
+    assert_eq!(root_start["messages"][1]["role"], "user");
+    assert_eq!(child_start["question"], "Sub-task");
+    assert!(
+        child_start["messages"][0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("sub-agent at depth 1")
+    );
+    let lines = turns(&events);
+    let child = lines[0];
     assert_eq!(child["final"], "from the child");
-    assert_eq!(child["messages_sent"].as_array().unwrap().len(), 2);
-    let first = &lines[1];
-    assert_eq!(first["messages_sent"].as_array().unwrap().len(), 2);
-    assert_eq!(first["messages_sent"][0]["role"], "system");
+    assert_eq!(child["messages_sent"], 2);
+    let first = lines[1];
+    assert_eq!(first["messages_sent"], 2);
+    assert!(first.get("messages").is_none(), "turns carry no messages");
     assert_eq!(first["reply"], "```lua\nprint(rlm_query('Sub-task'))\n```");
     assert_eq!(first["code_blocks"][0], "print(rlm_query('Sub-task'))\n");
     assert_eq!(first["outputs"][0]["status"], "ok");
@@ -704,7 +768,7 @@ fn the_trace_has_one_json_line_per_turn_of_every_agent() {
     assert_eq!(first["completion_tokens"], 5);
     assert_eq!(first["run_tokens"], 30);
     assert!(first["elapsed_ms"].as_u64().is_some() && first["llm_ms"].as_u64().is_some());
-    let error = &lines[2];
+    let error = lines[2];
     assert_eq!(error["outputs"][0]["status"], "error");
     assert!(
         error["outputs"][0]["error"]
@@ -712,9 +776,13 @@ fn the_trace_has_one_json_line_per_turn_of_every_agent() {
             .unwrap()
             .contains("nope")
     );
-    assert_eq!(error["messages_sent"].as_array().unwrap().len(), 4);
+    assert_eq!(error["messages_sent"], 4);
     assert_eq!(lines[3]["final"], "done");
     assert_eq!(lines[3]["feedback"], Value::Null);
+    // Children's conversations are rebuilt like the root's, from their own lines.
+    let bodies = bodies(&server);
+    assert_eq!(&conversation(&events, "0.1", 1), messages(&bodies[1]));
+    assert_eq!(&conversation(&events, "0", 3), messages(&bodies[3]));
 
     let live = live.text();
     assert!(
@@ -731,6 +799,92 @@ fn the_trace_has_one_json_line_per_turn_of_every_agent() {
         live.contains("  ✗ input:1: attempt to call a nil value (global 'nope')"),
         "{live}"
     );
+}
+
+#[test]
+fn the_trace_grows_linearly_and_the_conversation_can_be_rebuilt_from_it() {
+    let replies: Vec<String> = (1..=5)
+        .map(|n| format!("print('marker {n} of the run', #context)"))
+        .collect();
+    let mut script: Vec<Behavior> = replies.iter().map(|code| lua(code)).collect();
+    script.push(lua("FINAL('the end')"));
+    let server = OpenAiServer::start(script, Behavior::status(500));
+    let trace = Shared::default();
+    let answer = rlm(&server, 10)
+        .trace(trace.clone())
+        .run("Q", Some(Context::from("ctx")))
+        .unwrap();
+    assert_eq!(answer.turns, 6);
+    let text = trace.text();
+    let events = events_of(&text);
+
+    // One line per event: the start, then each turn once.
+    let kinds: Vec<(&str, u64)> = events
+        .iter()
+        .map(|e| {
+            (
+                e["event"].as_str().unwrap(),
+                e["turn"].as_u64().unwrap_or(0),
+            )
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("start", 0),
+            ("turn", 1),
+            ("turn", 2),
+            ("turn", 3),
+            ("turn", 4),
+            ("turn", 5),
+            ("turn", 6)
+        ]
+    );
+
+    // No line repeats what an earlier line said: the system prompt is on the start line
+    // only, and turn N does not carry turn 1's reply.
+    let lines: Vec<&str> = text.lines().collect();
+    let system = events[0]["messages"][0]["content"].as_str().unwrap();
+    let system_marker =
+        serde_json::to_string(&system.chars().take(200).collect::<String>()).unwrap();
+    let system_marker = system_marker.trim_matches('"');
+    assert!(lines[0].contains(system_marker));
+    for (n, line) in lines.iter().enumerate().skip(1) {
+        assert!(
+            !line.contains(system_marker),
+            "line {n} repeats the system prompt"
+        );
+        if n > 1 {
+            assert!(
+                !line.contains("marker 1 of the run"),
+                "line {n} repeats turn 1's reply: {line}"
+            );
+        }
+    }
+    // So every turn line is about as long as the first: the trace grows linearly.
+    let turn_lengths: Vec<usize> = lines[1..6].iter().map(|l| l.len()).collect();
+    let (shortest, longest) = (
+        *turn_lengths.iter().min().unwrap(),
+        *turn_lengths.iter().max().unwrap(),
+    );
+    assert!(
+        longest < shortest + 100,
+        "turn lines grow with the run: {turn_lengths:?}"
+    );
+    assert!(text.len() < lines[0].len() + 6 * (longest + 1));
+
+    // The conversation of every turn, rebuilt from the trace alone, is what the model got.
+    let bodies = bodies(&server);
+    assert_eq!(bodies.len(), 6);
+    for (i, body) in bodies.iter().enumerate() {
+        let turn = i as u64 + 1;
+        let rebuilt = conversation(&events, "0", turn);
+        assert_eq!(&rebuilt, messages(body), "turn {turn}");
+        assert_eq!(
+            events[i + 1]["messages_sent"].as_u64().unwrap() as usize,
+            rebuilt.len()
+        );
+    }
 }
 
 #[test]
@@ -1118,13 +1272,10 @@ mod cli {
         let out = rlm_ask(&server, &["Q", "-q", "--trace", path.to_str().unwrap()]);
         assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
         assert_eq!(text(&out.stdout), "42\n");
-        let trace = std::fs::read_to_string(&path).unwrap();
-        let lines: Vec<Value> = trace
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
-        assert_eq!(lines.len(), 2);
-        assert_eq!(lines[0]["code_blocks"][0], "x = 41\n");
-        assert_eq!(lines[1]["final"], "42");
+        let events = events_of(&std::fs::read_to_string(&path).unwrap());
+        assert_eq!(events.len(), 3);
+        assert_eq!(events[0]["event"], "start");
+        assert_eq!(events[1]["code_blocks"][0], "x = 41\n");
+        assert_eq!(events[2]["final"], "42");
     }
 }

@@ -39,7 +39,7 @@ pub(crate) struct AskArgs {
     /// How deep `rlm_query` children may go (0: no children; `rlm_query` is then a plain sub-model call).
     #[arg(long, value_name = "N", default_value_t = 1)]
     max_depth: usize,
-    /// Write the trajectory to FILE as JSON lines, one per turn, flushed as it goes.
+    /// Write the trajectory to FILE as JSON lines (a start line per agent, then one per turn), flushed as it goes.
     #[arg(long, value_name = "FILE")]
     trace: Option<PathBuf>,
     /// No live view, warnings or usage summary on stderr: only the answer, or the error.

@@ -42,7 +42,7 @@ fn function_json(f: &Function) -> serde_json::Value {
     let returns: Vec<_> = f
         .returns()
         .iter()
-        .map(|r| json!({"type": r.ty(), "description": r.description()}))
+        .map(|r| json!({"type": r.ty(), "name": r.name(), "description": r.description()}))
         .collect();
     json!({
         "name": f.name(),

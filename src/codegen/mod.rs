@@ -284,8 +284,8 @@ fn param_tokens(p: &Param) -> TokenStream {
 }
 
 fn return_tokens(r: &Return) -> TokenStream {
-    let (ty, description) = (r.ty(), r.description());
-    quote! { ::rlm_registry::Return::__from_static(#ty, #description) }
+    let (ty, name, description) = (r.ty(), r.name().unwrap_or(""), r.description());
+    quote! { ::rlm_registry::Return::__from_static(#ty, #name, #description) }
 }
 
 fn chunk_tokens(c: &Chunk) -> TokenStream {

@@ -2,14 +2,20 @@
 //!
 //! Two styles are accepted and may be mixed:
 //!
-//! - LuaLS: `---@param name? type description`, `---@return type description`,
-//!   `---@vararg type`.
+//! - LuaLS: `---@param name? type description`, `---@return type [name] [description]`
+//!   (`---@return type # description` for a description without a name), `---@vararg type`.
 //! - LDoc: `--- Summary.` then `-- @param name description`, `-- @tparam type name
 //!   description`, `-- @return description`, `-- @treturn type description`, with the
 //!   `[opt]` modifier.
 //!
 //! A tag written `---@` is always LuaLS. With a space (`-- @param`, `--- @param`) it is
 //! LuaLS when the word after the name looks like a type, LDoc otherwise.
+//!
+//! The name of a LuaLS return value is read as LuaLS reads it: on a `---` line, the word
+//! right after the type is the name when it is an identifier (alone, or followed by the
+//! description); anything else (`#`, `` `code` ``, `(note)`, a number) starts the
+//! description. LuaLS itself ignores `--` lines, so an LDoc-style `-- @return type text`
+//! keeps all its text as the description.
 
 use std::ops::Range;
 
@@ -97,6 +103,9 @@ pub(crate) struct DocParam<'a> {
 #[derive(Debug)]
 pub(crate) struct DocReturn {
     pub ty: String,
+    /// The LuaLS name of the value (`chunks` in `---@return string[] chunks The chunks`);
+    /// empty when the doc gives none.
+    pub name: String,
     pub description: String,
 }
 
@@ -130,9 +139,13 @@ pub(crate) fn parse<'a>(block: &DocBlock<'a>) -> ParsedDoc<'a> {
             append(&mut doc, &mut description, &continuation, body.trim_end());
             continue;
         };
-        let tight = content.starts_with('@');
+        let marker = Marker {
+            tight: content.starts_with('@'),
+            // LuaLS reads `---@…` and `--- @…` but not `-- @…` or `----@…`.
+            luals_line: dashes == 3,
+        };
         let tag_offset = offset + (tag_text.as_ptr() as usize - line.as_ptr() as usize);
-        continuation = read_tag(&mut doc, tag_text, tag_offset, tight);
+        continuation = read_tag(&mut doc, tag_text, tag_offset, marker);
     }
     while description.last().is_some_and(|l| l.trim().is_empty()) {
         description.pop();
@@ -167,12 +180,21 @@ fn append<'a>(
     }
 }
 
+/// How a tag line was written, which decides between the LuaLS and LDoc readings.
+#[derive(Clone, Copy)]
+struct Marker {
+    /// `@` follows the dashes directly (`---@param`): always LuaLS.
+    tight: bool,
+    /// Exactly three dashes, the lines LuaLS itself parses as annotations.
+    luals_line: bool,
+}
+
 /// Reads one tag line (`text` starts after the `@`) into `doc`.
 fn read_tag<'a>(
     doc: &mut ParsedDoc<'a>,
     text: &'a str,
     offset: usize,
-    tight: bool,
+    marker: Marker,
 ) -> Continuation {
     let (tag, rest) = split_word(text);
     let (tag, modifier) = match tag.find('[') {
@@ -189,7 +211,7 @@ fn read_tag<'a>(
         "param" => {
             let (name, after_name) = split_word(rest);
             let (ty, description) = split_type(after_name);
-            let luals = tight || looks_like_type(ty);
+            let luals = marker.tight || looks_like_type(ty);
             let (ty, description) = if luals {
                 (ty, description)
             } else {
@@ -210,16 +232,8 @@ fn read_tag<'a>(
             Continuation::Param
         }
         "return" | "treturn" => {
-            let (ty, description) = split_type(rest);
-            let (ty, description) = if tag == "treturn" || tight || looks_like_type(ty) {
-                (ty, description)
-            } else {
-                ("", rest)
-            };
-            doc.returns.push(DocReturn {
-                ty: type_or_any(ty),
-                description: description.trim().to_string(),
-            });
+            doc.returns
+                .push(read_return(rest, tag == "treturn", marker));
             Continuation::Return
         }
         "tag" => {
@@ -233,6 +247,67 @@ fn read_tag<'a>(
         }
         _ => Continuation::Other,
     }
+}
+
+/// Reads the text after `@return` (LuaLS or LDoc) or `@treturn` (LDoc: type, then
+/// description, never a name).
+fn read_return(text: &str, treturn: bool, marker: Marker) -> DocReturn {
+    let (ty, after_type) = split_type(text);
+    if !(treturn || marker.tight || looks_like_type(ty)) {
+        // LDoc `@return description`: no type, no name.
+        return DocReturn {
+            ty: type_or_any(""),
+            name: String::new(),
+            description: text.trim().to_string(),
+        };
+    }
+    let (name, description) = if treturn || !marker.luals_line {
+        ("", after_type)
+    } else {
+        split_return_name(after_type)
+    };
+    let description = if treturn {
+        description
+    } else {
+        strip_comment_marker(description)
+    };
+    DocReturn {
+        ty: type_or_any(ty),
+        name: name.to_string(),
+        description: description.trim().to_string(),
+    }
+}
+
+/// Splits the optional name off what follows a LuaLS `@return` type. LuaLS takes the
+/// next token as the name whenever it is a name token, so a description written right
+/// after the type must start with `#` (or anything that is not an identifier).
+fn split_return_name(text: &str) -> (&str, &str) {
+    let (word, after) = split_word(text);
+    if word == "..." || is_identifier(word) {
+        (word, after)
+    } else {
+        ("", text)
+    }
+}
+
+/// A name LuaLS would lex as one token: a letter (of any script) or `_`, then letters,
+/// digits or `_`. (LuaLS also lets `.`, `*` and `-` continue a name, for dotted class
+/// names; in a return name they would swallow prose like `e.g.` or `well-formed`, so
+/// such a word starts the description instead.)
+fn is_identifier(word: &str) -> bool {
+    let mut chars = word.chars();
+    chars.next().is_some_and(|c| c.is_alphabetic() || c == '_')
+        && chars.all(|c| c.is_alphanumeric() || c == '_')
+}
+
+/// Removes the marker LuaLS allows in front of a tail comment: `# text`, EmmyLua's
+/// `@ text`, or `-- text`.
+fn strip_comment_marker(text: &str) -> &str {
+    let text = text.trim_start();
+    ["#", "@", "--"]
+        .iter()
+        .find_map(|marker| text.strip_prefix(marker))
+        .unwrap_or(text)
 }
 
 fn push_param<'a>(
@@ -424,7 +499,164 @@ mod tests {
             ]
         );
         assert_eq!(doc.returns[0].ty, "string[]");
-        assert_eq!(doc.returns[0].description, "parts The parts");
+        assert_eq!(doc.returns[0].name, "parts");
+        assert_eq!(doc.returns[0].description, "The parts");
+    }
+
+    /// `(type, name, description)` of the single `@return` in `line`.
+    fn return_of(line: &str) -> (String, String, String) {
+        let doc = parsed(&["--- X.", line]);
+        assert_eq!(doc.returns.len(), 1, "{line}");
+        let r = &doc.returns[0];
+        (r.ty.clone(), r.name.clone(), r.description.clone())
+    }
+
+    fn triple(ty: &str, name: &str, description: &str) -> (String, String, String) {
+        (ty.to_string(), name.to_string(), description.to_string())
+    }
+
+    #[test]
+    fn return_with_a_type_only_has_no_name_or_description() {
+        assert_eq!(return_of("---@return string[]"), triple("string[]", "", ""));
+        assert_eq!(
+            return_of("---@return integer   "),
+            triple("integer", "", "")
+        );
+    }
+
+    #[test]
+    fn return_with_a_type_and_a_name_has_no_description() {
+        assert_eq!(
+            return_of("---@return string[] chunks"),
+            triple("string[]", "chunks", "")
+        );
+        assert_eq!(
+            return_of("---@return any ..."),
+            triple("any", "...", ""),
+            "a vararg return is named `...`"
+        );
+    }
+
+    #[test]
+    fn return_name_is_split_off_the_description() {
+        assert_eq!(
+            return_of("---@return string[] chunks The chunks, in order"),
+            triple("string[]", "chunks", "The chunks, in order")
+        );
+        assert_eq!(
+            return_of("--- @return integer _count2 How many"),
+            triple("integer", "_count2", "How many"),
+            "`--- @` is a LuaLS line too"
+        );
+        // LuaLS reads any identifier there as the name, even an English word.
+        assert_eq!(
+            return_of("---@return string The text"),
+            triple("string", "The", "text")
+        );
+    }
+
+    #[test]
+    fn return_description_after_a_hash_or_a_non_identifier_has_no_name() {
+        assert_eq!(
+            return_of("---@return string # The joined text"),
+            triple("string", "", "The joined text")
+        );
+        assert_eq!(
+            return_of("---@return string #The joined text"),
+            triple("string", "", "The joined text")
+        );
+        assert_eq!(
+            return_of("---@return string joined # The joined text"),
+            triple("string", "joined", "The joined text")
+        );
+        assert_eq!(
+            return_of("---@return Car @the new car"),
+            triple("Car", "", "the new car"),
+            "EmmyLua's `@comment`"
+        );
+        for (line, description) in [
+            ("---@return integer 1-based index", "1-based index"),
+            ("---@return string `text` as given", "`text` as given"),
+            ("---@return string (may be empty)", "(may be empty)"),
+            ("---@return string \"quoted\" text", "\"quoted\" text"),
+            ("---@return string well-formed JSON", "well-formed JSON"),
+            ("---@return string e.g. a word", "e.g. a word"),
+            (
+                "---@return boolean ok: whether it worked",
+                "ok: whether it worked",
+            ),
+        ] {
+            let ty = line.split(' ').nth(1).unwrap();
+            assert_eq!(return_of(line), triple(ty, "", description), "{line}");
+        }
+    }
+
+    #[test]
+    fn return_description_continues_on_untagged_lines() {
+        let doc = parsed(&[
+            "--- X.",
+            "---@return string[] parts The parts,",
+            "--- in order",
+        ]);
+        assert_eq!(doc.returns[0].name, "parts");
+        assert_eq!(doc.returns[0].description, "The parts, in order");
+    }
+
+    #[test]
+    fn optional_and_union_return_types_keep_the_name() {
+        assert_eq!(
+            return_of("---@return string? match The match, if any"),
+            triple("string?", "match", "The match, if any")
+        );
+        assert_eq!(
+            return_of("---@return string|nil match The match"),
+            triple("string|nil", "match", "The match")
+        );
+        assert_eq!(
+            return_of("---@return string | nil match The match"),
+            triple("string | nil", "match", "The match")
+        );
+        assert_eq!(
+            return_of("---@return 'a'|'b' mode # Which one"),
+            triple("'a'|'b'", "mode", "Which one")
+        );
+    }
+
+    #[test]
+    fn generic_table_and_function_return_types_with_spaces_keep_the_name() {
+        assert_eq!(
+            return_of("---@return table<string, integer> counts Count per word"),
+            triple("table<string, integer>", "counts", "Count per word")
+        );
+        assert_eq!(
+            return_of("---@return fun(a: number): string format The formatter"),
+            triple("fun(a: number): string", "format", "The formatter")
+        );
+        assert_eq!(
+            return_of("---@return { k: string, n: integer } entry # One entry"),
+            triple("{ k: string, n: integer }", "entry", "One entry")
+        );
+    }
+
+    #[test]
+    fn ldoc_returns_have_no_name() {
+        assert_eq!(
+            return_of("-- @treturn string the repeated word"),
+            triple("string", "", "the repeated word")
+        );
+        assert_eq!(
+            return_of("--- @return the answer"),
+            triple("any", "", "the answer")
+        );
+        // LuaLS does not read `--` lines, so a type there is followed by a description.
+        assert_eq!(
+            return_of("-- @return string the answer"),
+            triple("string", "", "the answer")
+        );
+        assert_eq!(
+            return_of("---@treturn integer count of words"),
+            triple("integer", "", "count of words")
+        );
     }
 
     #[test]

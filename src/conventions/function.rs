@@ -226,18 +226,36 @@ impl Param {
 }
 
 /// A documented return value.
+///
+/// ```
+/// use rlm_registry::Registry;
+///
+/// let src = "--- Splits a text into lines.\n---@param text string The text\n---@return string[] lines The lines, in order\nfunction split(text) return {} end";
+/// let registry = Registry::from_map([("split", src)]).unwrap();
+/// let ret = &registry.get("split").unwrap().returns()[0];
+/// assert_eq!(ret.ty(), "string[]");
+/// assert_eq!(ret.name(), Some("lines"));
+/// assert_eq!(ret.description(), "The lines, in order");
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Return {
     pub(crate) ty: Text,
+    /// Empty when the doc names no value.
+    pub(crate) name: Text,
     pub(crate) description: Text,
 }
 
 impl Return {
     /// Used by generated code; not part of the stable API.
     #[doc(hidden)]
-    pub const fn __from_static(ty: &'static str, description: &'static str) -> Self {
+    pub const fn __from_static(
+        ty: &'static str,
+        name: &'static str,
+        description: &'static str,
+    ) -> Self {
         Return {
             ty: Cow::Borrowed(ty),
+            name: Cow::Borrowed(name),
             description: Cow::Borrowed(description),
         }
     }
@@ -247,7 +265,27 @@ impl Return {
         &self.ty
     }
 
-    /// The description (may be empty).
+    /// The value's name, from LuaLS `---@return type name description`: the identifier
+    /// right after the type. `None` when the doc gives no name: a type alone, a
+    /// description marked with `#` or not starting with an identifier, or LDoc tags
+    /// (`@treturn type description`, `-- @return description`).
+    ///
+    /// ```
+    /// use rlm_registry::Registry;
+    ///
+    /// let named = "--- Counts words.\n---@param s string\n---@return integer count Number of words\nfunction words(s) return 0 end";
+    /// let unnamed = "--- Counts lines.\n---@param s string\n---@return integer # Number of lines\nfunction lines(s) return 0 end";
+    /// let registry = Registry::from_map([("words", named), ("lines", unnamed)]).unwrap();
+    /// assert_eq!(registry.get("words").unwrap().returns()[0].name(), Some("count"));
+    /// let lines = &registry.get("lines").unwrap().returns()[0];
+    /// assert_eq!(lines.name(), None);
+    /// assert_eq!(lines.description(), "Number of lines");
+    /// ```
+    pub fn name(&self) -> Option<&str> {
+        Some(&*self.name).filter(|name| !name.is_empty())
+    }
+
+    /// The description (may be empty), without the name and without a leading `#`.
     pub fn description(&self) -> &str {
         &self.description
     }

@@ -22,6 +22,7 @@
 
 mod analyze;
 mod bare_backtick;
+pub mod builtins;
 mod depth;
 pub mod diagnostic;
 mod doc;
@@ -192,6 +193,7 @@ fn to_function(
         .into_iter()
         .map(|r| Return {
             ty: Cow::Owned(r.ty),
+            name: Cow::Owned(r.name),
             description: Cow::Owned(r.description),
         })
         .collect::<Vec<_>>();

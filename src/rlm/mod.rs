@@ -89,7 +89,7 @@ pub use context::Context;
 use feedback::Names;
 use parse::PlainFinal;
 pub use prompt::{AUTO_COMPACT_ABOVE_TOKENS, PromptMode};
-use trace::{BlockRecord, Sink, TurnRecord};
+use trace::{BlockRecord, Event, Sink, StartRecord, TurnRecord};
 
 /// The iteration cap of [`Rlm::with_default_iterations`].
 pub const DEFAULT_MAX_ITERATIONS: u32 = 10;
@@ -358,8 +358,47 @@ impl Rlm {
         self
     }
 
-    /// Writes the trajectory to `writer`: one JSON object per turn of every agent,
-    /// flushed line by line (see the fields in the crate README).
+    /// Writes the trajectory to `writer` as JSON lines, flushed one by one: a `start`
+    /// line per agent (its system prompt and question), then a line per turn with only
+    /// what the turn added, so the trace grows linearly with the run (see the fields in
+    /// the crate README).
+    ///
+    /// ```
+    /// use std::io::Write;
+    /// use std::sync::{Arc, Mutex};
+    /// use rlm_registry::Registry;
+    /// use rlm_registry::llm::{Completion, Llm, LlmError, Request};
+    /// use rlm_registry::rlm::Rlm;
+    ///
+    /// struct Answers;
+    /// impl Llm for Answers {
+    ///     fn complete(&self, _request: Request) -> Result<Completion, LlmError> {
+    ///         Ok(Completion::new("```lua\nFINAL('done')\n```"))
+    ///     }
+    /// }
+    ///
+    /// #[derive(Clone, Default)]
+    /// struct Buffer(Arc<Mutex<Vec<u8>>>);
+    /// impl Write for Buffer {
+    ///     fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+    ///         self.0.lock().unwrap().write(bytes)
+    ///     }
+    ///     fn flush(&mut self) -> std::io::Result<()> {
+    ///         Ok(())
+    ///     }
+    /// }
+    ///
+    /// let trace = Buffer::default();
+    /// let rlm = Rlm::new(Arc::new(Answers), Registry::baked().clone(), 5).trace(trace.clone());
+    /// rlm.run("Q", None).unwrap();
+    /// let text = String::from_utf8(trace.0.lock().unwrap().clone()).unwrap();
+    /// let events: Vec<serde_json::Value> =
+    ///     text.lines().map(|line| serde_json::from_str(line).unwrap()).collect();
+    /// assert_eq!(events[0]["event"], "start");
+    /// assert_eq!(events[0]["messages"][0]["role"], "system");
+    /// assert_eq!(events[1]["event"], "turn");
+    /// assert_eq!(events[1]["final"], "done");
+    /// ```
     pub fn trace(mut self, writer: impl Write + Send + 'static) -> Rlm {
         self.config.trace = Some(Arc::new(Sink::new(Box::new(writer))));
         self
@@ -543,6 +582,15 @@ impl Agent {
             Message::system(system),
             Message::user(prompt::question(question, context.is_some())),
         ];
+        let start = Event::Start(StartRecord {
+            agent: &self.id,
+            depth: self.depth,
+            question,
+            messages: &messages,
+        });
+        if let Err(error) = self.trace(&start) {
+            return (Err(RlmError::Trace(error)), 0);
+        }
         let names = Names::new(&config.registry);
         let mut state = LoopState::default();
         for turn in 1..=config.max_iterations {
@@ -778,6 +826,14 @@ impl Agent {
         (parts, failure)
     }
 
+    /// Writes `event` to the trace, if there is one.
+    fn trace(&self, event: &Event<'_>) -> io::Result<()> {
+        match &self.config.trace {
+            Some(trace) => trace.write_json(event),
+            None => Ok(()),
+        }
+    }
+
     /// Writes the turn to the trace and the live view.
     fn write(
         &self,
@@ -791,26 +847,23 @@ impl Agent {
             // The live view is best effort: a closed stderr must not stop the run.
             let _ = live.write(&self.live_lines(turn, data, run_tokens));
         }
-        if let Some(trace) = &self.config.trace {
-            trace.write_json(&TurnRecord {
-                agent: &self.id,
-                depth: self.depth,
-                turn,
-                messages_sent: messages,
-                reply: data.reply.as_deref(),
-                code_blocks: &data.blocks,
-                outputs: &data.outputs,
-                feedback: data.feedback.as_deref(),
-                final_answer: data.final_answer.as_deref(),
-                error: data.error.clone(),
-                elapsed_ms: started.elapsed().as_millis() as u64,
-                llm_ms: data.llm_ms,
-                prompt_tokens: data.prompt_tokens,
-                completion_tokens: data.completion_tokens,
-                run_tokens,
-            })?;
-        }
-        Ok(())
+        self.trace(&Event::Turn(TurnRecord {
+            agent: &self.id,
+            depth: self.depth,
+            turn,
+            messages_sent: messages.len(),
+            reply: data.reply.as_deref(),
+            code_blocks: &data.blocks,
+            outputs: &data.outputs,
+            feedback: data.feedback.as_deref(),
+            final_answer: data.final_answer.as_deref(),
+            error: data.error.as_deref(),
+            elapsed_ms: started.elapsed().as_millis() as u64,
+            llm_ms: data.llm_ms,
+            prompt_tokens: data.prompt_tokens,
+            completion_tokens: data.completion_tokens,
+            run_tokens,
+        }))
     }
 
     /// `turn 2/10 · 1 block · 340 chars out · 1,234 tokens`, the first line of code and

@@ -1,4 +1,12 @@
-//! The JSONL trajectory (one object per turn, flushed as it is written) and the live view.
+//! The JSONL trajectory (one event per line, flushed as it is written) and the live view.
+//!
+//! The trace is an event log, not a series of snapshots: each agent's `start` line holds
+//! the two messages its conversation begins with, and each `turn` line only what that
+//! turn added (the reply, the code and its output, the feedback, the usage). Repeating the
+//! conversation on every line made traces grow with the square of the number of turns;
+//! this way a trace grows linearly, and the conversation sent at turn N is rebuilt as the
+//! `start` messages followed, for each earlier turn of the same agent, by its `reply`
+//! (assistant) and its `feedback` (user).
 
 use std::io::{self, Write};
 use std::sync::{Mutex, MutexGuard};
@@ -7,18 +15,43 @@ use serde::Serialize;
 
 use crate::llm::Message;
 
-/// One turn of one agent, as written to the trace. Field by field:
+/// One line of the trace, tagged by its `event` field (`"start"` or `"turn"`).
+#[derive(Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub(crate) enum Event<'a> {
+    /// An agent begins: written once per agent, before its first turn.
+    Start(StartRecord<'a>),
+    /// An agent's turn ended.
+    Turn(TurnRecord<'a>),
+}
+
+/// The beginning of one agent's conversation. Field by field:
 ///
 /// | field | meaning |
 /// |---|---|
 /// | `agent` | `"0"` for the root, `"0.1"`, `"0.2"` … for its children, `"0.1.1"` … below |
 /// | `depth` | 0 for the root |
+/// | `question` | the question (the root's) or sub-task (a child's), as asked |
+/// | `messages` | the system prompt and the question as sent, `{role, content}` |
+#[derive(Serialize)]
+pub(crate) struct StartRecord<'a> {
+    pub agent: &'a str,
+    pub depth: usize,
+    pub question: &'a str,
+    pub messages: &'a [Message],
+}
+
+/// One turn of one agent: only what the turn added. Field by field:
+///
+/// | field | meaning |
+/// |---|---|
+/// | `agent`, `depth` | as in the agent's `start` line |
 /// | `turn` | 1-based |
-/// | `messages_sent` | the whole conversation sent to the model, `{role, content}` |
-/// | `reply` | the model's reply (`null` if the call failed or was refused) |
+/// | `messages_sent` | how many messages went to the model: 2, plus 2 per earlier turn |
+/// | `reply` | the model's reply, the assistant message this turn adds (`null` if the call failed or was refused) |
 /// | `code_blocks` | the code that was found in the reply |
 /// | `outputs` | per block: `status` (`ok`, `error`, `limit`, `not run`), the full `output`, the `error`, `elapsed_ms` |
-/// | `feedback` | the message sent back to the model (`null` on the last turn) |
+/// | `feedback` | the user message this turn adds (`null` on the agent's last turn) |
 /// | `final` | the final answer, on the turn that gave it |
 /// | `error` | why the agent stopped, on the turn that ended it with an error |
 /// | `elapsed_ms`, `llm_ms` | the whole turn, and the model call |
@@ -29,14 +62,14 @@ pub(crate) struct TurnRecord<'a> {
     pub agent: &'a str,
     pub depth: usize,
     pub turn: u32,
-    pub messages_sent: &'a [Message],
+    pub messages_sent: usize,
     pub reply: Option<&'a str>,
     pub code_blocks: &'a [String],
     pub outputs: &'a [BlockRecord],
     pub feedback: Option<&'a str>,
     #[serde(rename = "final")]
     pub final_answer: Option<&'a str>,
-    pub error: Option<String>,
+    pub error: Option<&'a str>,
     pub elapsed_ms: u64,
     pub llm_ms: u64,
     pub prompt_tokens: u64,
@@ -81,5 +114,48 @@ impl Sink {
         let mut line = serde_json::to_string(record).map_err(io::Error::other)?;
         line.push('\n');
         self.write(&line)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_are_tagged_and_carry_no_earlier_messages() {
+        let messages = [Message::system("S"), Message::user("Q")];
+        let start = serde_json::to_value(Event::Start(StartRecord {
+            agent: "0.1",
+            depth: 1,
+            question: "Q",
+            messages: &messages,
+        }))
+        .unwrap();
+        assert_eq!(start["event"], "start");
+        assert_eq!(start["agent"], "0.1");
+        assert_eq!(start["messages"][0]["role"], "system");
+
+        let turn = serde_json::to_value(Event::Turn(TurnRecord {
+            agent: "0",
+            depth: 0,
+            turn: 2,
+            messages_sent: 4,
+            reply: Some("r"),
+            code_blocks: &[],
+            outputs: &[],
+            feedback: None,
+            final_answer: Some("done"),
+            error: None,
+            elapsed_ms: 1,
+            llm_ms: 1,
+            prompt_tokens: 3,
+            completion_tokens: 2,
+            run_tokens: 5,
+        }))
+        .unwrap();
+        assert_eq!(turn["event"], "turn");
+        assert_eq!(turn["messages_sent"], 4);
+        assert_eq!(turn["final"], "done");
+        assert!(turn.get("messages").is_none());
     }
 }

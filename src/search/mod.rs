@@ -29,6 +29,7 @@
 //! ```
 
 pub(crate) mod index;
+#[cfg(feature = "runtime")]
 pub mod llm_modes;
 
 use std::cell::RefCell;
@@ -36,7 +37,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::environment::builtins::{self, BuiltinDoc};
+use crate::conventions::builtins::{self, BuiltinDoc};
 use crate::{Function, Registry};
 pub use index::{
     FIELDS, Index, StrTable, WEIGHTS, capabilities, capabilities_of, field_texts, name_key,
@@ -280,7 +281,8 @@ impl Scratch {
         } else {
             let scores = &mut self.scores[..n];
             for (doc, &score) in scores.iter().enumerate() {
-                if score >= top.floor {
+                // In function order a tie with the k-th best comes later, so it loses.
+                if score > top.floor || (score == top.floor && !top.is_full()) {
                     top.offer((score, doc as u32), &mut keep);
                 }
             }
@@ -307,9 +309,12 @@ impl TopK {
         }
     }
 
+    fn is_full(&self) -> bool {
+        self.ranked.len() == self.k
+    }
+
     fn offer(&mut self, candidate: Ranked, keep: &mut impl FnMut(u32) -> bool) {
-        let full = self.ranked.len() == self.k;
-        if full && self.ranked.last().is_some_and(|&l| !better(candidate, l)) {
+        if self.is_full() && self.ranked.last().is_some_and(|&l| !better(candidate, l)) {
             return;
         }
         if keep(candidate.1) {

@@ -23,7 +23,7 @@ pub(crate) fn check(ctx: &mut FileContext<'_>, def: &Definition<'_>, doc: &Parse
                 def.name
             ),
         )
-        .with_help("add `---@return <type> <description>` to the doc comment");
+        .with_help("add `---@return <type> [name] [description]` to the doc comment");
         ctx.report(diagnostic);
     }
 }

@@ -72,6 +72,10 @@ pub fn field_texts(function: &Function, capabilities: &[String]) -> [String; 4] 
         keywords.push(' ');
     }
     for r in function.returns() {
+        if let Some(name) = r.name() {
+            keywords.push_str(name);
+            keywords.push(' ');
+        }
         keywords.push_str(r.description());
         keywords.push(' ');
     }

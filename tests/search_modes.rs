@@ -868,32 +868,51 @@ mod cli {
     }
 
     #[test]
-    fn batch_mode_takes_the_mode() {
+    fn batch_mode_takes_the_mode_and_keeps_query_order_while_running_concurrently() {
         let dir = registry_dir();
-        let server = OpenAiServer::start(
-            vec![
-                Behavior::reply("[\"line_count\"]"),
-                Behavior::reply("[\"reverse_text\"]"),
-            ],
-            Behavior::status(500),
-        );
+        // Answers depend on the query, not on arrival order, and arrive late enough that
+        // the batch's requests overlap.
+        let by_query = Behavior::ByPrompt(vec![
+            (
+                "Task: count\n".to_string(),
+                Behavior::reply("[\"line_count\"]").after(Duration::from_millis(150)),
+            ),
+            (
+                "Task: text\n".to_string(),
+                Behavior::reply("[\"reverse_text\"]").after(Duration::from_millis(150)),
+            ),
+            ("".to_string(), Behavior::reply("[]")),
+        ]);
+        let server = OpenAiServer::always(by_query);
+        let queries = "count\ntext\n".repeat(4);
         let out = rlm_search(
             &server,
             dir.path(),
             &["--queries", "-", "--mode", "balanced"],
-            "count\ntext\n",
+            &queries,
         );
         assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
         let lines: Vec<Value> = text(&out.stdout)
             .lines()
             .map(|l| serde_json::from_str(l).unwrap())
             .collect();
-        assert_eq!(lines.len(), 2);
-        assert_eq!(lines[0]["query"], "count");
-        assert_eq!(lines[0]["mode"], "balanced");
-        assert_eq!(lines[0]["results"][0]["name"], "line_count");
-        assert_eq!(lines[1]["results"][0]["name"], "reverse_text");
-        assert_eq!(server.request_count(), 2);
+        assert_eq!(lines.len(), 8);
+        for (i, line) in lines.iter().enumerate() {
+            let (query, top) = if i % 2 == 0 {
+                ("count", "line_count")
+            } else {
+                ("text", "reverse_text")
+            };
+            assert_eq!(line["query"], query, "line {i}");
+            assert_eq!(line["mode"], "balanced");
+            assert!(line["fallback"].is_null(), "line {i}: {line}");
+            assert_eq!(line["results"][0]["name"], top, "line {i}");
+        }
+        assert_eq!(server.request_count(), 8);
+        assert!(
+            server.max_in_flight() > 1,
+            "the batch ran one query at a time"
+        );
     }
 
     #[test]

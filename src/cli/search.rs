@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 use rlm_registry::Registry;
-use rlm_registry::llm::LlmClient;
+use rlm_registry::llm::{LlmClient, map_concurrently};
 use rlm_registry::search::llm_modes::{LlmSearch, search_with_llm};
 use rlm_registry::search::{SearchMode, SearchOptions, SearchResult};
 use serde_json::json;
@@ -136,11 +136,14 @@ fn read_queries(path: &PathBuf) -> Result<String, String> {
         .map_err(|e| format!("error: cannot read {}: {e}\n", path.display()))
 }
 
-/// One JSON line per query, in order; a fallback is reported in the line itself.
+/// One JSON line per query, in order; a fallback is reported in the line itself. The
+/// LLM modes run as many queries at once as the client allows concurrent calls.
 fn run_batch(searcher: &Searcher, text: &str) -> Output {
+    let queries: Vec<&str> = text.lines().map(str::trim).collect();
+    let workers = searcher.llm.map_or(1, |llm| llm.config().max_concurrency);
     let mut out = String::new();
-    for line in text.lines() {
-        let _ = writeln!(out, "{}", json!(searcher.search(line.trim())));
+    for found in map_concurrently(queries, workers, |query| searcher.search(query)) {
+        let _ = writeln!(out, "{}", json!(found));
     }
     Output::success(out)
 }

@@ -35,51 +35,62 @@ pub fn run_batch<L: Llm + ?Sized>(
     requests: Vec<Request>,
     max_concurrency: usize,
 ) -> Vec<Result<Completion, LlmError>> {
-    let count = requests.len();
-    let workers = max_concurrency.clamp(1, count.max(1));
+    map_concurrently(requests, max_concurrency, |request| llm.complete(request))
+}
+
+/// Applies `f` to every item, at most `max_concurrency` at once (at least 1), and
+/// returns the results in the order of `items`: the shape of every batch of model calls
+/// (`run_batch`, `rlm search --queries` in an LLM mode). Scoped threads pull items from
+/// a shared queue; the calling thread works too, so the batch completes even if no
+/// thread can be spawned. A panic inside `f` is propagated.
+///
+/// ```
+/// use rlm_registry::llm::map_concurrently;
+///
+/// let lengths = map_concurrently(vec!["a", "bb", "ccc"], 2, |s| s.len());
+/// assert_eq!(lengths, [1, 2, 3]);
+/// ```
+pub fn map_concurrently<T: Send, R: Send>(
+    items: Vec<T>,
+    max_concurrency: usize,
+    f: impl Fn(T) -> R + Sync,
+) -> Vec<R> {
+    let workers = max_concurrency.clamp(1, items.len().max(1));
     if workers <= 1 {
-        return requests
-            .into_iter()
-            .map(|request| llm.complete(request))
-            .collect();
+        return items.into_iter().map(f).collect();
     }
-    let queue = Mutex::new(requests.into_iter().enumerate());
+    let queue = Mutex::new(items.into_iter().enumerate());
     let work = || {
         let mut done = Vec::new();
         loop {
-            // A worker that panicked holds no lock while calling `llm`, so the queue
-            // is never left half-updated: a poisoned lock is safe to use.
+            // A worker that panicked holds no lock while running `f`, so the queue is
+            // never left half-updated: a poisoned lock is safe to use.
             let next = queue.lock().unwrap_or_else(PoisonError::into_inner).next();
-            let Some((index, request)) = next else {
+            let Some((index, item)) = next else {
                 return done;
             };
-            done.push((index, llm.complete(request)));
+            done.push((index, f(item)));
         }
     };
-    let mut slots: Vec<Option<Result<Completion, LlmError>>> = Vec::with_capacity(count);
-    slots.resize_with(count, || None);
-    thread::scope(|scope| {
+    let mut finished = thread::scope(|scope| {
         let helpers: Vec<_> = (1..workers)
             .map_while(|_| {
                 thread::Builder::new()
-                    .name("rlm-llm-batch".to_string())
+                    .name("rlm-batch".to_string())
                     .spawn_scoped(scope, work)
                     .ok()
             })
             .collect();
-        let mut finished = vec![work()];
+        let mut finished = work();
         for helper in helpers {
             match helper.join() {
-                Ok(done) => finished.push(done),
+                Ok(done) => finished.extend(done),
                 Err(panic) => std::panic::resume_unwind(panic),
             }
         }
-        for (index, result) in finished.into_iter().flatten() {
-            slots[index] = Some(result);
-        }
+        finished
     });
-    slots
-        .into_iter()
-        .map(|slot| slot.expect("every request of the batch was taken by a worker"))
-        .collect()
+    // Every index was taken exactly once, so sorting restores the input order.
+    finished.sort_unstable_by_key(|(index, _)| *index);
+    finished.into_iter().map(|(_, result)| result).collect()
 }

@@ -39,7 +39,7 @@ mod usage;
 
 use std::sync::Arc;
 
-pub use batch::run_batch;
+pub use batch::{map_concurrently, run_batch};
 pub use client::LlmClient;
 pub use config::{
     DEFAULT_BASE_URL, DEFAULT_INITIAL_BACKOFF, DEFAULT_MAX_BACKOFF, DEFAULT_MAX_CONCURRENCY,

@@ -65,6 +65,10 @@ pub enum Behavior {
     /// 200 with an assistant message asking for tool calls `(id, name, arguments)`,
     /// `content: null`, `finish_reason: "tool_calls"`, usage 10 + 5 tokens.
     ToolCalls(Vec<(String, String, String)>),
+    /// The behaviour of the first `(needle, behaviour)` whose needle is in the last user
+    /// message, else the last one: answers that do not depend on arrival order, for
+    /// requests sent concurrently.
+    ByPrompt(Vec<(String, Behavior)>),
 }
 
 impl Behavior {
@@ -397,6 +401,14 @@ fn completion_body(content: &str, prompt_tokens: u64, completion_tokens: u64) ->
 
 fn respond(stream: &mut TcpStream, behavior: Behavior, last_user: &str, stop: &AtomicBool) {
     let (status, extra_header, body) = match behavior {
+        Behavior::ByPrompt(mut cases) => {
+            let at = cases
+                .iter()
+                .position(|(needle, _)| last_user.contains(needle.as_str()))
+                .unwrap_or(cases.len().saturating_sub(1));
+            let inner = cases.swap_remove(at).1;
+            return respond(stream, inner, last_user, stop);
+        }
         Behavior::Delayed(delay, inner) => {
             sleep_unless_stopped(delay, stop);
             return respond(stream, *inner, last_user, stop);

@@ -3,7 +3,8 @@
 //! In `build.rs`, name the directories to bake; [`Builder::compile`] validates them with
 //! the same conventions as [`Registry::from_paths`](crate::Registry::from_paths), fails
 //! the build with rustc-style diagnostics (all of them at once) on any violation, and
-//! otherwise writes formatted Rust defining a `static REGISTRY` into `OUT_DIR`. It also
+//! otherwise writes formatted Rust defining a `static REGISTRY` into `OUT_DIR`, with its
+//! functions, its system prompt and its search index all computed here. It also
 //! tells Cargo to rerun the step when a `.lua` file is added, edited or removed, and not
 //! otherwise.
 //!

@@ -42,7 +42,7 @@ pub struct Registry {
     pub(crate) chunks: Cow<'static, [Chunk]>,
     pub(crate) overrides: Cow<'static, [Override]>,
     pub(crate) prompt: Text,
-    /// The search index, built at load (runtime registries) or on first use (baked).
+    /// The search index: baked by the code generator, or built at load.
     pub(crate) search: IndexCell,
 }
 

@@ -247,13 +247,7 @@ fn function_tokens(f: &Function, index: usize, arrays: &mut Vec<TokenStream>) ->
         arrays,
         &format!("TAGS_{index}"),
         quote!(::std::borrow::Cow<'static, str>),
-        f.tags()
-            .iter()
-            .map(|t| {
-                let t: &str = t;
-                quote!(::std::borrow::Cow::Borrowed(#t))
-            })
-            .collect(),
+        texts(f.tags()),
     );
     let (line, chunk) = (f.line(), f.chunk() as u32);
     quote! {
@@ -277,6 +271,17 @@ fn static_array(
     let len = elements.len();
     arrays.push(quote! { pub(super) static #ident: [#ty; #len] = [#(#elements),*]; });
     quote!(&#ident)
+}
+
+/// `Cow::Borrowed("…")` for each text: the element of every baked text array.
+fn texts(values: &[crate::conventions::Text]) -> Vec<TokenStream> {
+    values
+        .iter()
+        .map(|t| {
+            let t: &str = t;
+            quote!(::std::borrow::Cow::Borrowed(#t))
+        })
+        .collect()
 }
 
 fn param_tokens(p: &Param) -> TokenStream {

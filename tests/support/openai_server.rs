@@ -380,16 +380,23 @@ fn sleep_unless_stopped(delay: Duration, stop: &AtomicBool) {
 }
 
 fn completion_body(content: &str, prompt_tokens: u64, completion_tokens: u64) -> String {
+    let message = json!({"role": "assistant", "content": content});
+    chat_completion(message, "stop", prompt_tokens, completion_tokens)
+}
+
+/// A chat completion with one choice holding `message`.
+fn chat_completion(
+    message: Value,
+    finish_reason: &str,
+    prompt_tokens: u64,
+    completion_tokens: u64,
+) -> String {
     json!({
         "id": "chatcmpl-test",
         "object": "chat.completion",
         "created": 0,
         "model": "test-model",
-        "choices": [{
-            "index": 0,
-            "message": {"role": "assistant", "content": content},
-            "finish_reason": "stop",
-        }],
+        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
         "usage": {
             "prompt_tokens": prompt_tokens,
             "completion_tokens": completion_tokens,
@@ -443,19 +450,8 @@ fn respond(stream: &mut TcpStream, behavior: Behavior, last_user: &str, stop: &A
                            "function": {"name": name, "arguments": arguments}})
                 })
                 .collect();
-            let body = json!({
-                "id": "chatcmpl-test",
-                "object": "chat.completion",
-                "created": 0,
-                "model": "test-model",
-                "choices": [{
-                    "index": 0,
-                    "message": {"role": "assistant", "content": null, "tool_calls": calls},
-                    "finish_reason": "tool_calls",
-                }],
-                "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-            });
-            (200, None, body.to_string())
+            let message = json!({"role": "assistant", "content": null, "tool_calls": calls});
+            (200, None, chat_completion(message, "tool_calls", 10, 5))
         }
         Behavior::Garbage(body) => (200, None, body),
         Behavior::NoChoices => (

@@ -44,24 +44,16 @@ impl StrTable {
 
     /// A table of `entries`, in their order; of equal keys the first wins.
     pub fn build(entries: impl IntoIterator<Item = (String, u32)>) -> StrTable {
+        let entries: Vec<(String, u32)> = entries.into_iter().collect();
         let mut keys = String::new();
         let (mut ends, mut values) = (Vec::new(), Vec::new());
-        let mut table = StrTable::empty();
-        let entries: Vec<(String, u32)> = entries.into_iter().collect();
         let mut slots = vec![0u32; (entries.len() * 2).next_power_of_two().max(2)];
         let mask = slots.len() - 1;
         for (key, value) in entries {
             let mut at = fnv1a(&key) as usize & mask;
-            loop {
-                match slots[at] {
-                    0 => break,
-                    taken => {
-                        if table_key(&keys, &ends, taken as usize - 1) == key {
-                            break;
-                        }
-                        at = (at + 1) & mask;
-                    }
-                }
+            // Probe to the key's slot, or to the first empty one.
+            while slots[at] != 0 && table_key(&keys, &ends, slots[at] as usize - 1) != key {
+                at = (at + 1) & mask;
             }
             if slots[at] != 0 {
                 continue;
@@ -71,11 +63,12 @@ impl StrTable {
             values.push(value);
             slots[at] = values.len() as u32;
         }
-        table.slots = slots.into();
-        table.keys = keys.into();
-        table.ends = ends.into();
-        table.values = values.into();
-        table
+        StrTable {
+            slots: slots.into(),
+            keys: keys.into(),
+            ends: ends.into(),
+            values: values.into(),
+        }
     }
 
     /// The value of `key`.

@@ -54,6 +54,8 @@ pub mod conventions;
 pub mod environment;
 #[cfg(feature = "runtime")]
 pub mod llm;
+#[cfg(feature = "runtime")]
+pub mod providers;
 pub mod registry;
 #[cfg(feature = "runtime")]
 pub mod rlm;

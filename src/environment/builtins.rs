@@ -31,9 +31,13 @@ use std::sync::Arc;
 
 use mlua::{Function, Lua, MultiValue, Table, Value};
 
+use super::json;
 use super::limits::{LimitKind, Tripwire};
 use crate::Registry;
 use crate::llm::{Completion, Llm, LlmError, Request};
+use crate::providers::catalog::declaration;
+use crate::providers::host::JsonHandler;
+use crate::providers::{Call, Catalog, Handler, Origin, RawHandler};
 use crate::tokens;
 
 pub use crate::conventions::builtins::{BuiltinDoc, DOCS, doc};
@@ -121,42 +125,139 @@ impl Session {
     }
 }
 
-/// Every built-in, by name. Lua's own `print` is removed from the globals.
+/// Every host function of the environment's providers, by name: the built-ins, made
+/// here, and the host's own, wrapped. Out-of-scope ones raise an error naming their
+/// scope. Lua's own `print` is removed from the globals.
 pub(crate) fn table(
     lua: &Lua,
     session: &Rc<Session>,
-    registry: &Arc<Registry>,
+    catalog: &Arc<Catalog>,
 ) -> mlua::Result<Table> {
     let builtins = lua.create_table()?;
-    builtins.raw_set("print", print(lua, Rc::clone(session))?)?;
-    builtins.raw_set("llm_query", llm_query(lua, Rc::clone(session))?)?;
-    builtins.raw_set(
-        "llm_query_batched",
-        llm_query_batched(lua, Rc::clone(session))?,
-    )?;
-    builtins.raw_set("FINAL", final_value(lua, Rc::clone(session))?)?;
-    builtins.raw_set("FINAL_VAR", final_var(lua, Rc::clone(session))?)?;
-    builtins.raw_set("token_count", token_count(lua)?)?;
-    builtins.raw_set("token_truncate", token_truncate(lua)?)?;
-    builtins.raw_set("token_split", token_split(lua)?)?;
-    builtins.raw_set("token_budget", token_budget(lua, Rc::clone(session))?)?;
-    builtins.raw_set("help", help(lua, Arc::clone(registry))?)?;
-    builtins.raw_set(
-        "fn_search",
-        fn_search(lua, Rc::clone(session), Arc::clone(registry))?,
-    )?;
-    builtins.raw_set("ask_user", ask_user(lua, Rc::clone(session))?)?;
-    builtins.raw_set("rlm_query", rlm_query(lua, Rc::clone(session))?)?;
-    builtins.raw_set(
-        "rlm_query_batched",
-        rlm_query_batched(lua, Rc::clone(session))?,
-    )?;
-    builtins.raw_set("notify_user", notify_user(lua, Rc::clone(session))?)?;
-    let (store_list, store_summarize) = store(lua, Arc::clone(registry))?;
-    builtins.raw_set("store_list", store_list)?;
-    builtins.raw_set("store_summarize", store_summarize)?;
+    let mut store_functions = None;
+    for info in catalog.providers().iter() {
+        let name = info.name();
+        let scope = catalog.scope();
+        let function = if !scope.allows(info.scope()) {
+            refuse(lua, scope.refusal(name, info.scope()))?
+        } else {
+            match &info.host().handler {
+                Handler::Builtin => {
+                    let Some(function) =
+                        builtin(lua, session, catalog, name, &mut store_functions)?
+                    else {
+                        continue;
+                    };
+                    function
+                }
+                Handler::Raw(handler) => {
+                    host_raw(lua, session, catalog, name, Arc::clone(handler))?
+                }
+                Handler::Json(handler) => {
+                    let arity = info.function().params().len();
+                    host_json(lua, session, catalog, name, arity, Arc::clone(handler))?
+                }
+            }
+        };
+        builtins.raw_set(name, function)?;
+    }
     lua.globals().raw_set("print", Value::Nil)?;
     Ok(builtins)
+}
+
+/// The built-in `name`, made for this session.
+fn builtin(
+    lua: &Lua,
+    session: &Rc<Session>,
+    catalog: &Arc<Catalog>,
+    name: &str,
+    store_functions: &mut Option<(Function, Function)>,
+) -> mlua::Result<Option<Function>> {
+    let session = Rc::clone(session);
+    Ok(Some(match name {
+        "print" => print(lua, session)?,
+        "llm_query" => llm_query(lua, session)?,
+        "llm_query_batched" => llm_query_batched(lua, session)?,
+        "FINAL" => final_value(lua, session)?,
+        "FINAL_VAR" => final_var(lua, session)?,
+        "token_count" => token_count(lua)?,
+        "token_truncate" => token_truncate(lua)?,
+        "token_split" => token_split(lua)?,
+        "token_budget" => token_budget(lua, session)?,
+        "help" => help(lua, Arc::clone(catalog))?,
+        "fn_search" => fn_search(lua, session, Arc::clone(catalog))?,
+        "ask_user" => ask_user(lua, session)?,
+        "notify_user" => notify_user(lua, session)?,
+        "rlm_query" => rlm_query(lua, session)?,
+        "rlm_query_batched" => rlm_query_batched(lua, session)?,
+        "store_list" | "store_summarize" => {
+            if store_functions.is_none() {
+                *store_functions = Some(store(lua, Arc::clone(catalog.registry()))?);
+            }
+            let Some((list, summarize)) = store_functions.as_ref() else {
+                return Ok(None);
+            };
+            if name == "store_list" {
+                list.clone()
+            } else {
+                summarize.clone()
+            }
+        }
+        _ => return Ok(None),
+    }))
+}
+
+/// A function that only raises `message`: what an out-of-scope name is bound to.
+fn refuse(lua: &Lua, message: String) -> mlua::Result<Function> {
+    lua.create_function(move |_, _: MultiValue| -> mlua::Result<()> {
+        Err(mlua::Error::RuntimeError(message.clone()))
+    })
+}
+
+fn call<'a>(lua: &'a Lua, session: &Session, catalog: &Catalog, name: &'a str) -> Call<'a> {
+    Call {
+        lua,
+        name,
+        time_left: session.tripwire.time_left(),
+        depth: catalog.scope().depth,
+    }
+}
+
+/// A host function over Lua values.
+fn host_raw(
+    lua: &Lua,
+    session: &Rc<Session>,
+    catalog: &Arc<Catalog>,
+    name: &str,
+    handler: Arc<RawHandler>,
+) -> mlua::Result<Function> {
+    let (session, catalog, name) = (Rc::clone(session), Arc::clone(catalog), name.to_string());
+    lua.create_function(move |lua, args: MultiValue| {
+        handler(&call(lua, &session, &catalog, &name), args)
+    })
+}
+
+/// A host function over JSON: arguments converted (missing trailing ones as `null`),
+/// the result converted back; an `Err` is a Lua error prefixed with the name.
+fn host_json(
+    lua: &Lua,
+    session: &Rc<Session>,
+    catalog: &Arc<Catalog>,
+    name: &str,
+    arity: usize,
+    handler: Arc<JsonHandler>,
+) -> mlua::Result<Function> {
+    let (session, catalog, name) = (Rc::clone(session), Arc::clone(catalog), name.to_string());
+    lua.create_function(move |lua, args: MultiValue| {
+        let mut values = Vec::with_capacity(args.len().max(arity));
+        for (i, arg) in args.iter().enumerate() {
+            values.push(json::to_json(arg, &format!("argument {}", i + 1), 0)?);
+        }
+        values.resize(values.len().max(arity), serde_json::Value::Null);
+        let result = handler(&call(lua, &session, &catalog, &name), values)
+            .map_err(|e| mlua::Error::RuntimeError(format!("{name}: {e}")))?;
+        json::to_lua(lua, &result, 0)
+    })
 }
 
 /// `print(...)`: `tostring` of each argument, tab-separated, into the captured output.
@@ -291,22 +392,33 @@ fn token_budget(lua: &Lua, session: Rc<Session>) -> mlua::Result<Function> {
     })
 }
 
-/// `help([name])`.
-fn help(lua: &Lua, registry: Arc<Registry>) -> mlua::Result<Function> {
+/// `help([name])`: the one description of any function this agent may call.
+fn help(lua: &Lua, catalog: Arc<Catalog>) -> mlua::Result<Function> {
     lua.create_function(move |_, name: Option<String>| {
         let Some(name) = name else {
-            let mut names: Vec<&str> = DOCS.iter().map(|d| d.name).collect();
-            names.extend(registry.functions().iter().map(|f| f.name()));
+            let names: Vec<&str> = catalog
+                .functions()
+                .iter()
+                .map(|c| c.function.name())
+                .collect();
             return Ok(format!(
                 "Available functions: {}. Call help(name) for one.",
                 names.join(", ")
             ));
         };
-        if let Some(builtin) = doc(&name) {
-            return Ok(format!("{} (built-in)", builtin.doc));
+        if let Some(callable) = catalog.get(&name) {
+            let text = declaration(callable.function);
+            return Ok(match callable.origin {
+                Origin::Provider { builtin: true, .. } => format!("{text} (built-in)"),
+                Origin::Provider { provider, .. } => format!("{text} (provider `{provider}`)"),
+                Origin::Registry { .. } => text,
+            });
         }
-        if let Some(function) = registry.get(&name) {
-            return Ok(format!("{}\n{}", function.doc(), stub(function)));
+        if let Some(scope) = catalog.out_of_scope(&name) {
+            return Err(mlua::Error::RuntimeError(format!(
+                "help: {}",
+                catalog.scope().refusal(&name, scope)
+            )));
         }
         Err(mlua::Error::RuntimeError(format!(
             "help: no function named '{name}'; call help() to list them"
@@ -322,7 +434,7 @@ fn help(lua: &Lua, registry: Arc<Registry>) -> mlua::Result<Function> {
 /// `llm_query_batched` does for a batch, and counting the tokens spent; a failing model
 /// gives the fast order with `info.fallback` set. Without an LLM those modes are an
 /// error rather than a silent fast search, as `llm_query` is.
-fn fn_search(lua: &Lua, session: Rc<Session>, registry: Arc<Registry>) -> mlua::Result<Function> {
+fn fn_search(lua: &Lua, session: Rc<Session>, catalog: Arc<Catalog>) -> mlua::Result<Function> {
     use crate::search::llm_modes::{LlmSearch, llm_calls, search_with_llm};
     use crate::search::{SearchMode, SearchOptions};
 
@@ -342,7 +454,7 @@ fn fn_search(lua: &Lua, session: Rc<Session>, registry: Arc<Registry>) -> mlua::
             }
         }
         let found = if mode == SearchMode::Fast {
-            LlmSearch::fast(&registry, &query, &options)
+            LlmSearch::fast(&*catalog, &query, &options)
         } else {
             let llm = session.llm.as_ref().ok_or_else(|| {
                 mlua::Error::RuntimeError(format!(
@@ -355,7 +467,7 @@ fn fn_search(lua: &Lua, session: Rc<Session>, registry: Arc<Registry>) -> mlua::
                 llm: llm.as_ref(),
                 results: std::sync::Mutex::new(Vec::new()),
             };
-            let found = search_with_llm(&registry, &recorded, &query, &options, mode);
+            let found = search_with_llm(&*catalog, &recorded, &query, &options, mode);
             let results = recorded
                 .results
                 .into_inner()
@@ -399,12 +511,6 @@ impl Llm for Recorded<'_> {
             .push(result.clone());
         result
     }
-}
-
-/// `function name(params) end`: the declaration line of the prompt.
-fn stub(function: &crate::Function) -> String {
-    let params: Vec<&str> = function.params().iter().map(|p| p.name()).collect();
-    format!("function {}({}) end", function.name(), params.join(", "))
 }
 
 /// `store_list()` and `store_summarize(name)`, written in Lua (so the execution's limits

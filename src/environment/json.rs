@@ -60,7 +60,7 @@ pub(super) fn results_to_json(results: MultiValue) -> mlua::Result<Json> {
     })
 }
 
-fn to_json(value: &Value, path: &str, depth: usize) -> mlua::Result<Json> {
+pub(super) fn to_json(value: &Value, path: &str, depth: usize) -> mlua::Result<Json> {
     if depth > MAX_DEPTH {
         return Err(error(format!(
             "{path}: nested deeper than {MAX_DEPTH} levels (a cycle?)"

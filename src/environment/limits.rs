@@ -149,6 +149,13 @@ impl Tripwire {
         self.tripped.set(Some(LimitKind::Time));
     }
 
+    /// What is left of the running execution's time (the whole limit between executions).
+    pub fn time_left(&self) -> std::time::Duration {
+        self.deadline.get().map_or(self.limits.time, |d| {
+            d.saturating_duration_since(Instant::now())
+        })
+    }
+
     pub fn tripped(&self) -> Option<LimitKind> {
         self.tripped.get()
     }

@@ -43,6 +43,7 @@ pub use limits::{LimitKind, Limits};
 
 use crate::Registry;
 use crate::llm::Llm;
+use crate::providers::{AgentScope, Catalog, Providers};
 use builtins::Session;
 pub use builtins::{SubAgent, User};
 
@@ -55,6 +56,7 @@ pub struct Environment {
     lua: Lua,
     tripwire: Rc<Tripwire>,
     session: Rc<Session>,
+    catalog: Arc<Catalog>,
 }
 
 /// What a successful execution printed.
@@ -156,6 +158,8 @@ impl Environment {
             user: None,
             sub_agent: None,
             token_budget: None,
+            providers: Providers::builtin_shared(),
+            scope: AgentScope::TOP,
         }
     }
 
@@ -173,7 +177,12 @@ impl Environment {
             builder.sub_agent,
             builder.token_budget,
         ));
-        let builtins = builtins::table(&lua, &session, &builder.registry)?;
+        let catalog = Arc::new(Catalog::new(
+            Arc::clone(&builder.registry),
+            builder.providers,
+            builder.scope,
+        ));
+        let builtins = builtins::table(&lua, &session, &catalog)?;
         install_globals_metatable(&lua, builtins, builder.registry)?;
         let hook_tripwire = Rc::clone(&tripwire);
         let triggers = HookTriggers {
@@ -191,7 +200,13 @@ impl Environment {
             lua,
             tripwire,
             session,
+            catalog,
         })
+    }
+
+    /// What this environment's code may call: host functions in scope and the registry.
+    pub fn catalog(&self) -> &Arc<Catalog> {
+        &self.catalog
     }
 
     /// The answer given with `FINAL(value)` or `FINAL_VAR(name)`, if any yet.
@@ -451,9 +466,26 @@ pub struct EnvironmentBuilder {
     user: Option<Arc<dyn User>>,
     sub_agent: Option<Arc<dyn SubAgent>>,
     token_budget: Option<u64>,
+    providers: Arc<Providers>,
+    scope: AgentScope,
 }
 
 impl EnvironmentBuilder {
+    /// The providers whose functions the environment offers (default
+    /// [`Providers::builtin`]). Share one `Arc` between the agents of a run.
+    pub fn providers(mut self, providers: Arc<Providers>) -> Self {
+        self.providers = providers;
+        self
+    }
+
+    /// Where the agent stands (default [`AgentScope::TOP`]): which scopes' functions it
+    /// may call. Out-of-scope functions are left out of `help` and `fn_search`, and
+    /// calling one is an error naming its scope.
+    pub fn scope(mut self, scope: AgentScope) -> Self {
+        self.scope = scope;
+        self
+    }
+
     /// What `rlm_query` runs: a child agent one level deeper. Without one (at the depth
     /// limit), `rlm_query` falls back to `llm_query`.
     pub fn sub_agent(mut self, agent: Arc<dyn SubAgent>) -> Self {

@@ -1,10 +1,9 @@
 //! What the model reads back after its code ran: outputs (truncated, with a note of what
 //! was cut) and errors in words it can act on, with a "did you mean" for unknown names.
 
-use crate::Registry;
 use crate::conventions::LUA_GLOBALS;
 use crate::environment::ExecError;
-use crate::environment::builtins::DOCS;
+use crate::providers::Catalog;
 
 use super::thousands;
 
@@ -38,9 +37,12 @@ const REMOVED: &[&str] = &[
 ];
 
 impl Names {
-    pub fn new(registry: &Registry) -> Names {
-        let mut names: Vec<String> = DOCS.iter().map(|d| d.name.to_string()).collect();
-        names.extend(registry.functions().iter().map(|f| f.name().to_string()));
+    pub fn new(catalog: &Catalog) -> Names {
+        let mut names: Vec<String> = catalog
+            .functions()
+            .iter()
+            .map(|c| c.function.name().to_string())
+            .collect();
         names.extend(
             LUA_GLOBALS
                 .iter()
@@ -134,6 +136,7 @@ pub(crate) fn describe_error(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Registry;
     use crate::environment::LimitKind;
 
     #[test]
@@ -150,7 +153,11 @@ mod tests {
 
     #[test]
     fn unknown_functions_get_a_suggestion() {
-        let names = Names::new(Registry::baked());
+        let names = Names::new(&Catalog::new(
+            Registry::baked().clone(),
+            crate::providers::Providers::builtin_shared(),
+            crate::providers::AgentScope::TOP,
+        ));
         let error = ExecError::Lua {
             message: "input:2: attempt to call a nil value (global 'word_cout')".into(),
             output: "before\n".into(),
@@ -167,7 +174,11 @@ mod tests {
 
     #[test]
     fn limits_and_odd_messages() {
-        let names = Names::new(Registry::baked());
+        let names = Names::new(&Catalog::new(
+            Registry::baked().clone(),
+            crate::providers::Providers::builtin_shared(),
+            crate::providers::AgentScope::TOP,
+        ));
         let error = ExecError::Limit {
             kind: LimitKind::Time,
             message: "time limit exceeded".into(),

@@ -82,6 +82,7 @@ use std::time::{Duration, Instant};
 use crate::Registry;
 use crate::environment::{Environment, ExecError, Limits, SetupError, SubAgent, User};
 use crate::llm::{Llm, LlmError, Message, Request};
+use crate::providers::{AgentScope, Catalog, Providers};
 
 pub use budget::{BudgetExceeded, Budgets, UsageReport};
 use budget::{Ledger, Metered};
@@ -120,6 +121,7 @@ pub struct Rlm {
 struct Config {
     llm: Arc<dyn Llm>,
     registry: Arc<Registry>,
+    providers: Arc<Providers>,
     max_iterations: u32,
     max_depth: usize,
     output_bytes: usize,
@@ -266,6 +268,7 @@ impl Rlm {
             config: Config {
                 llm,
                 registry: registry.into(),
+                providers: Providers::builtin_shared(),
                 max_iterations,
                 max_depth: DEFAULT_MAX_DEPTH,
                 output_bytes: DEFAULT_OUTPUT_BYTES,
@@ -291,6 +294,15 @@ impl Rlm {
     /// get a real `rlm_query`, agents at it a plain sub-model call. 0 means no children.
     pub fn max_depth(mut self, depth: usize) -> Rlm {
         self.config.max_depth = depth;
+        self
+    }
+
+    /// The providers whose functions every agent of a run may call, as its scope allows
+    /// (default [`Providers::builtin`]): user functions at the top level only, agent
+    /// functions above the depth limit. Give a run its own opt-in `store` provider so
+    /// that its agents share one store.
+    pub fn providers(mut self, providers: Arc<Providers>) -> Rlm {
+        self.config.providers = providers;
         self
     }
 
@@ -425,7 +437,7 @@ impl Rlm {
     /// The system prompt the root agent gets for `context`.
     pub fn system_prompt(&self, context: Option<&Context>) -> String {
         prompt::system_prompt(
-            &self.config.registry,
+            &self.config.catalog(0),
             context,
             &self.config.settings(0, self.config.limits.time),
         )
@@ -467,6 +479,23 @@ impl Rlm {
 }
 
 impl Config {
+    /// An agent at `depth` may start children above the depth limit.
+    fn scope(&self, depth: usize) -> AgentScope {
+        AgentScope {
+            depth,
+            can_spawn: depth < self.max_depth,
+        }
+    }
+
+    /// What an agent at `depth` may call.
+    fn catalog(&self, depth: usize) -> Catalog {
+        Catalog::new(
+            Arc::clone(&self.registry),
+            Arc::clone(&self.providers),
+            self.scope(depth),
+        )
+    }
+
     fn settings(&self, depth: usize, time_limit: Duration) -> prompt::Settings {
         prompt::Settings {
             output_bytes: self.output_bytes,
@@ -524,6 +553,8 @@ impl Agent {
     fn environment(&self, user: Option<Arc<dyn User>>) -> Result<Environment, SetupError> {
         let config = &self.config;
         let mut builder = Environment::builder(Arc::clone(&config.registry))
+            .providers(Arc::clone(&config.providers))
+            .scope(config.scope(self.depth))
             .limits(self.limits())
             .llm(Arc::new(Metered {
                 inner: Arc::clone(&config.llm),
@@ -574,7 +605,7 @@ impl Agent {
         }
         let config = &self.config;
         let system = prompt::system_prompt(
-            &config.registry,
+            env.catalog(),
             context,
             &config.settings(self.depth, self.limits().time),
         );
@@ -591,7 +622,7 @@ impl Agent {
         if let Err(error) = self.trace(&start) {
             return (Err(RlmError::Trace(error)), 0);
         }
-        let names = Names::new(&config.registry);
+        let names = Names::new(env.catalog());
         let mut state = LoopState::default();
         for turn in 1..=config.max_iterations {
             if turn >= WARN_FROM_ITERATION {

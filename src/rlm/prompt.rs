@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use std::time::Duration;
 
 use crate::Registry;
-use crate::environment::builtins::DOCS;
+use crate::providers::Catalog;
 
 use super::{Context, thousands};
 
@@ -172,7 +172,7 @@ fn role(settings: &Settings) -> String {
         if !text.is_empty() {
             text.push(' ');
         }
-        text.push_str("`rlm_query` here is a plain sub-model call (the depth limit is reached): it does not get a REPL of its own.");
+        text.push_str("You are at the depth limit: you cannot start child agents (`rlm_query` is not available here); use `llm_query` for sub-model calls.");
     } else {
         if !text.is_empty() {
             text.push(' ');
@@ -182,25 +182,9 @@ fn role(settings: &Settings) -> String {
     text
 }
 
-/// The built-ins, from their one documentation source.
-fn builtins() -> String {
-    let mut text = String::from(
-        "## Built-in functions\n\nAlways available; they cannot be reassigned.\n\n```lua\n",
-    );
-    for (i, builtin) in DOCS.iter().enumerate() {
-        if i > 0 {
-            text.push('\n');
-        }
-        text.push_str(builtin.doc);
-        text.push('\n');
-    }
-    text.push_str("```");
-    text
-}
-
 /// The whole system prompt.
 pub(crate) fn system_prompt(
-    registry: &Registry,
+    catalog: &Catalog,
     context: Option<&Context>,
     settings: &Settings,
 ) -> String {
@@ -212,9 +196,9 @@ pub(crate) fn system_prompt(
         rules(settings),
         format!("## The context\n\n{context}"),
         format!("## Your role\n\n{}", role(settings)),
-        builtins(),
+        catalog.host_prompt(),
     ];
-    let listing = settings.prompt_mode.listing(registry);
+    let listing = settings.prompt_mode.listing(catalog.registry());
     if !listing.is_empty() {
         pieces.push(listing.trim_end().to_string());
     }
@@ -242,6 +226,16 @@ pub(crate) const REMINDER: &str = "Your reply had no ```lua code block and no fi
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::environment::builtins::DOCS;
+    use crate::providers::{AgentScope, Providers};
+
+    fn catalog(registry: &Registry, depth: usize) -> Catalog {
+        let scope = AgentScope {
+            depth,
+            can_spawn: depth < 1,
+        };
+        Catalog::new(registry.clone(), Providers::builtin_shared(), scope)
+    }
 
     fn settings(depth: usize) -> Settings {
         Settings {
@@ -257,7 +251,11 @@ mod tests {
     #[test]
     fn the_prompt_has_every_piece() {
         let registry = Registry::baked();
-        let prompt = system_prompt(registry, Some(&Context::from("a\nb\n")), &settings(0));
+        let prompt = system_prompt(
+            &catalog(registry, 0),
+            Some(&Context::from("a\nb\n")),
+            &settings(0),
+        );
         assert!(prompt.contains("```lua"));
         assert!(prompt.contains("cut after 10,000 bytes"));
         assert!(prompt.contains("`context` is a string of 4 bytes: 2 lines"));
@@ -266,9 +264,14 @@ mod tests {
         }
         assert!(prompt.contains(registry.system_prompt().trim_end()));
         assert!(prompt.contains("starts a child agent"));
-        let child = system_prompt(registry, None, &settings(1));
+        let child = system_prompt(&catalog(registry, 1), None, &settings(1));
         assert!(child.contains("sub-agent at depth 1 of 1"));
-        assert!(child.contains("depth limit is reached"));
+        assert!(child.contains("You are at the depth limit"));
+        for out_of_scope in ["ask_user", "notify_user", "rlm_query", "rlm_query_batched"] {
+            let declaration = format!("function {out_of_scope}(");
+            assert!(!child.contains(&declaration), "{out_of_scope}");
+        }
+        assert!(child.contains("function llm_query("));
         assert!(child.contains("`context` is nil"));
     }
 
@@ -279,7 +282,7 @@ mod tests {
                 prompt_mode,
                 ..settings(0)
             };
-            let prompt = system_prompt(&Registry::empty(), None, &settings);
+            let prompt = system_prompt(&catalog(&Registry::empty(), 0), None, &settings);
             assert!(!prompt.contains("## Registry functions"), "{prompt_mode:?}");
         }
     }
@@ -295,13 +298,13 @@ mod tests {
             prompt_mode: PromptMode::Compact,
             ..settings(0)
         };
-        let prompt = system_prompt(&registry, None, &compact);
+        let prompt = system_prompt(&catalog(&registry, 0), None, &compact);
         for builtin in DOCS {
             assert!(prompt.contains(builtin.doc), "{}", builtin.name);
         }
         assert!(prompt.contains(registry.compact_prompt().trim_end()));
         assert!(!prompt.contains("The text to shout"));
-        let full = system_prompt(&registry, None, &settings(0));
+        let full = system_prompt(&catalog(&registry, 0), None, &settings(0));
         assert!(full.contains("---@param s string The text to shout"));
     }
 

@@ -97,8 +97,7 @@ use std::collections::HashMap;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{SearchMode, SearchOptions, SearchResult, Signal};
-use crate::Registry;
+use super::{FunctionSearch, SearchMode, SearchOptions, SearchResult, Signal};
 use crate::llm::{Llm, Message, Request};
 
 /// The fewest candidates the reranker sees (when that many match).
@@ -176,7 +175,7 @@ impl LlmSearch {
     /// let options = SearchOptions::default();
     /// assert_eq!(LlmSearch::fast(registry, "grep", &options).results, registry.search("grep", &options));
     /// ```
-    pub fn fast(registry: &Registry, query: &str, options: &SearchOptions) -> LlmSearch {
+    pub fn fast(registry: &dyn FunctionSearch, query: &str, options: &SearchOptions) -> LlmSearch {
         LlmSearch::plain(query, SearchMode::Fast, registry.search(query, options))
     }
 
@@ -256,7 +255,7 @@ pub fn candidate_count(max_results: usize) -> usize {
 /// assert!(found.fallback.unwrap().starts_with("the LLM call failed"));
 /// ```
 pub fn search_with_llm<L: Llm + ?Sized>(
-    registry: &Registry,
+    registry: &(impl FunctionSearch + ?Sized),
     llm: &L,
     query: &str,
     options: &SearchOptions,
@@ -383,7 +382,7 @@ type Find = (f64, usize, usize, SearchResult);
 /// when the query alone fills them, and a poor expansion cannot push them out; the
 /// expansion's finds still reach the reranker through the rest of the pool.
 fn fuse(
-    registry: &Registry,
+    registry: &(impl FunctionSearch + ?Sized),
     original: Vec<SearchResult>,
     phrases: &[String],
     options: &SearchOptions,

@@ -524,6 +524,19 @@ pub struct Source {
     pub functions: usize,
 }
 
+/// Something to search for functions: a [`Registry`], or everything one agent may call
+/// (`providers::Catalog`, with the runtime). The LLM modes work over either.
+pub trait FunctionSearch {
+    /// The best matches for `query`, best first.
+    fn search(&self, query: &str, options: &SearchOptions) -> Vec<SearchResult>;
+}
+
+impl FunctionSearch for Registry {
+    fn search(&self, query: &str, options: &SearchOptions) -> Vec<SearchResult> {
+        Registry::search(self, query, options)
+    }
+}
+
 /// Stores the index in the registry; called when a runtime registry is assembled.
 pub(crate) fn prime(registry: &Registry) {
     registry.search_index();

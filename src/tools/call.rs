@@ -21,6 +21,7 @@ use serde_json::Value;
 use super::schema::{LuaType, NotExportable, Tool, function_tool};
 use crate::Registry;
 use crate::environment::{Environment, ExecError, Limits, SetupError};
+use crate::providers::Providers;
 
 /// Why a call failed.
 #[derive(Clone, Debug, PartialEq)]
@@ -43,6 +44,8 @@ pub enum CallError {
         /// What is wrong there.
         message: String,
     },
+    /// The sandbox to run the call in could not be set up.
+    Setup(String),
     /// The function raised an error, hit a limit, or returned something JSON cannot hold.
     Execution {
         /// The function.
@@ -68,6 +71,7 @@ impl fmt::Display for CallError {
                 path,
                 message,
             } => write!(f, "invalid arguments for `{name}`: {path}: {message}"),
+            CallError::Setup(message) => f.write_str(message),
             CallError::Execution { name, error } => write!(f, "`{name}` failed: {error}"),
         }
     }
@@ -269,32 +273,46 @@ pub fn positional_args(tool: &Tool, arguments: &Value) -> Result<Vec<Value>, Cal
     Ok(args)
 }
 
-/// Registry functions as tools, called in one sandboxed [`Environment`] (globals persist
-/// from one call to the next, as in a REPL session). Not `Send`, like the environment.
+/// Every function an agent may call (built-ins, providers' host functions, registry
+/// functions) as tools, called in one sandboxed [`Environment`] (globals persist from
+/// one call to the next, as in a REPL session). Not `Send`, like the environment.
 pub struct ToolCaller {
-    registry: Arc<Registry>,
     environment: Environment,
     tools: BTreeMap<String, Result<Tool, NotExportable>>,
 }
 
 impl ToolCaller {
-    /// A caller for `registry`'s functions, each call under `limits`.
+    /// A caller for `registry`'s functions and the built-ins, each call under `limits`.
     pub fn new(
         registry: impl Into<Arc<Registry>>,
         limits: Limits,
     ) -> Result<ToolCaller, SetupError> {
-        let registry = registry.into();
-        let environment = Environment::new(Arc::clone(&registry), limits)?;
-        let tools = registry
+        ToolCaller::with_providers(registry, Arc::new(Providers::builtin()), limits)
+    }
+
+    /// A caller for `registry`'s functions and `providers`' host functions, as seen by a
+    /// top-level agent.
+    pub fn with_providers(
+        registry: impl Into<Arc<Registry>>,
+        providers: Arc<Providers>,
+        limits: Limits,
+    ) -> Result<ToolCaller, SetupError> {
+        let environment = Environment::builder(registry)
+            .providers(providers)
+            .limits(limits)
+            .build()?;
+        ToolCaller::over(environment)
+    }
+
+    /// A caller over an environment built by the host: its catalog decides the tools.
+    pub fn over(environment: Environment) -> Result<ToolCaller, SetupError> {
+        let tools = environment
+            .catalog()
             .functions()
-            .iter()
-            .map(|f| (f.name().to_string(), function_tool(f)))
+            .into_iter()
+            .map(|c| (c.function.name().to_string(), function_tool(c.function)))
             .collect();
-        Ok(ToolCaller {
-            registry,
-            environment,
-            tools,
-        })
+        Ok(ToolCaller { environment, tools })
     }
 
     /// The exportable functions as tools, in name order.
@@ -323,7 +341,11 @@ impl ToolCaller {
             None => {
                 return Err(CallError::UnknownFunction {
                     name: name.to_string(),
-                    suggestion: self.registry.closest_name(name).map(str::to_string),
+                    suggestion: self
+                        .environment
+                        .catalog()
+                        .closest_name(name)
+                        .map(str::to_string),
                 });
             }
         };

@@ -14,7 +14,7 @@ use rlm_registry::rlm::{
 };
 
 use super::exec::{Terminal, limits, llm_client, read_context};
-use super::{EXIT_USAGE, EXIT_VIOLATIONS, Output, SourceArgs, with_registry};
+use super::{EXIT_USAGE, EXIT_VIOLATIONS, Output, SourceArgs, with_catalog};
 
 /// Options of `rlm ask`.
 #[derive(Args, Debug, Clone)]
@@ -135,13 +135,18 @@ pub(super) fn ask(args: &AskArgs) -> Output {
             .without_time()
             .try_init();
     }
-    with_registry(&args.source, |registry| {
-        let mut rlm = Rlm::new(Arc::new(llm), registry.clone(), args.max_iterations)
-            .max_depth(args.max_depth)
-            .limits(limits)
-            .budgets(budgets)
-            .output_bytes(args.output_bytes)
-            .prompt_mode(args.prompt_mode.into());
+    with_catalog(&args.source, |catalog| {
+        let mut rlm = Rlm::new(
+            Arc::new(llm),
+            Arc::clone(catalog.registry()),
+            args.max_iterations,
+        )
+        .providers(Arc::clone(catalog.providers()))
+        .max_depth(args.max_depth)
+        .limits(limits)
+        .budgets(budgets)
+        .output_bytes(args.output_bytes)
+        .prompt_mode(args.prompt_mode.into());
         if let Some(path) = &args.trace {
             rlm = match rlm.trace_file(path) {
                 Ok(rlm) => rlm,

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use rlm_registry::environment::{Environment, Limits, User};
 use rlm_registry::llm::{LlmClient, LlmConfig, LlmError};
 
-use super::{EXIT_USAGE, EXIT_VIOLATIONS, Output, SourceArgs, with_registry};
+use super::{EXIT_USAGE, EXIT_VIOLATIONS, Output, SourceArgs, with_catalog};
 
 /// Options shared by `exec` and `run`.
 #[derive(Args, Debug, Clone)]
@@ -126,8 +126,9 @@ fn execute(args: &RunArgs, code: &str) -> Output {
         Ok(context) => context,
         Err(output) => return output,
     };
-    with_registry(&args.source, |registry| {
-        let built = Environment::builder(registry.clone())
+    with_catalog(&args.source, |catalog| {
+        let built = Environment::builder(Arc::clone(catalog.registry()))
+            .providers(Arc::clone(catalog.providers()))
             .limits(limits)
             .llm(Arc::new(llm))
             .user(Arc::new(Terminal))

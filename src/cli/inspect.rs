@@ -2,36 +2,44 @@
 
 use std::fmt::Write;
 
+use rlm_registry::Registry;
+use rlm_registry::providers::{Callable, Catalog, Origin, Scope};
 use rlm_registry::rlm::PromptMode;
-use rlm_registry::{Function, Registry};
 use serde_json::json;
 
 use super::{EXIT_VIOLATIONS, Output};
 
-pub(super) fn list(registry: &Registry, as_json: bool) -> Output {
+pub(super) fn list(catalog: &Catalog, as_json: bool) -> Output {
+    let callables = catalog.functions();
     if as_json {
-        let functions: Vec<_> = registry.functions().iter().map(function_json).collect();
+        let functions: Vec<_> = callables.iter().map(callable_json).collect();
         return Output::success(format!("{}\n", serde_json::Value::Array(functions)));
     }
-    let width = registry
-        .functions()
+    let width = callables
         .iter()
-        .map(|f| f.signature().len())
+        .map(|c| c.function.signature().len())
         .max()
         .unwrap_or(0);
     let mut out = String::new();
-    for function in registry.functions() {
-        let _ = writeln!(
+    for callable in &callables {
+        let function = callable.function;
+        let _ = write!(
             out,
             "{:width$}  {}",
             function.signature(),
             function.summary()
         );
+        if callable.is_host() {
+            let _ = write!(out, "  [{}]", callable.source());
+        }
+        out.push('\n');
     }
     Output::success(out)
 }
 
-fn function_json(f: &Function) -> serde_json::Value {
+/// One function as JSON: its description, plus where it comes from.
+fn callable_json(callable: &Callable) -> serde_json::Value {
+    let f = callable.function;
     let params: Vec<_> = f
         .params()
         .iter()
@@ -44,8 +52,9 @@ fn function_json(f: &Function) -> serde_json::Value {
         .iter()
         .map(|r| json!({"type": r.ty(), "name": r.name(), "description": r.description()}))
         .collect();
-    json!({
+    let mut value = json!({
         "name": f.name(),
+        "id": callable.id(),
         "signature": f.signature(),
         "summary": f.summary(),
         "description": f.description(),
@@ -54,17 +63,37 @@ fn function_json(f: &Function) -> serde_json::Value {
         "file": f.file(),
         "line": f.line(),
         "dir": f.dir(),
-    })
+        "source": callable.source(),
+    });
+    if let Origin::Provider {
+        provider, scope, ..
+    } = callable.origin
+    {
+        value["provider"] = json!(provider);
+        value["scope"] = json!(scope.name());
+    }
+    value
 }
 
-pub(super) fn show(registry: &Registry, name: &str) -> Output {
-    let Some(function) = registry.get(name) else {
-        let mut message = format!("error: no function named `{name}` in the registry\n");
-        if let Some(suggestion) = registry.closest_name(name) {
+pub(super) fn show(catalog: &Catalog, name: &str) -> Output {
+    let Some(callable) = catalog.lookup(name) else {
+        let mut message = format!("error: no function named `{name}`\n");
+        if let Some(suggestion) = catalog.closest_name(name) {
             let _ = writeln!(message, "help: did you mean `{suggestion}`?");
         }
         return Output::failure(EXIT_VIOLATIONS, message);
     };
+    let function = callable.function;
+    if let Origin::Provider {
+        provider, scope, ..
+    } = callable.origin
+    {
+        return Output::success(format!(
+            "{}  (provider `{provider}`, scope `{scope}`, implemented in Rust)\n\n{}\n",
+            function.signature(),
+            function.declaration(),
+        ));
+    }
     Output::success(format!(
         "{}  ({}:{})\n\n{}\n{}\n",
         function.signature(),
@@ -74,6 +103,69 @@ pub(super) fn show(registry: &Registry, name: &str) -> Output {
         function.source()
     ))
 }
+
+/// `rlm providers`: each provider, enabled or not, with its functions and their scopes.
+pub(super) fn providers(catalog: &Catalog, as_json: bool) -> Output {
+    let enabled = catalog.providers();
+    let mut rows: Vec<(String, String, bool, Vec<(String, Scope)>)> = enabled
+        .providers()
+        .map(|(name, description, _, functions)| {
+            let functions = functions
+                .iter()
+                .filter_map(|f| enabled.get(f))
+                .map(|f| (f.name().to_string(), f.scope()))
+                .collect();
+            (name.to_string(), description.to_string(), true, functions)
+        })
+        .collect();
+    for (name, description) in KNOWN_PROVIDERS {
+        if !rows.iter().any(|row| row.0 == *name) {
+            rows.push((name.to_string(), description.to_string(), false, Vec::new()));
+        }
+    }
+    if as_json {
+        let list: Vec<_> = rows
+            .iter()
+            .map(|(name, description, enabled, functions)| {
+                let functions: Vec<_> = functions
+                    .iter()
+                    .map(|(f, scope)| json!({"name": f, "scope": scope.name()}))
+                    .collect();
+                json!({"name": name, "description": description, "enabled": enabled, "functions": functions})
+            })
+            .collect();
+        return Output::success(format!("{}\n", serde_json::Value::Array(list)));
+    }
+    let mut out = String::new();
+    for (name, description, enabled, functions) in rows {
+        let state = if enabled { "enabled" } else { "disabled" };
+        let _ = writeln!(out, "{name} ({state}): {description}");
+        for (function, scope) in functions {
+            let _ = writeln!(out, "    {function}  [{scope}]");
+        }
+    }
+    Output::success(out)
+}
+
+/// Providers that exist whether or not the configuration enables them.
+const KNOWN_PROVIDERS: &[(&str, &str)] = &[
+    (
+        "core",
+        "Output, the final answer, tokens, the session's variables and discovery.",
+    ),
+    ("llm", "Sub-model calls on pieces of the context."),
+    ("agent", "Child agents with a REPL of their own."),
+    (
+        "user",
+        "The human user as a function; top-level agent only.",
+    ),
+    ("store", "Values shared by every agent of a run (opt-in)."),
+    ("files", "Files under one root directory (opt-in)."),
+    (
+        "shell",
+        "Allow-listed programs, never through a shell (opt-in).",
+    ),
+];
 
 /// The registry's section of the system prompt, as the RLM loop's full or compact
 /// [`PromptMode`] writes it.

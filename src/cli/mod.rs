@@ -7,6 +7,7 @@ mod ask;
 mod check;
 mod exec;
 mod inspect;
+mod meta;
 mod search;
 mod tools;
 
@@ -14,7 +15,10 @@ use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use std::sync::Arc;
+
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use rlm_registry::providers::{AgentScope, Catalog, Providers};
 use rlm_registry::{LoadError, Registry};
 
 /// Lua function registries for Recursive Language Model agents.
@@ -35,7 +39,8 @@ enum Command {
         #[arg(long, value_enum, default_value_t = Format::Human)]
         format: Format,
     },
-    /// List the registry's functions.
+    /// List every function an agent may call: the built-ins, the enabled providers' and
+    /// the registry's.
     List {
         #[command(flatten)]
         source: SourceArgs,
@@ -90,6 +95,24 @@ enum Command {
     /// keywords; `--mode balanced|accurate` adds an LLM rerank and query expansion);
     /// `--queries FILE|-` answers one query per line as JSON lines.
     Search(search::SearchArgs),
+    /// List the providers (built-in and configured), whether each is enabled, and their
+    /// functions with their scopes.
+    Providers {
+        #[command(flatten)]
+        source: SourceArgs,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write editor support: a LuaLS `---@meta` file declaring the built-ins and the
+    /// enabled providers' functions, and a `.luarc.json` for the registry directories.
+    Meta {
+        #[command(flatten)]
+        source: SourceArgs,
+        /// The directory to write `rlm-meta.lua` and `.luarc.json` into.
+        #[arg(long, value_name = "DIR", default_value = ".")]
+        out: PathBuf,
+    },
 }
 
 /// Where the registry comes from.
@@ -101,6 +124,10 @@ pub(crate) struct SourceArgs {
     /// Leave out the registry baked into the binary.
     #[arg(long)]
     no_baked: bool,
+    /// The configuration file enabling and configuring providers (default: `rlm.toml`
+    /// in the current directory, if there is one).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
 }
 
 /// Which model answers, for commands that call one: `--model` and `--base-url` over the
@@ -182,12 +209,18 @@ pub fn run() -> ExitCode {
     };
     let output = match cli.command {
         Command::Check { source, format } => check::run(&source, format),
-        Command::List { source, json } => with_registry(&source, |r| inspect::list(r, json)),
-        Command::Show { name, source } => with_registry(&source, |r| inspect::show(r, &name)),
+        Command::List { source, json } => with_catalog(&source, |c| inspect::list(c, json)),
+        Command::Show { name, source } => with_catalog(&source, |c| inspect::show(c, &name)),
         Command::Prompt { source, compact } => {
             with_registry(&source, |r| inspect::prompt(r, compact))
         }
-        Command::Tools { source, format } => with_registry(&source, |r| tools::tools(r, format)),
+        Command::Tools { source, format } => with_catalog(&source, |c| tools::tools(c, format)),
+        Command::Providers { source, json } => {
+            with_catalog(&source, |c| inspect::providers(c, json))
+        }
+        Command::Meta { source, out } => {
+            with_catalog(&source, |c| meta::write(c, &source.paths, &out))
+        }
         Command::Exec { code, run } => exec::exec(&run, &code),
         Command::Run { file, run } => exec::run_file(&run, &file),
         Command::Ask(args) => ask::ask(&args),
@@ -218,6 +251,11 @@ impl SourceArgs {
         (!message.is_empty()).then(|| Output::failure(EXIT_USAGE, message))
     }
 
+    /// The built-in providers and those the configuration enables.
+    pub(crate) fn providers(&self) -> Result<Providers, Output> {
+        Ok(Providers::builtin())
+    }
+
     fn load(&self) -> Result<Registry, LoadError> {
         let base = self.base();
         if self.paths.is_empty() {
@@ -242,4 +280,19 @@ pub(crate) fn with_registry(
             format!("{}\n", error.render(std::io::stderr().is_terminal())),
         ),
     }
+}
+
+/// Loads the registry and the configured providers, and runs `command` on what a
+/// top-level agent may call; load and configuration problems are reported instead.
+pub(crate) fn with_catalog(
+    source: &SourceArgs,
+    command: impl FnOnce(&Catalog) -> Output,
+) -> Output {
+    let providers = match source.providers() {
+        Ok(providers) => Arc::new(providers),
+        Err(output) => return output,
+    };
+    with_registry(source, |registry| {
+        command(&Catalog::new(registry.clone(), providers, AgentScope::TOP))
+    })
 }

@@ -6,13 +6,13 @@ use std::io::Read;
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
-use rlm_registry::Registry;
 use rlm_registry::llm::{LlmClient, map_concurrently};
+use rlm_registry::providers::Catalog;
 use rlm_registry::search::llm_modes::{LlmSearch, search_with_llm};
 use rlm_registry::search::{SearchMode, SearchOptions, SearchResult};
 use serde_json::json;
 
-use super::{EXIT_USAGE, LlmArgs, Output, SourceArgs, with_registry};
+use super::{EXIT_USAGE, LlmArgs, Output, SourceArgs, with_catalog};
 
 /// `rlm search` arguments.
 #[derive(Args, Debug)]
@@ -89,9 +89,9 @@ pub(crate) fn run(args: &SearchArgs) -> Output {
         },
         None => None,
     };
-    with_registry(&args.source, |registry| {
+    with_catalog(&args.source, |catalog| {
         let searcher = Searcher {
-            registry,
+            catalog,
             llm: llm.as_ref(),
             options: &options,
             mode,
@@ -109,7 +109,7 @@ pub(crate) fn run(args: &SearchArgs) -> Output {
 
 /// One search configuration, applied to each query.
 struct Searcher<'a> {
-    registry: &'a Registry,
+    catalog: &'a Catalog,
     /// Present exactly for the LLM modes.
     llm: Option<&'a LlmClient>,
     options: &'a SearchOptions,
@@ -119,8 +119,8 @@ struct Searcher<'a> {
 impl Searcher<'_> {
     fn search(&self, query: &str) -> LlmSearch {
         match self.llm {
-            Some(llm) => search_with_llm(self.registry, llm, query, self.options, self.mode),
-            None => LlmSearch::fast(self.registry, query, self.options),
+            Some(llm) => search_with_llm(self.catalog, llm, query, self.options, self.mode),
+            None => LlmSearch::fast(self.catalog, query, self.options),
         }
     }
 }

@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use clap::ValueEnum;
-use rlm_registry::Registry;
+use rlm_registry::providers::Catalog;
 use rlm_registry::tools::{ToolFormat, export};
 
 use super::Output;
@@ -21,13 +21,14 @@ pub(super) enum Format {
 
 /// Prints the tool list (pretty JSON) on stdout; functions that cannot be tools are
 /// named on stderr with the reason. Exit 0 either way.
-pub(super) fn tools(registry: &Registry, format: Format) -> Output {
+pub(super) fn tools(catalog: &Catalog, format: Format) -> Output {
     let format = match format {
         Format::Openai => ToolFormat::OpenAi,
         Format::Anthropic => ToolFormat::Anthropic,
         Format::Mcp => ToolFormat::Mcp,
     };
-    let (list, skipped) = export(registry, format);
+    let functions = catalog.functions();
+    let (list, skipped) = export(functions.iter().map(|c| c.function), format);
     let mut stdout = serde_json::to_string_pretty(&list).unwrap_or_else(|_| list.to_string());
     stdout.push('\n');
     let mut stderr = String::new();

@@ -111,6 +111,27 @@ impl Function {
         }
     }
 
+    /// The doc comment followed by a stub declaration, `function name(a, b) end`: how
+    /// the prompt, `help` and editor definition files declare a function.
+    ///
+    /// ```
+    /// let src = "--- Adds.\n---@param a number\n---@param b number\n---@return number\nfunction add(a, b) return a + b end";
+    /// let registry = rlm_registry::Registry::from_map([("add", src)]).unwrap();
+    /// assert_eq!(
+    ///     registry.get("add").unwrap().declaration(),
+    ///     "--- Adds.\n---@param a number\n---@param b number\n---@return number\nfunction add(a, b) end"
+    /// );
+    /// ```
+    pub fn declaration(&self) -> String {
+        let params: Vec<&str> = self.params.iter().map(|p| p.name()).collect();
+        format!(
+            "{}\nfunction {}({}) end",
+            self.doc,
+            self.name,
+            params.join(", ")
+        )
+    }
+
     /// Documented parameters, in the order of the definition.
     pub fn params(&self) -> &[Param] {
         &self.params

@@ -35,7 +35,6 @@ use super::json;
 use super::limits::{LimitKind, Tripwire};
 use crate::Registry;
 use crate::llm::{Completion, Llm, LlmError, Request};
-use crate::providers::catalog::declaration;
 use crate::providers::host::JsonHandler;
 use crate::providers::{Call, Catalog, Handler, Origin, RawHandler};
 use crate::tokens;
@@ -407,7 +406,7 @@ fn help(lua: &Lua, catalog: Arc<Catalog>) -> mlua::Result<Function> {
             ));
         };
         if let Some(callable) = catalog.get(&name) {
-            let text = declaration(callable.function);
+            let text = callable.function.declaration();
             return Ok(match callable.origin {
                 Origin::Provider { builtin: true, .. } => format!("{text} (built-in)"),
                 Origin::Provider { provider, .. } => format!("{text} (provider `{provider}`)"),

@@ -207,7 +207,7 @@ impl Catalog {
             if i > 0 {
                 text.push('\n');
             }
-            text.push_str(&declaration(callable.function));
+            text.push_str(&callable.function.declaration());
             text.push('\n');
         }
         text.push_str("```");
@@ -237,17 +237,6 @@ fn registry_callable(function: &Function) -> Callable<'_> {
             dir: function.dir(),
         },
     }
-}
-
-/// The doc comment and a stub declaration: how the prompt and `help` show a function.
-pub(crate) fn declaration(function: &Function) -> String {
-    let params: Vec<&str> = function.params().iter().map(|p| p.name()).collect();
-    format!(
-        "{}\nfunction {}({}) end",
-        function.doc(),
-        function.name(),
-        params.join(", ")
-    )
 }
 
 impl FunctionSearch for Catalog {

@@ -20,14 +20,8 @@ pub(crate) fn render(functions: &[Function]) -> String {
         if i > 0 {
             out.push('\n');
         }
-        out.push_str(function.doc());
+        out.push_str(&function.declaration());
         out.push('\n');
-        let params: Vec<&str> = function.params().iter().map(|p| p.name()).collect();
-        out.push_str(&format!(
-            "function {}({}) end\n",
-            function.name(),
-            params.join(", ")
-        ));
     }
     out.push_str("```\n");
     out

@@ -21,7 +21,7 @@ use std::str::FromStr;
 use serde_json::{Value, json};
 
 use super::schema::{NotExportable, Tool, function_tool};
-use crate::Registry;
+use crate::Function;
 
 /// A tool-list format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -91,12 +91,17 @@ impl Tool {
     }
 }
 
-/// Every exportable function of `registry` (in name order) as a tool list in `format`,
-/// and the functions left out with the reason.
-pub fn export(registry: &Registry, format: ToolFormat) -> (Value, Vec<NotExportable>) {
+/// Every exportable function of `functions` (in their order) as a tool list in
+/// `format`, and the functions left out with the reason. Pass `registry.functions()`,
+/// or the functions of a [`Catalog`](crate::providers::Catalog) to include the
+/// built-ins and providers' host functions.
+pub fn export<'a>(
+    functions: impl IntoIterator<Item = &'a Function>,
+    format: ToolFormat,
+) -> (Value, Vec<NotExportable>) {
     let mut tools = Vec::new();
     let mut skipped = Vec::new();
-    for (_, function) in registry.iter_functions() {
+    for function in functions {
         match function_tool(function) {
             Ok(tool) => tools.push(tool),
             Err(reason) => skipped.push(reason),

@@ -461,14 +461,14 @@ fn rlm_query_runs_a_child_agent_one_level_deeper() {
 }
 
 #[test]
-fn at_the_depth_limit_rlm_query_is_a_plain_sub_call() {
+fn at_the_depth_limit_rlm_query_is_out_of_scope_and_the_model_recovers() {
     let server = OpenAiServer::start(
         vec![
             lua("print(rlm_query('Sub-task'))"),
-            // The child at depth 1 (the limit): its rlm_query falls back to llm_query.
-            lua(
-                "local r = rlm_query('Inner question', 'inner context')\nFINAL('child got: ' .. r)",
-            ),
+            // The child at depth 1 (the limit) may not start a child: the call is
+            // refused, naming the scope, and the child recovers with llm_query.
+            lua("local r = rlm_query('Inner question', 'inner context')"),
+            lua("FINAL('child got: ' .. llm_query('Inner question'))"),
             Behavior::reply("inner answer"),
             lua("FINAL('done')"),
         ],
@@ -477,37 +477,37 @@ fn at_the_depth_limit_rlm_query_is_a_plain_sub_call() {
     let answer = rlm(&server, 10).run("Q", None).unwrap();
     assert_eq!(answer.text, "done");
     let bodies = bodies(&server);
-    assert_eq!(bodies.len(), 4);
-    let fallback = messages(&bodies[2]);
-    assert_eq!(fallback.len(), 1, "a plain call: no system prompt, no loop");
+    assert_eq!(bodies.len(), 5);
+    let child_prompt = messages(&bodies[1])[0]["content"].as_str().unwrap();
+    assert!(child_prompt.contains("You are at the depth limit"));
+    assert!(!child_prompt.contains("function rlm_query("));
+    assert!(!child_prompt.contains("function ask_user("));
+    let refusal = last_message(&bodies[2]);
+    assert!(refusal.contains("rlm_query is not available"), "{refusal}");
+    assert!(refusal.contains("`agent` scope"), "{refusal}");
     assert_eq!(
-        fallback[0]["content"],
-        "Inner question\n\n<context>\ninner context\n</context>"
-    );
-    assert!(
-        messages(&bodies[1])[0]["content"]
-            .as_str()
-            .unwrap()
-            .contains("depth limit is reached")
+        messages(&bodies[3]).len(),
+        1,
+        "a plain call: no system prompt"
     );
     assert_eq!(
-        last_message(&bodies[3]),
+        last_message(&bodies[4]),
         "Output of block 1:\nchild got: inner answer\n"
     );
-    assert_eq!(answer.usage.by_depth[0].calls, 2);
-    assert_eq!(answer.usage.by_depth[1].calls, 2);
+    // The root (depth 0, below the limit) had both the agent and the user scopes.
+    let root_prompt = messages(&bodies[0])[0]["content"].as_str().unwrap();
+    assert!(root_prompt.contains("function rlm_query("));
+    assert!(root_prompt.contains("function ask_user("));
 
-    // With max_depth 0 the root itself falls back.
+    // With max_depth 0 the root itself may not start children.
     let server = OpenAiServer::start(
-        vec![
-            lua("print(rlm_query('Sub'))"),
-            Behavior::reply("plain"),
-            lua("FINAL('x')"),
-        ],
+        vec![lua("print(rlm_query('Sub'))"), lua("FINAL('x')")],
         Behavior::status(500),
     );
     rlm(&server, 10).max_depth(0).run("Q", None).unwrap();
-    assert_eq!(messages(&bodies_of(&server)[1]).len(), 1);
+    let bodies = bodies_of(&server);
+    assert_eq!(bodies.len(), 2, "no sub-call was made");
+    assert!(last_message(&bodies[1]).contains("`agent` scope"));
 }
 
 #[test]

@@ -755,7 +755,8 @@ print(#r == #fast, r[1].name == fast[1].name, info.fallback:match("^the LLM call
                 &env,
                 "local r, info = fn_search('count') print(#r, info.mode, info.fallback)"
             ),
-            "3\tfast\tnil\n"
+            // The three registry functions and two built-ins (token_count, …).
+            "5\tfast\tnil\n"
         );
     }
 }
@@ -854,7 +855,8 @@ mod cli {
                 .contains("not a JSON array"),
             "{value}"
         );
-        assert_eq!(value["results"].as_array().unwrap().len(), 3);
+        // Built-ins are searched too: the three registry functions and two of them.
+        assert_eq!(value["results"].as_array().unwrap().len(), 5);
 
         let out = rlm_search(&server, dir.path(), &["count", "--mode", "balanced"], "");
         assert_eq!(out.status.code(), Some(0));

@@ -5,12 +5,19 @@ use std::fmt::Write;
 use rlm_registry::Registry;
 use rlm_registry::providers::{Callable, Catalog, Origin, Scope};
 use rlm_registry::rlm::PromptMode;
+use serde::Serialize;
 use serde_json::json;
 
 use super::{EXIT_VIOLATIONS, Output};
 
-pub(super) fn list(catalog: &Catalog, as_json: bool) -> Output {
-    let callables = catalog.functions();
+pub(super) fn list(catalog: &Catalog, as_json: bool, all: bool) -> Output {
+    // Registry functions first, as before providers existed; then host functions.
+    let mut callables: Vec<Callable> = catalog
+        .functions()
+        .into_iter()
+        .filter(|c| all || !c.is_builtin())
+        .collect();
+    callables.sort_by_key(Callable::is_host);
     if as_json {
         let functions: Vec<_> = callables.iter().map(callable_json).collect();
         return Output::success(format!("{}\n", serde_json::Value::Array(functions)));
@@ -104,44 +111,60 @@ pub(super) fn show(catalog: &Catalog, name: &str) -> Output {
     ))
 }
 
+/// One line of `rlm providers`.
+#[derive(Serialize)]
+struct ProviderRow {
+    name: String,
+    description: String,
+    enabled: bool,
+    functions: Vec<FunctionRow>,
+}
+
+#[derive(Serialize)]
+struct FunctionRow {
+    name: String,
+    scope: Scope,
+}
+
 /// `rlm providers`: each provider, enabled or not, with its functions and their scopes.
 pub(super) fn providers(catalog: &Catalog, as_json: bool) -> Output {
     let enabled = catalog.providers();
-    let mut rows: Vec<(String, String, bool, Vec<(String, Scope)>)> = enabled
+    let mut rows: Vec<ProviderRow> = enabled
         .providers()
-        .map(|(name, description, _, functions)| {
-            let functions = functions
+        .map(|provider| ProviderRow {
+            name: provider.name.to_string(),
+            description: provider.description.to_string(),
+            enabled: true,
+            functions: provider
+                .functions
                 .iter()
                 .filter_map(|f| enabled.get(f))
-                .map(|f| (f.name().to_string(), f.scope()))
-                .collect();
-            (name.to_string(), description.to_string(), true, functions)
+                .map(|f| FunctionRow {
+                    name: f.name().to_string(),
+                    scope: f.scope(),
+                })
+                .collect(),
         })
         .collect();
     for (name, description) in KNOWN_PROVIDERS {
-        if !rows.iter().any(|row| row.0 == *name) {
-            rows.push((name.to_string(), description.to_string(), false, Vec::new()));
+        if !rows.iter().any(|row| row.name == *name) {
+            rows.push(ProviderRow {
+                name: name.to_string(),
+                description: description.to_string(),
+                enabled: false,
+                functions: Vec::new(),
+            });
         }
     }
     if as_json {
-        let list: Vec<_> = rows
-            .iter()
-            .map(|(name, description, enabled, functions)| {
-                let functions: Vec<_> = functions
-                    .iter()
-                    .map(|(f, scope)| json!({"name": f, "scope": scope.name()}))
-                    .collect();
-                json!({"name": name, "description": description, "enabled": enabled, "functions": functions})
-            })
-            .collect();
-        return Output::success(format!("{}\n", serde_json::Value::Array(list)));
+        return Output::success(format!("{}\n", json!(rows)));
     }
     let mut out = String::new();
-    for (name, description, enabled, functions) in rows {
-        let state = if enabled { "enabled" } else { "disabled" };
-        let _ = writeln!(out, "{name} ({state}): {description}");
-        for (function, scope) in functions {
-            let _ = writeln!(out, "    {function}  [{scope}]");
+    for row in rows {
+        let state = if row.enabled { "enabled" } else { "disabled" };
+        let _ = writeln!(out, "{} ({state}): {}", row.name, row.description);
+        for function in row.functions {
+            let _ = writeln!(out, "    {}  [{}]", function.name, function.scope);
         }
     }
     Output::success(out)

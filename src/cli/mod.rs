@@ -39,14 +39,17 @@ enum Command {
         #[arg(long, value_enum, default_value_t = Format::Human)]
         format: Format,
     },
-    /// List every function an agent may call: the built-ins, the enabled providers' and
-    /// the registry's.
+    /// List the registry's functions and the enabled providers' (`--all` adds the
+    /// built-ins).
     List {
         #[command(flatten)]
         source: SourceArgs,
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
+        /// Include the built-ins (print, llm_query, rlm_query, …).
+        #[arg(long)]
+        all: bool,
     },
     /// Show one function's documentation and source (exit 1 if unknown).
     Show {
@@ -63,6 +66,9 @@ enum Command {
         /// The tool-list format.
         #[arg(long, value_enum, default_value_t = tools::Format::Openai)]
         format: tools::Format,
+        /// Include the built-ins (llm_query, token_count, …) as tools.
+        #[arg(long)]
+        all: bool,
     },
     /// Print the system-prompt addendum declaring every function.
     Prompt {
@@ -209,12 +215,18 @@ pub fn run() -> ExitCode {
     };
     let output = match cli.command {
         Command::Check { source, format } => check::run(&source, format),
-        Command::List { source, json } => with_catalog(&source, |c| inspect::list(c, json)),
+        Command::List { source, json, all } => {
+            with_catalog(&source, |c| inspect::list(c, json, all))
+        }
         Command::Show { name, source } => with_catalog(&source, |c| inspect::show(c, &name)),
         Command::Prompt { source, compact } => {
             with_registry(&source, |r| inspect::prompt(r, compact))
         }
-        Command::Tools { source, format } => with_catalog(&source, |c| tools::tools(c, format)),
+        Command::Tools {
+            source,
+            format,
+            all,
+        } => with_catalog(&source, |c| tools::tools(c, format, all)),
         Command::Providers { source, json } => {
             with_catalog(&source, |c| inspect::providers(c, json))
         }

@@ -21,14 +21,15 @@ pub(super) enum Format {
 
 /// Prints the tool list (pretty JSON) on stdout; functions that cannot be tools are
 /// named on stderr with the reason. Exit 0 either way.
-pub(super) fn tools(catalog: &Catalog, format: Format) -> Output {
+pub(super) fn tools(catalog: &Catalog, format: Format, all: bool) -> Output {
     let format = match format {
         Format::Openai => ToolFormat::OpenAi,
         Format::Anthropic => ToolFormat::Anthropic,
         Format::Mcp => ToolFormat::Mcp,
     };
     let functions = catalog.functions();
-    let (list, skipped) = export(functions.iter().map(|c| c.function), format);
+    let exported = functions.iter().filter(|c| all || !c.is_builtin());
+    let (list, skipped) = export(exported.map(|c| c.function), format);
     let mut stdout = serde_json::to_string_pretty(&list).unwrap_or_else(|_| list.to_string());
     stdout.push('\n');
     let mut stderr = String::new();

@@ -153,8 +153,8 @@ pub(crate) fn table(
                     host_raw(lua, session, catalog, name, Arc::clone(handler))?
                 }
                 Handler::Json(handler) => {
-                    let arity = info.function().params().len();
-                    host_json(lua, session, catalog, name, arity, Arc::clone(handler))?
+                    let params = info.function().params();
+                    host_json(lua, session, catalog, name, params, Arc::clone(handler))?
                 }
             }
         };
@@ -231,32 +231,97 @@ fn host_raw(
     handler: Arc<RawHandler>,
 ) -> mlua::Result<Function> {
     let (session, catalog, name) = (Rc::clone(session), Arc::clone(catalog), name.to_string());
-    lua.create_function(move |lua, args: MultiValue| {
-        handler(&call(lua, &session, &catalog, &name), args)
-    })
+    let inner = lua.create_function(move |lua, args: MultiValue| {
+        outcome(lua, handler(&call(lua, &session, &catalog, &name), args))
+    })?;
+    raise_failures(lua, inner)
 }
 
-/// A host function over JSON: arguments converted (missing trailing ones as `null`),
-/// the result converted back; an `Err` is a Lua error prefixed with the name.
+/// A host function over JSON: arguments converted (missing trailing ones as `null`,
+/// extra ones dropped unless it takes `...`), the result converted back; an `Err` is a
+/// Lua error prefixed with the name.
 fn host_json(
     lua: &Lua,
     session: &Rc<Session>,
     catalog: &Arc<Catalog>,
     name: &str,
-    arity: usize,
+    params: &[crate::Param],
     handler: Arc<JsonHandler>,
 ) -> mlua::Result<Function> {
     let (session, catalog, name) = (Rc::clone(session), Arc::clone(catalog), name.to_string());
-    lua.create_function(move |lua, args: MultiValue| {
-        let mut values = Vec::with_capacity(args.len().max(arity));
-        for (i, arg) in args.iter().enumerate() {
-            values.push(json::to_json(arg, &format!("argument {}", i + 1), 0)?);
+    let arity = params.len();
+    let varargs = params.last().is_some_and(|p| p.name() == "...");
+    let inner = lua.create_function(move |lua, args: MultiValue| {
+        let converted = || -> Result<serde_json::Value, String> {
+            let mut values = Vec::with_capacity(args.len().max(arity));
+            for (i, arg) in args.iter().enumerate() {
+                let value = json::to_json(arg, &format!("argument {}", i + 1), 0)
+                    .map_err(|e| lua_message(&e))?;
+                values.push(value);
+            }
+            values.resize(values.len().max(arity), serde_json::Value::Null);
+            if !varargs {
+                values.truncate(arity);
+            }
+            handler(&call(lua, &session, &catalog, &name), values)
+        };
+        let result = converted()
+            .map_err(|e| mlua::Error::RuntimeError(format!("{name}: {e}")))
+            .and_then(|value| json::to_lua(lua, &value, 0))
+            .map(|value| MultiValue::from_iter([value]));
+        outcome(lua, result)
+    })?;
+    raise_failures(lua, inner)
+}
+
+/// A handler's result as `true, results…` or `false, message` for [`raise_failures`];
+/// running out of memory propagates as it is.
+fn outcome(lua: &Lua, result: mlua::Result<MultiValue>) -> mlua::Result<MultiValue> {
+    match result {
+        Ok(mut values) => {
+            values.push_front(Value::Boolean(true));
+            Ok(values)
         }
-        values.resize(values.len().max(arity), serde_json::Value::Null);
-        let result = handler(&call(lua, &session, &catalog, &name), values)
-            .map_err(|e| mlua::Error::RuntimeError(format!("{name}: {e}")))?;
-        json::to_lua(lua, &result, 0)
-    })
+        // Out of memory stays the memory limit; a limit a handler trips is re-raised by
+        // the instruction hook whatever the message becomes.
+        Err(error @ mlua::Error::MemoryError(_)) => Err(error),
+        Err(error) => {
+            let message = Value::String(lua.create_string(lua_message(&error))?);
+            Ok(MultiValue::from_iter([Value::Boolean(false), message]))
+        }
+    }
+}
+
+/// Wraps a function returning `true, results…` or `false, message` so that a failure is
+/// an ordinary Lua error whose value is the message, as `error("…")` would raise: what
+/// `pcall` returns is the message, without Rust's wrapping or a traceback.
+fn raise_failures(lua: &Lua, inner: Function) -> mlua::Result<Function> {
+    lua.load(
+        r#"
+        local inner, error, pack, unpack = ...
+        return function(...)
+          local results = pack(inner(...))
+          if results[1] then return unpack(results, 2, results.n) end
+          error(results[2], 2)
+        end
+        "#,
+    )
+    .set_name("=host")
+    .call((
+        inner,
+        lua.globals().get::<Function>("error")?,
+        lua.load("return table.pack").eval::<Function>()?,
+        lua.load("return table.unpack").eval::<Function>()?,
+    ))
+}
+
+/// The message of a Lua error without mlua's wrapping.
+fn lua_message(error: &mlua::Error) -> String {
+    match error {
+        mlua::Error::CallbackError { cause, .. } => lua_message(cause),
+        mlua::Error::RuntimeError(message) => message.clone(),
+        other => other.to_string(),
+    }
 }
 
 /// `print(...)`: `tostring` of each argument, tab-separated, into the captured output.

@@ -43,6 +43,11 @@ impl Callable<'_> {
         id_of(self.function.name(), self.origin)
     }
 
+    /// Whether it is one of the built-ins (`print`, `llm_query`, …).
+    pub fn is_builtin(&self) -> bool {
+        matches!(self.origin, Origin::Provider { builtin: true, .. })
+    }
+
     /// Whether it is a host function (implemented in Rust).
     pub fn is_host(&self) -> bool {
         matches!(self.origin, Origin::Provider { .. })
@@ -218,7 +223,7 @@ impl Catalog {
         let builtin = self
             .providers
             .providers()
-            .any(|(name, _, builtin, _)| builtin && name == info.provider());
+            .any(|p| p.builtin && p.name == info.provider());
         Callable {
             function: info.function(),
             origin: Origin::Provider {

@@ -101,8 +101,7 @@ impl HostFunction {
         E: fmt::Display,
     {
         let json = move |call: &Call<'_>, args: Vec<serde_json::Value>| {
-            let args = serde_json::from_value(serde_json::Value::Array(args))
-                .map_err(|e| format!("bad arguments: {e}"))?;
+            let args = deserialize_args(args).map_err(|e| format!("bad arguments: {e}"))?;
             let result = handler(call, args).map_err(|e| e.to_string())?;
             serde_json::to_value(result).map_err(|e| format!("cannot convert the result: {e}"))
         };
@@ -184,6 +183,18 @@ impl fmt::Debug for HostFunction {
             .field("scope", &self.scope)
             .finish_non_exhaustive()
     }
+}
+
+/// The positional arguments as `A`: a tuple or sequence from the array, `()` from none.
+fn deserialize_args<A: DeserializeOwned>(args: Vec<serde_json::Value>) -> serde_json::Result<A> {
+    let empty = args.is_empty();
+    serde_json::from_value(serde_json::Value::Array(args)).or_else(|error| {
+        if empty {
+            serde_json::from_value(serde_json::Value::Null)
+        } else {
+            Err(error)
+        }
+    })
 }
 
 /// The parameter an `---@param name …` or `-- @tparam type name` line declares.

@@ -54,7 +54,7 @@ mod store;
 pub use catalog::{Callable, Catalog, Origin};
 pub(crate) use host::Handler;
 pub use host::{Call, HostFunction, RawHandler};
-pub use set::{ProviderError, ProviderInfo, Providers, Registration};
+pub use set::{ProviderError, ProviderInfo, ProviderSummary, Providers, Registration};
 pub use store::{Store, StoreProvider};
 
 /// Who may call a function (seed 001's scopes).

@@ -84,6 +84,19 @@ impl fmt::Display for ProviderError {
 
 impl std::error::Error for ProviderError {}
 
+/// One registered provider, as [`Providers::providers`] lists it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct ProviderSummary<'a> {
+    /// Its name.
+    pub name: &'a str,
+    /// What it offers.
+    pub description: &'a str,
+    /// Whether it is one of the built-in providers (`core`, `llm`, `agent`, `user`).
+    pub builtin: bool,
+    /// Its functions' names, in its order.
+    pub functions: Vec<&'a str>,
+}
+
 /// A registered host function with its checked description.
 #[derive(Clone, Copy, Debug)]
 pub struct ProviderInfo<'a> {
@@ -262,29 +275,29 @@ impl Providers {
         })
     }
 
-    /// The providers: `(name, description, built-in?, function names)`, in order.
-    pub fn providers(&self) -> impl Iterator<Item = (&str, &str, bool, Vec<&str>)> {
-        self.entries.iter().map(|e| {
-            let names = e.functions.iter().map(HostFunction::name).collect();
-            (e.name.as_str(), e.description.as_str(), e.builtin, names)
+    /// The providers, in registration order.
+    pub fn providers(&self) -> impl Iterator<Item = ProviderSummary<'_>> {
+        self.entries.iter().map(|e| ProviderSummary {
+            name: &e.name,
+            description: &e.description,
+            builtin: e.builtin,
+            functions: e.functions.iter().map(HostFunction::name).collect(),
         })
     }
 
-    /// Calls `name` with JSON arguments keyed by parameter name (seed 001's `execute`),
-    /// checked against its schema, in a fresh sandboxed environment offering this set
-    /// at the top level.
+    /// Calls `name` (any function of the set, built-ins included) with JSON arguments
+    /// keyed by parameter name (seed 001's `execute`), checked against its schema, in a
+    /// fresh sandboxed environment offering this set at the top level.
     pub fn execute(
         &self,
         name: &str,
         arguments: &serde_json::Value,
     ) -> Result<serde_json::Value, crate::tools::CallError> {
-        let caller = crate::tools::ToolCaller::with_providers(
-            Registry::empty(),
-            Arc::new(self.clone()),
-            crate::environment::Limits::default(),
-        )
-        .map_err(|error| crate::tools::CallError::Setup(error.to_string()))?;
-        caller.call(name, arguments)
+        let environment = crate::environment::Environment::builder(Registry::empty())
+            .providers(Arc::new(self.clone()))
+            .build()
+            .map_err(|error| crate::tools::CallError::Setup(error.to_string()))?;
+        crate::tools::ToolCaller::over(environment, true).call(name, arguments)
     }
 
     /// Every host function's description, as a registry (search, tool export).

@@ -216,6 +216,21 @@ impl Registry {
     }
 }
 
+/// Iterating a registry visits its functions, sorted by name.
+///
+/// ```
+/// let registry = rlm_registry::Registry::baked();
+/// assert_eq!(registry.into_iter().count(), registry.len());
+/// ```
+impl<'a> IntoIterator for &'a Registry {
+    type Item = &'a Function;
+    type IntoIter = std::slice::Iter<'a, Function>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.functions.iter()
+    }
+}
+
 /// One loaded file: its name, its directory and its full text. The environment runs a
 /// chunk to define the functions it wins.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -273,16 +273,17 @@ pub fn positional_args(tool: &Tool, arguments: &Value) -> Result<Vec<Value>, Cal
     Ok(args)
 }
 
-/// Every function an agent may call (built-ins, providers' host functions, registry
-/// functions) as tools, called in one sandboxed [`Environment`] (globals persist from
-/// one call to the next, as in a REPL session). Not `Send`, like the environment.
+/// The functions an agent may call as tools: registry functions and the host functions
+/// of providers (the built-ins only when asked for: most of them act on a REPL session),
+/// called in one sandboxed [`Environment`] (globals persist from one call to the next,
+/// as in a REPL session). Not `Send`, like the environment.
 pub struct ToolCaller {
     environment: Environment,
     tools: BTreeMap<String, Result<Tool, NotExportable>>,
 }
 
 impl ToolCaller {
-    /// A caller for `registry`'s functions and the built-ins, each call under `limits`.
+    /// A caller for `registry`'s functions, each call under `limits`.
     pub fn new(
         registry: impl Into<Arc<Registry>>,
         limits: Limits,
@@ -290,8 +291,8 @@ impl ToolCaller {
         ToolCaller::with_providers(registry, Arc::new(Providers::builtin()), limits)
     }
 
-    /// A caller for `registry`'s functions and `providers`' host functions, as seen by a
-    /// top-level agent.
+    /// A caller for `registry`'s functions and the host functions of `providers`' own
+    /// (not built-in) providers, as seen by a top-level agent.
     pub fn with_providers(
         registry: impl Into<Arc<Registry>>,
         providers: Arc<Providers>,
@@ -301,18 +302,20 @@ impl ToolCaller {
             .providers(providers)
             .limits(limits)
             .build()?;
-        ToolCaller::over(environment)
+        Ok(ToolCaller::over(environment, false))
     }
 
-    /// A caller over an environment built by the host: its catalog decides the tools.
-    pub fn over(environment: Environment) -> Result<ToolCaller, SetupError> {
+    /// A caller over an environment built by the host: its catalog decides the tools,
+    /// with the built-ins too if `builtins`.
+    pub fn over(environment: Environment, builtins: bool) -> ToolCaller {
         let tools = environment
             .catalog()
             .functions()
             .into_iter()
+            .filter(|c| builtins || !c.is_builtin())
             .map(|c| (c.function.name().to_string(), function_tool(c.function)))
             .collect();
-        Ok(ToolCaller { environment, tools })
+        ToolCaller { environment, tools }
     }
 
     /// The exportable functions as tools, in name order.

@@ -409,3 +409,104 @@ fn ask_user_without_a_terminal_fails_clearly_and_notify_goes_to_stderr() {
     assert!(err.contains("[rlm] hello"), "{err}");
     assert!(err.contains("no terminal to ask on"), "{err}");
 }
+
+#[test]
+fn providers_lists_every_provider_with_its_state_and_scopes() {
+    let out = rlm(&["providers", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let list = json(&out);
+    let find = |name: &str| {
+        list.as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == name)
+            .unwrap_or_else(|| panic!("{name} missing"))
+            .clone()
+    };
+    assert_eq!(find("core")["enabled"], true);
+    assert_eq!(find("user")["functions"][0]["scope"], "user");
+    assert_eq!(find("agent")["functions"][0]["name"], "rlm_query");
+    for opt_in in ["store", "files", "shell"] {
+        assert_eq!(find(opt_in)["enabled"], false, "{opt_in}");
+    }
+    let text = stdout(&rlm(&["providers"]));
+    assert!(text.contains("user (enabled)"), "{text}");
+    assert!(text.contains("    ask_user  [user]"), "{text}");
+}
+
+#[test]
+fn list_all_and_show_include_the_builtins() {
+    let all = stdout(&rlm(&["list", "--all", "--no-baked"]));
+    assert!(all.contains("llm_query(prompt)"), "{all}");
+    assert!(all.contains("[provider:user]"), "{all}");
+    let listed = json(&rlm(&["list", "--all", "--json", "--no-baked"]));
+    let ask = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == "ask_user")
+        .unwrap();
+    assert_eq!(ask["id"], "builtin:ask_user");
+    assert_eq!(ask["scope"], "user");
+    let shown = rlm(&["show", "builtin:token_count"]);
+    assert!(shown.status.success());
+    assert!(stdout(&shown).contains("function token_count(text) end"));
+    let tools = json(&rlm(&["tools", "--all", "--no-baked"]));
+    assert!(
+        tools
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["function"]["name"] == "token_count")
+    );
+}
+
+#[test]
+fn search_finds_builtins() {
+    let out = json(&rlm(&["search", "ask the human user a question", "--json"]));
+    assert_eq!(out["results"][0]["id"], "builtin:ask_user", "{out}");
+}
+
+#[test]
+fn meta_writes_a_luals_definition_file_and_luarc() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().to_str().unwrap();
+    let out = rlm(&["meta", "--out", out_dir, "--path", "examples/lua"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let meta = std::fs::read_to_string(dir.path().join("rlm-meta/rlm.lua")).unwrap();
+    assert!(meta.starts_with("---@meta"));
+    assert!(meta.contains("---@type string?\ncontext = nil"));
+    // Built-ins and the baked registry are declared; files of --path dirs are not
+    // (the editor reads them as library files).
+    assert!(meta.contains("function llm_query(prompt) end"));
+    assert!(meta.contains("function ask_user(question) end"));
+    assert!(meta.contains("function word_count("));
+    let luarc: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join(".luarc.json")).unwrap())
+            .unwrap();
+    assert_eq!(luarc["runtime.version"], "Lua 5.4");
+    let library: Vec<&str> = luarc["workspace.library"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert_eq!(library[0], "rlm-meta");
+    assert!(library[1].ends_with("examples/lua"), "{library:?}");
+    // Every declaration in the meta file passes the conventions (it is valid LuaLS).
+    let check = rlm_registry::conventions::check_file("rlm.lua", &meta);
+    let errors: Vec<_> = check
+        .diagnostics
+        .iter()
+        .filter(|d| d.code.as_str() != "E008" && d.code.as_str() != "E007")
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}");
+}
+
+#[test]
+fn meta_into_an_unwritable_place_is_a_usage_error() {
+    let file = tempfile::NamedTempFile::new().unwrap();
+    let out = rlm(&["meta", "--out", file.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("cannot write"), "{}", stderr(&out));
+}

@@ -53,12 +53,18 @@ fn meta_file(catalog: &Catalog, paths: &[PathBuf]) -> String {
     out
 }
 
-/// `.luarc.json`: Lua 5.4, the libraries the sandbox removes disabled, the meta folder
-/// and the registry directories as libraries, and registry functions allowed to be
-/// lower-case globals.
+/// `.luarc.json`: Lua 5.4, the libraries the sandbox removes disabled, the meta folder as
+/// a library, and registry functions allowed to be lower-case globals. Registry
+/// directories inside `out` are the workspace, checked as they are edited; those outside
+/// it become libraries, so that their functions are known (libraries are not checked).
 fn luarc(paths: &[PathBuf], out: &Path) -> String {
     let mut library = vec![META_DIR.to_string()];
-    library.extend(paths.iter().map(|p| relative_to(p, out)));
+    library.extend(
+        paths
+            .iter()
+            .filter(|p| !is_inside(p, out))
+            .map(|p| absolute(p).display().to_string()),
+    );
     let config = json!({
         "$schema": "https://raw.githubusercontent.com/LuaLS/vscode-lua/master/setting/schema.json",
         "runtime.version": "Lua 5.4",
@@ -76,14 +82,10 @@ fn luarc(paths: &[PathBuf], out: &Path) -> String {
     text
 }
 
-/// `path` as seen from `out`: relative when both are relative to the current directory
-/// and `out` is it, absolute otherwise.
-fn relative_to(path: &Path, out: &Path) -> String {
-    if out == Path::new(".") && path.is_relative() {
-        return path.display().to_string();
-    }
-    std::fs::canonicalize(path)
-        .unwrap_or_else(|_| path.to_path_buf())
-        .display()
-        .to_string()
+fn absolute(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+fn is_inside(path: &Path, dir: &Path) -> bool {
+    absolute(path).starts_with(absolute(dir))
 }

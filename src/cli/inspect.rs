@@ -2,7 +2,6 @@
 
 use std::fmt::Write;
 
-use rlm_registry::Registry;
 use rlm_registry::providers::{Callable, Catalog, Origin, Scope};
 use rlm_registry::rlm::PromptMode;
 use serde::Serialize;
@@ -191,12 +190,21 @@ const KNOWN_PROVIDERS: &[(&str, &str)] = &[
 ];
 
 /// The registry's section of the system prompt, as the RLM loop's full or compact
-/// [`PromptMode`] writes it.
-pub(super) fn prompt(registry: &Registry, compact: bool) -> Output {
+/// [`PromptMode`] writes it, then the enabled providers' functions, if any.
+pub(super) fn prompt(catalog: &Catalog, compact: bool) -> Output {
     let mode = if compact {
         PromptMode::Compact
     } else {
         PromptMode::Full
     };
-    Output::success(mode.listing(registry).into_owned())
+    let mut text = mode.listing(catalog.registry()).into_owned();
+    let providers = catalog.provider_prompt();
+    if !providers.is_empty() {
+        if !text.is_empty() {
+            text.push('\n');
+        }
+        text.push_str(&providers);
+        text.push('\n');
+    }
+    Output::success(text)
 }

@@ -220,7 +220,7 @@ pub fn run() -> ExitCode {
         }
         Command::Show { name, source } => with_catalog(&source, |c| inspect::show(c, &name)),
         Command::Prompt { source, compact } => {
-            with_registry(&source, |r| inspect::prompt(r, compact))
+            with_catalog(&source, |c| inspect::prompt(c, compact))
         }
         Command::Tools {
             source,

@@ -205,10 +205,27 @@ impl Catalog {
 
     /// The prompt section declaring the host functions this agent may call.
     pub fn host_prompt(&self) -> String {
-        let mut text = String::from(
-            "## Built-in functions\n\nAlways available; they cannot be reassigned.\n\n```lua\n",
-        );
-        for (i, callable) in self.host_functions().enumerate() {
+        self.declarations(
+            "## Built-in functions\n\nAlways available; they cannot be reassigned.",
+            |_| true,
+        )
+    }
+
+    /// The functions of the host's own providers (not the built-ins), declared as
+    /// [`host_prompt`](Self::host_prompt) does; empty when there are none.
+    pub fn provider_prompt(&self) -> String {
+        if self.host_functions().all(|c| c.is_builtin()) {
+            return String::new();
+        }
+        self.declarations(
+            "## Provider functions\n\nImplemented by the host; they cannot be reassigned.",
+            |c| !c.is_builtin(),
+        )
+    }
+
+    fn declarations(&self, heading: &str, keep: impl Fn(&Callable<'_>) -> bool) -> String {
+        let mut text = format!("{heading}\n\n```lua\n");
+        for (i, callable) in self.host_functions().filter(keep).enumerate() {
             if i > 0 {
                 text.push('\n');
             }

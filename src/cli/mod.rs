@@ -18,7 +18,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use rlm_registry::providers::{AgentScope, Catalog, Providers};
+use rlm_registry::providers::{AgentScope, Catalog, Config, Providers};
 use rlm_registry::{LoadError, Registry};
 
 /// Lua function registries for Recursive Language Model agents.
@@ -263,9 +263,22 @@ impl SourceArgs {
         (!message.is_empty()).then(|| Output::failure(EXIT_USAGE, message))
     }
 
-    /// The built-in providers and those the configuration enables.
+    /// The built-in providers and those the configuration enables: `--config FILE`, or
+    /// `rlm.toml` in the current directory. A bad file is a usage error (exit 2).
     pub(crate) fn providers(&self) -> Result<Providers, Output> {
-        Ok(Providers::builtin())
+        let path = match &self.config {
+            Some(path) => Some(path.clone()),
+            None => Config::discover(std::path::Path::new(".")),
+        };
+        let Some(path) = path else {
+            return Ok(Providers::builtin());
+        };
+        let color = std::io::stderr().is_terminal();
+        let config = Config::load(&path)
+            .map_err(|e| Output::failure(EXIT_USAGE, format!("{}\n", e.render(color))))?;
+        config
+            .providers()
+            .map_err(|e| Output::failure(EXIT_USAGE, format!("error: {}: {e}\n", path.display())))
     }
 
     fn load(&self) -> Result<Registry, LoadError> {

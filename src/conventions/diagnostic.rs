@@ -260,22 +260,69 @@ fn report<'a>(d: &'a Diagnostic, source: Option<&'a str>) -> Vec<Group<'a>> {
         Severity::Warning => Level::WARNING,
         Severity::Note => Level::NOTE,
     };
-    let title = level.primary_title(d.message.as_str()).id(d.code.as_str());
-    let mut group = match source {
+    let at = Located {
+        file: &d.file,
+        source,
+        span: d.span.clone(),
+    };
+    vec![group(
+        level,
+        d.code.as_str(),
+        &d.message,
+        at,
+        d.help.as_deref(),
+    )]
+}
+
+/// Where a message points: a file, its text if readable, and a byte span in it.
+pub(crate) struct Located<'a> {
+    pub file: &'a str,
+    pub source: Option<&'a str>,
+    pub span: Range<usize>,
+}
+
+/// One rustc-style message: `level[id]: message`, the snippet with a caret, the help.
+fn group<'a>(
+    level: Level<'a>,
+    id: &'a str,
+    message: &'a str,
+    at: Located<'a>,
+    help: Option<&'a str>,
+) -> Group<'a> {
+    let title = level.primary_title(message).id(id);
+    let mut group = match at.source {
         Some(source) => {
-            let span = clamp_span(source, d.span.clone());
+            let span = clamp_span(source, at.span);
             title.element(
                 Snippet::source(source)
-                    .path(d.file.as_str())
+                    .path(at.file)
                     .annotation(AnnotationKind::Primary.span(span)),
             )
         }
-        None => title.element(annotate_snippets::Origin::path(d.file.as_str())),
+        None => title.element(annotate_snippets::Origin::path(at.file)),
     };
-    if let Some(help) = &d.help {
-        group = group.element(Level::HELP.message(help.as_str()));
+    if let Some(help) = help {
+        group = group.element(Level::HELP.message(help));
     }
-    vec![group]
+    group
+}
+
+/// Renders one error that is not a convention violation (a configuration file's, say)
+/// exactly like the diagnostics: `error[id]: message`, path:line:col, snippet, help.
+#[allow(dead_code)] // used by the runtime's config file, not by build.rs
+pub(crate) fn render_error(
+    id: &str,
+    message: &str,
+    at: Located<'_>,
+    help: Option<&str>,
+    color: bool,
+) -> String {
+    let renderer = if color {
+        Renderer::styled()
+    } else {
+        Renderer::plain()
+    };
+    renderer.render(&[group(Level::ERROR, id, message, at, help)])
 }
 
 /// A span the renderer can point at: inside the text, on char boundaries, and never

@@ -47,14 +47,20 @@
 
 mod builtin;
 pub(crate) mod catalog;
+mod config;
+mod files;
 pub(crate) mod host;
 mod set;
+mod shell;
 mod store;
 
 pub use catalog::{Callable, Catalog, Origin};
+pub use config::{Config, ConfigError, DEFAULT_FILE};
+pub use files::{Edit, FileEntry, Files, FilesConfig, FilesProvider};
 pub(crate) use host::Handler;
 pub use host::{Call, HostFunction, RawHandler};
 pub use set::{ProviderError, ProviderInfo, ProviderSummary, Providers, Registration};
+pub use shell::{Shell, ShellConfig, ShellOutput, ShellProvider};
 pub use store::{Store, StoreProvider};
 
 /// Who may call a function (seed 001's scopes).

@@ -822,3 +822,55 @@ fn cli_prints_tool_lists() {
     let out = rlm(&["tools", "--format", "xml"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn dispatch_calls_host_functions_of_a_catalog() {
+    use rlm_registry::providers::{AgentScope, Catalog, HostFunction, Providers};
+    let server = OpenAiServer::start(
+        vec![
+            Behavior::tool_calls(&[
+                ("h", "price_of", r#"{"item": "apple"}"#),
+                ("r", "word_count", r#"{"text": "a b"}"#),
+                ("b", "token_count", r#"{"text": "a b"}"#),
+            ]),
+            Behavior::reply("done"),
+        ],
+        Behavior::status(500),
+    );
+    let mut providers = Providers::builtin();
+    providers
+        .register_function(
+            "shop",
+            HostFunction::typed(
+                "price_of",
+                "--- The price of an item, in cents.\n---@param item string\n---@return integer",
+                |_, (item,): (String,)| Ok::<_, String>(item.len() as i64 * 10),
+            ),
+        )
+        .unwrap();
+    let catalog = Catalog::new(
+        Registry::baked().clone(),
+        Arc::new(providers),
+        AgentScope::TOP,
+    );
+    let mut dispatcher = ToolDispatcher::with_default_iterations();
+    dispatcher.register_catalog(catalog, Limits::default());
+    let names: Vec<String> = dispatcher
+        .definitions()
+        .iter()
+        .map(|d| d["function"]["name"].as_str().unwrap().to_string())
+        .collect();
+    assert!(names.contains(&"price_of".to_string()));
+    assert!(
+        !names.contains(&"token_count".to_string()),
+        "built-ins are not tools here"
+    );
+    dispatcher
+        .dispatch(vec![ChatMessage::user("price?")], &client_for(&server))
+        .unwrap();
+    let results = tool_results(&server.requests()[1].json().unwrap());
+    let text = |id: &str| results.iter().find(|(i, _)| i == id).unwrap().1.clone();
+    assert_eq!(text("h"), "50");
+    assert_eq!(text("r"), "2");
+    assert!(text("b").starts_with("error: unknown tool `token_count`"));
+}

@@ -49,8 +49,9 @@ use serde_json::{Value, json};
 use super::call::{CallError, ToolCaller};
 use super::schema::NotExportable;
 use crate::Registry;
-use crate::environment::{Limits, SetupError};
+use crate::environment::{Environment, Limits, SetupError};
 use crate::llm::{ChatMessage, LlmClient, LlmError, ToolCall, ToolCompletion};
+use crate::providers::{AgentScope, Catalog, Providers};
 
 /// The cap [`ToolDispatcher::with_default_iterations`] uses.
 pub const DEFAULT_MAX_ITERATIONS: u32 = 10;
@@ -124,7 +125,7 @@ pub type Handler = Box<dyn Fn(Value) -> Result<Value, String> + Send + Sync>;
 
 enum Runner {
     Handler(Handler),
-    Registry,
+    Catalog,
 }
 
 struct Registered {
@@ -136,7 +137,7 @@ struct Registered {
 pub struct ToolDispatcher {
     max_iterations: u32,
     tools: BTreeMap<String, Registered>,
-    registry: Option<(Arc<Registry>, Limits)>,
+    catalog: Option<(Catalog, Limits)>,
 }
 
 impl ToolDispatcher {
@@ -146,7 +147,7 @@ impl ToolDispatcher {
         ToolDispatcher {
             max_iterations: max_iterations.max(1),
             tools: BTreeMap::new(),
-            registry: None,
+            catalog: None,
         }
     }
 
@@ -193,25 +194,35 @@ impl ToolDispatcher {
         registry: impl Into<Arc<Registry>>,
         limits: Limits,
     ) -> Vec<NotExportable> {
-        let registry = registry.into();
+        self.register_catalog(
+            Catalog::new(registry, Providers::builtin_shared(), AgentScope::TOP),
+            limits,
+        )
+    }
+
+    /// Registers the functions of `catalog` that are tools, as
+    /// [`ToolCaller::over`](super::ToolCaller::over) exposes them: the registry's and
+    /// the host's own providers' (not the built-ins). Replaces an earlier registry or
+    /// catalog.
+    pub fn register_catalog(&mut self, catalog: Catalog, limits: Limits) -> Vec<NotExportable> {
         self.tools
-            .retain(|_, tool| !matches!(tool.runner, Runner::Registry));
+            .retain(|_, tool| !matches!(tool.runner, Runner::Catalog));
         let mut skipped = Vec::new();
-        for function in registry.functions() {
-            match super::schema::function_tool(function) {
+        for callable in catalog.functions().into_iter().filter(|c| !c.is_builtin()) {
+            match super::schema::function_tool(callable.function) {
                 Ok(tool) => {
                     self.tools.insert(
                         tool.name.clone(),
                         Registered {
                             definition: tool.openai(),
-                            runner: Runner::Registry,
+                            runner: Runner::Catalog,
                         },
                     );
                 }
                 Err(reason) => skipped.push(reason),
             }
         }
-        self.registry = Some((registry, limits));
+        self.catalog = Some((catalog, limits));
         skipped
     }
 
@@ -302,16 +313,17 @@ impl ToolDispatcher {
         };
         let result = match &tool.runner {
             Runner::Handler(handler) => handler(arguments),
-            Runner::Registry => {
-                if caller.is_none() {
-                    let (registry, limits) = self
-                        .registry
-                        .as_ref()
-                        .expect("registry tools are registered with their registry");
-                    *caller = Some(
-                        ToolCaller::new(Arc::clone(registry), *limits)
-                            .map_err(DispatchError::Setup)?,
-                    );
+            Runner::Catalog => {
+                if caller.is_none()
+                    && let Some((catalog, limits)) = &self.catalog
+                {
+                    let environment = Environment::builder(Arc::clone(catalog.registry()))
+                        .providers(Arc::clone(catalog.providers()))
+                        .scope(catalog.scope())
+                        .limits(*limits)
+                        .build()
+                        .map_err(DispatchError::Setup)?;
+                    *caller = Some(ToolCaller::over(environment, false));
                 }
                 match caller.as_ref() {
                     Some(caller) => caller

@@ -3,8 +3,8 @@
 use std::fmt::Write;
 
 use rlm_registry::rlm::PromptMode;
-use rlm_registry::{Function, Registry};
-use serde_json::json;
+use rlm_registry::Registry;
+use rlm_registry::search::function_json;
 
 use super::{EXIT_VIOLATIONS, Output};
 
@@ -29,32 +29,6 @@ pub(super) fn list(registry: &Registry, as_json: bool) -> Output {
         );
     }
     Output::success(out)
-}
-
-fn function_json(f: &Function) -> serde_json::Value {
-    let params: Vec<_> = f
-        .params()
-        .iter()
-        .map(|p| {
-            json!({"name": p.name(), "type": p.ty(), "optional": p.optional(), "description": p.description()})
-        })
-        .collect();
-    let returns: Vec<_> = f
-        .returns()
-        .iter()
-        .map(|r| json!({"type": r.ty(), "name": r.name(), "description": r.description()}))
-        .collect();
-    json!({
-        "name": f.name(),
-        "signature": f.signature(),
-        "summary": f.summary(),
-        "description": f.description(),
-        "params": params,
-        "returns": returns,
-        "file": f.file(),
-        "line": f.line(),
-        "dir": f.dir(),
-    })
 }
 
 pub(super) fn show(registry: &Registry, name: &str) -> Output {

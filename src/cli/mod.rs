@@ -8,6 +8,7 @@ mod check;
 mod exec;
 mod inspect;
 mod search;
+mod serve;
 mod tools;
 
 use std::io::{IsTerminal, Write};
@@ -90,6 +91,10 @@ enum Command {
     /// keywords; `--mode balanced|accurate` adds an LLM rerank and query expansion);
     /// `--queries FILE|-` answers one query per line as JSON lines.
     Search(search::SearchArgs),
+    /// Serve the registry and a sandboxed Lua REPL to other agents: MCP over stdio, or with
+    /// `--http ADDR` streamable HTTP MCP at /mcp and a JSON API on the same port (exit 0 on
+    /// SIGINT/SIGTERM or when the stdio client disconnects).
+    Serve(serve::ServeArgs),
 }
 
 /// Where the registry comes from.
@@ -192,6 +197,7 @@ pub fn run() -> ExitCode {
         Command::Run { file, run } => exec::run_file(&run, &file),
         Command::Ask(args) => ask::ask(&args),
         Command::Search(args) => search::run(&args),
+        Command::Serve(args) => serve::run(&args),
     };
     output.emit()
 }

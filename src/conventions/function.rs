@@ -175,6 +175,7 @@ impl Function {
             .collect();
         format!("{}({})", self.name, params.join(", "))
     }
+
 }
 
 /// A documented parameter.

@@ -1,0 +1,167 @@
+//! The functions a server exposes, computed in one place: every registry function (as a
+//! tool when its parameters fit JSON) and the built-ins' documentation. The MCP tool
+//! list, `search_functions` and the JSON API all read this.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use crate::Registry;
+use crate::conventions::builtins;
+use crate::search::{SearchOptions, function_json};
+use crate::tools::call::validate;
+use crate::tools::{LuaType, NotExportable, Tool, function_tool, parse_type};
+
+/// How many results `search_functions` and `GET /v1/search` return at most.
+pub const MAX_SEARCH_RESULTS: usize = 50;
+
+/// A registry function as the server offers it.
+#[derive(Clone, Debug)]
+pub struct Exposed {
+    /// The tool, or why the function cannot be one.
+    pub tool: Result<Tool, NotExportable>,
+    /// The type of the single value it returns, when JSON can carry it: the tool's
+    /// `outputSchema` is `{"result": <this>}`.
+    pub output: Option<LuaType>,
+}
+
+/// The functions a server exposes.
+///
+/// ```
+/// use rlm_registry::{Registry, serve::Catalog};
+///
+/// let catalog = Catalog::new(Registry::baked().clone());
+/// # #[cfg(feature = "text")] {
+/// assert!(catalog.tools().any(|(tool, _)| tool.name == "word_count"));
+/// assert_eq!(catalog.describe("word_count").unwrap()["source"], "registry");
+/// # }
+/// assert_eq!(catalog.describe("print").unwrap()["source"], "builtin");
+/// ```
+#[derive(Clone, Debug)]
+pub struct Catalog {
+    registry: Arc<Registry>,
+    exposed: BTreeMap<String, Exposed>,
+}
+
+impl Catalog {
+    /// The functions of `registry` and the built-ins.
+    pub fn new(registry: impl Into<Arc<Registry>>) -> Catalog {
+        let registry = registry.into();
+        let exposed = registry
+            .functions()
+            .iter()
+            .map(|function| {
+                let output = match function.returns() {
+                    [single] => parse_type(single.ty()).ok(),
+                    _ => None,
+                };
+                let exposed = Exposed {
+                    tool: function_tool(function),
+                    output,
+                };
+                (function.name().to_string(), exposed)
+            })
+            .collect();
+        Catalog { registry, exposed }
+    }
+
+    /// The registry the functions come from.
+    pub fn registry(&self) -> &Arc<Registry> {
+        &self.registry
+    }
+
+    /// The functions that are tools, in name order, with their return type if known.
+    pub fn tools(&self) -> impl Iterator<Item = (&Tool, Option<&LuaType>)> {
+        self.exposed
+            .values()
+            .filter_map(|e| e.tool.as_ref().ok().map(|tool| (tool, e.output.as_ref())))
+    }
+
+    /// The registry function `name`, as exposed.
+    pub fn get(&self, name: &str) -> Option<&Exposed> {
+        self.exposed.get(name)
+    }
+
+    /// Every function: registry functions then built-ins, each as [`Catalog::describe`]
+    /// gives it.
+    pub fn list(&self) -> Vec<Value> {
+        let registry = self.exposed.keys().filter_map(|name| self.describe(name));
+        let builtins = builtins::DOCS.iter().map(builtin_json);
+        registry.chain(builtins).collect()
+    }
+
+    /// One function's description: doc, params, returns, and for tools the input and
+    /// output schemas. `source` is `registry` or `builtin` (built-ins run only inside
+    /// Lua: `run_lua` or a session).
+    pub fn describe(&self, name: &str) -> Option<Value> {
+        let Some(function) = self.registry.get(name) else {
+            return builtins::doc(name).map(builtin_json);
+        };
+        let exposed = self.exposed.get(name)?;
+        let mut json = function_json(function);
+        json["source"] = json!("registry");
+        json["doc"] = json!(function.doc());
+        match &exposed.tool {
+            Ok(tool) => {
+                json["tool"] = json!(true);
+                json["input_schema"] = tool.parameters.clone();
+                if let Some(output) = &exposed.output {
+                    json["output_schema"] = output_schema(output);
+                }
+            }
+            Err(reason) => {
+                json["tool"] = json!(false);
+                json["not_a_tool"] = json!(reason.reason);
+            }
+        }
+        Some(json)
+    }
+
+    /// The closest exposed name to `name`, for "did you mean".
+    pub fn closest_name(&self, name: &str) -> Option<&str> {
+        self.registry.closest_name(name)
+    }
+
+    /// Searches the registry: the results as JSON, best first.
+    pub fn search(&self, query: &str, max_results: usize, capability: Option<String>) -> Value {
+        let options = SearchOptions {
+            max_results: max_results.min(MAX_SEARCH_RESULTS),
+            capability,
+            source: None,
+        };
+        json!(self.registry.search(query, &options))
+    }
+}
+
+fn builtin_json(doc: &builtins::BuiltinDoc) -> Value {
+    json!({"name": doc.name, "source": "builtin", "doc": doc.doc, "tool": false})
+}
+
+/// A tool's `outputSchema`: MCP wants an object at the root, so the value is wrapped as
+/// `{"result": value}`.
+pub fn output_schema(output: &LuaType) -> Value {
+    json!({
+        "type": "object",
+        "properties": {"result": output.schema()},
+        "required": ["result"],
+    })
+}
+
+/// `value`, checked against the documented return type: Lua's empty table becomes `{}`
+/// where an object is documented (Lua cannot tell `{}` from `[]`); anything else that
+/// does not match is an error, since a client validates structured results.
+pub fn conform(value: Value, output: &LuaType) -> Result<Value, String> {
+    if validate(&value, output, "$").is_ok() {
+        return Ok(value);
+    }
+    if value == json!([]) && validate(&json!({}), output, "$").is_ok() {
+        return Ok(json!({}));
+    }
+    match validate(&value, output, "$") {
+        Ok(()) => Ok(value),
+        Err((path, message)) => Err(format!(
+            "the result does not match the documented return type: {path}: {message}"
+        )),
+    }
+}

@@ -2,8 +2,8 @@
 
 use std::fmt::Write;
 
-use rlm_registry::rlm::PromptMode;
 use rlm_registry::Registry;
+use rlm_registry::rlm::PromptMode;
 use rlm_registry::search::function_json;
 
 use super::{EXIT_VIOLATIONS, Output};

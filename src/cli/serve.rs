@@ -103,7 +103,9 @@ pub(crate) fn run(args: &ServeArgs) -> Output {
                 Some(address) => {
                     let listener = tokio::net::TcpListener::bind(address).await?;
                     let bound = listener.local_addr()?;
-                    tracing::info!("serving MCP at http://{bound}/mcp and the JSON API at http://{bound}/v1");
+                    tracing::info!(
+                        "serving MCP at http://{bound}/mcp and the JSON API at http://{bound}/v1"
+                    );
                     server.serve_http(listener, shutdown_signal()).await
                 }
             }

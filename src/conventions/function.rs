@@ -175,7 +175,6 @@ impl Function {
             .collect();
         format!("{}({})", self.name, params.join(", "))
     }
-
 }
 
 /// A documented parameter.

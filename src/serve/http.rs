@@ -4,6 +4,7 @@
 //! Every error is `{"error": message}` with a 4xx or 5xx status.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Router;
 use axum::body::Bytes;
@@ -54,7 +55,9 @@ fn mcp_service(
     shutdown: CancellationToken,
 ) -> StreamableHttpService<McpHandler, LocalSessionManager> {
     let mut sessions = LocalSessionManager::default();
-    sessions.session_config.keep_alive = Some(state.options.idle_timeout);
+    // rmcp's own idle close is a safety net for dropped connections; it comes well after
+    // ours, so an idle `run_lua` environment ends first, with a message saying so.
+    sessions.session_config.keep_alive = Some(state.options.idle_timeout + Duration::from_secs(60));
     let mut config = StreamableHttpServerConfig::default();
     config.cancellation_token = shutdown;
     config.max_request_body_bytes = state.options.body_limit_bytes;
@@ -141,7 +144,10 @@ fn host_is_loopback(headers: &HeaderMap) -> bool {
 }
 
 async fn not_found() -> Response {
-    error(StatusCode::NOT_FOUND, "no such route (see GET /v1/functions)")
+    error(
+        StatusCode::NOT_FOUND,
+        "no such route (see GET /v1/functions)",
+    )
 }
 
 async fn health(Shared(state): Shared<AppState>) -> Response {
@@ -193,7 +199,9 @@ async fn call_function(
     if state.catalog.get(&name).is_none() && builtins::doc(&name).is_some() {
         return error(
             StatusCode::BAD_REQUEST,
-            format!("`{name}` is a built-in: it runs only inside Lua (POST /v1/sessions, then /v1/sessions/ID/exec)"),
+            format!(
+                "`{name}` is a built-in: it runs only inside Lua (POST /v1/sessions, then /v1/sessions/ID/exec)"
+            ),
         );
     }
     let cancel = CancellationToken::new();
@@ -254,7 +262,9 @@ async fn search(Shared(state): Shared<AppState>, query: Query<SearchQuery>) -> R
 async fn create_session(Shared(state): Shared<AppState>) -> Response {
     match state.new_session() {
         Ok(id) => (StatusCode::CREATED, axum::Json(json!({"id": id}))).into_response(),
-        Err(full @ CreateError::Full(_)) => error(StatusCode::SERVICE_UNAVAILABLE, full.to_string()),
+        Err(full @ CreateError::Full(_)) => {
+            error(StatusCode::SERVICE_UNAVAILABLE, full.to_string())
+        }
         Err(CreateError::Setup(message)) => error(StatusCode::INTERNAL_SERVER_ERROR, message),
     }
 }
@@ -302,7 +312,8 @@ async fn exec_session(
                 ExecError::Lua { .. } => "lua".to_string(),
                 ExecError::Limit { kind, .. } => kind.to_string(),
             };
-            let body = json!({"error": failure.message(), "kind": kind, "output": failure.output()});
+            let body =
+                json!({"error": failure.message(), "kind": kind, "output": failure.output()});
             (StatusCode::UNPROCESSABLE_ENTITY, axum::Json(body)).into_response()
         }
         Err(RunError::Unavailable(message)) => error(StatusCode::SERVICE_UNAVAILABLE, message),

@@ -87,7 +87,12 @@ impl McpHandler {
         tools
     }
 
-    async fn call(&self, name: &str, arguments: Value, cancel: &CancellationToken) -> CallToolResult {
+    async fn call(
+        &self,
+        name: &str,
+        arguments: Value,
+        cancel: &CancellationToken,
+    ) -> CallToolResult {
         match name {
             RUN_LUA => self.run_lua(arguments, cancel).await,
             SEARCH_FUNCTIONS => self.search_functions(&arguments),
@@ -253,7 +258,11 @@ pub(super) fn code_arguments(
     let context = match object.get("context") {
         None | Some(Value::Null) => None,
         Some(Value::String(context)) => Some(context.clone()),
-        Some(other) => return Err(invalid(format!("$.context: expected a string, got {other}"))),
+        Some(other) => {
+            return Err(invalid(format!(
+                "$.context: expected a string, got {other}"
+            )));
+        }
     };
     Ok((code, context))
 }
@@ -263,7 +272,11 @@ pub(super) fn search_arguments(
     arguments: &Value,
 ) -> Result<(String, usize, Option<String>), String> {
     let invalid = |detail: String| format!("invalid arguments for `search_functions`: {detail}");
-    let object = arguments_object(SEARCH_FUNCTIONS, arguments, &["query", "max_results", "capability"])?;
+    let object = arguments_object(
+        SEARCH_FUNCTIONS,
+        arguments,
+        &["query", "max_results", "capability"],
+    )?;
     let query = match object.get("query") {
         Some(Value::String(query)) => query.clone(),
         Some(other) => return Err(invalid(format!("$.query: expected a string, got {other}"))),
@@ -273,13 +286,21 @@ pub(super) fn search_arguments(
         None | Some(Value::Null) => 5,
         Some(value) => match value.as_u64() {
             Some(n) if n >= 1 => usize::try_from(n).unwrap_or(usize::MAX),
-            _ => return Err(invalid(format!("$.max_results: expected a positive integer, got {value}"))),
+            _ => {
+                return Err(invalid(format!(
+                    "$.max_results: expected a positive integer, got {value}"
+                )));
+            }
         },
     };
     let capability = match object.get("capability") {
         None | Some(Value::Null) => None,
         Some(Value::String(capability)) => Some(capability.clone()),
-        Some(other) => return Err(invalid(format!("$.capability: expected a string, got {other}"))),
+        Some(other) => {
+            return Err(invalid(format!(
+                "$.capability: expected a string, got {other}"
+            )));
+        }
     };
     Ok((query, max_results, capability))
 }

@@ -112,11 +112,7 @@ impl Server {
     /// A server exposing `registry`'s functions.
     pub fn new(registry: impl Into<Arc<Registry>>, options: ServeOptions) -> Server {
         let registry = registry.into();
-        let executor = Executor::new(
-            &registry,
-            options.limits,
-            options.max_concurrent_executions,
-        );
+        let executor = Executor::new(&registry, options.limits, options.max_concurrent_executions);
         let state = State {
             catalog: Catalog::new(registry),
             executor,

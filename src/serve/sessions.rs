@@ -138,7 +138,6 @@ impl Sessions {
         self.live().len()
     }
 
-
     /// Ends the sessions idle longer than the timeout; returns how many.
     pub fn reap(&self) -> usize {
         let now = Instant::now();

@@ -448,6 +448,36 @@ async fn http_mcp_session_environment_is_dropped_after_the_idle_timeout() {
     .await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_a_call_interrupts_its_execution() {
+    bounded(async {
+        // No time limit would stop this loop within the test's bound: only the interrupt.
+        let server = TestServer::start(ServeOptions {
+            limits: Limits {
+                time: Duration::from_secs(3600),
+                ..Limits::default()
+            },
+            ..ServeOptions::default()
+        })
+        .await;
+        let client = server.mcp().await;
+        run_lua(&client, "kept = 'yes'").await;
+        // Dropping the request's future sends notifications/cancelled.
+        let abandoned = tokio::time::timeout(
+            Duration::from_millis(200),
+            run_lua(&client, "while true do end"),
+        )
+        .await;
+        assert!(abandoned.is_err(), "the loop was still running");
+        // The session's thread runs one job at a time: this answers only once the loop
+        // has been interrupted.
+        let after = run_lua(&client, "print(kept)").await;
+        assert_eq!(text(&after), "yes\n");
+        client.cancel().await.unwrap();
+    })
+    .await;
+}
+
 async fn wait_until(mut condition: impl FnMut() -> bool) {
     while !condition() {
         tokio::time::sleep(Duration::from_millis(20)).await;

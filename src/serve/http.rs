@@ -73,9 +73,18 @@ fn mcp_service(
     )
 }
 
+/// A failed request: `{"error": message}` with the status.
+struct ApiError(StatusCode, String);
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.0, axum::Json(json!({"error": self.1}))).into_response()
+    }
+}
+
 /// `{"error": message}` with `status`.
 fn error(status: StatusCode, message: impl Into<String>) -> Response {
-    (status, axum::Json(json!({"error": message.into()}))).into_response()
+    ApiError(status, message.into()).into_response()
 }
 
 fn ok(value: Value) -> Response {
@@ -178,13 +187,13 @@ fn unknown_function(state: &State, name: &str) -> Response {
 }
 
 /// The request body as JSON: the body limit and malformed JSON are `{"error"}`s too.
-fn json_body(body: Result<Bytes, BytesRejection>) -> Result<Value, Response> {
-    let body = body.map_err(|rejection| error(rejection.status(), rejection.body_text()))?;
+fn json_body(body: Result<Bytes, BytesRejection>) -> Result<Value, ApiError> {
+    let body = body.map_err(|rejection| ApiError(rejection.status(), rejection.body_text()))?;
     if body.iter().all(u8::is_ascii_whitespace) {
         return Ok(Value::Null);
     }
     serde_json::from_slice(&body)
-        .map_err(|e| error(StatusCode::BAD_REQUEST, format!("malformed JSON body: {e}")))
+        .map_err(|e| ApiError(StatusCode::BAD_REQUEST, format!("malformed JSON body: {e}")))
 }
 
 async fn call_function(
@@ -194,7 +203,7 @@ async fn call_function(
 ) -> Response {
     let arguments = match json_body(body) {
         Ok(arguments) => arguments,
-        Err(response) => return response,
+        Err(failure) => return failure.into_response(),
     };
     if state.catalog.get(&name).is_none() && builtins::doc(&name).is_some() {
         return error(
@@ -291,7 +300,7 @@ async fn exec_session(
 ) -> Response {
     let body = match json_body(body) {
         Ok(body) => body,
-        Err(response) => return response,
+        Err(failure) => return failure.into_response(),
     };
     let (code, context) = match code_arguments("exec", &body) {
         Ok(parsed) => parsed,

@@ -427,6 +427,48 @@ async fn http_mcp_sessions_are_isolated_and_a_loop_blocks_no_other_session() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_flooding_runaway_calls_holds_one_execution_slot() {
+    bounded(async {
+        let server = TestServer::start(ServeOptions {
+            max_concurrent_executions: 2,
+            ..options()
+        })
+        .await;
+        let hostile = Arc::new(server.mcp().await);
+        let other = server.mcp().await;
+        let mut floods = tokio::task::JoinSet::new();
+        for _ in 0..4 {
+            let hostile = Arc::clone(&hostile);
+            floods.spawn(async move {
+                let result = run_lua(&hostile, "while true do end").await;
+                assert!(
+                    text(&result).contains("time limit exceeded"),
+                    "{}",
+                    text(&result)
+                );
+                Instant::now()
+            });
+        }
+        let answer = async {
+            // Let the flood queue up first.
+            tokio::time::sleep(SHORT_TIME_LIMIT / 4).await;
+            let result = call(&other, "word_count", json!({"text": "a b"})).await;
+            assert_eq!(result.structured_content, Some(json!({"result": 2})));
+            Instant::now()
+        };
+        let answered = answer.await;
+        let mut flood_done = floods.join_all().await;
+        flood_done.sort();
+        assert!(
+            answered < flood_done[1],
+            "the other session answered before the flood's second loop ended"
+        );
+        other.cancel().await.unwrap();
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http_mcp_session_environment_is_dropped_after_the_idle_timeout() {
     bounded(async {
         let server = TestServer::start(ServeOptions {

@@ -94,6 +94,14 @@ impl Executor {
         context: Option<String>,
         cancel: &CancellationToken,
     ) -> Result<String, RunError<ExecError>> {
+        // One execution per session at a time, in arrival order (the lock is fair): a
+        // session never holds more than one of the shared permits.
+        let _turn = tokio::select! {
+            turn = session.turn.lock() => turn,
+            () = cancel.cancelled() => {
+                return Err(RunError::Unavailable("cancelled before it started".to_string()));
+            }
+        };
         let sender = session.sender.clone();
         self.run(cancel, move |interrupt, reply| {
             let job: Job<Environment> = Box::new(move |environment: &Environment| {
@@ -204,6 +212,7 @@ fn run_code(
 /// the environment) once its queued jobs are done.
 pub struct SessionThread {
     sender: mpsc::Sender<Job<Environment>>,
+    turn: tokio::sync::Mutex<()>,
 }
 
 impl SessionThread {
@@ -232,6 +241,9 @@ impl SessionThread {
         created
             .recv()
             .map_err(|_| "the session thread stopped while starting".to_string())??;
-        Ok(SessionThread { sender })
+        Ok(SessionThread {
+            sender,
+            turn: tokio::sync::Mutex::new(()),
+        })
     }
 }

@@ -70,6 +70,8 @@ impl McpHandler {
             .state
             .catalog
             .tools()
+            // The server's own tools win over registry functions of the same name.
+            .filter(|(tool, _)| tool.name != RUN_LUA && tool.name != SEARCH_FUNCTIONS)
             .map(|(tool, output)| {
                 let mcp = McpTool::new(
                     tool.name.clone(),
@@ -137,8 +139,8 @@ impl McpHandler {
         };
         if expired {
             return error_result(format!(
-                "this session's Lua environment was idle longer than {} s and was dropped with its variables; call run_lua again to start a fresh one",
-                self.state.options.idle_timeout.as_secs()
+                "this session's Lua environment was idle longer than {:.1} s and was dropped with its variables; call run_lua again to start a fresh one",
+                self.state.options.idle_timeout.as_secs_f64()
             ));
         }
         let result = self

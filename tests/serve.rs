@@ -409,7 +409,7 @@ async fn http_mcp_serves_tools_run_lua_and_tool_errors() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn http_mcp_sessions_are_isolated_and_a_loop_blocks_no_other_session() {
+async fn http_mcp_sessions_are_isolated_end_with_their_environment_and_a_loop_blocks_no_other() {
     bounded(async {
         let server = TestServer::start(options()).await;
         let a = server.mcp().await;
@@ -421,7 +421,10 @@ async fn http_mcp_sessions_are_isolated_and_a_loop_blocks_no_other_session() {
         assert_eq!(server.server.live_sessions(), 2);
         runaway_code_is_a_tool_error_while_another_session_answers(&a, &b).await;
         a.cancel().await.unwrap();
+        // Ending an MCP session drops its environment.
+        wait_until(|| server.server.live_sessions() == 1).await;
         b.cancel().await.unwrap();
+        wait_until(|| server.server.live_sessions() == 0).await;
     })
     .await;
 }

@@ -44,8 +44,10 @@ pub(super) fn router(state: AppState, shutdown: CancellationToken) -> Router {
         .route("/v1/sessions/{id}/exec", post(exec_session))
         .fallback(not_found)
         .with_state(Arc::clone(&state));
-    let mcp = mcp_service(&state, shutdown);
-    api.nest_service("/mcp", mcp)
+    let mcp = Router::new()
+        .nest_service("/mcp", mcp_service(&state, shutdown))
+        .layer(middleware::from_fn(session_end_status));
+    api.merge(mcp)
         .layer(DefaultBodyLimit::max(state.options.body_limit_bytes))
         .layer(middleware::from_fn_with_state(state, authorize))
 }
@@ -80,6 +82,17 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         (self.0, axum::Json(json!({"error": self.1}))).into_response()
     }
+}
+
+/// rmcp answers a session's `DELETE /mcp` with 202; clients such as the Python SDK
+/// expect 200 or 204 and warn otherwise. The session is ended either way.
+async fn session_end_status(request: Request, next: Next) -> Response {
+    let ending = request.method() == axum::http::Method::DELETE;
+    let mut response = next.run(request).await;
+    if ending && response.status() == StatusCode::ACCEPTED {
+        *response.status_mut() = StatusCode::NO_CONTENT;
+    }
+    response
 }
 
 /// `{"error": message}` with `status`.

@@ -705,7 +705,7 @@ impl Registry {
 /// params, returns, file, line, dir.
 ///
 /// ```
-/// let registry = rlm_registry::Registry::from_map([("f", "--- Says hi.\nfunction hi() end")]).unwrap();
+/// let registry = rlm_registry::Registry::from_map([("hi", "--- Says hi.\nfunction hi() end")]).unwrap();
 /// let json = rlm_registry::search::function_json(registry.get("hi").unwrap());
 /// assert_eq!(json["signature"], "hi()");
 /// assert_eq!(json["summary"], "Says hi.");

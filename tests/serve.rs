@@ -1004,3 +1004,31 @@ async fn sigterm_finishes_the_running_call_then_exits_zero() {
     })
     .await;
 }
+
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_ends_a_stdio_server_with_exit_zero() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    bounded(async {
+        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_rlm"))
+            .arg("serve")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        // A ping answered means the server is up (and its signal handlers installed).
+        let mut stdin = child.stdin.take().unwrap();
+        let initialize = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+        stdin.write_all(format!("{initialize}\n").as_bytes()).await.unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let answer: Value = serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+        assert_eq!(answer["result"]["serverInfo"]["name"], "rlm");
+        let pid = child.id().unwrap().to_string();
+        assert!(std::process::Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+        assert_eq!(child.wait().await.unwrap().code(), Some(0));
+        drop(stdin);
+    })
+    .await;
+}

@@ -22,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 use super::State;
 use super::catalog::{conform, output_schema};
 use super::executor::RunError;
+use super::sessions::InUse;
 
 /// The tool that runs Lua in the session's environment.
 pub const RUN_LUA: &str = "run_lua";
@@ -164,30 +165,27 @@ impl McpHandler {
 
     /// The session's environment, created on first use. `expired` is true (once) when
     /// the environment the session had was dropped for idleness.
-    fn session_environment(&self) -> Result<(super::sessions::InUse, bool), String> {
+    fn session_environment(&self) -> Result<(InUse, bool), String> {
         let mut id = self
             .session
             .id
             .lock()
             .map_err(|_| "the session is unusable after an internal error".to_string())?;
-        if let Some(existing) = id.as_deref() {
-            if let Some(in_use) = self.state.sessions.get(existing) {
-                return Ok((in_use, false));
-            }
-            *id = None;
-            let fresh = self.state.new_session().map_err(|e| e.to_string())?;
-            let in_use = self.state.sessions.get(&fresh);
-            *id = Some(fresh);
-            return in_use
-                .map(|in_use| (in_use, true))
-                .ok_or_else(|| "the session ended".to_string());
+        let previous = id.take();
+        if let Some(existing) = previous.as_deref()
+            && let Some(in_use) = self.state.sessions.get(existing)
+        {
+            *id = previous;
+            return Ok((in_use, false));
         }
         let fresh = self.state.new_session().map_err(|e| e.to_string())?;
-        let in_use = self.state.sessions.get(&fresh);
+        let in_use = self
+            .state
+            .sessions
+            .get(&fresh)
+            .ok_or_else(|| "the session ended while starting".to_string())?;
         *id = Some(fresh);
-        in_use
-            .map(|in_use| (in_use, false))
-            .ok_or_else(|| "the session ended".to_string())
+        Ok((in_use, previous.is_some()))
     }
 
     fn search_functions(&self, arguments: &Value) -> CallToolResult {

@@ -965,6 +965,25 @@ fn serve_refuses_a_public_address_without_a_token() {
     assert!(output.stdout.is_empty());
 }
 
+#[test]
+fn serve_rejects_zero_caps_and_bad_addresses_as_usage_errors() {
+    for args in [
+        &["serve", "--max-sessions", "0"][..],
+        &["serve", "--max-concurrent", "0"],
+        &["serve", "--time-limit", "0"],
+        &["serve", "--http", "not-an-address"],
+    ] {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_rlm"))
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        assert!(output.stdout.is_empty(), "{args:?}: nothing on stdout");
+        assert!(!output.stderr.is_empty(), "{args:?}: a message on stderr");
+    }
+}
+
 #[cfg(unix)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_finishes_the_running_call_then_exits_zero() {

@@ -14,9 +14,9 @@ use super::{EXIT_USAGE, EXIT_VIOLATIONS, Output, SourceArgs, with_registry};
 pub(crate) struct ServeArgs {
     #[command(flatten)]
     source: SourceArgs,
-    /// Serve streamable HTTP MCP at http://ADDR/mcp and the JSON API on ADDR
-    /// (e.g. 127.0.0.1:8765) instead of MCP over stdio.
-    #[arg(long, value_name = "ADDR")]
+    /// Serve streamable HTTP MCP at http://ADDR/mcp and the JSON API on ADDR instead of
+    /// MCP over stdio; `--http` alone is 127.0.0.1:8765.
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:8765")]
     http: Option<SocketAddr>,
     /// The bearer token every HTTP request must carry (default: RLM_SERVE_TOKEN);
     /// required on a non-loopback address.

@@ -493,6 +493,61 @@ async fn http_mcp_session_environment_is_dropped_after_the_idle_timeout() {
     .await;
 }
 
+/// A client that counts the progress notifications it receives.
+#[derive(Clone, Default)]
+struct ProgressCounter(Arc<std::sync::atomic::AtomicUsize>);
+
+impl rmcp::ClientHandler for ProgressCounter {
+    async fn on_progress(
+        &self,
+        _params: rmcp::model::ProgressNotificationParam,
+        _context: rmcp::service::NotificationContext<RoleClient>,
+    ) {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_call_sends_progress_notifications() {
+    bounded(async {
+        let server = TestServer::start(ServeOptions {
+            progress_interval: Duration::from_millis(20),
+            limits: Limits {
+                time: Duration::from_secs(30),
+                ..Limits::default()
+            },
+            ..ServeOptions::default()
+        })
+        .await;
+        let counter = ProgressCounter::default();
+        let transport = StreamableHttpClientTransport::from_uri(server.url("/mcp"));
+        let client = counter.clone().serve(transport).await.unwrap();
+        // rmcp's client puts a progressToken on every request.
+        let params = CallToolRequestParams::new("run_lua").with_arguments(
+            json!({"code": "local t = os.clock() while os.clock() - t < 0.3 do end print('done')"})
+                .as_object()
+                .cloned()
+                .unwrap(),
+        );
+        let result = client.call_tool(params).await.unwrap();
+        assert_eq!(text(&result), "done\n");
+        assert!(
+            counter.0.load(std::sync::atomic::Ordering::SeqCst) >= 1,
+            "at least one progress notification during a 0.3 s call"
+        );
+        let quick = client
+            .call_tool(
+                CallToolRequestParams::new("word_count")
+                    .with_arguments(json!({"text": "a"}).as_object().cloned().unwrap()),
+            )
+            .await
+            .unwrap();
+        assert!(!is_error(&quick));
+        client.cancel().await.unwrap();
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancelling_a_call_interrupts_its_execution() {
     bounded(async {

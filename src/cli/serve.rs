@@ -62,6 +62,7 @@ impl ServeArgs {
             idle_timeout: Duration::from_secs(self.idle_timeout.max(1)),
             body_limit_bytes: self.body_limit,
             token,
+            ..ServeOptions::default()
         })
     }
 }

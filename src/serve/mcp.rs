@@ -7,7 +7,6 @@
 
 use std::borrow::Cow;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
@@ -28,10 +27,6 @@ use super::sessions::InUse;
 pub const RUN_LUA: &str = "run_lua";
 /// The tool that searches the registry.
 pub const SEARCH_FUNCTIONS: &str = "search_functions";
-
-/// How often a long call tells a client that asked for progress that it is still running
-/// (clients give up after about a minute of silence).
-const PROGRESS_EVERY: Duration = Duration::from_secs(10);
 
 /// One MCP session's handler: the shared server state and the session's own `run_lua`
 /// environment, created on first use and dropped with the session.
@@ -362,12 +357,13 @@ impl ServerHandler for McpHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let arguments = request.arguments.map(Value::Object).unwrap_or(Value::Null);
+        let every = self.state.options.progress_interval;
         let progress = context.meta.get_progress_token().map(|token| {
             let peer = context.peer.clone();
             tokio::spawn(async move {
                 let mut ticks = 0.0;
                 loop {
-                    tokio::time::sleep(PROGRESS_EVERY).await;
+                    tokio::time::sleep(every).await;
                     ticks += 1.0;
                     let mut note = ProgressNotificationParam::new(token.clone(), ticks);
                     note.message = Some("still running".to_string());

@@ -69,6 +69,10 @@ pub struct ServeOptions {
     pub body_limit_bytes: usize,
     /// The bearer token every HTTP route requires; required on a non-loopback address.
     pub token: Option<String>,
+    /// How often a running MCP call whose request carries a `progressToken` sends
+    /// `notifications/progress` (default 10 s; clients give up after about a minute of
+    /// silence).
+    pub progress_interval: Duration,
 }
 
 impl Default for ServeOptions {
@@ -80,6 +84,7 @@ impl Default for ServeOptions {
             idle_timeout: Duration::from_secs(600),
             body_limit_bytes: 4 * 1024 * 1024,
             token: None,
+            progress_interval: Duration::from_secs(10),
         }
     }
 }

@@ -770,6 +770,19 @@ async fn json_api_function_routes_answer_and_explain_errors() {
             (status, lua_error),
             (422, json!({"error": "`fail_with` failed: nope"}))
         );
+        assert_eq!(
+            post("/v1/functions/word_tally", r#"{"text": ""}"#).await,
+            (200, json!({"result": {}}))
+        );
+        let (status, broken) = post("/v1/functions/broken_promise", "{}").await;
+        assert_eq!(status, 422);
+        assert!(
+            broken["error"]
+                .as_str()
+                .unwrap()
+                .contains("does not match the documented return type"),
+            "{broken}"
+        );
         let (status, limit) = post("/v1/functions/spin_forever", "").await;
         assert_eq!(status, 422);
         assert!(

@@ -140,6 +140,14 @@ fn builtin_json(doc: &builtins::BuiltinDoc) -> Value {
 
 /// A tool's `outputSchema`: MCP wants an object at the root, so the value is wrapped as
 /// `{"result": value}`.
+///
+/// ```
+/// use serde_json::json;
+/// use rlm_registry::{serve::output_schema, tools::parse_type};
+///
+/// let schema = output_schema(&parse_type("integer").unwrap());
+/// assert_eq!(schema["properties"]["result"], json!({"type": "integer"}));
+/// ```
 pub fn output_schema(output: &LuaType) -> Value {
     json!({
         "type": "object",
@@ -151,6 +159,15 @@ pub fn output_schema(output: &LuaType) -> Value {
 /// `value`, checked against the documented return type: Lua's empty table becomes `{}`
 /// where an object is documented (Lua cannot tell `{}` from `[]`); anything else that
 /// does not match is an error, since a client validates structured results.
+///
+/// ```
+/// use serde_json::json;
+/// use rlm_registry::{serve::conform, tools::parse_type};
+///
+/// let counts = parse_type("table<string, integer>").unwrap();
+/// assert_eq!(conform(json!([]), &counts), Ok(json!({})));
+/// assert!(conform(json!("text"), &parse_type("integer").unwrap()).is_err());
+/// ```
 pub fn conform(value: Value, output: &LuaType) -> Result<Value, String> {
     if validate(&value, output, "$").is_ok() {
         return Ok(value);

@@ -31,6 +31,15 @@ pub enum RunError<E> {
 
 /// Builds the sandboxed environment of a session (`run_lua`, `/v1/sessions`): the one
 /// place a session's globals are decided.
+///
+/// ```
+/// use std::sync::Arc;
+/// use rlm_registry::{Registry, environment::Limits, serve::session_environment};
+///
+/// let env = session_environment(&Arc::new(Registry::baked().clone()), Limits::default())?;
+/// assert_eq!(env.execute("print(1 + 1)")?.output, "2\n");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn session_environment(
     registry: &Arc<Registry>,
     limits: Limits,

@@ -227,8 +227,8 @@ async fn call_function(
         );
     }
     let cancel = CancellationToken::new();
-    match state.executor.call(name.clone(), arguments, &cancel).await {
-        Ok(value) => ok(json!({"result": value})),
+    match state.call_function(&name, arguments, &cancel).await {
+        Ok(called) => ok(json!({"result": called.value})),
         Err(RunError::Failed(failure)) => {
             let status = match &failure {
                 CallError::UnknownFunction { .. } => StatusCode::NOT_FOUND,

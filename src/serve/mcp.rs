@@ -19,7 +19,7 @@ use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::State;
-use super::catalog::{conform, output_schema};
+use super::catalog::output_schema;
 use super::executor::RunError;
 use super::sessions::InUse;
 
@@ -105,20 +105,13 @@ impl McpHandler {
         cancel: &CancellationToken,
     ) -> CallToolResult {
         // The tool machinery answers unknown names and bad arguments with a clear message.
-        let output = self.state.catalog.get(name).and_then(|e| e.output.clone());
-        match self
-            .state
-            .executor
-            .call(name.to_string(), arguments, cancel)
-            .await
-        {
-            Ok(value) => match output {
-                Some(output) => match conform(value, &output) {
-                    Ok(value) => CallToolResult::structured(json!({"result": value})),
-                    Err(message) => error_result(format!("`{name}` failed: {message}")),
-                },
-                None => CallToolResult::success(vec![ContentBlock::text(value.to_string())]),
-            },
+        match self.state.call_function(name, arguments, cancel).await {
+            Ok(called) if called.typed => {
+                CallToolResult::structured(json!({"result": called.value}))
+            }
+            Ok(called) => {
+                CallToolResult::success(vec![ContentBlock::text(called.value.to_string())])
+            }
             Err(RunError::Failed(error)) => error_result(error.to_string()),
             Err(RunError::Unavailable(message)) => error_result(message),
         }

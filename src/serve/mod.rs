@@ -36,14 +36,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::ServiceExt;
+use serde_json::Value;
 
 pub use catalog::{Catalog, Exposed, MAX_SEARCH_RESULTS, conform, output_schema};
 pub use executor::session_environment;
 pub use mcp::{McpHandler, RUN_LUA, SEARCH_FUNCTIONS};
 
 use crate::Registry;
-use crate::environment::Limits;
-use executor::{Executor, SessionThread};
+use crate::environment::{ExecError, Limits};
+use crate::tools::CallError;
+use executor::{Executor, RunError, SessionThread};
 use sessions::{CreateError, Sessions};
 
 /// How a server runs.
@@ -97,7 +99,48 @@ pub(crate) struct State {
     options: ServeOptions,
 }
 
+/// A registry function's result, checked against its documented return type.
+pub(crate) struct Called {
+    /// The value (Lua's empty table as `{}` where an object is documented).
+    value: Value,
+    /// Whether the function documents one return type (the MCP tool then has an
+    /// `outputSchema` and answers with `structuredContent`).
+    typed: bool,
+}
+
 impl State {
+    /// Calls the registry function `name` with JSON `arguments` (checked by the tool
+    /// machinery), then checks the result against the documented return type: a
+    /// mismatch is the function's failure, the same over MCP and the JSON API.
+    async fn call_function(
+        &self,
+        name: &str,
+        arguments: Value,
+        cancel: &tokio_util::sync::CancellationToken,
+    ) -> Result<Called, RunError<CallError>> {
+        let output = self.catalog.get(name).and_then(|e| e.output.as_ref());
+        let value = self
+            .executor
+            .call(name.to_string(), arguments, cancel)
+            .await?;
+        let Some(output) = output else {
+            return Ok(Called {
+                value,
+                typed: false,
+            });
+        };
+        match conform(value, output) {
+            Ok(value) => Ok(Called { value, typed: true }),
+            Err(message) => Err(RunError::Failed(CallError::Execution {
+                name: name.to_string(),
+                error: ExecError::Lua {
+                    message,
+                    output: String::new(),
+                },
+            })),
+        }
+    }
+
     /// A new session in the table; its id.
     fn new_session(&self) -> Result<String, CreateError> {
         let registry = self.catalog.registry();
@@ -229,7 +272,14 @@ pub fn check_bind(address: SocketAddr, token: Option<&str>) -> Result<(), String
     ))
 }
 
-/// Completes on SIGINT (Ctrl-C) or, on Unix, SIGTERM.
+/// Completes on SIGINT (Ctrl-C) or, on Unix, SIGTERM: the `shutdown` future for
+/// [`Server::serve_http`] and [`Server::serve_stdio`].
+///
+/// ```no_run
+/// # async fn run(server: rlm_registry::serve::Server) -> std::io::Result<()> {
+/// server.serve_stdio(rlm_registry::serve::shutdown_signal()).await
+/// # }
+/// ```
 pub async fn shutdown_signal() {
     let interrupt = async {
         if tokio::signal::ctrl_c().await.is_err() {

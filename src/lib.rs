@@ -33,6 +33,9 @@
 //!   error recovery, `rlm_query` children, shared budgets and JSONL trajectories.
 //! - `tokens`: exact `o200k_base` token counts.
 //!
+//! With the `serve` feature (in the default `cli` build): `serve`, the registry and the
+//! Lua REPL over MCP (stdio, streamable HTTP) and a JSON HTTP API.
+//!
 //! ```
 //! use rlm_registry::Registry;
 //!
@@ -60,6 +63,8 @@ pub mod registry;
 #[cfg(feature = "runtime")]
 pub mod rlm;
 pub mod search;
+#[cfg(feature = "serve")]
+pub mod serve;
 #[cfg(feature = "runtime")]
 pub mod tokens;
 #[cfg(feature = "runtime")]

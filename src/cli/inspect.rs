@@ -18,7 +18,7 @@ pub(super) fn list(catalog: &Catalog, as_json: bool, all: bool) -> Output {
         .collect();
     callables.sort_by_key(Callable::is_host);
     if as_json {
-        let functions: Vec<_> = callables.iter().map(callable_json).collect();
+        let functions: Vec<_> = callables.iter().map(Callable::json).collect();
         return Output::success(format!("{}\n", serde_json::Value::Array(functions)));
     }
     let width = callables
@@ -36,49 +36,11 @@ pub(super) fn list(catalog: &Catalog, as_json: bool, all: bool) -> Output {
             function.summary()
         );
         if callable.is_host() {
-            let _ = write!(out, "  [{}]", callable.source());
+            let _ = write!(out, "  [{}]", callable.label());
         }
         out.push('\n');
     }
     Output::success(out)
-}
-
-/// One function as JSON: its description, plus where it comes from.
-fn callable_json(callable: &Callable) -> serde_json::Value {
-    let f = callable.function;
-    let params: Vec<_> = f
-        .params()
-        .iter()
-        .map(|p| {
-            json!({"name": p.name(), "type": p.ty(), "optional": p.optional(), "description": p.description()})
-        })
-        .collect();
-    let returns: Vec<_> = f
-        .returns()
-        .iter()
-        .map(|r| json!({"type": r.ty(), "name": r.name(), "description": r.description()}))
-        .collect();
-    let mut value = json!({
-        "name": f.name(),
-        "id": callable.id(),
-        "signature": f.signature(),
-        "summary": f.summary(),
-        "description": f.description(),
-        "params": params,
-        "returns": returns,
-        "file": f.file(),
-        "line": f.line(),
-        "dir": f.dir(),
-        "source": callable.source(),
-    });
-    if let Origin::Provider {
-        provider, scope, ..
-    } = callable.origin
-    {
-        value["provider"] = json!(provider);
-        value["scope"] = json!(scope.name());
-    }
-    value
 }
 
 pub(super) fn show(catalog: &Catalog, name: &str) -> Output {

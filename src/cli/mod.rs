@@ -9,6 +9,7 @@ mod exec;
 mod inspect;
 mod meta;
 mod search;
+mod serve;
 mod tools;
 
 use std::io::{IsTerminal, Write};
@@ -119,6 +120,10 @@ enum Command {
         #[arg(long, value_name = "DIR", default_value = ".")]
         out: PathBuf,
     },
+    /// Serve the registry and a sandboxed Lua REPL to other agents: MCP over stdio, or with
+    /// `--http ADDR` streamable HTTP MCP at /mcp and a JSON API on the same port (exit 0 on
+    /// SIGINT/SIGTERM or when the stdio client disconnects).
+    Serve(serve::ServeArgs),
 }
 
 /// Where the registry comes from.
@@ -237,6 +242,7 @@ pub fn run() -> ExitCode {
         Command::Run { file, run } => exec::run_file(&run, &file),
         Command::Ask(args) => ask::ask(&args),
         Command::Search(args) => search::run(&args),
+        Command::Serve(args) => serve::run(&args),
     };
     output.emit()
 }
@@ -263,22 +269,24 @@ impl SourceArgs {
         (!message.is_empty()).then(|| Output::failure(EXIT_USAGE, message))
     }
 
-    /// The built-in providers and those the configuration enables: `--config FILE`, or
-    /// `rlm.toml` in the current directory. A bad file is a usage error (exit 2).
-    pub(crate) fn providers(&self) -> Result<Providers, Output> {
+    /// The configuration: `--config FILE`, or `rlm.toml` in the current directory, or
+    /// the default. A bad file is a usage error (exit 2).
+    pub(crate) fn config(&self) -> Result<Config, Output> {
         let path = match &self.config {
             Some(path) => Some(path.clone()),
             None => Config::discover(std::path::Path::new(".")),
         };
         let Some(path) = path else {
-            return Ok(Providers::builtin());
+            return Ok(Config::default());
         };
         let color = std::io::stderr().is_terminal();
-        let config = Config::load(&path)
-            .map_err(|e| Output::failure(EXIT_USAGE, format!("{}\n", e.render(color))))?;
-        config
-            .providers()
-            .map_err(|e| Output::failure(EXIT_USAGE, format!("error: {}: {e}\n", path.display())))
+        Config::load(&path)
+            .map_err(|e| Output::failure(EXIT_USAGE, format!("{}\n", e.render(color))))
+    }
+
+    /// The built-in providers and those the configuration enables.
+    pub(crate) fn providers(&self) -> Result<Providers, Output> {
+        providers_of(&self.config()?)
     }
 
     fn load(&self) -> Result<Registry, LoadError> {
@@ -288,6 +296,14 @@ impl SourceArgs {
         }
         base.with_paths(&self.paths)
     }
+}
+
+/// The providers `config` enables; one that cannot start (an unreadable root, say) is a
+/// usage error (exit 2).
+pub(crate) fn providers_of(config: &Config) -> Result<Providers, Output> {
+    config
+        .providers()
+        .map_err(|e| Output::failure(EXIT_USAGE, format!("error: {e}\n")))
 }
 
 /// Loads the registry and runs `command` on it; load problems are reported instead.

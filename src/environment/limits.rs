@@ -10,6 +10,8 @@
 use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::rc::Rc;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// Limits applied to each [`Environment::execute`](super::Environment::execute).
@@ -63,6 +65,8 @@ pub enum LimitKind {
     TokenBudget,
     /// [`Limits::recursion_depth`].
     Recursion,
+    /// Stopped from outside through an [`Interrupt`] (e.g. the caller cancelled).
+    Interrupted,
 }
 
 impl LimitKind {
@@ -92,6 +96,7 @@ impl LimitKind {
                 "token_budget limit exceeded: the session's sub-model token budget is spent"
                     .to_string()
             }
+            LimitKind::Interrupted => "interrupted: the execution was cancelled".to_string(),
         }
     }
 }
@@ -105,7 +110,48 @@ impl fmt::Display for LimitKind {
             LimitKind::LlmCalls => "llm_calls",
             LimitKind::TokenBudget => "token_budget",
             LimitKind::Recursion => "recursion",
+            LimitKind::Interrupted => "interrupted",
         })
+    }
+}
+
+/// Stops an environment's running execution from another thread: install it with
+/// [`Environment::set_interrupt`](super::Environment::set_interrupt), then call
+/// [`Interrupt::interrupt`] from anywhere. The execution ends at the hook's next check
+/// with a [`LimitKind::Interrupted`] error, as if a limit had been hit.
+///
+/// ```
+/// use rlm_registry::{Registry, environment::{Environment, Interrupt, LimitKind, Limits, ExecError}};
+///
+/// let env = Environment::new(Registry::baked().clone(), Limits::default())?;
+/// let interrupt = Interrupt::new();
+/// env.set_interrupt(interrupt.clone());
+/// let stopper = std::thread::spawn(move || {
+///     std::thread::sleep(std::time::Duration::from_millis(20));
+///     interrupt.interrupt();
+/// });
+/// let error = env.execute("while true do end").unwrap_err();
+/// assert!(matches!(error, ExecError::Limit { kind: LimitKind::Interrupted, .. }));
+/// stopper.join().unwrap();
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct Interrupt(Arc<AtomicBool>);
+
+impl Interrupt {
+    /// A handle not yet interrupted.
+    pub fn new() -> Interrupt {
+        Interrupt::default()
+    }
+
+    /// Stops the execution running under this handle (and any later one).
+    pub fn interrupt(&self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether [`Interrupt::interrupt`] was called.
+    pub fn is_interrupted(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
     }
 }
 
@@ -117,6 +163,7 @@ pub(crate) struct Tripwire {
     tripped: Cell<Option<LimitKind>>,
     llm_calls: Cell<usize>,
     pub output: RefCell<String>,
+    pub interrupt: RefCell<Interrupt>,
 }
 
 impl Tripwire {
@@ -127,6 +174,7 @@ impl Tripwire {
             tripped: Cell::new(None),
             llm_calls: Cell::new(0),
             output: RefCell::new(String::new()),
+            interrupt: RefCell::new(Interrupt::new()),
         })
     }
 
@@ -195,6 +243,9 @@ impl Tripwire {
         }
         if self.deadline.get().is_some_and(|d| Instant::now() >= d) {
             return Err(self.trip(LimitKind::Time));
+        }
+        if self.interrupt.borrow().is_interrupted() {
+            return Err(self.trip(LimitKind::Interrupted));
         }
         if used_memory > self.limits.memory_bytes {
             return Err(self.trip(LimitKind::Memory));

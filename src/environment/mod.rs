@@ -39,7 +39,7 @@ use std::sync::Arc;
 use mlua::{Function, HookTriggers, Lua, Table, Value, VmState};
 
 use limits::Tripwire;
-pub use limits::{LimitKind, Limits};
+pub use limits::{Interrupt, LimitKind, Limits};
 
 use crate::Registry;
 use crate::llm::Llm;
@@ -212,6 +212,13 @@ impl Environment {
     /// The answer given with `FINAL(value)` or `FINAL_VAR(name)`, if any yet.
     pub fn final_answer(&self) -> Option<String> {
         self.session.final_answer()
+    }
+
+    /// Installs `interrupt` for the executions and calls that follow: interrupting it
+    /// stops them with a [`LimitKind::Interrupted`] error. A server gives each request
+    /// its own handle, so cancelling one never stops the next.
+    pub fn set_interrupt(&self, interrupt: Interrupt) {
+        *self.tripwire.interrupt.borrow_mut() = interrupt;
     }
 
     /// Sets the global `context` to `text` (any bytes: Lua strings need not be UTF-8).

@@ -53,8 +53,30 @@ impl Callable<'_> {
         matches!(self.origin, Origin::Provider { .. })
     }
 
+    /// Its description as JSON ([`function_json`](crate::search::function_json)) with
+    /// where it comes from: `id`, `source` (`registry`, `builtin` or `provider`), and for
+    /// host functions `provider` and `scope`.
+    pub fn json(&self) -> serde_json::Value {
+        let mut value = crate::search::function_json(self.function);
+        value["id"] = self.id().into();
+        value["source"] = match self.origin {
+            Origin::Registry { .. } => "registry",
+            Origin::Provider { builtin: true, .. } => "builtin",
+            Origin::Provider { .. } => "provider",
+        }
+        .into();
+        if let Origin::Provider {
+            provider, scope, ..
+        } = self.origin
+        {
+            value["provider"] = provider.into();
+            value["scope"] = scope.name().into();
+        }
+        value
+    }
+
     /// `provider:<name>` for host functions, the directory for registry ones.
-    pub fn source(&self) -> String {
+    pub fn label(&self) -> String {
         match self.origin {
             Origin::Registry { dir } => dir.to_string(),
             Origin::Provider { provider, .. } => format!("provider:{provider}"),

@@ -712,3 +712,39 @@ impl Registry {
         out
     }
 }
+
+/// A function's description as JSON (what `rlm list --json` prints per function and
+/// what a server's `GET /v1/functions` lists): name, signature, summary, description,
+/// params, returns, file, line, dir.
+///
+/// ```
+/// let registry = rlm_registry::Registry::from_map([("hi", "--- Says hi.\nfunction hi() end")]).unwrap();
+/// let json = rlm_registry::search::function_json(registry.get("hi").unwrap());
+/// assert_eq!(json["signature"], "hi()");
+/// assert_eq!(json["summary"], "Says hi.");
+/// ```
+pub fn function_json(function: &Function) -> serde_json::Value {
+    let params: Vec<_> = function
+        .params()
+        .iter()
+        .map(|p| {
+            serde_json::json!({"name": p.name(), "type": p.ty(), "optional": p.optional(), "description": p.description()})
+        })
+        .collect();
+    let returns: Vec<_> = function
+        .returns()
+        .iter()
+        .map(|r| serde_json::json!({"type": r.ty(), "name": r.name(), "description": r.description()}))
+        .collect();
+    serde_json::json!({
+        "name": function.name(),
+        "signature": function.signature(),
+        "summary": function.summary(),
+        "description": function.description(),
+        "params": params,
+        "returns": returns,
+        "file": function.file(),
+        "line": function.line(),
+        "dir": function.dir(),
+    })
+}

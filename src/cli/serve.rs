@@ -1,0 +1,133 @@
+//! `rlm serve [--http ADDR]`: MCP over stdio, or streamable HTTP MCP and the JSON API.
+
+use std::io::IsTerminal;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Args;
+use rlm_registry::serve::{ServeOptions, Server, check_bind, shutdown_signal};
+
+use super::{EXIT_USAGE, EXIT_VIOLATIONS, Output, SourceArgs, providers_of, with_registry};
+
+/// Options of `rlm serve`.
+#[derive(Args, Debug, Clone)]
+pub(crate) struct ServeArgs {
+    #[command(flatten)]
+    source: SourceArgs,
+    /// Serve streamable HTTP MCP at http://ADDR/mcp and the JSON API on ADDR instead of
+    /// MCP over stdio; `--http` alone is 127.0.0.1:8765.
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:8765")]
+    http: Option<SocketAddr>,
+    /// The bearer token every HTTP request must carry (default: RLM_SERVE_TOKEN);
+    /// required on a non-loopback address.
+    #[arg(long, value_name = "TOKEN")]
+    token: Option<String>,
+    /// Wall-clock seconds one execution may run.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
+    time_limit: f64,
+    /// Memory one Lua state may use, in MiB.
+    #[arg(long, value_name = "MIB", default_value_t = 512)]
+    memory_limit: usize,
+    /// Live sessions at most (run_lua environments and /v1/sessions).
+    #[arg(long, value_name = "N", default_value_t = 64)]
+    max_sessions: usize,
+    /// Executions running at once; more wait their turn.
+    #[arg(long, value_name = "N", default_value_t = 8)]
+    max_concurrent: usize,
+    /// Seconds a session may stay unused before its environment is dropped.
+    #[arg(long, value_name = "SECONDS", default_value_t = 600)]
+    idle_timeout: u64,
+    /// The largest request body, in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = 4 * 1024 * 1024)]
+    body_limit: usize,
+}
+
+impl ServeArgs {
+    fn options(&self) -> Result<ServeOptions, Output> {
+        let usage = |message: &str| Output::failure(EXIT_USAGE, format!("error: {message}\n"));
+        if self.max_sessions == 0 || self.max_concurrent == 0 || self.body_limit == 0 {
+            return Err(usage(
+                "--max-sessions, --max-concurrent and --body-limit must be at least 1",
+            ));
+        }
+        let token = self
+            .token
+            .clone()
+            .or_else(|| std::env::var("RLM_SERVE_TOKEN").ok())
+            .filter(|token| !token.is_empty());
+        Ok(ServeOptions {
+            limits: super::exec::limits(self.time_limit, self.memory_limit)?,
+            max_sessions: self.max_sessions,
+            max_concurrent_executions: self.max_concurrent,
+            idle_timeout: Duration::from_secs(self.idle_timeout.max(1)),
+            body_limit_bytes: self.body_limit,
+            token,
+            ..ServeOptions::default()
+        })
+    }
+}
+
+pub(crate) fn run(args: &ServeArgs) -> Output {
+    // Over stdio, stdout carries JSON-RPC only: logs go to stderr.
+    let _ = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::INFO)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_target(false)
+        .try_init();
+    let options = match args.options() {
+        Ok(options) => options,
+        Err(output) => return output,
+    };
+    if let Some(address) = args.http
+        && let Err(message) = check_bind(address, options.token.as_deref())
+    {
+        return Output::failure(EXIT_USAGE, format!("error: {message}\n"));
+    }
+    // The store is per session: two clients never see each other's values.
+    let mut config = match args.source.config() {
+        Ok(config) => config,
+        Err(output) => return output,
+    };
+    let mut options = options;
+    options.session_store = config.store.take();
+    let providers = match providers_of(&config) {
+        Ok(providers) => Arc::new(providers),
+        Err(output) => return output,
+    };
+    with_registry(&args.source, |registry| {
+        let runtime = match tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+        {
+            Ok(runtime) => runtime,
+            Err(error) => {
+                return Output::failure(
+                    EXIT_VIOLATIONS,
+                    format!("error: cannot start the runtime: {error}\n"),
+                );
+            }
+        };
+        let server = Server::with_providers(registry.clone(), providers, options);
+        let served = runtime.block_on(async {
+            match args.http {
+                None => server.serve_stdio(shutdown_signal()).await,
+                Some(address) => {
+                    let listener = tokio::net::TcpListener::bind(address).await?;
+                    let bound = listener.local_addr()?;
+                    tracing::info!(
+                        "serving MCP at http://{bound}/mcp and the JSON API at http://{bound}/v1"
+                    );
+                    server.serve_http(listener, shutdown_signal()).await
+                }
+            }
+        });
+        // Session threads may still be finishing an interrupted call: do not wait.
+        runtime.shutdown_timeout(Duration::from_secs(1));
+        match served {
+            Ok(()) => Output::success(String::new()),
+            Err(error) => Output::failure(EXIT_VIOLATIONS, format!("error: {error}\n")),
+        }
+    })
+}

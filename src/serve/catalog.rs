@@ -1,0 +1,228 @@
+//! The functions a server exposes, computed in one place from the
+//! [`providers::Catalog`](crate::providers::Catalog) of a top-level agent: every registry
+//! function and every function of the host's own providers (as a tool when its
+//! parameters fit JSON), and the built-ins' documentation (they run only inside Lua).
+//! The MCP tool list, `search_functions` and the JSON API all read this.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use crate::Registry;
+use crate::providers::{self, Callable};
+use crate::search::{FunctionSearch, SearchOptions};
+use crate::tools::call::validate;
+use crate::tools::{LuaType, NotExportable, Tool, function_tool, parse_type};
+
+/// How many results `search_functions` and `GET /v1/search` return at most.
+pub const MAX_SEARCH_RESULTS: usize = 50;
+
+/// A registry or host function as the server offers it.
+#[derive(Clone, Debug)]
+pub struct Exposed {
+    /// The tool, or why the function cannot be one.
+    pub tool: Result<Tool, NotExportable>,
+    /// The type of the single value it returns, when JSON can carry it: the tool's
+    /// `outputSchema` is `{"result": <this>}`.
+    pub output: Option<LuaType>,
+}
+
+/// The functions a server exposes.
+///
+/// ```
+/// use rlm_registry::{Registry, serve::Catalog};
+///
+/// let catalog = Catalog::of_registry(Registry::baked().clone());
+/// # #[cfg(feature = "text")] {
+/// assert!(catalog.tools().any(|(tool, _)| tool.name == "word_count"));
+/// assert_eq!(catalog.describe("word_count").unwrap()["source"], "registry");
+/// # }
+/// assert_eq!(catalog.describe("print").unwrap()["source"], "builtin");
+/// ```
+#[derive(Clone, Debug)]
+pub struct Catalog {
+    functions: providers::Catalog,
+    exposed: BTreeMap<String, Exposed>,
+}
+
+impl Catalog {
+    /// The functions of `registry` and the built-ins.
+    pub fn of_registry(registry: impl Into<Arc<Registry>>) -> Catalog {
+        Catalog::new(providers::Catalog::new(
+            registry,
+            Arc::new(providers::Providers::builtin()),
+            providers::AgentScope::TOP,
+        ))
+    }
+
+    /// What `functions` offers: its registry and host functions as tools, the built-ins
+    /// described.
+    pub fn new(functions: providers::Catalog) -> Catalog {
+        let exposed = functions
+            .functions()
+            .into_iter()
+            .filter(|c| !c.is_builtin())
+            .map(|callable| {
+                let function = callable.function;
+                let output = match function.returns() {
+                    [single] => parse_type(single.ty()).ok(),
+                    _ => None,
+                };
+                let exposed = Exposed {
+                    tool: function_tool(function),
+                    output,
+                };
+                (function.name().to_string(), exposed)
+            })
+            .collect();
+        Catalog { functions, exposed }
+    }
+
+    /// The registry the functions come from.
+    pub fn registry(&self) -> &Arc<Registry> {
+        self.functions.registry()
+    }
+
+    /// Everything a top-level agent may call: registry, built-ins, providers.
+    pub fn functions(&self) -> &providers::Catalog {
+        &self.functions
+    }
+
+    /// The functions that are tools, in name order, with their return type if known.
+    pub fn tools(&self) -> impl Iterator<Item = (&Tool, Option<&LuaType>)> {
+        self.exposed
+            .values()
+            .filter_map(|e| e.tool.as_ref().ok().map(|tool| (tool, e.output.as_ref())))
+    }
+
+    /// The registry function `name`, as exposed.
+    pub fn get(&self, name: &str) -> Option<&Exposed> {
+        self.exposed.get(name)
+    }
+
+    /// Every function: registry and host functions, then built-ins, each as
+    /// [`Catalog::describe`] gives it.
+    pub fn list(&self) -> Vec<Value> {
+        let mut callables = self.functions.functions();
+        callables.sort_by_key(Callable::is_builtin);
+        callables
+            .iter()
+            .filter_map(|c| self.describe(c.function.name()))
+            .collect()
+    }
+
+    /// The providers (built-in and the host's), each with its description, whether it is
+    /// built in, and its functions as [`Catalog::describe`] gives them.
+    pub fn providers(&self) -> Vec<Value> {
+        self.functions
+            .providers()
+            .providers()
+            .map(|provider| {
+                let functions: Vec<Value> = provider
+                    .functions
+                    .iter()
+                    .filter_map(|name| self.describe(name))
+                    .collect();
+                json!({
+                    "name": provider.name,
+                    "description": provider.description,
+                    "builtin": provider.builtin,
+                    "functions": functions,
+                })
+            })
+            .collect()
+    }
+
+    /// Whether `name` is a built-in (which runs only inside Lua).
+    pub fn is_builtin(&self, name: &str) -> bool {
+        self.functions.get(name).is_some_and(|c| c.is_builtin())
+    }
+
+    /// One function's description: doc, params, returns, `source` (`registry`,
+    /// `provider` or `builtin`: built-ins run only inside Lua, `run_lua` or a session),
+    /// and for tools the input and output schemas.
+    pub fn describe(&self, name: &str) -> Option<Value> {
+        let callable = self.functions.get(name)?;
+        let mut json = callable.json();
+        json["doc"] = json!(callable.function.doc());
+        let Some(exposed) = self.exposed.get(name) else {
+            json["tool"] = json!(false);
+            return Some(json);
+        };
+        match &exposed.tool {
+            Ok(tool) => {
+                json["tool"] = json!(true);
+                json["input_schema"] = tool.parameters.clone();
+                if let Some(output) = &exposed.output {
+                    json["output_schema"] = output_schema(output);
+                }
+            }
+            Err(reason) => {
+                json["tool"] = json!(false);
+                json["not_a_tool"] = json!(reason.reason);
+            }
+        }
+        Some(json)
+    }
+
+    /// The closest exposed name to `name`, for "did you mean".
+    pub fn closest_name(&self, name: &str) -> Option<&str> {
+        self.functions.closest_name(name)
+    }
+
+    /// Searches every function (built-ins included): the results as JSON, best first.
+    pub fn search(&self, query: &str, max_results: usize, capability: Option<String>) -> Value {
+        let options = SearchOptions {
+            max_results: max_results.min(MAX_SEARCH_RESULTS),
+            capability,
+            source: None,
+        };
+        json!(FunctionSearch::search(&self.functions, query, &options))
+    }
+}
+
+/// A tool's `outputSchema`: MCP wants an object at the root, so the value is wrapped as
+/// `{"result": value}`.
+///
+/// ```
+/// use serde_json::json;
+/// use rlm_registry::{serve::output_schema, tools::parse_type};
+///
+/// let schema = output_schema(&parse_type("integer").unwrap());
+/// assert_eq!(schema["properties"]["result"], json!({"type": "integer"}));
+/// ```
+pub fn output_schema(output: &LuaType) -> Value {
+    json!({
+        "type": "object",
+        "properties": {"result": output.schema()},
+        "required": ["result"],
+    })
+}
+
+/// `value`, checked against the documented return type: Lua's empty table becomes `{}`
+/// where an object is documented (Lua cannot tell `{}` from `[]`); anything else that
+/// does not match is an error, since a client validates structured results.
+///
+/// ```
+/// use serde_json::json;
+/// use rlm_registry::{serve::conform, tools::parse_type};
+///
+/// let counts = parse_type("table<string, integer>").unwrap();
+/// assert_eq!(conform(json!([]), &counts), Ok(json!({})));
+/// assert!(conform(json!("text"), &parse_type("integer").unwrap()).is_err());
+/// ```
+pub fn conform(value: Value, output: &LuaType) -> Result<Value, String> {
+    if validate(&value, output, "$").is_ok() {
+        return Ok(value);
+    }
+    if value == json!([]) && validate(&json!({}), output, "$").is_ok() {
+        return Ok(json!({}));
+    }
+    match validate(&value, output, "$") {
+        Ok(()) => Ok(value),
+        Err((path, message)) => Err(format!(
+            "the result does not match the documented return type: {path}: {message}"
+        )),
+    }
+}

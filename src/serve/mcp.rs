@@ -1,0 +1,375 @@
+//! The MCP server: a hand-written [`ServerHandler`] whose tool list is built at run time
+//! from the [`Catalog`](super::Catalog), plus `run_lua` and `search_functions`.
+//!
+//! Every failure a caller can cause (bad arguments, an unknown tool, a Lua error, a limit)
+//! is a tool result with `isError: true` and a message, never a protocol error or a
+//! dropped connection.
+
+use std::borrow::Cow;
+use std::sync::{Arc, Mutex};
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion,
+    ServerCapabilities, ServerConfig, Tool as McpTool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde_json::{Map, Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::State;
+use super::catalog::output_schema;
+use super::executor::RunError;
+use super::sessions::InUse;
+
+/// The tool that runs Lua in the session's environment.
+pub const RUN_LUA: &str = "run_lua";
+/// The tool that searches the registry.
+pub const SEARCH_FUNCTIONS: &str = "search_functions";
+
+/// One MCP session's handler: the shared server state and the session's own `run_lua`
+/// environment, created on first use and dropped with the session.
+#[derive(Clone)]
+pub struct McpHandler {
+    state: Arc<State>,
+    session: Arc<McpSession>,
+}
+
+/// The id of the session's environment in the session table, if it has one.
+struct McpSession {
+    state: Arc<State>,
+    id: Mutex<Option<String>>,
+}
+
+impl Drop for McpSession {
+    fn drop(&mut self) {
+        if let Ok(id) = self.id.get_mut()
+            && let Some(id) = id.take()
+        {
+            self.state.sessions.remove(&id);
+        }
+    }
+}
+
+impl McpHandler {
+    pub(super) fn new(state: Arc<State>) -> McpHandler {
+        let session = Arc::new(McpSession {
+            state: Arc::clone(&state),
+            id: Mutex::new(None),
+        });
+        McpHandler { state, session }
+    }
+
+    fn tool_list(&self) -> Vec<McpTool> {
+        let mut tools: Vec<McpTool> = self
+            .state
+            .catalog
+            .tools()
+            // The server's own tools win over registry functions of the same name.
+            .filter(|(tool, _)| tool.name != RUN_LUA && tool.name != SEARCH_FUNCTIONS)
+            .map(|(tool, output)| {
+                let mcp = McpTool::new(
+                    tool.name.clone(),
+                    tool.description.clone(),
+                    object(&tool.parameters),
+                );
+                match output {
+                    Some(output) => mcp.with_raw_output_schema(object(&output_schema(output))),
+                    None => mcp,
+                }
+            })
+            .collect();
+        tools.push(run_lua_tool());
+        tools.push(search_functions_tool());
+        tools
+    }
+
+    async fn call(
+        &self,
+        name: &str,
+        arguments: Value,
+        cancel: &CancellationToken,
+    ) -> CallToolResult {
+        match name {
+            RUN_LUA => self.run_lua(arguments, cancel).await,
+            SEARCH_FUNCTIONS => self.search_functions(&arguments),
+            _ => self.call_function(name, arguments, cancel).await,
+        }
+    }
+
+    async fn call_function(
+        &self,
+        name: &str,
+        arguments: Value,
+        cancel: &CancellationToken,
+    ) -> CallToolResult {
+        // The tool machinery answers unknown names and bad arguments with a clear message.
+        match self.state.call_function(name, arguments, cancel).await {
+            Ok(called) if called.typed => {
+                CallToolResult::structured(json!({"result": called.value}))
+            }
+            Ok(called) => {
+                CallToolResult::success(vec![ContentBlock::text(called.value.to_string())])
+            }
+            Err(RunError::Failed(error)) => error_result(error.to_string()),
+            Err(RunError::Unavailable(message)) => error_result(message),
+        }
+    }
+
+    async fn run_lua(&self, arguments: Value, cancel: &CancellationToken) -> CallToolResult {
+        let (code, context) = match code_arguments(RUN_LUA, &arguments) {
+            Ok(parsed) => parsed,
+            Err(message) => return error_result(message),
+        };
+        let (in_use, expired) = match self.session_environment() {
+            Ok(found) => found,
+            Err(message) => return error_result(message),
+        };
+        if expired {
+            return error_result(format!(
+                "this session's Lua environment was idle longer than {:.1} s and was dropped with its variables; call run_lua again to start a fresh one",
+                self.state.options.idle_timeout.as_secs_f64()
+            ));
+        }
+        let result = self
+            .state
+            .executor
+            .execute(&in_use.session().thread, code, context, cancel)
+            .await;
+        match result {
+            Ok(output) => CallToolResult::success(vec![ContentBlock::text(output)]),
+            Err(RunError::Failed(error)) => {
+                let mut text = error.output().to_string();
+                if !text.is_empty() && !text.ends_with('\n') {
+                    text.push('\n');
+                }
+                text.push_str(error.message());
+                error_result(text)
+            }
+            Err(RunError::Unavailable(message)) => error_result(message),
+        }
+    }
+
+    /// The session's environment, created on first use. `expired` is true (once) when
+    /// the environment the session had was dropped for idleness.
+    fn session_environment(&self) -> Result<(InUse, bool), String> {
+        let mut id = self
+            .session
+            .id
+            .lock()
+            .map_err(|_| "the session is unusable after an internal error".to_string())?;
+        let previous = id.take();
+        if let Some(existing) = previous.as_deref()
+            && let Some(in_use) = self.state.sessions.get(existing)
+        {
+            *id = previous;
+            return Ok((in_use, false));
+        }
+        let fresh = self.state.new_session().map_err(|e| e.to_string())?;
+        let in_use = self
+            .state
+            .sessions
+            .get(&fresh)
+            .ok_or_else(|| "the session ended while starting".to_string())?;
+        *id = Some(fresh);
+        Ok((in_use, previous.is_some()))
+    }
+
+    fn search_functions(&self, arguments: &Value) -> CallToolResult {
+        match search_arguments(arguments) {
+            Ok((query, max_results, capability)) => {
+                let results = self.state.catalog.search(&query, max_results, capability);
+                CallToolResult::structured(json!({"results": results}))
+            }
+            Err(message) => error_result(message),
+        }
+    }
+}
+
+/// A tool error the model reads.
+fn error_result(message: String) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(message)])
+}
+
+fn object(value: &Value) -> Arc<Map<String, Value>> {
+    Arc::new(value.as_object().cloned().unwrap_or_default())
+}
+
+fn run_lua_tool() -> McpTool {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "code": {"type": "string", "description": "Lua 5.4 code; what it prints is returned"},
+            "context": {"type": "string", "description": "Sets the global `context` before the code runs"},
+        },
+        "required": ["code"],
+        "additionalProperties": false,
+    });
+    McpTool::new(
+        RUN_LUA,
+        "Runs Lua 5.4 code in a sandboxed environment that belongs to this session and keeps its globals between calls, like a REPL. The registry's functions and the built-ins (help, fn_search, token_count, ...) are globals; call help() to list them. Returns what the code printed; a Lua error or a limit (time, memory, output) is a tool error.",
+        object(&schema),
+    )
+}
+
+fn search_functions_tool() -> McpTool {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "query": {"type": "string", "description": "What you want to do, in words, or a function name"},
+            "max_results": {"type": "integer", "minimum": 1, "maximum": super::catalog::MAX_SEARCH_RESULTS, "description": "The most results (default 5)"},
+            "capability": {"type": "string", "description": "Keep only functions with this capability, e.g. \"search\""},
+        },
+        "required": ["query"],
+        "additionalProperties": false,
+    });
+    McpTool::new(
+        SEARCH_FUNCTIONS,
+        "Searches the registry's functions for a task, best match first: name, signature, summary, confidence and why it matched.",
+        object(&schema),
+    )
+}
+
+/// `{code, context?}` (for `run_lua` and a session's `exec`, named `what` in errors).
+pub(super) fn code_arguments(
+    what: &str,
+    arguments: &Value,
+) -> Result<(String, Option<String>), String> {
+    let invalid = |detail: String| format!("invalid arguments for `{what}`: {detail}");
+    let object = arguments_object(what, arguments, &["code", "context"])?;
+    let code = match object.get("code") {
+        Some(Value::String(code)) => code.clone(),
+        Some(other) => return Err(invalid(format!("$.code: expected a string, got {other}"))),
+        None => return Err(invalid("$: missing required property `code`".to_string())),
+    };
+    let context = match object.get("context") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(context)) => Some(context.clone()),
+        Some(other) => {
+            return Err(invalid(format!(
+                "$.context: expected a string, got {other}"
+            )));
+        }
+    };
+    Ok((code, context))
+}
+
+/// `{query, max_results?, capability?}`.
+pub(super) fn search_arguments(
+    arguments: &Value,
+) -> Result<(String, usize, Option<String>), String> {
+    let invalid = |detail: String| format!("invalid arguments for `search_functions`: {detail}");
+    let object = arguments_object(
+        SEARCH_FUNCTIONS,
+        arguments,
+        &["query", "max_results", "capability"],
+    )?;
+    let query = match object.get("query") {
+        Some(Value::String(query)) => query.clone(),
+        Some(other) => return Err(invalid(format!("$.query: expected a string, got {other}"))),
+        None => return Err(invalid("$: missing required property `query`".to_string())),
+    };
+    let max_results = match object.get("max_results") {
+        None | Some(Value::Null) => 5,
+        Some(value) => match value.as_u64() {
+            Some(n) if n >= 1 => usize::try_from(n).unwrap_or(usize::MAX),
+            _ => {
+                return Err(invalid(format!(
+                    "$.max_results: expected a positive integer, got {value}"
+                )));
+            }
+        },
+    };
+    let capability = match object.get("capability") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(capability)) => Some(capability.clone()),
+        Some(other) => {
+            return Err(invalid(format!(
+                "$.capability: expected a string, got {other}"
+            )));
+        }
+    };
+    Ok((query, max_results, capability))
+}
+
+/// The arguments as an object with only `known` keys.
+fn arguments_object<'a>(
+    tool: &str,
+    arguments: &'a Value,
+    known: &[&str],
+) -> Result<Cow<'a, Map<String, Value>>, String> {
+    let object = match arguments {
+        Value::Object(object) => Cow::Borrowed(object),
+        Value::Null => Cow::Owned(Map::new()),
+        other => {
+            return Err(format!(
+                "invalid arguments for `{tool}`: $: expected an object of named arguments, got {other}"
+            ));
+        }
+    };
+    if let Some(unknown) = object.keys().find(|key| !known.contains(&key.as_str())) {
+        return Err(format!(
+            "invalid arguments for `{tool}`: $: unknown property `{unknown}` (parameters: {})",
+            known.join(", ")
+        ));
+    }
+    Ok(object)
+}
+
+impl ServerHandler for McpHandler {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("rlm", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "Lua functions for working over large texts. Call a function directly as a tool, \
+                 find one with search_functions, or write Lua with run_lua (a sandboxed REPL \
+                 whose variables persist in this session).",
+            )
+    }
+
+    /// Only the protocol versions with sessions: `run_lua`'s state belongs to one.
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        Cow::Borrowed(ProtocolVersion::known_up_to(
+            &ProtocolVersion::LATEST_WITH_INITIALIZE,
+        ))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        // One page, no cursor: many clients ignore `nextCursor`.
+        Ok(ListToolsResult::with_all_items(self.tool_list()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let arguments = request.arguments.map(Value::Object).unwrap_or(Value::Null);
+        let every = self.state.options.progress_interval;
+        let progress = context.meta.get_progress_token().map(|token| {
+            let peer = context.peer.clone();
+            tokio::spawn(async move {
+                let mut ticks = 0.0;
+                loop {
+                    tokio::time::sleep(every).await;
+                    ticks += 1.0;
+                    let mut note = ProgressNotificationParam::new(token.clone(), ticks);
+                    note.message = Some("still running".to_string());
+                    if peer.notify_progress(note).await.is_err() {
+                        return;
+                    }
+                }
+            })
+        });
+        let result = self.call(&request.name, arguments, &context.ct).await;
+        if let Some(progress) = progress {
+            progress.abort();
+        }
+        Ok(result.into())
+    }
+}

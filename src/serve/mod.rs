@@ -1,0 +1,324 @@
+//! Serving a registry to other agents (SPEC §7, feature `serve`): MCP over stdio and
+//! streamable HTTP, and a JSON HTTP API on the same port.
+//!
+//! - [`Catalog`]: the functions the server exposes (one place: the tool list, search
+//!   and the JSON API read it).
+//! - MCP ([`McpHandler`]): every function that can be a tool, `run_lua` (a sandboxed
+//!   REPL per MCP session) and `search_functions`.
+//! - HTTP ([`Server::router`]): `/mcp`, `/v1/...` and `/healthz`, behind the bearer
+//!   token when one is set.
+//!
+//! Lua never runs on the async runtime's workers: stateless calls run on a pool of
+//! threads and each session on its own thread, at most
+//! [`ServeOptions::max_concurrent_executions`] at once, each under the sandbox's limits
+//! and interrupted when its request is cancelled.
+//!
+//! ```no_run
+//! use rlm_registry::{Registry, serve::{Server, ServeOptions}};
+//!
+//! # async fn run() -> std::io::Result<()> {
+//! let server = Server::new(Registry::baked().clone(), ServeOptions::default());
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:8765").await?;
+//! server.serve_http(listener, rlm_registry::serve::shutdown_signal()).await
+//! # }
+//! ```
+
+mod catalog;
+mod executor;
+mod http;
+mod mcp;
+mod sessions;
+
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::ServiceExt;
+use serde_json::Value;
+
+pub use catalog::{Catalog, Exposed, MAX_SEARCH_RESULTS, conform, output_schema};
+pub use executor::session_environment;
+pub use mcp::{McpHandler, RUN_LUA, SEARCH_FUNCTIONS};
+
+use crate::Registry;
+use crate::environment::{ExecError, Limits};
+use crate::providers::{self, AgentScope, Providers};
+use crate::tools::CallError;
+use executor::{Executor, RunError, SessionThread};
+use sessions::{CreateError, Sessions};
+
+/// How a server runs.
+///
+/// ```
+/// use std::time::Duration;
+/// use rlm_registry::serve::ServeOptions;
+///
+/// let options = ServeOptions { idle_timeout: Duration::from_secs(60), ..ServeOptions::default() };
+/// assert_eq!(options.max_sessions, 64);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServeOptions {
+    /// Limits of every execution (time, memory, output...).
+    pub limits: Limits,
+    /// Live sessions at most (`run_lua` environments and `/v1/sessions`; default 64).
+    pub max_sessions: usize,
+    /// Executions running at once, sessions and calls together (default 8); more wait.
+    pub max_concurrent_executions: usize,
+    /// A session unused this long is dropped with its environment (default 10 min).
+    pub idle_timeout: Duration,
+    /// The largest request body accepted, in bytes (default 4 MiB).
+    pub body_limit_bytes: usize,
+    /// The bearer token every HTTP route requires; required on a non-loopback address.
+    pub token: Option<String>,
+    /// How often a running MCP call whose request carries a `progressToken` sends
+    /// `notifications/progress` (default 10 s; clients give up after about a minute of
+    /// silence).
+    pub progress_interval: Duration,
+    /// Give each session its own `store` provider holding at most this many bytes
+    /// (`store_set`/`store_get`/`store_ref`; default none). Per session, so that two
+    /// sessions never see each other's values.
+    pub session_store: Option<usize>,
+}
+
+impl Default for ServeOptions {
+    fn default() -> Self {
+        ServeOptions {
+            limits: Limits::default(),
+            max_sessions: 64,
+            max_concurrent_executions: 8,
+            idle_timeout: Duration::from_secs(600),
+            body_limit_bytes: 4 * 1024 * 1024,
+            token: None,
+            progress_interval: Duration::from_secs(10),
+            session_store: None,
+        }
+    }
+}
+
+/// What every handler shares.
+pub(crate) struct State {
+    catalog: Catalog,
+    executor: Executor,
+    sessions: Sessions,
+    options: ServeOptions,
+}
+
+/// A registry function's result, checked against its documented return type.
+pub(crate) struct Called {
+    /// The value (Lua's empty table as `{}` where an object is documented).
+    value: Value,
+    /// Whether the function documents one return type (the MCP tool then has an
+    /// `outputSchema` and answers with `structuredContent`).
+    typed: bool,
+}
+
+impl State {
+    /// Calls the registry function `name` with JSON `arguments` (checked by the tool
+    /// machinery), then checks the result against the documented return type: a
+    /// mismatch is the function's failure, the same over MCP and the JSON API.
+    async fn call_function(
+        &self,
+        name: &str,
+        arguments: Value,
+        cancel: &tokio_util::sync::CancellationToken,
+    ) -> Result<Called, RunError<CallError>> {
+        let output = self.catalog.get(name).and_then(|e| e.output.as_ref());
+        let value = self
+            .executor
+            .call(name.to_string(), arguments, cancel)
+            .await?;
+        let Some(output) = output else {
+            return Ok(Called {
+                value,
+                typed: false,
+            });
+        };
+        match conform(value, output) {
+            Ok(value) => Ok(Called { value, typed: true }),
+            Err(message) => Err(RunError::Failed(CallError::Execution {
+                name: name.to_string(),
+                error: ExecError::Lua {
+                    message,
+                    output: String::new(),
+                },
+            })),
+        }
+    }
+
+    /// A new session in the table; its id.
+    fn new_session(&self) -> Result<String, CreateError> {
+        let functions = self.catalog.functions();
+        let (limits, store) = (self.options.limits, self.options.session_store);
+        self.sessions
+            .create(|| SessionThread::start(functions, limits, store))
+    }
+}
+
+/// A server for one registry: build it once, then serve over stdio or HTTP.
+#[derive(Clone)]
+pub struct Server {
+    state: Arc<State>,
+}
+
+impl Server {
+    /// A server exposing `registry`'s functions and the built-ins.
+    pub fn new(registry: impl Into<Arc<Registry>>, options: ServeOptions) -> Server {
+        Server::with_providers(registry, Arc::new(Providers::builtin()), options)
+    }
+
+    /// A server exposing `registry`'s functions and `providers`' host functions (the
+    /// host's own as tools; the built-ins inside Lua), as a top-level agent has them.
+    pub fn with_providers(
+        registry: impl Into<Arc<Registry>>,
+        providers: Arc<Providers>,
+        options: ServeOptions,
+    ) -> Server {
+        let functions = providers::Catalog::new(registry, providers, AgentScope::TOP);
+        let executor = Executor::new(
+            &functions,
+            options.limits,
+            options.max_concurrent_executions,
+        );
+        let state = State {
+            catalog: Catalog::new(functions),
+            executor,
+            sessions: Sessions::new(options.max_sessions, options.idle_timeout),
+            options,
+        };
+        Server {
+            state: Arc::new(state),
+        }
+    }
+
+    /// The functions this server exposes.
+    pub fn catalog(&self) -> &Catalog {
+        &self.state.catalog
+    }
+
+    /// A handler for one MCP session (each has its own `run_lua` environment).
+    pub fn mcp_handler(&self) -> McpHandler {
+        McpHandler::new(Arc::clone(&self.state))
+    }
+
+    /// Live sessions (`run_lua` environments and `/v1/sessions`).
+    pub fn live_sessions(&self) -> usize {
+        self.state.sessions.len()
+    }
+
+    /// The HTTP routes: `/mcp` (streamable HTTP), the JSON API under `/v1`, and
+    /// `/healthz`, all behind the bearer token when one is set, with the body limit.
+    /// `shutdown` ends the MCP sessions' streams.
+    pub fn router(&self, shutdown: tokio_util::sync::CancellationToken) -> axum::Router {
+        http::router(Arc::clone(&self.state), shutdown)
+    }
+
+    /// Serves MCP over stdin/stdout (how MCP hosts launch servers) until the client
+    /// disconnects or `shutdown` completes.
+    pub async fn serve_stdio(self, shutdown: impl Future<Output = ()>) -> io::Result<()> {
+        let reaper = self.spawn_reaper();
+        let running = self
+            .mcp_handler()
+            .serve(rmcp::transport::stdio())
+            .await
+            .map_err(io::Error::other)?;
+        let cancel = running.cancellation_token();
+        tokio::select! {
+            done = running.waiting() => { done.map_err(io::Error::other)?; }
+            () = shutdown => { cancel.cancel(); }
+        }
+        reaper.abort();
+        self.state.sessions.clear();
+        Ok(())
+    }
+
+    /// Serves HTTP on `listener` until `shutdown` completes, then stops accepting and
+    /// finishes the requests under way. A listener on a non-loopback address needs a
+    /// token ([`check_bind`]).
+    pub async fn serve_http(
+        self,
+        listener: tokio::net::TcpListener,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> io::Result<()> {
+        check_bind(listener.local_addr()?, self.state.options.token.as_deref())
+            .map_err(|message| io::Error::new(io::ErrorKind::PermissionDenied, message))?;
+        let cancel = tokio_util::sync::CancellationToken::new();
+        let router = self.router(cancel.clone());
+        let reaper = self.spawn_reaper();
+        let result = axum::serve(listener, router)
+            .with_graceful_shutdown(async move {
+                shutdown.await;
+                cancel.cancel();
+            })
+            .await;
+        reaper.abort();
+        self.state.sessions.clear();
+        result
+    }
+
+    fn spawn_reaper(&self) -> tokio::task::JoinHandle<()> {
+        let state = Arc::clone(&self.state);
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(state.sessions.reap_interval());
+            loop {
+                tick.tick().await;
+                let reaped = state.sessions.reap();
+                if reaped > 0 {
+                    tracing::info!("dropped {reaped} idle session(s)");
+                }
+            }
+        })
+    }
+}
+
+/// Refuses a non-loopback address without a token: anyone who can reach it could run
+/// code in the sandbox.
+///
+/// ```
+/// use rlm_registry::serve::check_bind;
+///
+/// assert!(check_bind("127.0.0.1:8765".parse().unwrap(), None).is_ok());
+/// assert!(check_bind("0.0.0.0:8765".parse().unwrap(), None).is_err());
+/// assert!(check_bind("0.0.0.0:8765".parse().unwrap(), Some("s3cret")).is_ok());
+/// ```
+pub fn check_bind(address: SocketAddr, token: Option<&str>) -> Result<(), String> {
+    let has_token = token.is_some_and(|token| !token.is_empty());
+    if address.ip().is_loopback() || has_token {
+        return Ok(());
+    }
+    Err(format!(
+        "refusing to serve on {address} without a token: a non-loopback address needs --token or RLM_SERVE_TOKEN"
+    ))
+}
+
+/// Completes on SIGINT (Ctrl-C) or, on Unix, SIGTERM: the `shutdown` future for
+/// [`Server::serve_http`] and [`Server::serve_stdio`].
+///
+/// ```no_run
+/// # async fn run(server: rlm_registry::serve::Server) -> std::io::Result<()> {
+/// server.serve_stdio(rlm_registry::serve::shutdown_signal()).await
+/// # }
+/// ```
+pub async fn shutdown_signal() {
+    let interrupt = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = interrupt => {}
+        () = terminate => {}
+    }
+}

@@ -121,6 +121,15 @@ pub(super) fn providers(catalog: &Catalog, as_json: bool) -> Output {
         return Output::success(format!("{}\n", json!(rows)));
     }
     let mut out = String::new();
+    for shadowed in catalog.shadowed() {
+        let _ = writeln!(
+            out,
+            "note: the host function `{}` shadows the registry function of the same name ({}:{})",
+            shadowed.name(),
+            shadowed.file(),
+            shadowed.line()
+        );
+    }
     for row in rows {
         let state = if row.enabled { "enabled" } else { "disabled" };
         let _ = writeln!(out, "{} ({state}): {}", row.name, row.description);

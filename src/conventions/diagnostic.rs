@@ -241,11 +241,7 @@ pub fn render<'a>(
     source_of: impl Fn(&str) -> Option<&'a str>,
     color: bool,
 ) -> String {
-    let renderer = if color {
-        Renderer::styled()
-    } else {
-        Renderer::plain()
-    };
+    let renderer = renderer(color);
     let mut out = String::new();
     for diagnostic in diagnostics {
         out.push_str(&renderer.render(&report(diagnostic, source_of(&diagnostic.file))));
@@ -317,12 +313,16 @@ pub(crate) fn render_error(
     help: Option<&str>,
     color: bool,
 ) -> String {
-    let renderer = if color {
+    let renderer = renderer(color);
+    renderer.render(&[group(Level::ERROR, id, message, at, help)])
+}
+
+fn renderer(color: bool) -> Renderer {
+    if color {
         Renderer::styled()
     } else {
         Renderer::plain()
-    };
-    renderer.render(&[group(Level::ERROR, id, message, at, help)])
+    }
 }
 
 /// A span the renderer can point at: inside the text, on char boundaries, and never

@@ -41,7 +41,15 @@ fn meta_file(catalog: &Catalog, paths: &[PathBuf]) -> String {
         "---@meta rlm\n-- Written by `rlm meta`: what the rlm sandbox defines. Do not edit; run `rlm meta` again instead.\n\n--- The context the agent works on (nil when there is none).\n---@type string?\ncontext = nil\n",
     );
     let in_workspace = |dir: &str| paths.iter().any(|p| Path::new(dir) == p.as_path());
+    let mut tables: Vec<&str> = Vec::new();
     for callable in catalog.functions() {
+        // A built-in table (`re`) is declared once, before its first member.
+        if let Some((table, _)) = callable.function.name().split_once('.')
+            && !tables.contains(&table)
+        {
+            tables.push(table);
+            out.push_str(&format!("\n---@class rlm.{table}\n{table} = {{}}\n"));
+        }
         let function = callable.function;
         if !callable.is_host() && in_workspace(function.dir()) {
             continue;

@@ -167,12 +167,12 @@ impl HostFunction {
         self.scope
     }
 
-    /// The definition the conventions check: the doc, then a declaration whose
-    /// parameters are the `@param` names in order (`...` for varargs).
-    pub(crate) fn declaration(&self) -> String {
+    /// The definition the conventions check: the doc, then a declaration of `name`
+    /// whose parameters are the `@param` names in order (`...` for varargs).
+    pub(crate) fn declaration(&self, name: &str) -> String {
         let doc = self.doc.trim_end();
         let params: Vec<&str> = doc.lines().filter_map(param_name).collect();
-        format!("{doc}\nfunction {}({}) end\n", self.name, params.join(", "))
+        format!("{doc}\nfunction {name}({}) end\n", params.join(", "))
     }
 }
 
@@ -224,7 +224,7 @@ mod tests {
             |_, (): ()| Ok::<_, String>(()),
         );
         assert_eq!(
-            f.declaration(),
+            f.declaration("f"),
             "--- F.\n---@param a string\n---@param b? integer\n---@param ... any\nfunction f(a, b, ...) end\n"
         );
     }

@@ -387,7 +387,7 @@ fn describe(entries: &[Entry]) -> Result<Registry, ProviderError> {
         .flat_map(|entry| {
             entry.functions.iter().map(move |f| {
                 let file = format!("<provider:{}:{}>", entry.name, f.name());
-                (file, f.declaration(), entry, f)
+                (file, f.declaration(&checked_name(entry, f)), entry, f)
             })
         })
         .collect();
@@ -408,7 +408,7 @@ fn describe(entries: &[Entry]) -> Result<Registry, ProviderError> {
             .map(|d| format!("{}: {}", d.code.as_str(), d.message))
             .collect();
         let defined: Vec<&str> = check.functions.iter().map(|f| f.name()).collect();
-        if !problems.is_empty() || defined != [host.name()] {
+        if !problems.is_empty() || defined != [checked_name(entry, host)] {
             let problems = if problems.is_empty() {
                 vec![format!(
                     "the name must be a plain identifier (the declaration defines {defined:?})"
@@ -427,6 +427,7 @@ fn describe(entries: &[Entry]) -> Result<Registry, ProviderError> {
             .functions
             .into_iter()
             .map(|mut f| {
+                f.name = Cow::Owned(host.name().to_string());
                 f.dir = Cow::Owned(dir.clone());
                 f.chunk = u32::try_from(index).unwrap_or(u32::MAX);
                 f
@@ -440,6 +441,17 @@ fn describe(entries: &[Entry]) -> Result<Registry, ProviderError> {
         chunks.push((chunk, functions));
     }
     Ok(crate::registry::load::assemble(None, chunks))
+}
+
+/// The name a function's declaration is checked under: its own, except that a built-in
+/// table member (`re.find`) is checked as a plain function (`re_find`) and keeps its
+/// dotted name. Host providers' names must be plain identifiers: they become globals.
+fn checked_name(entry: &Entry, host: &HostFunction) -> String {
+    if entry.builtin {
+        host.name().replace('.', "_")
+    } else {
+        host.name().to_string()
+    }
 }
 
 fn is_identifier(name: &str) -> bool {

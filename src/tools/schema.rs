@@ -572,6 +572,12 @@ pub fn function_tool(function: &Function) -> Result<Tool, NotExportable> {
         name: function.name().to_string(),
         reason,
     };
+    // Tool names are identifiers; a table member (`re.find`) runs only inside Lua.
+    if function.name().contains('.') {
+        return Err(not_exportable(
+            "a member of a built-in table: call it from Lua".to_string(),
+        ));
+    }
     let mut params = Vec::new();
     let mut properties = Map::new();
     let mut required = Vec::new();

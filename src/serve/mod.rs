@@ -218,18 +218,26 @@ impl Server {
     /// disconnects or `shutdown` completes.
     pub async fn serve_stdio(self, shutdown: impl Future<Output = ()>) -> io::Result<()> {
         let reaper = self.spawn_reaper();
-        let running = self
-            .mcp_handler()
-            .serve(rmcp::transport::stdio())
-            .await
-            .map_err(io::Error::other)?;
+        let outcome = self.run_stdio(shutdown).await;
+        reaper.abort();
+        self.state.sessions.clear();
+        outcome
+    }
+
+    async fn run_stdio(&self, shutdown: impl Future<Output = ()>) -> io::Result<()> {
+        // `shutdown` is polled from the start, not only after the handshake: a signal
+        // handler installed on first poll must exist before the client hears from us.
+        let mut shutdown = std::pin::pin!(shutdown);
+        let handshake = self.mcp_handler().serve(rmcp::transport::stdio());
+        let running = tokio::select! {
+            running = handshake => running.map_err(io::Error::other)?,
+            () = &mut shutdown => return Ok(()),
+        };
         let cancel = running.cancellation_token();
         tokio::select! {
             done = running.waiting() => { done.map_err(io::Error::other)?; }
             () = shutdown => { cancel.cancel(); }
         }
-        reaper.abort();
-        self.state.sessions.clear();
         Ok(())
     }
 

@@ -26,10 +26,10 @@
 //! (C Lua keeps the caller's frame under a C function).
 
 use std::cell::Cell;
-use std::ffi::c_void;
+use std::ffi::{c_int, c_void};
 use std::rc::Rc;
 
-use mlua::{Function, LightUserData, Lua, LuaString, MultiValue, Table, Value};
+use mlua::{Function, LightUserData, Lua, LuaString, MultiValue, Table, Value, ffi};
 
 use super::limits::Tripwire;
 
@@ -508,33 +508,216 @@ impl<'a> Matcher<'a> {
         }
     }
 
-    /// `lmemfind`: the first occurrence of `needle` in the subject at or after `from`.
+    /// `lmemfind`: the first occurrence of `needle` in the subject at or after `from`,
+    /// searched with SIMD `memmem` a window at a time so that the limits are checked.
     pub(crate) fn find_plain(
         &mut self,
         needle: &[u8],
         from: usize,
     ) -> Result<Option<usize>, Failure> {
-        let Some((&first, rest)) = needle.split_first() else {
-            return Ok(Some(from)); // the empty string is everywhere
-        };
-        let Some(last_start) = self.src.len().checked_sub(needle.len()) else {
-            return Ok(None);
-        };
-        let mut i = from;
-        while i <= last_start {
-            let window = self.src.get(i..=last_start).unwrap_or_default();
-            let Some(skip) = window.iter().position(|&b| b == first) else {
-                self.spend(window.len())?;
-                return Ok(None);
-            };
-            i += skip;
-            self.spend(skip + needle.len())?;
-            if self.src.get(i + 1..i + needle.len()) == Some(rest) {
-                return Ok(Some(i));
+        let finder = memchr::memmem::Finder::new(needle);
+        let mut start = from;
+        while start <= self.src.len() {
+            // Windows overlap by the needle's length, so no occurrence is missed.
+            let stop = start
+                .saturating_add(SCAN_WINDOW + needle.len())
+                .min(self.src.len());
+            let window = self.src.get(start..stop).unwrap_or_default();
+            if let Some(at) = finder.find(window) {
+                self.spend(at + needle.len())?;
+                return Ok(Some(start + at));
             }
-            i += 1;
+            self.spend(window.len())?;
+            if stop == self.src.len() {
+                break;
+            }
+            start += SCAN_WINDOW;
         }
         Ok(None)
+    }
+
+    /// The end of a match of the one-class pattern `pat[..class_end]` (with `+` when
+    /// `repeat`) at `s`: greedy repetition of a single class never backtracks.
+    fn match_class_at(&mut self, s: usize, class_end: usize, repeat: bool) -> Result<Option<usize>, Failure> {
+        if !self.single_match(s, 0, class_end) {
+            return Ok(None);
+        }
+        let mut e = s + 1;
+        if repeat {
+            while self.single_match(e, 0, class_end) {
+                e += 1;
+            }
+            self.spend(e - s)?;
+        }
+        Ok(Some(e))
+    }
+
+    /// The first `s` at or after `from` where the one-class pattern matches.
+    fn find_class(&mut self, from: usize, class_end: usize) -> Result<Option<usize>, Failure> {
+        let mut s = from;
+        while s < self.src.len() {
+            if self.single_match(s, 0, class_end) {
+                self.spend(s - from)?;
+                return Ok(Some(s));
+            }
+            s += 1;
+            if (s - from) % SCAN_WINDOW == 0 {
+                self.spend(SCAN_WINDOW)?;
+            }
+        }
+        self.spend(s - from)?;
+        Ok(None)
+    }
+}
+
+/// Bytes a fast path scans between two checks of the limits.
+const SCAN_WINDOW: usize = 1 << 20;
+
+/// How a pattern is matched: patterns that cannot backtrack skip the general matcher.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Plan {
+    /// No special characters: a plain substring (not empty).
+    Literal,
+    /// One single-character class (`.`, `%a`, `[set]`, a literal), alone or with `+`;
+    /// the class ends at the given offset.
+    Class { end: usize, repeat: bool },
+    /// Anything else.
+    General,
+}
+
+impl Plan {
+    /// The plan for `pat`, given without its `^` anchor.
+    fn of(pat: &[u8], matcher: &Matcher) -> Plan {
+        if pat.is_empty() {
+            return Plan::General;
+        }
+        // `)` is no special character to `string.find`, but the matcher reads it as the
+        // end of a capture (an error without one open).
+        if !pat.iter().any(|b| SPECIALS.contains(b) || *b == b')') {
+            return Plan::Literal;
+        }
+        let special_escape = pat.first() == Some(&ESCAPE)
+            && matches!(pat.get(1), Some(b'b' | b'f' | b'0'..=b'9'));
+        if matches!(pat[0], b'(' | b')') || special_escape || pat == b"$" {
+            return Plan::General;
+        }
+        match matcher.class_end(0) {
+            Ok(end) if end == pat.len() => Plan::Class { end, repeat: false },
+            Ok(end) if end + 1 == pat.len() && pat.get(end) == Some(&b'+') => {
+                Plan::Class { end, repeat: true }
+            }
+            _ => Plan::General,
+        }
+    }
+}
+
+/// A [`Matcher`] with the fastest [`Plan`] for its pattern: same results, same errors.
+pub(crate) struct Searcher<'a> {
+    matcher: Matcher<'a>,
+    plan: Plan,
+}
+
+impl<'a> Searcher<'a> {
+    /// A searcher of `pat` (without its `^` anchor) in `src`.
+    pub(crate) fn new(src: &'a [u8], pat: &'a [u8], check: Check<'a>) -> Self {
+        let matcher = Matcher::new(src, pat, check);
+        let plan = Plan::of(pat, &matcher);
+        Searcher { matcher, plan }
+    }
+
+    /// Where a match starting at `s` ends, if there is one.
+    pub(crate) fn match_at(&mut self, s: usize) -> Result<Option<usize>, Failure> {
+        match self.plan {
+            Plan::Literal => {
+                let pat = self.matcher.pat;
+                self.matcher.spend(pat.len())?;
+                let here = self.matcher.src.get(s..s + pat.len());
+                Ok((here == Some(pat)).then_some(s + pat.len()))
+            }
+            Plan::Class { end, repeat } => self.matcher.match_class_at(s, end, repeat),
+            Plan::General => self.matcher.match_at(s),
+        }
+    }
+
+    /// The first match starting at or after `from` that does not end at `last_match`
+    /// (Lua 5.4 accepts no empty match right where the previous one ended).
+    pub(crate) fn next_match(
+        &mut self,
+        from: usize,
+        last_match: Option<usize>,
+    ) -> Result<Option<(usize, usize)>, Failure> {
+        // Literal and class matches are never empty, so never end at `last_match`.
+        match self.plan {
+            Plan::Literal => {
+                let pat = self.matcher.pat;
+                Ok(self.matcher.find_plain(pat, from)?.map(|s| (s, s + pat.len())))
+            }
+            Plan::Class { end, repeat } => match self.matcher.find_class(from, end)? {
+                Some(s) => Ok(self.matcher.match_class_at(s, end, repeat)?.map(|e| (s, e))),
+                None => Ok(None),
+            },
+            Plan::General => {
+                let mut s = from;
+                while s <= self.matcher.src.len() {
+                    match self.matcher.match_at(s)? {
+                        Some(e) if Some(e) != last_match => return Ok(Some((s, e))),
+                        _ => s += 1,
+                    }
+                }
+                Ok(None)
+            }
+        }
+    }
+
+    /// The first match at `from` (when `anchored`) or after it.
+    pub(crate) fn find(&mut self, from: usize, anchored: bool) -> Result<Option<(usize, usize)>, Failure> {
+        if anchored {
+            return Ok(self.match_at(from)?.map(|e| (from, e)));
+        }
+        self.next_match(from, None)
+    }
+
+    pub(crate) fn matcher(&mut self) -> &mut Matcher<'a> {
+        &mut self.matcher
+    }
+}
+
+/// Splits a leading `^` anchor off a pattern.
+fn anchor(pat: &[u8]) -> (bool, &[u8]) {
+    match pat.split_first() {
+        Some((b'^', rest)) => (true, rest),
+        _ => (false, pat),
+    }
+}
+
+/// `string.find(src, pat)` without captures in the result: where the first match is,
+/// with the same errors (an unfinished capture included) and limit checks. The library's
+/// `grep` matches each line with it.
+pub(crate) fn find_in(src: &[u8], pat: &[u8], check: Check) -> Result<Option<(usize, usize)>, Failure> {
+    if !pat.iter().any(|b| SPECIALS.contains(b)) {
+        let mut matcher = Matcher::new(src, &[], check);
+        return Ok(matcher.find_plain(pat, 0)?.map(|s| (s, s + pat.len())));
+    }
+    let (anchored, pat) = anchor(pat);
+    let mut searcher = Searcher::new(src, pat, check);
+    let found = searcher.find(0, anchored)?;
+    if let Some((s, e)) = found {
+        let matcher = searcher.matcher();
+        for i in 0..matcher.capture_count(false) {
+            matcher.capture(i, s, e)?;
+        }
+    }
+    Ok(found)
+}
+
+impl Failure {
+    /// The failure as an error of a Rust function called from Lua.
+    pub(crate) fn into_lua_error(self) -> mlua::Error {
+        match self {
+            Failure::Raise(message) => mlua::Error::RuntimeError(message),
+            Failure::Rethrow(value) => mlua::Error::RuntimeError(format!("{value:?}")),
+            Failure::Host(error) => error,
+        }
     }
 }
 
@@ -589,29 +772,149 @@ fn fail_marker() -> Value {
     Value::LightUserData(LightUserData(std::ptr::addr_of!(FAIL_MARKER) as *mut c_void))
 }
 
-/// Wraps the Rust functions: raises the failures they report as real Lua errors. `error`
-/// at level 2 from `finish`, which replaced the wrapper by a tail call, names the
-/// position of the string function's caller, as `luaL_error` does; level 0 re-throws a
-/// replacement function's error value as it was.
-const WRAPPERS: &str = r#"
-local FAIL, error, core_find, core_match, core_gmatch, core_gsub = ...
-local function finish(...)
-  if ... == FAIL then
-    local _, value, level = ...
-    error(value, level)
-  end
-  return ...
-end
-local function find(...) return finish(core_find(...)) end
-local function match(...) return finish(core_match(...)) end
-local function gmatch(...)
-  local step, message = core_gmatch(...)
-  if step == FAIL then error(message, 2) end
-  return function() return finish(step()) end
-end
-local function gsub(...) return finish(core_gsub(...)) end
-return find, match, gmatch, gsub
-"#;
+/// `luaL_error`'s behaviour for the Rust functions' failure reports, in a C function
+/// (no Lua frame between the caller and the string function, as in C Lua): the values
+/// on the stack are returned, or `FAIL, value, level` is raised, a level-2 message
+/// prefixed with the caller's position, a level-0 value re-thrown as it was.
+///
+/// # Safety
+/// Called from a `lua_CFunction` with the results on the stack; may `lua_error`
+/// (a `longjmp`), so the caller must hold nothing that needs dropping.
+unsafe fn finish(state: *mut ffi::lua_State) -> c_int {
+    unsafe {
+        let results = ffi::lua_gettop(state);
+        let failed = results >= 3
+            && ffi::lua_type(state, 1) == ffi::LUA_TLIGHTUSERDATA
+            && ffi::lua_touserdata(state, 1) == std::ptr::addr_of!(FAIL_MARKER) as *mut c_void;
+        if !failed {
+            return results;
+        }
+        let level = ffi::lua_tointeger(state, 3);
+        ffi::lua_settop(state, 2);
+        if level > 0 && ffi::lua_type(state, 2) == ffi::LUA_TSTRING {
+            ffi::luaL_where(state, 1);
+            ffi::lua_rotate(state, 2, 1);
+            ffi::lua_concat(state, 2);
+        }
+        ffi::lua_error(state)
+    }
+}
+
+/// Calls upvalue 1 (a Rust string function) with all the arguments, then [`finish`].
+unsafe extern "C-unwind" fn front(state: *mut ffi::lua_State) -> c_int {
+    unsafe {
+        let n = ffi::lua_gettop(state);
+        ffi::lua_pushvalue(state, ffi::lua_upvalueindex(1));
+        ffi::lua_rotate(state, 1, 1);
+        ffi::lua_call(state, n, ffi::LUA_MULTRET);
+        finish(state)
+    }
+}
+
+/// `string.find`: a plain search (or a pattern without special characters) over at most
+/// [`SCAN_WINDOW`] bytes is answered here, in C-function time with no allocation;
+/// everything else, and a search that would scan further (which must check the limits),
+/// goes to the Rust function in upvalue 1 through [`front`].
+unsafe extern "C-unwind" fn find_front(state: *mut ffi::lua_State) -> c_int {
+    unsafe {
+        match quick_find(state) {
+            Some(Some((start, end))) => {
+                ffi::lua_pushinteger(state, start);
+                ffi::lua_pushinteger(state, end);
+                2
+            }
+            Some(None) => {
+                ffi::lua_pushnil(state);
+                1
+            }
+            None => front(state),
+        }
+    }
+}
+
+/// The borrowed bytes of the string at `index`, if it is a string (not a number).
+///
+/// # Safety
+/// `state` must be a valid Lua state; the slice lives while the value is on the stack.
+unsafe fn stack_bytes<'a>(state: *mut ffi::lua_State, index: c_int) -> Option<&'a [u8]> {
+    unsafe {
+        if ffi::lua_type(state, index) != ffi::LUA_TSTRING {
+            return None;
+        }
+        let mut len = 0usize;
+        let data = ffi::lua_tolstring(state, index, &mut len);
+        (!data.is_null()).then(|| std::slice::from_raw_parts(data.cast::<u8>(), len))
+    }
+}
+
+/// `string.find`'s answer when it needs neither the matcher nor a limit check: the
+/// 1-based start and end, `Some(None)` for no match, `None` to take the full path.
+unsafe fn quick_find(state: *mut ffi::lua_State) -> Option<Option<(i64, i64)>> {
+    unsafe {
+        let n = ffi::lua_gettop(state);
+        if !(2..=4).contains(&n) {
+            return None;
+        }
+        let src = stack_bytes(state, 1)?;
+        let pat = stack_bytes(state, 2)?;
+        let init = match ffi::lua_type(state, 3) {
+            ffi::LUA_TNONE | ffi::LUA_TNIL => 1,
+            ffi::LUA_TNUMBER if ffi::lua_isinteger(state, 3) != 0 => ffi::lua_tointeger(state, 3),
+            _ => return None,
+        };
+        let plain = n == 4 && ffi::lua_toboolean(state, 4) != 0;
+        if !plain && pat.iter().any(|b| SPECIALS.contains(b)) {
+            return None;
+        }
+        let init = start_position(init, src.len()) - 1;
+        if init > src.len() {
+            return Some(None);
+        }
+        let window = src.get(init..)?;
+        let limit = SCAN_WINDOW.saturating_add(pat.len());
+        let found = memchr::memmem::find(window.get(..limit).unwrap_or(window), pat);
+        match found {
+            Some(at) => {
+                let start = (init + at) as i64;
+                Some(Some((start + 1, start + pat.len() as i64)))
+            }
+            None if window.len() <= limit => Some(None),
+            None => None,
+        }
+    }
+}
+
+/// `gmatch`: the Rust function in upvalue 1 gives the step function (or a failure),
+/// returned wrapped in [`gmatch_step`].
+unsafe extern "C-unwind" fn gmatch_front(state: *mut ffi::lua_State) -> c_int {
+    unsafe {
+        if front(state) == 1 {
+            ffi::lua_pushcclosure(state, gmatch_step, 1);
+        }
+        1
+    }
+}
+
+/// One step of a `gmatch` iterator: the Rust step in upvalue 1, then [`finish`].
+unsafe extern "C-unwind" fn gmatch_step(state: *mut ffi::lua_State) -> c_int {
+    unsafe {
+        ffi::lua_settop(state, 0);
+        ffi::lua_pushvalue(state, ffi::lua_upvalueindex(1));
+        ffi::lua_call(state, 0, ffi::LUA_MULTRET);
+        finish(state)
+    }
+}
+
+/// A C closure of `function` over the Rust function `core`.
+fn c_closure(lua: &Lua, function: ffi::lua_CFunction, core: Function) -> mlua::Result<Function> {
+    // SAFETY: `exec_raw` runs the closure protected with `core` on the stack, which
+    // becomes the closure's only upvalue.
+    unsafe {
+        lua.exec_raw(core, |state| {
+            ffi::lua_pushcclosure(state, function, 1);
+        })
+    }
+}
 
 /// Replaces `string.find`, `string.match`, `string.gmatch` and `string.gsub` (also
 /// reached as string methods) with the interruptible port, checking `tripwire`.
@@ -651,15 +954,10 @@ pub(crate) fn install(lua: &Lua, tripwire: Rc<Tripwire>) -> mlua::Result<()> {
             report(lua, gsub(lua, &tripwire, &args, &helpers))
         })?
     };
-    let (find, r#match, gmatch, gsub): (Function, Function, Function, Function) =
-        lua.load(WRAPPERS).set_name("=patterns").call((
-            fail_marker(),
-            globals.get::<Function>("error")?,
-            core_find,
-            core_match,
-            core_gmatch,
-            core_gsub,
-        ))?;
+    let find = c_closure(lua, find_front, core_find)?;
+    let r#match = c_closure(lua, front, core_match)?;
+    let gmatch = c_closure(lua, gmatch_front, core_gmatch)?;
+    let gsub = c_closure(lua, front, core_gsub)?;
     let string: Table = globals.get("string")?;
     string.raw_set("find", find)?;
     string.raw_set("match", r#match)?;
@@ -867,27 +1165,18 @@ fn find_aux(
             None => one(Value::Nil),
         });
     }
-    let (anchored, pat) = match pat.split_first() {
-        Some((b'^', rest)) => (true, rest),
-        _ => (false, &pat[..]),
+    let (anchored, pat) = anchor(&pat);
+    let mut searcher = Searcher::new(&src, pat, &check);
+    let Some((s, e)) = searcher.find(init, anchored)? else {
+        return Ok(one(Value::Nil));
     };
-    let mut matcher = Matcher::new(&src, pat, &check);
-    let mut s = init;
-    loop {
-        if let Some(e) = matcher.match_at(s)? {
-            let mut out = MultiValue::new();
-            if find {
-                out.push_back(Value::Integer(s as i64 + 1));
-                out.push_back(Value::Integer(e as i64));
-            }
-            push_captures(lua, &matcher, &src, (s, e), !find, &mut out)?;
-            return Ok(out);
-        }
-        if anchored || s >= src.len() {
-            return Ok(one(Value::Nil));
-        }
-        s += 1;
+    let mut out = MultiValue::new();
+    if find {
+        out.push_back(Value::Integer(s as i64 + 1));
+        out.push_back(Value::Integer(e as i64));
     }
+    push_captures(lua, searcher.matcher(), &src, (s, e), !find, &mut out)?;
+    Ok(out)
 }
 
 /// `gmatch`: the iteration state lives in the Rust closure returned (wrapped in Lua).
@@ -909,22 +1198,24 @@ fn gmatch(lua: &Lua, tripwire: &Rc<Tripwire>, values: &MultiValue) -> Result<Fun
     let step = lua.create_function(move |lua, _: MultiValue| {
         let (src, pat) = (subject.as_bytes(), pattern.as_bytes());
         let check = limits_check(lua, &tripwire);
-        let mut matcher = Matcher::new(&src, &pat, &check);
+        let mut searcher = Searcher::new(&src, &pat, &check);
         let result = (|| {
-            let mut s = position.get();
-            while s <= src.len() {
-                match matcher.match_at(s)? {
-                    Some(e) if Some(e) != last_match.get() => {
-                        position.set(e);
-                        last_match.set(Some(e));
-                        let mut out = MultiValue::new();
-                        push_captures(lua, &matcher, &src, (s, e), true, &mut out)?;
-                        return Ok(out);
-                    }
-                    _ => s += 1,
+            if position.get() > src.len() {
+                return Ok(MultiValue::new()); // no more matches
+            }
+            match searcher.next_match(position.get(), last_match.get())? {
+                Some((s, e)) => {
+                    position.set(e);
+                    last_match.set(Some(e));
+                    let mut out = MultiValue::new();
+                    push_captures(lua, searcher.matcher(), &src, (s, e), true, &mut out)?;
+                    Ok(out)
+                }
+                None => {
+                    position.set(src.len() + 1);
+                    Ok(MultiValue::new())
                 }
             }
-            Ok(MultiValue::new()) // no more matches
         })();
         report(lua, result)
     })?;
@@ -977,49 +1268,37 @@ fn gsub(
         _ => return Err(args.type_error(3, "string/function/table")),
     };
     let pat = pattern.as_bytes();
-    let (anchored, pat) = match pat.split_first() {
-        Some((b'^', rest)) => (true, rest),
-        _ => (false, &pat[..]),
-    };
+    let (anchored, pat) = anchor(&pat);
     let check = limits_check(lua, tripwire);
-    let mut matcher = Matcher::new(&src, pat, &check);
+    let mut searcher = Searcher::new(&src, pat, &check);
     let mut out = Vec::new();
     let mut s = 0;
     let mut last_match = None;
     let mut count: i64 = 0;
     let mut changed = false;
     while count < max_replacements {
-        match matcher.match_at(s)? {
-            Some(e) if Some(e) != last_match => {
-                count += 1;
-                let before = out.len();
-                changed |= add_value(
-                    lua,
-                    &mut matcher,
-                    &src,
-                    (s, e),
-                    &replacement,
-                    helpers,
-                    &mut out,
-                )?;
-                // The result grows outside Lua's allocator: count it against the limits.
-                matcher.hold(out.len());
-                matcher.spend(out.len() - before)?;
-                s = e;
-                last_match = Some(e);
-            }
-            _ => match src.get(s) {
-                Some(&c) => {
-                    out.push(c);
-                    s += 1;
-                }
-                None => break,
-            },
-        }
+        let found = if anchored {
+            searcher.match_at(s)?.map(|e| (s, e))
+        } else {
+            searcher.next_match(s, last_match)?
+        };
+        let Some((start, e)) = found else { break };
+        let skipped = piece(&src, s, start);
+        out.extend_from_slice(skipped);
+        count += 1;
+        let before = out.len();
+        let matcher = searcher.matcher();
+        changed |= add_value(lua, matcher, &src, (start, e), &replacement, helpers, &mut out)?;
+        // The result grows outside Lua's allocator: count it against the limits.
+        matcher.hold(out.len());
+        matcher.spend(out.len() - before + skipped.len())?;
+        s = e;
+        last_match = Some(e);
         if anchored {
             break;
         }
     }
+    let matcher = searcher.matcher();
     let result = if changed {
         let rest = src.get(s..).unwrap_or_default();
         out.extend_from_slice(rest);
@@ -1207,6 +1486,34 @@ mod tests {
         let mut matcher = Matcher::new(src.as_bytes(), b".-.-.-.-.-.-b", &check);
         assert!(matches!(matcher.match_at(0), Err(Failure::Host(_))));
         assert_eq!(calls.get(), 4);
+    }
+
+    #[test]
+    fn a_long_plain_search_checks_the_limits_every_window() {
+        let calls = Cell::new(0);
+        let check = |_: usize| {
+            calls.set(calls.get() + 1);
+            Err(mlua::Error::RuntimeError("stop".into()))
+        };
+        let src = vec![b'a'; 3 * SCAN_WINDOW];
+        let mut matcher = Matcher::new(&src, &[], &check);
+        assert!(matches!(matcher.find_plain(b"ab", 0), Err(Failure::Host(_))));
+        assert_eq!(calls.get(), 1);
+        // A search that ends within a window checks less often than every window.
+        let short = vec![b'a'; 1000];
+        let mut matcher = Matcher::new(&short, &[], &check);
+        assert!(matches!(matcher.find_plain(b"ab", 0), Ok(None)));
+    }
+
+    #[test]
+    fn plans_skip_the_matcher_only_where_it_cannot_backtrack() {
+        let plan = |pat: &str| Plan::of(pat.as_bytes(), &Matcher::new(b"", pat.as_bytes(), &no_limit));
+        assert_eq!(plan("abc"), Plan::Literal);
+        assert_eq!(plan("[^\n]+"), Plan::Class { end: 5, repeat: true });
+        assert_eq!(plan("%d"), Plan::Class { end: 2, repeat: false });
+        for general in ["", ")", "a)", "%b()", "%f[%a]", "%1", "$", "a*", "[a", "(a)", "a+b"] {
+            assert_eq!(plan(general), Plan::General, "{general:?}");
+        }
     }
 
     #[test]

@@ -505,6 +505,7 @@ const FAST_PATHS: &[&str] = &[
     r#"show(string.gsub("  x  ", "%s+", " "))"#,
     r#"show(string.gsub("abc", "[%a]", "%0-"))"#,
     r#"local s = string.rep("x", 3 * 2^20) .. "needle" .. string.rep("y", 10); show(s:find("needle")); show(s:find("needle", 1, true)); show(s:find("nope", 1, true)); show(s:find("y+"))"#,
+    r#"local s = string.rep("x", 3 * 2^20) .. "ab1"; print(gm(s, "ab")); print(gm(s, "%d")); local n = 0; for m in s:gmatch("x+") do n = n + #m end; print(n)"#,
     r#"local s = string.rep("ab\n", 1e5); local n, at = 0, 1; while true do local f = s:find("\n", at, true); if not f then break end; n = n + 1; at = f + 1 end; print(n)"#,
 ];
 

@@ -515,7 +515,6 @@ impl<'a> Matcher<'a> {
         needle: &[u8],
         from: usize,
     ) -> Result<Option<usize>, Failure> {
-        let finder = memchr::memmem::Finder::new(needle);
         let mut start = from;
         while start <= self.src.len() {
             // Windows overlap by the needle's length, so no occurrence is missed.
@@ -523,7 +522,7 @@ impl<'a> Matcher<'a> {
                 .saturating_add(SCAN_WINDOW + needle.len())
                 .min(self.src.len());
             let window = self.src.get(start..stop).unwrap_or_default();
-            if let Some(at) = finder.find(window) {
+            if let Some(at) = find_bytes(window, needle) {
                 self.spend(at + needle.len())?;
                 return Ok(Some(start + at));
             }
@@ -872,7 +871,7 @@ unsafe fn quick_find(state: *mut ffi::lua_State) -> Option<Option<(i64, i64)>> {
         }
         let window = src.get(init..)?;
         let limit = SCAN_WINDOW.saturating_add(pat.len());
-        let found = memchr::memmem::find(window.get(..limit).unwrap_or(window), pat);
+        let found = find_bytes(window.get(..limit).unwrap_or(window), pat);
         match found {
             Some(at) => {
                 let start = (init + at) as i64;
@@ -884,14 +883,125 @@ unsafe fn quick_find(state: *mut ffi::lua_State) -> Option<Option<(i64, i64)>> {
     }
 }
 
-/// `gmatch`: the Rust function in upvalue 1 gives the step function (or a failure),
-/// returned wrapped in [`gmatch_step`].
+/// `gmatch`: for a literal or one-class pattern, a C iterator over the subject
+/// ([`quick_gmatch_step`]); otherwise the Rust function in upvalue 1 gives the step
+/// function (or a failure), returned wrapped in [`gmatch_step`]. Upvalue 2 checks the
+/// limits.
 unsafe extern "C-unwind" fn gmatch_front(state: *mut ffi::lua_State) -> c_int {
     unsafe {
+        if let Some(init) = quick_gmatch_start(state) {
+            ffi::lua_settop(state, 2);
+            ffi::lua_pushinteger(state, init as i64);
+            ffi::lua_pushvalue(state, ffi::lua_upvalueindex(2));
+            ffi::lua_pushcclosure(state, quick_gmatch_step, 4);
+            return 1;
+        }
         if front(state) == 1 {
             ffi::lua_pushcclosure(state, gmatch_step, 1);
         }
         1
+    }
+}
+
+fn no_check(_: usize) -> mlua::Result<()> {
+    Ok(())
+}
+
+/// The 0-based start of a `gmatch` whose pattern needs no matcher, or `None`.
+unsafe fn quick_gmatch_start(state: *mut ffi::lua_State) -> Option<usize> {
+    unsafe {
+        let n = ffi::lua_gettop(state);
+        if !(2..=3).contains(&n) {
+            return None;
+        }
+        let src = stack_bytes(state, 1)?;
+        let pat = stack_bytes(state, 2)?;
+        let init = match ffi::lua_type(state, 3) {
+            ffi::LUA_TNONE | ffi::LUA_TNIL => 1,
+            ffi::LUA_TNUMBER if ffi::lua_isinteger(state, 3) != 0 => ffi::lua_tointeger(state, 3),
+            _ => return None,
+        };
+        let plan = Plan::of(pat, &Matcher::new(src, pat, &no_check));
+        if plan == Plan::General {
+            return None;
+        }
+        Some((start_position(init, src.len()) - 1).min(src.len() + 1))
+    }
+}
+
+/// One step of a `gmatch` over a literal or one-class pattern; upvalues: subject,
+/// pattern, position, limits check. Such matches are never empty, so Lua 5.4's rule
+/// against an empty match where the last one ended never applies.
+unsafe extern "C-unwind" fn quick_gmatch_step(state: *mut ffi::lua_State) -> c_int {
+    unsafe {
+        let (Some(src), Some(pat)) = (
+            stack_bytes(state, ffi::lua_upvalueindex(1)),
+            stack_bytes(state, ffi::lua_upvalueindex(2)),
+        ) else {
+            return 0;
+        };
+        let mut from = usize::try_from(ffi::lua_tointeger(state, ffi::lua_upvalueindex(3))).unwrap_or(0);
+        loop {
+            match next_in_window(src, pat, from) {
+                Window::Found(s, e) => {
+                    ffi::lua_pushinteger(state, e as i64);
+                    ffi::lua_replace(state, ffi::lua_upvalueindex(3));
+                    ffi::lua_pushlstring(state, src.as_ptr().add(s).cast(), e - s);
+                    return 1;
+                }
+                Window::Done => {
+                    ffi::lua_pushinteger(state, src.len() as i64 + 1);
+                    ffi::lua_replace(state, ffi::lua_upvalueindex(3));
+                    return 0;
+                }
+                Window::Continue(next) => {
+                    // A window scanned without a match: let the limits stop a long scan.
+                    ffi::lua_pushvalue(state, ffi::lua_upvalueindex(4));
+                    ffi::lua_call(state, 0, 0);
+                    from = next;
+                }
+            }
+        }
+    }
+}
+
+/// What one window of a quick `gmatch` scan found.
+enum Window {
+    Found(usize, usize),
+    Continue(usize),
+    Done,
+}
+
+/// The next literal or one-class match at or after `from`, looking at most
+/// [`SCAN_WINDOW`] bytes ahead for its start.
+fn next_in_window(src: &[u8], pat: &[u8], from: usize) -> Window {
+    if from > src.len() {
+        return Window::Done;
+    }
+    let stop = from.saturating_add(SCAN_WINDOW).min(src.len());
+    let mut matcher = Matcher::new(src, pat, &no_check);
+    let found = match Plan::of(pat, &matcher) {
+        Plan::Literal => {
+            let window = src.get(from..stop.saturating_add(pat.len()).min(src.len()));
+            find_bytes(window.unwrap_or_default(), pat).map(|at| (from + at, from + at + pat.len()))
+        }
+        Plan::Class { end, repeat } => (from..stop)
+            .find(|&s| matcher.single_match(s, 0, end))
+            .and_then(|s| matcher.match_class_at(s, end, repeat).ok().flatten().map(|e| (s, e))),
+        Plan::General => return Window::Done,
+    };
+    match found {
+        Some((s, e)) => Window::Found(s, e),
+        None if stop >= src.len() => Window::Done,
+        None => Window::Continue(stop),
+    }
+}
+
+/// `memmem`, or `memchr` for one byte (no searcher to build).
+fn find_bytes(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    match needle {
+        [byte] => memchr::memchr(*byte, haystack),
+        _ => memchr::memmem::find(haystack, needle),
     }
 }
 
@@ -905,13 +1015,13 @@ unsafe extern "C-unwind" fn gmatch_step(state: *mut ffi::lua_State) -> c_int {
     }
 }
 
-/// A C closure of `function` over the Rust function `core`.
-fn c_closure(lua: &Lua, function: ffi::lua_CFunction, core: Function) -> mlua::Result<Function> {
-    // SAFETY: `exec_raw` runs the closure protected with `core` on the stack, which
-    // becomes the closure's only upvalue.
+/// A C closure of `function` over `upvalues` (the Rust function first).
+fn c_closure(lua: &Lua, function: ffi::lua_CFunction, upvalues: Vec<Function>) -> mlua::Result<Function> {
+    let count = c_int::try_from(upvalues.len()).unwrap_or(0);
+    // SAFETY: `exec_raw` runs the closure protected with the upvalues on the stack.
     unsafe {
-        lua.exec_raw(core, |state| {
-            ffi::lua_pushcclosure(state, function, 1);
+        lua.exec_raw(MultiValue::from_iter(upvalues.into_iter().map(Value::Function)), |state| {
+            ffi::lua_pushcclosure(state, function, count);
         })
     }
 }
@@ -954,10 +1064,14 @@ pub(crate) fn install(lua: &Lua, tripwire: Rc<Tripwire>) -> mlua::Result<()> {
             report(lua, gsub(lua, &tripwire, &args, &helpers))
         })?
     };
-    let find = c_closure(lua, find_front, core_find)?;
-    let r#match = c_closure(lua, front, core_match)?;
-    let gmatch = c_closure(lua, gmatch_front, core_gmatch)?;
-    let gsub = c_closure(lua, front, core_gsub)?;
+    let check = {
+        let tripwire = Rc::clone(&tripwire);
+        lua.create_function(move |lua, ()| tripwire.check(lua.used_memory()))?
+    };
+    let find = c_closure(lua, find_front, vec![core_find])?;
+    let r#match = c_closure(lua, front, vec![core_match])?;
+    let gmatch = c_closure(lua, gmatch_front, vec![core_gmatch, check])?;
+    let gsub = c_closure(lua, front, vec![core_gsub])?;
     let string: Table = globals.get("string")?;
     string.raw_set("find", find)?;
     string.raw_set("match", r#match)?;

@@ -29,7 +29,7 @@ use mlua::{Function, Lua, LuaString, MultiValue, Table, Value};
 use regex::bytes::{Captures, Regex, RegexBuilder};
 
 use super::limits::Tripwire;
-use super::text::Budget;
+use super::text::{Budget, string_sequence};
 
 /// The name of the built-in table.
 pub(crate) const NAME: &str = "re";
@@ -324,16 +324,11 @@ fn split(
     let lua = call.lua;
     let mut budget = call.budget();
     let bytes = text.as_bytes();
-    let pieces = lua.create_table()?;
     let limit = match max {
         Some(max) if max >= 0 => usize::try_from(max).unwrap_or(usize::MAX).saturating_add(1),
         _ => usize::MAX,
     };
-    for (n, piece) in regex.splitn(&bytes, limit).enumerate() {
-        budget.spend(piece.len() + 64)?;
-        pieces.raw_set(n + 1, lua.create_string(piece)?)?;
-    }
-    Ok(pieces)
+    string_sequence(lua, regex.splitn(&bytes, limit), &mut budget)
 }
 
 /// What `re.gsub` puts in place of a match.

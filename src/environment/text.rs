@@ -21,7 +21,7 @@
 use std::rc::Rc;
 
 use memchr::memmem;
-use mlua::{Lua, LuaString, Table};
+use mlua::{Lua, LuaString, Table, ffi};
 
 use super::limits::Tripwire;
 use super::patterns;
@@ -74,6 +74,36 @@ impl<'a> Budget<'a> {
     pub(crate) fn check(&self) -> mlua::Result<()> {
         self.tripwire
             .check(self.lua.used_memory().saturating_add(self.held))
+    }
+}
+
+/// A sequence of strings built in one protected call: mlua's per-value calls cost more
+/// than copying a short line, and `lines(context)` makes a million of them. The limits
+/// are checked as it goes; an allocation past the memory limit fails as any other.
+pub(crate) fn string_sequence<'t>(
+    lua: &Lua,
+    pieces: impl Iterator<Item = &'t [u8]>,
+    budget: &mut Budget,
+) -> mlua::Result<Table> {
+    let mut stopped = None;
+    // SAFETY: the closure runs protected, pushes one table and only pushes strings into
+    // it; if an allocation fails, Lua unwinds past it, and it owns nothing to drop.
+    let table = unsafe {
+        lua.exec_raw::<Table>((), |state| {
+            ffi::lua_createtable(state, 0, 0);
+            for (n, piece) in pieces.enumerate() {
+                ffi::lua_pushlstring(state, piece.as_ptr().cast(), piece.len());
+                ffi::lua_rawseti(state, -2, n as ffi::lua_Integer + 1);
+                if let Err(error) = budget.spend(piece.len() + VALUE_COST) {
+                    stopped = Some(error);
+                    return;
+                }
+            }
+        })?
+    };
+    match stopped {
+        Some(error) => Err(error),
+        None => Ok(table),
     }
 }
 
@@ -388,35 +418,26 @@ fn utf8_safe_end(text: &[u8], stop: usize, floor: usize) -> Option<usize> {
     (floor..=stop).rev().find(|&end| is_boundary(text, end))
 }
 
-/// `chunk_by_size(text, size, overlap)` (arguments already checked).
-fn chunk_by_size(
-    lua: &Lua,
-    text: &[u8],
-    size: usize,
-    overlap: usize,
-    budget: &mut Budget,
-) -> mlua::Result<Table> {
-    let chunks = lua.create_table()?;
-    let mut count = 0;
+/// `chunk_by_size(text, size, overlap)` (arguments already checked): where each chunk
+/// starts and ends (0-based, exclusive end).
+fn size_chunks(text: &[u8], size: usize, overlap: usize) -> impl Iterator<Item = (usize, usize)> + '_ {
     let mut first = 1;
-    while first <= text.len() {
-        let stop = first + size - 1;
-        let last = utf8_safe_end(text, stop, first).unwrap_or(stop);
-        let chunk = text.get(first - 1..last.min(text.len())).unwrap_or_default();
-        count += 1;
-        chunks.raw_set(count, lua.create_string(chunk)?)?;
-        budget.spend(chunk.len() + VALUE_COST)?;
-        if last >= text.len() {
-            break;
+    std::iter::from_fn(move || {
+        if first > text.len() {
+            return None;
         }
-        let resume = if overlap > 0 {
-            utf8_safe_end(text, last.saturating_sub(overlap), first).unwrap_or(last)
+        let stop = first + size - 1;
+        let last = utf8_safe_end(text, stop, first).unwrap_or(stop).min(text.len());
+        let chunk = (first - 1, last);
+        first = if last >= text.len() {
+            text.len() + 1
+        } else if overlap > 0 {
+            utf8_safe_end(text, last.saturating_sub(overlap), first).unwrap_or(last) + 1
         } else {
-            last
+            last + 1
         };
-        first = resume + 1;
-    }
-    Ok(chunks)
+        Some(chunk)
+    })
 }
 
 /// A count argument the Lua side has already checked; negative values read as 0.
@@ -445,12 +466,7 @@ pub(crate) fn table(lua: &Lua, tripwire: &Rc<Tripwire>, cache: &Rc<RegexCache>) 
         "lines",
         primitive!(|lua, budget, text: LuaString| {
             let text = text.as_bytes();
-            let result = lua.create_table()?;
-            for (i, line) in lines_of(&text).enumerate() {
-                result.raw_set(i + 1, lua.create_string(slice(&text, line))?)?;
-                budget.spend(line.end - line.start + VALUE_COST)?;
-            }
-            Ok(result)
+            string_sequence(lua, lines_of(&text).map(|line| slice(&text, line)), &mut budget)
         }),
     )?;
     add(
@@ -503,7 +519,9 @@ pub(crate) fn table(lua: &Lua, tripwire: &Rc<Tripwire>, cache: &Rc<RegexCache>) 
     add(
         "chunk_by_size",
         primitive!(|lua, budget, (text, size, overlap): (LuaString, i64, i64)| {
-            chunk_by_size(lua, &text.as_bytes(), count(size).max(4), count(overlap), &mut budget)
+            let text = text.as_bytes();
+            let chunks = size_chunks(&text, count(size).max(4), count(overlap));
+            string_sequence(lua, chunks.map(|(start, end)| text.get(start..end).unwrap_or_default()), &mut budget)
         }),
     )?;
     Ok(primitives)

@@ -11,7 +11,7 @@
 //! figure is the best of `RLM_BENCH_REPS` runs (default 3), load time excluded.
 
 use std::hint::black_box;
-use std::io::Write;
+use std::io::Write as _;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -72,28 +72,42 @@ fn best_of(reps: usize, mut run: impl FnMut()) -> Duration {
         .unwrap_or_default()
 }
 
-/// One row: what was timed, our time, the baseline's (if measured).
+/// One row: what was timed, our time, the baselines' (if measured).
 struct Row {
     operation: String,
     ours: Duration,
-    baseline: Option<Duration>,
+    baselines: Vec<Option<Duration>>,
 }
 
-fn print_table(title: &str, baseline: &str, rows: &[Row]) {
+fn print_table(title: &str, baselines: &[&str], rows: &[Row]) {
     println!("\n### {title}\n");
-    println!("| operation | rlm | {baseline} | {baseline} / rlm |");
-    println!("|---|---|---|---|");
-    for row in rows {
-        let ms = |d: Duration| format!("{:.1} ms", d.as_secs_f64() * 1000.0);
-        let (base, ratio) = match row.baseline {
-            Some(b) => (
-                ms(b),
-                format!("{:.2}x", b.as_secs_f64() / row.ours.as_secs_f64()),
-            ),
-            None => ("-".to_string(), "-".to_string()),
-        };
-        println!("| `{}` | {} | {base} | {ratio} |", row.operation, ms(row.ours));
+    let mut header = "| operation | rlm |".to_string();
+    for name in baselines {
+        header.push_str(&format!(" {name} | {name} / rlm |"));
     }
+    println!("{header}");
+    println!("|---|---|{}", "---|---|".repeat(baselines.len()));
+    let ms = |d: Duration| format!("{:.1} ms", d.as_secs_f64() * 1000.0);
+    for row in rows {
+        let mut line = format!("| `{}` | {} |", row.operation, ms(row.ours));
+        for baseline in &row.baselines {
+            match baseline {
+                Some(b) => line.push_str(&format!(
+                    " {} | {:.2}x |",
+                    ms(*b),
+                    b.as_secs_f64() / row.ours.as_secs_f64()
+                )),
+                None => line.push_str(" - | - |"),
+            }
+        }
+        println!("{line}");
+    }
+}
+
+/// `code` wrapped to time itself with `os.clock` (CPU time of the operation alone, no
+/// compilation or call overhead), leaving the seconds in the global `bench_elapsed`.
+fn timed(code: &str) -> String {
+    format!("local bench_t0 = os.clock()\n{code}\nbench_elapsed = os.clock() - bench_t0")
 }
 
 fn sandbox(log: &str) -> Environment {
@@ -111,13 +125,44 @@ fn sandbox(log: &str) -> Environment {
 }
 
 fn time_sandbox(env: &Environment, reps: usize, code: &str) -> Duration {
-    best_of(reps, || {
-        if let Err(e) = env.execute(code) {
-            panic!("{code}: {e}");
-        }
-        // Results are dropped between runs, as a REPL would.
-        env.execute("collectgarbage('count')").ok();
-    })
+    let timed = timed(code);
+    (0..reps.max(1))
+        .map(|_| {
+            if let Err(e) = env.execute(&timed) {
+                panic!("{code}: {e}");
+            }
+            let seconds = env.execute("print(bench_elapsed)").expect("elapsed").output;
+            Duration::from_secs_f64(seconds.trim().parse().unwrap_or(f64::NAN))
+        })
+        .min()
+        .unwrap_or_default()
+}
+
+/// The same timing in a plain C Lua state.
+fn time_c_lua(lua: &mlua::Lua, reps: usize, code: &str) -> Duration {
+    let timed = timed(code);
+    (0..reps.max(1))
+        .map(|_| {
+            lua.load(&timed).exec().expect("C Lua");
+            Duration::from_secs_f64(lua.globals().get::<f64>("bench_elapsed").expect("elapsed"))
+        })
+        .min()
+        .unwrap_or_default()
+}
+
+/// Stock C Lua 5.4 with `context` set; with `hooked`, the same instruction-count hook as
+/// the sandbox's (every 1,000 instructions), which alone slows Lua's VM loop.
+fn c_lua(log: &str, hooked: bool) -> mlua::Lua {
+    let lua = mlua::Lua::new();
+    lua.globals()
+        .set("context", lua.create_string(log).expect("string"))
+        .expect("context");
+    if hooked {
+        let triggers = mlua::HookTriggers::new().every_nth_instruction(1_000);
+        lua.set_hook(triggers, |_, _| Ok(mlua::VmState::Continue))
+            .expect("hook");
+    }
+    lua
 }
 
 /// The library functions and the Python code doing the same.
@@ -159,7 +204,7 @@ const LIBRARY: &[(&str, &str)] = &[
     ),
     (
         "chunk_by_separator(context, '\\n', 1000000)",
-        "out = []; cur = None\nfor p in s.split('\\n'):\n    if not p: continue\n    if cur is not None and len(cur) + 1 + len(p) <= 1000000: cur = cur + '\\n' + p\n    else:\n        if cur is not None: out.append(cur)\n        cur = p\nif cur is not None: out.append(cur)",
+        "out = []; cur = []; size = -1\nfor p in s.split('\\n'):\n    if not p: continue\n    if cur and size + 1 + len(p) <= 1000000: cur.append(p); size += 1 + len(p)\n    else:\n        if cur: out.append('\\n'.join(cur))\n        cur = [p]; size = len(p)\nif cur: out.append('\\n'.join(cur))",
     ),
     (
         "line_range(context, 700000, 700010)",
@@ -256,7 +301,7 @@ fn re_rows(env: &Environment, log: &str, reps: usize) -> Vec<Row> {
         .map(|(code, direct)| Row {
             operation: code.to_string(),
             ours: time_sandbox(env, reps, &format!("local r = {{ {code} }}")),
-            baseline: Some(best_of(reps, &*direct)),
+            baselines: vec![Some(best_of(reps, &*direct))],
         })
         .collect()
 }
@@ -274,9 +319,9 @@ fn token_row(env: &Environment, log: &str, reps: usize) -> Row {
     Row {
         operation: format!("token_count (first {} MB)", prefix.len() >> 20),
         ours: time_sandbox(env, reps, &code),
-        baseline: Some(best_of(reps, || {
+        baselines: vec![Some(best_of(reps, || {
             black_box(reference.encode_ordinary(prefix).len());
-        })),
+        }))],
     }
 }
 
@@ -300,27 +345,34 @@ fn main() {
         .map(|(i, (code, _))| Row {
             operation: code.to_string(),
             ours: time_sandbox(&env, reps, &format!("local r = {code}")),
-            baseline: python.as_ref().map(|times| times[i]),
+            baselines: vec![python.as_ref().map(|times| times[i])],
         })
         .collect();
-    print_table("Library functions vs Python 3", "Python", &library);
+    print_table("Library functions vs Python 3", &["Python"], &library);
 
-    let c_lua = mlua::Lua::new();
-    c_lua.globals().set("context", c_lua.create_string(&log).unwrap()).unwrap();
+    let (plain, hooked) = (c_lua(&log, false), c_lua(&log, true));
     let strings: Vec<Row> = STRING_OPS
         .iter()
         .map(|code| Row {
             operation: code.to_string(),
             ours: time_sandbox(&env, reps, code),
-            baseline: Some(best_of(reps, || c_lua.load(*code).exec().expect("C Lua"))),
+            baselines: vec![
+                Some(time_c_lua(&plain, reps, code)),
+                Some(time_c_lua(&hooked, reps, code)),
+            ],
         })
         .collect();
-    print_table("string.* in the sandbox vs C Lua 5.4", "C Lua", &strings);
+    print_table(
+        "string.* in the sandbox vs C Lua 5.4",
+        &["C Lua", "C Lua + hook"],
+        &strings,
+    );
+    drop((plain, hooked));
 
-    print_table("re vs the regex crate", "regex", &re_rows(&env, &log, reps));
+    print_table("re vs the regex crate", &["regex"], &re_rows(&env, &log, reps));
     print_table(
         "token_count vs tiktoken-rs",
-        "tiktoken-rs",
+        &["tiktoken-rs"],
         &[token_row(&env, &log, reps)],
     );
 }

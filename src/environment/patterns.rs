@@ -614,6 +614,37 @@ impl Plan {
 pub(crate) struct Searcher<'a> {
     matcher: Matcher<'a>,
     plan: Plan,
+    /// The class every match must start with, if the pattern has one (see [`first_class`]).
+    first: Option<(usize, usize)>,
+}
+
+/// The single-character class `p..ep` that every match of `pat` starts with: the first
+/// item after any opening captures, when it is not optional and not special (`%b`, `%f`,
+/// a back-reference, an anchor). Positions where it does not match can then be skipped
+/// without running the matcher: the matcher would fail there before reading further
+/// (it raises no error until an item matches, except for too many captures, which is
+/// why a pattern opening 32 captures or more gets no first class).
+fn first_class(pat: &[u8], matcher: &Matcher) -> Option<(usize, usize)> {
+    let mut p = 0;
+    let mut captures = 0;
+    while pat.get(p) == Some(&b'(') {
+        p += if pat.get(p + 1) == Some(&b')') { 2 } else { 1 };
+        captures += 1;
+        if captures >= MAX_CAPTURES {
+            return None;
+        }
+    }
+    match pat.get(p)? {
+        b')' => return None,
+        b'$' if p + 1 == pat.len() => return None,
+        &ESCAPE if matches!(pat.get(p + 1), Some(b'b' | b'f' | b'0'..=b'9')) => return None,
+        _ => {}
+    }
+    let ep = matcher.class_end(p).ok()?;
+    if matches!(pat.get(ep), Some(b'*' | b'?' | b'-')) {
+        return None;
+    }
+    Some((p, ep))
 }
 
 impl<'a> Searcher<'a> {
@@ -621,7 +652,36 @@ impl<'a> Searcher<'a> {
     pub(crate) fn new(src: &'a [u8], pat: &'a [u8], check: Check<'a>) -> Self {
         let matcher = Matcher::new(src, pat, check);
         let plan = Plan::of(pat, &matcher);
-        Searcher { matcher, plan }
+        let first = match plan {
+            Plan::General => first_class(pat, &matcher),
+            _ => None,
+        };
+        Searcher {
+            matcher,
+            plan,
+            first,
+        }
+    }
+
+    /// The first position at or after `s` where the pattern's first class matches (the
+    /// subject's end if none): no match can start before it.
+    fn skip_to_first_class(&mut self, s: usize) -> Result<usize, Failure> {
+        let Some((p, ep)) = self.first else {
+            return Ok(s);
+        };
+        let src = self.matcher.src;
+        let literal = self.matcher.pat[p];
+        let next = if ep == p + 1 && !matches!(literal, b'.' | b'[' | ESCAPE) {
+            src.get(s..)
+                .and_then(|rest| memchr::memchr(literal, rest))
+                .map_or(src.len(), |at| s + at)
+        } else {
+            (s..src.len())
+                .find(|&i| self.matcher.single_match(i, p, ep))
+                .unwrap_or(src.len())
+        };
+        self.matcher.spend(next - s)?;
+        Ok(next)
     }
 
     /// Where a match starting at `s` ends, if there is one.
@@ -658,6 +718,10 @@ impl<'a> Searcher<'a> {
             Plan::General => {
                 let mut s = from;
                 while s <= self.matcher.src.len() {
+                    s = self.skip_to_first_class(s)?;
+                    if self.first.is_some() && s == self.matcher.src.len() {
+                        return Ok(None); // the first class matches no byte here
+                    }
                     match self.matcher.match_at(s)? {
                         Some(e) if Some(e) != last_match => return Ok(Some((s, e))),
                         _ => s += 1,
@@ -679,6 +743,11 @@ impl<'a> Searcher<'a> {
     pub(crate) fn matcher(&mut self) -> &mut Matcher<'a> {
         &mut self.matcher
     }
+}
+
+/// Whether `string.find` would run the matcher for `pat` rather than a plain search.
+pub(crate) fn has_specials(pat: &[u8]) -> bool {
+    pat.iter().any(|b| SPECIALS.contains(b))
 }
 
 /// Splits a leading `^` anchor off a pattern.
@@ -1623,8 +1692,16 @@ mod tests {
     fn plans_skip_the_matcher_only_where_it_cannot_backtrack() {
         let plan = |pat: &str| Plan::of(pat.as_bytes(), &Matcher::new(b"", pat.as_bytes(), &no_limit));
         assert_eq!(plan("abc"), Plan::Literal);
-        assert_eq!(plan("[^\n]+"), Plan::Class { end: 5, repeat: true });
+        assert_eq!(plan("[^\n]+"), Plan::Class { end: 4, repeat: true });
         assert_eq!(plan("%d"), Plan::Class { end: 2, repeat: false });
+        let first = |pat: &str| first_class(pat.as_bytes(), &Matcher::new(b"", pat.as_bytes(), &no_limit));
+        assert_eq!(first("user=%d+"), Some((0, 1)));
+        assert_eq!(first("(%d+) ms"), Some((1, 3)));
+        assert_eq!(first("()[ab]c"), Some((2, 6)));
+        for none in ["a*b", "%bxy", "%f[%a]x", "$", ")", "[a", "%1"] {
+            assert_eq!(first(none), None, "{none:?}");
+        }
+        assert_eq!(first(&"(".repeat(40)), None);
         for general in ["", ")", "a)", "%b()", "%f[%a]", "%1", "$", "a*", "[a", "(a)", "a+b"] {
             assert_eq!(plan(general), Plan::General, "{general:?}");
         }

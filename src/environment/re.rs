@@ -277,6 +277,10 @@ fn find_all(call: &Call, (text, pattern, flags): (LuaString, LuaString, Option<L
     let lua = call.lua;
     let mut budget = call.budget();
     let bytes = text.as_bytes();
+    if regex.captures_len() == 1 {
+        // Whole matches only: strings built in one call.
+        return string_sequence(lua, regex.find_iter(&bytes).map(|m| m.as_bytes()), &mut budget);
+    }
     let found = lua.create_table()?;
     let mut previous = 0;
     for (n, captures) in regex.captures_iter(&bytes).enumerate() {
@@ -400,14 +404,29 @@ fn gsub(
     let mut out = Vec::new();
     let mut copied = 0;
     let mut n = 0;
-    for captures in regex.captures_iter(&bytes).take(max) {
-        let Some(whole) = captures.get(0) else { continue };
-        out.extend_from_slice(bytes.get(copied..whole.start()).unwrap_or_default());
-        replacement.append(lua, &captures, &mut out)?;
+    let mut advance = |out: &mut Vec<u8>, start: usize, end: usize| -> mlua::Result<()> {
         budget.hold(out.capacity());
-        budget.spend(whole.end() - copied + 1)?;
-        copied = whole.end();
+        budget.spend(end - copied + 1)?;
+        out.extend_from_slice(bytes.get(copied..start).unwrap_or_default());
+        copied = end;
         n += 1;
+        Ok(())
+    };
+    match &replacement {
+        // A template without `$` needs no groups: the faster search for matches only.
+        Replacement::Template(text) if !text.contains(&b'$') => {
+            for found in regex.find_iter(&bytes).take(max) {
+                advance(&mut out, found.start(), found.end())?;
+                out.extend_from_slice(text);
+            }
+        }
+        _ => {
+            for captures in regex.captures_iter(&bytes).take(max) {
+                let Some(whole) = captures.get(0) else { continue };
+                advance(&mut out, whole.start(), whole.end())?;
+                replacement.append(lua, &captures, &mut out)?;
+            }
+        }
     }
     if n == 0 {
         return Ok((text.clone(), 0));

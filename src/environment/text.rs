@@ -539,8 +539,10 @@ fn grep_function(
         move |lua, (text, pattern, context, mode): (LuaString, LuaString, i64, String)| {
             let mut budget = Budget::new(lua, &tripwire);
             let pattern_bytes = pattern.as_bytes();
+            // As in `string.find`, a pattern without special characters is plain text.
+            let plain = mode == "plain" || (mode == "pattern" && !patterns::has_specials(&pattern_bytes));
             let matcher = match mode.as_str() {
-                "plain" => LineMatcher::Plain(memmem::Finder::new(&pattern_bytes)),
+                _ if plain => LineMatcher::Plain(memmem::Finder::new(&pattern_bytes)),
                 "regex" => LineMatcher::Regex(cache.get("grep", &pattern_bytes, "")?),
                 _ => LineMatcher::Pattern(&pattern_bytes),
             };
@@ -582,6 +584,6 @@ mod tests {
         let text = "aé".as_bytes(); // 'a', 0xC3, 0xA9
         assert_eq!(utf8_safe_end(text, 2, 1), Some(1));
         assert_eq!(utf8_safe_end(text, 3, 1), Some(3));
-        assert_eq!(utf8_safe_end(&[0xA9, 0xA9, 0x41], 2, 1), None);
+        assert_eq!(utf8_safe_end(&[0xA9, 0xA9, 0xA9, 0x41], 2, 1), None);
     }
 }

@@ -13,17 +13,22 @@
 //! relies on reading it; [`Matcher::pat`] and [`Matcher::src`] return `0` past the end to
 //! behave the same without reading out of bounds.
 //!
+//! Fast paths ([`Plan`], [`Searcher`]): patterns that cannot backtrack skip the general
+//! matcher with the same results and errors. A pattern without special characters is a
+//! `memchr`/`memmem` search; one single-character class, alone or with `+`, is a linear
+//! scan; any other pattern skips to the next byte its first class matches before running
+//! the matcher. `string.find` answers plain searches of up to [`SCAN_WINDOW`] bytes in a
+//! C function without allocating, and `gmatch` over a literal or one-class pattern is a C
+//! iterator; longer scans check the limits every window.
+//!
 //! Errors: an error returned by a Rust callback reaches Lua as an mlua userdata, not as
 //! the string `luaL_error` makes. So the Rust functions report a failure as values
-//! (`FAIL, message, level`) and a small Lua wrapper raises it with `error`, which puts
-//! the caller's position on the message as `luaL_error` does. Errors thrown by a `gsub`
+//! (`FAIL, message, level`) and a small C function in front of each ([`front`]) raises
+//! it with `lua_error`, the message prefixed with the caller's position by `luaL_where`
+//! as `luaL_error` does; no Lua frame stands between the caller and the string function,
+//! so even a tail call reports the same position as C Lua. Errors thrown by a `gsub`
 //! replacement function (or `__index`) are caught with `pcall` and re-thrown unchanged,
 //! whatever their type. Only limit errors travel as mlua errors.
-//!
-//! One known difference: when the caller tail-calls a string function
-//! (`return s:find(p)`), the wrapper, being a Lua function, replaces the caller's frame,
-//! so an error message names the position and function as seen one level further up
-//! (C Lua keeps the caller's frame under a C function).
 
 use std::cell::Cell;
 use std::ffi::{c_int, c_void};
@@ -832,7 +837,7 @@ fn start_position(pos: i64, len: usize) -> usize {
 // The Lua functions.
 // ---------------------------------------------------------------------------------------
 
-/// The marker that starts a failure report (`FAIL, value, level`) to the Lua wrapper.
+/// The marker that starts a failure report (`FAIL, value, level`) to the C function in front ([`finish`]).
 /// Lua code cannot make a light userdata, so no result can be mistaken for it.
 static FAIL_MARKER: u8 = 0;
 
@@ -895,7 +900,158 @@ unsafe extern "C-unwind" fn find_front(state: *mut ffi::lua_State) -> c_int {
                 ffi::lua_pushnil(state);
                 1
             }
-            None => front(state),
+            None => quick_search(state, true).unwrap_or_else(|| front(state)),
+        }
+    }
+}
+
+/// `string.match`: [`quick_search`], else the Rust function in upvalue 1.
+unsafe extern "C-unwind" fn match_front(state: *mut ffi::lua_State) -> c_int {
+    unsafe { quick_search(state, false).unwrap_or_else(|| front(state)) }
+}
+
+/// What [`quick_search`] found, held as plain values so that nothing needs dropping
+/// when the results are pushed (pushing may raise a Lua error).
+enum Quick {
+    Missing,
+    Found {
+        start: usize,
+        end: usize,
+        captures: [CaptureValue; MAX_CAPTURES],
+        count: usize,
+    },
+    /// An error message; `true` to prefix the caller's position (`luaL_error`).
+    Error(String, bool),
+}
+
+/// An optional integer argument (`None` if present and not an integer: full path).
+unsafe fn integer_arg(state: *mut ffi::lua_State, index: c_int, default: i64) -> Option<i64> {
+    unsafe {
+        match ffi::lua_type(state, index) {
+            ffi::LUA_TNONE | ffi::LUA_TNIL => Some(default),
+            ffi::LUA_TNUMBER if ffi::lua_isinteger(state, index) != 0 => {
+                Some(ffi::lua_tointeger(state, index))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// The bytes Lua has allocated, as `Lua::used_memory` counts them.
+unsafe fn lua_memory(state: *mut ffi::lua_State) -> usize {
+    unsafe {
+        let kilobytes = ffi::lua_gc(state, ffi::LUA_GCCOUNT, 0);
+        let bytes = ffi::lua_gc(state, ffi::LUA_GCCOUNTB, 0);
+        usize::try_from(kilobytes).unwrap_or(0) * 1024 + usize::try_from(bytes).unwrap_or(0)
+    }
+}
+
+/// `string.find` (`find`) or `string.match` with ordinary arguments (two strings and an
+/// optional integer), run here rather than through an mlua callback: the same
+/// [`Searcher`] and limit checks (the [`Tripwire`] in upvalue 2), the same results and
+/// errors, without the per-call cost of converting arguments and results. `None` for
+/// other arguments (the full path then reports any error exactly).
+unsafe fn quick_search(state: *mut ffi::lua_State, find: bool) -> Option<c_int> {
+    unsafe {
+        let n = ffi::lua_gettop(state);
+        if n < 2 || n > if find { 4 } else { 3 } {
+            return None;
+        }
+        if find && n == 4 && ffi::lua_toboolean(state, 4) != 0 {
+            return None;
+        }
+        let src = stack_bytes(state, 1)?;
+        let pat = stack_bytes(state, 2)?;
+        let init = integer_arg(state, 3, 1)?;
+        let tripwire = ffi::lua_touserdata(state, ffi::lua_upvalueindex(2))
+            .cast::<Tripwire>()
+            .cast_const()
+            .as_ref()?;
+        let check = |held: usize| tripwire.check(lua_memory(state).saturating_add(held));
+        let outcome = search(src, pat, init, find, &check);
+        Some(push_quick(state, outcome, find, src))
+    }
+}
+
+/// `str_find_aux` into a [`Quick`].
+fn search(src: &[u8], pat: &[u8], init: i64, find: bool, check: Check) -> Quick {
+    let init = start_position(init, src.len()) - 1;
+    if init > src.len() {
+        return Quick::Missing;
+    }
+    let found = (|| {
+        if find && !has_specials(pat) {
+            let mut matcher = Matcher::new(src, &[], check);
+            let start = matcher.find_plain(pat, init)?;
+            return Ok(start.map(|s| (s, s + pat.len(), [CaptureValue::Position(0); MAX_CAPTURES], 0)));
+        }
+        let (anchored, pat) = anchor(pat);
+        let mut searcher = Searcher::new(src, pat, check);
+        let Some((s, e)) = searcher.find(init, anchored)? else {
+            return Ok(None);
+        };
+        let matcher = searcher.matcher();
+        let count = matcher.capture_count(!find);
+        let mut captures = [CaptureValue::Position(0); MAX_CAPTURES];
+        for (i, slot) in captures.iter_mut().enumerate().take(count) {
+            *slot = matcher.capture(i, s, e)?;
+        }
+        Ok(Some((s, e, captures, count)))
+    })();
+    match found {
+        Ok(Some((start, end, captures, count))) => Quick::Found {
+            start,
+            end,
+            captures,
+            count,
+        },
+        Ok(None) => Quick::Missing,
+        Err(Failure::Raise(message)) => Quick::Error(message, true),
+        Err(Failure::Host(error)) => Quick::Error(error.to_string(), false),
+        Err(Failure::Rethrow(_)) => Quick::Error("unexpected error value".to_string(), false),
+    }
+}
+
+/// Pushes a [`Quick`] outcome as `string.find`/`string.match` results, or raises it.
+unsafe fn push_quick(state: *mut ffi::lua_State, outcome: Quick, find: bool, src: &[u8]) -> c_int {
+    unsafe {
+        match outcome {
+            Quick::Missing => {
+                ffi::lua_pushnil(state);
+                1
+            }
+            Quick::Found {
+                start,
+                end,
+                captures,
+                count,
+            } => {
+                ffi::luaL_checkstack(state, count as c_int + 2, c"too many captures".as_ptr());
+                if find {
+                    ffi::lua_pushinteger(state, start as i64 + 1);
+                    ffi::lua_pushinteger(state, end as i64);
+                }
+                for capture in captures.iter().take(count) {
+                    match *capture {
+                        CaptureValue::Text(a, b) => {
+                            let text = piece(src, a, b);
+                            ffi::lua_pushlstring(state, text.as_ptr().cast(), text.len());
+                        }
+                        CaptureValue::Position(p) => ffi::lua_pushinteger(state, p as i64),
+                    }
+                }
+                count as c_int + if find { 2 } else { 0 }
+            }
+            Quick::Error(message, at_caller) => {
+                ffi::lua_pushlstring(state, message.as_ptr().cast(), message.len());
+                drop(message);
+                if at_caller {
+                    ffi::luaL_where(state, 1);
+                    ffi::lua_rotate(state, -2, 1);
+                    ffi::lua_concat(state, 2);
+                }
+                ffi::lua_error(state)
+            }
         }
     }
 }
@@ -1085,11 +1241,11 @@ unsafe extern "C-unwind" fn gmatch_step(state: *mut ffi::lua_State) -> c_int {
 }
 
 /// A C closure of `function` over `upvalues` (the Rust function first).
-fn c_closure(lua: &Lua, function: ffi::lua_CFunction, upvalues: Vec<Function>) -> mlua::Result<Function> {
+fn c_closure(lua: &Lua, function: ffi::lua_CFunction, upvalues: Vec<Value>) -> mlua::Result<Function> {
     let count = c_int::try_from(upvalues.len()).unwrap_or(0);
     // SAFETY: `exec_raw` runs the closure protected with the upvalues on the stack.
     unsafe {
-        lua.exec_raw(MultiValue::from_iter(upvalues.into_iter().map(Value::Function)), |state| {
+        lua.exec_raw(MultiValue::from_vec(upvalues), |state| {
             ffi::lua_pushcclosure(state, function, count);
         })
     }
@@ -1137,10 +1293,13 @@ pub(crate) fn install(lua: &Lua, tripwire: Rc<Tripwire>) -> mlua::Result<()> {
         let tripwire = Rc::clone(&tripwire);
         lua.create_function(move |lua, ()| tripwire.check(lua.used_memory()))?
     };
-    let find = c_closure(lua, find_front, vec![core_find])?;
-    let r#match = c_closure(lua, front, vec![core_match])?;
-    let gmatch = c_closure(lua, gmatch_front, vec![core_gmatch, check])?;
-    let gsub = c_closure(lua, front, vec![core_gsub])?;
+    // The C functions reach the tripwire through a light userdata: the Rust functions
+    // beside it in their upvalues own a reference, so it lives as long as they do.
+    let tripwire_pointer = Value::LightUserData(LightUserData(Rc::as_ptr(&tripwire).cast_mut().cast()));
+    let find = c_closure(lua, find_front, vec![Value::Function(core_find), tripwire_pointer.clone()])?;
+    let r#match = c_closure(lua, match_front, vec![Value::Function(core_match), tripwire_pointer])?;
+    let gmatch = c_closure(lua, gmatch_front, vec![Value::Function(core_gmatch), Value::Function(check)])?;
+    let gsub = c_closure(lua, front, vec![Value::Function(core_gsub)])?;
     let string: Table = globals.get("string")?;
     string.raw_set("find", find)?;
     string.raw_set("match", r#match)?;
@@ -1148,7 +1307,7 @@ pub(crate) fn install(lua: &Lua, tripwire: Rc<Tripwire>) -> mlua::Result<()> {
     string.raw_set("gsub", gsub)
 }
 
-/// Turns a result into what the Lua wrapper expects: the values, or `FAIL, value, level`.
+/// Turns a result into what [`finish`] expects: the values, or `FAIL, value, level`.
 fn report(lua: &Lua, result: Result<MultiValue, Failure>) -> mlua::Result<MultiValue> {
     let (value, level) = match result {
         Ok(values) => return Ok(values),
@@ -1233,7 +1392,7 @@ impl Args<'_> {
         self.arg_error(n, &format!("{expected} expected, got {got}"))
     }
 
-    /// `luaL_argerror`. The name is the one the caller used for the Lua wrapper (stack
+    /// `luaL_argerror`. The name is the one the caller used for the C function in front (stack
     /// level 1, the Rust function being level 0), as C Lua names the C function.
     fn arg_error(&self, n: usize, extra: &str) -> Failure {
         let (name, what) = self

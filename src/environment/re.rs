@@ -279,7 +279,7 @@ fn find_all(call: &Call, (text, pattern, flags): (LuaString, LuaString, Option<L
     let bytes = text.as_bytes();
     if regex.captures_len() == 1 {
         // Whole matches only: strings built in one call.
-        return string_sequence(lua, regex.find_iter(&bytes).map(|m| m.as_bytes()), &mut budget);
+        return string_sequence(lua, regex.find_iter(&bytes).map(|m| m.as_bytes()), 0, &mut budget);
     }
     let found = lua.create_table()?;
     let mut previous = 0;
@@ -332,7 +332,7 @@ fn split(
         Some(max) if max >= 0 => usize::try_from(max).unwrap_or(usize::MAX).saturating_add(1),
         _ => usize::MAX,
     };
-    string_sequence(lua, regex.splitn(&bytes, limit), &mut budget)
+    string_sequence(lua, regex.splitn(&bytes, limit), 0, &mut budget)
 }
 
 /// What `re.gsub` puts in place of a match.

@@ -80,17 +80,24 @@ impl<'a> Budget<'a> {
 /// A sequence of strings built in one protected call: mlua's per-value calls cost more
 /// than copying a short line, and `lines(context)` makes a million of them. The limits
 /// are checked as it goes; an allocation past the memory limit fails as any other.
+/// `expected` pieces are made room for up front. The collector pauses meanwhile: every
+/// piece is kept, so a collection would only walk the growing table again and again
+/// (allocations are still counted against the memory limit).
 pub(crate) fn string_sequence<'t>(
     lua: &Lua,
     pieces: impl Iterator<Item = &'t [u8]>,
+    expected: usize,
     budget: &mut Budget,
 ) -> mlua::Result<Table> {
     let mut stopped = None;
+    let collecting = lua.gc_is_running();
+    lua.gc_stop();
+    let expected = std::ffi::c_int::try_from(expected).unwrap_or(0);
     // SAFETY: the closure runs protected, pushes one table and only pushes strings into
     // it; if an allocation fails, Lua unwinds past it, and it owns nothing to drop.
     let table = unsafe {
         lua.exec_raw::<Table>((), |state| {
-            ffi::lua_createtable(state, 0, 0);
+            ffi::lua_createtable(state, expected, 0);
             for (n, piece) in pieces.enumerate() {
                 ffi::lua_pushlstring(state, piece.as_ptr().cast(), piece.len());
                 ffi::lua_rawseti(state, -2, n as ffi::lua_Integer + 1);
@@ -99,8 +106,12 @@ pub(crate) fn string_sequence<'t>(
                     return;
                 }
             }
-        })?
+        })
     };
+    if collecting {
+        lua.gc_restart();
+    }
+    let table = table?;
     match stopped {
         Some(error) => Err(error),
         None => Ok(table),
@@ -466,7 +477,8 @@ pub(crate) fn table(lua: &Lua, tripwire: &Rc<Tripwire>, cache: &Rc<RegexCache>) 
         "lines",
         primitive!(|lua, budget, text: LuaString| {
             let text = text.as_bytes();
-            string_sequence(lua, lines_of(&text).map(|line| slice(&text, line)), &mut budget)
+            let expected = line_count(&text, &mut budget)?;
+            string_sequence(lua, lines_of(&text).map(|line| slice(&text, line)), expected, &mut budget)
         }),
     )?;
     add(
@@ -521,7 +533,8 @@ pub(crate) fn table(lua: &Lua, tripwire: &Rc<Tripwire>, cache: &Rc<RegexCache>) 
         primitive!(|lua, budget, (text, size, overlap): (LuaString, i64, i64)| {
             let text = text.as_bytes();
             let chunks = size_chunks(&text, count(size).max(4), count(overlap));
-            string_sequence(lua, chunks.map(|(start, end)| text.get(start..end).unwrap_or_default()), &mut budget)
+            let expected = text.len() / count(size).max(4) + 1;
+            string_sequence(lua, chunks.map(|(start, end)| text.get(start..end).unwrap_or_default()), expected, &mut budget)
         }),
     )?;
     Ok(primitives)

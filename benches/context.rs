@@ -34,8 +34,16 @@ fn generate_log(bytes: usize) -> String {
         state ^= state << 17;
         state % n
     };
-    let users = ["alice", "bob", "carol", "dave", "erin", "frank", "grace", "heidi"];
-    let paths = ["/api/v1/items", "/api/v1/users", "/login", "/static/app.js", "/health"];
+    let users = [
+        "alice", "bob", "carol", "dave", "erin", "frank", "grace", "heidi",
+    ];
+    let paths = [
+        "/api/v1/items",
+        "/api/v1/users",
+        "/login",
+        "/static/app.js",
+        "/health",
+    ];
     let mut log = String::with_capacity(bytes + 200);
     let mut second = 0u64;
     while log.len() < bytes {
@@ -167,7 +175,10 @@ fn c_lua(log: &str, hooked: bool) -> mlua::Lua {
 
 /// The library functions and the Python code doing the same.
 const LIBRARY: &[(&str, &str)] = &[
-    ("line_count(context)", "s.count('\\n') + (0 if s.endswith('\\n') else 1)"),
+    (
+        "line_count(context)",
+        "s.count('\\n') + (0 if s.endswith('\\n') else 1)",
+    ),
     ("lines(context)", "s.splitlines()"),
     (
         "grep(context, ',ERROR,', 0, true)",
@@ -224,9 +235,16 @@ fn python_times(log_path: &std::path::Path, reps: usize) -> Option<Vec<Duration>
             "best = 1e9\nfor _ in range({reps}):\n    t = time.perf_counter()\n    if True:\n{body}    best = min(best, time.perf_counter() - t)\nprint(best)\n"
         ));
     }
-    let output = Command::new("python3").arg("-c").arg(&script).output().ok()?;
+    let output = Command::new("python3")
+        .arg("-c")
+        .arg(&script)
+        .output()
+        .ok()?;
     if !output.status.success() {
-        eprintln!("python3 failed: {}", String::from_utf8_lossy(&output.stderr));
+        eprintln!(
+            "python3 failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
         return None;
     }
     let text = String::from_utf8_lossy(&output.stdout);
@@ -251,6 +269,9 @@ const STRING_OPS: &[&str] = &[
     "local t = {} for i = 1, 200000 do t[i] = context:sub(i * 100, i * 100 + 50) end local s = table.concat(t):upper()",
 ];
 
+/// The same work as one `re` call, with the `regex` crate.
+type DirectCall<'a> = Box<dyn Fn() + 'a>;
+
 /// `re` calls and the same work with the `regex` crate.
 fn re_rows(env: &Environment, log: &str, reps: usize) -> Vec<Row> {
     use regex::bytes::Regex;
@@ -260,7 +281,7 @@ fn re_rows(env: &Environment, log: &str, reps: usize) -> Vec<Row> {
     let digits = Regex::new(r"\d+").unwrap();
     let newline = Regex::new("\n").unwrap();
     let missing = Regex::new(r"user=zed\d+").unwrap();
-    let cases: Vec<(&str, Box<dyn Fn()>)> = vec![
+    let cases: Vec<(&str, DirectCall)> = vec![
         (
             "re.count(context, [[ERROR,service-\\d+]])",
             Box::new(|| {
@@ -369,7 +390,11 @@ fn main() {
     );
     drop((plain, hooked));
 
-    print_table("re vs the regex crate", &["regex"], &re_rows(&env, &log, reps));
+    print_table(
+        "re vs the regex crate",
+        &["regex"],
+        &re_rows(&env, &log, reps),
+    );
     print_table(
         "token_count vs tiktoken-rs",
         &["tiktoken-rs"],

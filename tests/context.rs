@@ -122,18 +122,36 @@ fn re_flags_change_case_lines_and_dots() {
 #[test]
 fn bad_patterns_and_flags_are_clear_errors() {
     let env = env(Limits::default());
-    let message = error(&env, r#"re.find("abc", "a(b")"#).message().to_string();
+    let message = error(&env, r#"re.find("abc", "a(b")"#)
+        .message()
+        .to_string();
     assert!(
-        message.contains("re.find") && message.contains("unclosed group") && message.contains("at character 2"),
+        message.contains("re.find")
+            && message.contains("unclosed group")
+            && message.contains("at character 2"),
         "{message}"
     );
-    let message = error(&env, r#"re.count("abc", "[z-a]")"#).message().to_string();
-    assert!(message.contains("re.count") && message.contains("bad pattern"), "{message}");
-    let message = error(&env, r#"re.find("abc", "a", 1, "q")"#).message().to_string();
+    let message = error(&env, r#"re.count("abc", "[z-a]")"#)
+        .message()
+        .to_string();
+    assert!(
+        message.contains("re.count") && message.contains("bad pattern"),
+        "{message}"
+    );
+    let message = error(&env, r#"re.find("abc", "a", 1, "q")"#)
+        .message()
+        .to_string();
     assert!(message.contains("unknown flag 'q'"), "{message}");
-    let message = error(&env, r#"re.find("abc", [[\w{1000}{1000}]])"#).message().to_string();
-    assert!(message.contains("too large") || message.contains("exceeds"), "{message}");
-    let message = error(&env, r#"re.gsub("abc", "b", true)"#).message().to_string();
+    let message = error(&env, r#"re.find("abc", [[\w{1000}{1000}]])"#)
+        .message()
+        .to_string();
+    assert!(
+        message.contains("too large") || message.contains("exceeds"),
+        "{message}"
+    );
+    let message = error(&env, r#"re.gsub("abc", "b", true)"#)
+        .message()
+        .to_string();
     assert!(message.contains("string, function or table"), "{message}");
     // The environment keeps working after each of them.
     assert_eq!(output(&env, r#"print(re.find("abc", "b"))"#), "2\t2\n");
@@ -142,8 +160,16 @@ fn bad_patterns_and_flags_are_clear_errors() {
 #[test]
 fn re_is_a_read_only_builtin() {
     let env = env(Limits::default());
-    assert!(error(&env, "re = {}").message().contains("cannot assign to built-in 're'"));
-    assert!(error(&env, "re.find = print").message().contains("cannot assign to built-in 're.find'"));
+    assert!(
+        error(&env, "re = {}")
+            .message()
+            .contains("cannot assign to built-in 're'")
+    );
+    assert!(
+        error(&env, "re.find = print")
+            .message()
+            .contains("cannot assign to built-in 're.find'")
+    );
     assert_eq!(output(&env, "print(getmetatable(re))"), "false\n");
     assert_eq!(output(&env, r#"print(re.find("ab", "b"))"#), "2\t2\n");
 }
@@ -192,10 +218,20 @@ fn a_time_limit_stops_a_primitive_inside_its_scan() {
         // Were the limit checked only after the call, "after" would be printed first.
         let failure = error(&env, &format!("{call} print('after')"));
         assert!(
-            matches!(failure, ExecError::Limit { kind: LimitKind::Time, .. }),
+            matches!(
+                failure,
+                ExecError::Limit {
+                    kind: LimitKind::Time,
+                    ..
+                }
+            ),
             "{call}: {failure:?}"
         );
-        assert_eq!(failure.output(), "", "{call} ran to the end before stopping");
+        assert_eq!(
+            failure.output(),
+            "",
+            "{call} ran to the end before stopping"
+        );
     }
 }
 
@@ -212,7 +248,13 @@ fn result_tables_of_primitives_count_against_the_memory_limit() {
     for call in ["lines(context)", "re.find_all(context, [[\\d+]])"] {
         let failure = error(&env, &format!("t = {call}"));
         assert!(
-            matches!(failure, ExecError::Limit { kind: LimitKind::Memory, .. }),
+            matches!(
+                failure,
+                ExecError::Limit {
+                    kind: LimitKind::Memory,
+                    ..
+                }
+            ),
             "{call}: {failure:?}"
         );
     }

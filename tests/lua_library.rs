@@ -155,9 +155,8 @@ fn run_in_sandbox(file: &str, name: &str) {
         .map(|n| "=".repeat(n))
         .find(|eq| !source.contains(&format!("]{eq}]")))
         .unwrap_or_default();
-    let load = format!(
-        "lua_tests = assert(load([{level}[\n{source}]{level}], '@tests/lua/{file}'))()"
-    );
+    let load =
+        format!("lua_tests = assert(load([{level}[\n{source}]{level}], '@tests/lua/{file}'))()");
     env.execute(&load)
         .unwrap_or_else(|e| panic!("tests/lua/{file} did not load in the sandbox:\n{e}"));
     if let Err(e) = env.execute(&format!("lua_tests.{name}()")) {

@@ -542,7 +542,12 @@ impl<'a> Matcher<'a> {
 
     /// The end of a match of the one-class pattern `pat[..class_end]` (with `+` when
     /// `repeat`) at `s`: greedy repetition of a single class never backtracks.
-    fn match_class_at(&mut self, s: usize, class_end: usize, repeat: bool) -> Result<Option<usize>, Failure> {
+    fn match_class_at(
+        &mut self,
+        s: usize,
+        class_end: usize,
+        repeat: bool,
+    ) -> Result<Option<usize>, Failure> {
         if !self.single_match(s, 0, class_end) {
             return Ok(None);
         }
@@ -565,7 +570,7 @@ impl<'a> Matcher<'a> {
                 return Ok(Some(s));
             }
             s += 1;
-            if (s - from) % SCAN_WINDOW == 0 {
+            if (s - from).is_multiple_of(SCAN_WINDOW) {
                 self.spend(SCAN_WINDOW)?;
             }
         }
@@ -600,8 +605,8 @@ impl Plan {
         if !pat.iter().any(|b| SPECIALS.contains(b) || *b == b')') {
             return Plan::Literal;
         }
-        let special_escape = pat.first() == Some(&ESCAPE)
-            && matches!(pat.get(1), Some(b'b' | b'f' | b'0'..=b'9'));
+        let special_escape =
+            pat.first() == Some(&ESCAPE) && matches!(pat.get(1), Some(b'b' | b'f' | b'0'..=b'9'));
         if matches!(pat[0], b'(' | b')') || special_escape || pat == b"$" {
             return Plan::General;
         }
@@ -714,7 +719,10 @@ impl<'a> Searcher<'a> {
         match self.plan {
             Plan::Literal => {
                 let pat = self.matcher.pat;
-                Ok(self.matcher.find_plain(pat, from)?.map(|s| (s, s + pat.len())))
+                Ok(self
+                    .matcher
+                    .find_plain(pat, from)?
+                    .map(|s| (s, s + pat.len())))
             }
             Plan::Class { end, repeat } => match self.matcher.find_class(from, end)? {
                 Some(s) => Ok(self.matcher.match_class_at(s, end, repeat)?.map(|e| (s, e))),
@@ -738,7 +746,11 @@ impl<'a> Searcher<'a> {
     }
 
     /// The first match at `from` (when `anchored`) or after it.
-    pub(crate) fn find(&mut self, from: usize, anchored: bool) -> Result<Option<(usize, usize)>, Failure> {
+    pub(crate) fn find(
+        &mut self,
+        from: usize,
+        anchored: bool,
+    ) -> Result<Option<(usize, usize)>, Failure> {
         if anchored {
             return Ok(self.match_at(from)?.map(|e| (from, e)));
         }
@@ -766,7 +778,11 @@ fn anchor(pat: &[u8]) -> (bool, &[u8]) {
 /// `string.find(src, pat)` without captures in the result: where the first match is,
 /// with the same errors (an unfinished capture included) and limit checks. The library's
 /// `grep` matches each line with it.
-pub(crate) fn find_in(src: &[u8], pat: &[u8], check: Check) -> Result<Option<(usize, usize)>, Failure> {
+pub(crate) fn find_in(
+    src: &[u8],
+    pat: &[u8],
+    check: Check,
+) -> Result<Option<(usize, usize)>, Failure> {
     if !pat.iter().any(|b| SPECIALS.contains(b)) {
         let mut matcher = Matcher::new(src, &[], check);
         return Ok(matcher.find_plain(pat, 0)?.map(|s| (s, s + pat.len())));
@@ -912,6 +928,8 @@ unsafe extern "C-unwind" fn match_front(state: *mut ffi::lua_State) -> c_int {
 
 /// What [`quick_search`] found, held as plain values so that nothing needs dropping
 /// when the results are pushed (pushing may raise a Lua error).
+// One per call, on the stack: boxing the captures would allocate, which this path avoids.
+#[allow(clippy::large_enum_variant)]
 enum Quick {
     Missing,
     Found {
@@ -983,7 +1001,14 @@ fn search(src: &[u8], pat: &[u8], init: i64, find: bool, check: Check) -> Quick 
         if find && !has_specials(pat) {
             let mut matcher = Matcher::new(src, &[], check);
             let start = matcher.find_plain(pat, init)?;
-            return Ok(start.map(|s| (s, s + pat.len(), [CaptureValue::Position(0); MAX_CAPTURES], 0)));
+            return Ok(start.map(|s| {
+                (
+                    s,
+                    s + pat.len(),
+                    [CaptureValue::Position(0); MAX_CAPTURES],
+                    0,
+                )
+            }));
         }
         let (anchored, pat) = anchor(pat);
         let mut searcher = Searcher::new(src, pat, check);
@@ -1165,7 +1190,8 @@ unsafe extern "C-unwind" fn quick_gmatch_step(state: *mut ffi::lua_State) -> c_i
         ) else {
             return 0;
         };
-        let mut from = usize::try_from(ffi::lua_tointeger(state, ffi::lua_upvalueindex(3))).unwrap_or(0);
+        let mut from =
+            usize::try_from(ffi::lua_tointeger(state, ffi::lua_upvalueindex(3))).unwrap_or(0);
         loop {
             match next_in_window(src, pat, from) {
                 Window::Found(s, e) => {
@@ -1212,7 +1238,13 @@ fn next_in_window(src: &[u8], pat: &[u8], from: usize) -> Window {
         }
         Plan::Class { end, repeat } => (from..stop)
             .find(|&s| matcher.single_match(s, 0, end))
-            .and_then(|s| matcher.match_class_at(s, end, repeat).ok().flatten().map(|e| (s, e))),
+            .and_then(|s| {
+                matcher
+                    .match_class_at(s, end, repeat)
+                    .ok()
+                    .flatten()
+                    .map(|e| (s, e))
+            }),
         Plan::General => return Window::Done,
     };
     match found {
@@ -1241,7 +1273,11 @@ unsafe extern "C-unwind" fn gmatch_step(state: *mut ffi::lua_State) -> c_int {
 }
 
 /// A C closure of `function` over `upvalues` (the Rust function first).
-fn c_closure(lua: &Lua, function: ffi::lua_CFunction, upvalues: Vec<Value>) -> mlua::Result<Function> {
+fn c_closure(
+    lua: &Lua,
+    function: ffi::lua_CFunction,
+    upvalues: Vec<Value>,
+) -> mlua::Result<Function> {
     let count = c_int::try_from(upvalues.len()).unwrap_or(0);
     // SAFETY: `exec_raw` runs the closure protected with the upvalues on the stack.
     unsafe {
@@ -1295,10 +1331,23 @@ pub(crate) fn install(lua: &Lua, tripwire: Rc<Tripwire>) -> mlua::Result<()> {
     };
     // The C functions reach the tripwire through a light userdata: the Rust functions
     // beside it in their upvalues own a reference, so it lives as long as they do.
-    let tripwire_pointer = Value::LightUserData(LightUserData(Rc::as_ptr(&tripwire).cast_mut().cast()));
-    let find = c_closure(lua, find_front, vec![Value::Function(core_find), tripwire_pointer.clone()])?;
-    let r#match = c_closure(lua, match_front, vec![Value::Function(core_match), tripwire_pointer])?;
-    let gmatch = c_closure(lua, gmatch_front, vec![Value::Function(core_gmatch), Value::Function(check)])?;
+    let tripwire_pointer =
+        Value::LightUserData(LightUserData(Rc::as_ptr(&tripwire).cast_mut().cast()));
+    let find = c_closure(
+        lua,
+        find_front,
+        vec![Value::Function(core_find), tripwire_pointer.clone()],
+    )?;
+    let r#match = c_closure(
+        lua,
+        match_front,
+        vec![Value::Function(core_match), tripwire_pointer],
+    )?;
+    let gmatch = c_closure(
+        lua,
+        gmatch_front,
+        vec![Value::Function(core_gmatch), Value::Function(check)],
+    )?;
     let gsub = c_closure(lua, front, vec![Value::Function(core_gsub)])?;
     let string: Table = globals.get("string")?;
     string.raw_set("find", find)?;
@@ -1630,7 +1679,15 @@ fn gsub(
         count += 1;
         let before = out.len();
         let matcher = searcher.matcher();
-        changed |= add_value(lua, matcher, &src, (start, e), &replacement, helpers, &mut out)?;
+        changed |= add_value(
+            lua,
+            matcher,
+            &src,
+            (start, e),
+            &replacement,
+            helpers,
+            &mut out,
+        )?;
         // The result grows outside Lua's allocator: count it against the limits.
         matcher.hold(out.len());
         matcher.spend(out.len() - before + skipped.len())?;
@@ -1839,7 +1896,10 @@ mod tests {
         };
         let src = vec![b'a'; 3 * SCAN_WINDOW];
         let mut matcher = Matcher::new(&src, &[], &check);
-        assert!(matches!(matcher.find_plain(b"ab", 0), Err(Failure::Host(_))));
+        assert!(matches!(
+            matcher.find_plain(b"ab", 0),
+            Err(Failure::Host(_))
+        ));
         assert_eq!(calls.get(), 1);
         // A search that ends within a window checks less often than every window.
         let short = vec![b'a'; 1000];
@@ -1849,11 +1909,33 @@ mod tests {
 
     #[test]
     fn plans_skip_the_matcher_only_where_it_cannot_backtrack() {
-        let plan = |pat: &str| Plan::of(pat.as_bytes(), &Matcher::new(b"", pat.as_bytes(), &no_limit));
+        let plan = |pat: &str| {
+            Plan::of(
+                pat.as_bytes(),
+                &Matcher::new(b"", pat.as_bytes(), &no_limit),
+            )
+        };
         assert_eq!(plan("abc"), Plan::Literal);
-        assert_eq!(plan("[^\n]+"), Plan::Class { end: 4, repeat: true });
-        assert_eq!(plan("%d"), Plan::Class { end: 2, repeat: false });
-        let first = |pat: &str| first_class(pat.as_bytes(), &Matcher::new(b"", pat.as_bytes(), &no_limit));
+        assert_eq!(
+            plan("[^\n]+"),
+            Plan::Class {
+                end: 4,
+                repeat: true
+            }
+        );
+        assert_eq!(
+            plan("%d"),
+            Plan::Class {
+                end: 2,
+                repeat: false
+            }
+        );
+        let first = |pat: &str| {
+            first_class(
+                pat.as_bytes(),
+                &Matcher::new(b"", pat.as_bytes(), &no_limit),
+            )
+        };
         assert_eq!(first("user=%d+"), Some((0, 1)));
         assert_eq!(first("(%d+) ms"), Some((1, 3)));
         assert_eq!(first("()[ab]c"), Some((2, 6)));
@@ -1861,7 +1943,9 @@ mod tests {
             assert_eq!(first(none), None, "{none:?}");
         }
         assert_eq!(first(&"(".repeat(40)), None);
-        for general in ["", ")", "a)", "%b()", "%f[%a]", "%1", "$", "a*", "[a", "(a)", "a+b"] {
+        for general in [
+            "", ")", "a)", "%b()", "%f[%a]", "%1", "$", "a*", "[a", "(a)", "a+b",
+        ] {
             assert_eq!(plan(general), Plan::General, "{general:?}");
         }
     }

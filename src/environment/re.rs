@@ -154,7 +154,12 @@ fn group(lua: &Lua, captures: &Captures, i: usize, absent: Value) -> mlua::Resul
 /// the pattern has none: what `string.match` gives.
 fn groups_or_match(lua: &Lua, captures: &Captures) -> mlua::Result<MultiValue> {
     if captures.len() == 1 {
-        return Ok(MultiValue::from_vec(vec![group(lua, captures, 0, Value::Nil)?]));
+        return Ok(MultiValue::from_vec(vec![group(
+            lua,
+            captures,
+            0,
+            Value::Nil,
+        )?]));
     }
     (1..captures.len())
         .map(|i| group(lua, captures, i, Value::Nil))
@@ -169,7 +174,12 @@ struct Call<'a> {
 }
 
 impl Call<'_> {
-    fn regex(&self, function: &str, pattern: &LuaString, flags: Option<&LuaString>) -> mlua::Result<Regex> {
+    fn regex(
+        &self,
+        function: &str,
+        pattern: &LuaString,
+        flags: Option<&LuaString>,
+    ) -> mlua::Result<Regex> {
         let flags = match flags {
             Some(flags) => flags.to_str()?.to_string(),
             None => String::new(),
@@ -183,7 +193,10 @@ impl Call<'_> {
 }
 
 /// `re.find(text, pattern [, init [, flags]])` → start, end, groups… or nil.
-fn find(call: &Call, args: (LuaString, LuaString, Option<i64>, Option<LuaString>)) -> mlua::Result<MultiValue> {
+fn find(
+    call: &Call,
+    args: (LuaString, LuaString, Option<i64>, Option<LuaString>),
+) -> mlua::Result<MultiValue> {
     let (text, pattern, init, flags) = args;
     let regex = call.regex("re.find", &pattern, flags.as_ref())?;
     let bytes = text.as_bytes();
@@ -194,7 +207,10 @@ fn find(call: &Call, args: (LuaString, LuaString, Option<i64>, Option<LuaString>
         return Ok(MultiValue::from_vec(vec![Value::Nil]));
     };
     let whole = captures.get(0).map_or((0, 0), |m| (m.start(), m.end()));
-    let mut out = vec![Value::Integer(whole.0 as i64 + 1), Value::Integer(whole.1 as i64)];
+    let mut out = vec![
+        Value::Integer(whole.0 as i64 + 1),
+        Value::Integer(whole.1 as i64),
+    ];
     for i in 1..captures.len() {
         out.push(group(call.lua, &captures, i, Value::Nil)?);
     }
@@ -202,7 +218,10 @@ fn find(call: &Call, args: (LuaString, LuaString, Option<i64>, Option<LuaString>
 }
 
 /// `re.match(text, pattern [, init [, flags]])` → groups or the whole match, or nil.
-fn r#match(call: &Call, args: (LuaString, LuaString, Option<i64>, Option<LuaString>)) -> mlua::Result<MultiValue> {
+fn r#match(
+    call: &Call,
+    args: (LuaString, LuaString, Option<i64>, Option<LuaString>),
+) -> mlua::Result<MultiValue> {
     let (text, pattern, init, flags) = args;
     let regex = call.regex("re.match", &pattern, flags.as_ref())?;
     let bytes = text.as_bytes();
@@ -244,7 +263,11 @@ fn gmatch(
     tripwire: &Rc<Tripwire>,
     (text, pattern, flags): (LuaString, LuaString, Option<LuaString>),
 ) -> mlua::Result<Function> {
-    let call = Call { lua, cache, tripwire };
+    let call = Call {
+        lua,
+        cache,
+        tripwire,
+    };
     let regex = call.regex("re.gmatch", &pattern, flags.as_ref())?;
     let position = Cell::new(0);
     let last_end = Cell::new(None);
@@ -272,14 +295,22 @@ fn gmatch(
 
 /// `re.find_all(text, pattern [, flags])` → every match: the whole match when the
 /// pattern has no groups, the group when it has one, a table of groups otherwise.
-fn find_all(call: &Call, (text, pattern, flags): (LuaString, LuaString, Option<LuaString>)) -> mlua::Result<Table> {
+fn find_all(
+    call: &Call,
+    (text, pattern, flags): (LuaString, LuaString, Option<LuaString>),
+) -> mlua::Result<Table> {
     let regex = call.regex("re.find_all", &pattern, flags.as_ref())?;
     let lua = call.lua;
     let mut budget = call.budget();
     let bytes = text.as_bytes();
     if regex.captures_len() == 1 {
         // Whole matches only: strings built in one call.
-        return string_sequence(lua, regex.find_iter(&bytes).map(|m| m.as_bytes()), 0, &mut budget);
+        return string_sequence(
+            lua,
+            regex.find_iter(&bytes).map(|m| m.as_bytes()),
+            0,
+            &mut budget,
+        );
     }
     let found = lua.create_table()?;
     let mut previous = 0;
@@ -304,7 +335,10 @@ fn find_all(call: &Call, (text, pattern, flags): (LuaString, LuaString, Option<L
 }
 
 /// `re.count(text, pattern [, flags])` → the number of matches.
-fn count(call: &Call, (text, pattern, flags): (LuaString, LuaString, Option<LuaString>)) -> mlua::Result<usize> {
+fn count(
+    call: &Call,
+    (text, pattern, flags): (LuaString, LuaString, Option<LuaString>),
+) -> mlua::Result<usize> {
     let regex = call.regex("re.count", &pattern, flags.as_ref())?;
     let mut budget = call.budget();
     let bytes = text.as_bytes();
@@ -365,9 +399,14 @@ impl Replacement {
                 captures.expand(template, out);
                 return Ok(());
             }
-            Replacement::Call(function) => function.call::<Value>(groups_or_match(lua, captures)?)?,
+            Replacement::Call(function) => {
+                function.call::<Value>(groups_or_match(lua, captures)?)?
+            }
             Replacement::Index(table) => {
-                let key = groups_or_match(lua, captures)?.into_iter().next().unwrap_or(Value::Nil);
+                let key = groups_or_match(lua, captures)?
+                    .into_iter()
+                    .next()
+                    .unwrap_or(Value::Nil);
                 table.get::<Value>(key)?
             }
         };
@@ -393,7 +432,13 @@ impl Replacement {
 /// of replacements. A string replacement may use `$0`, `$1`, `${name}` and `$$`.
 fn gsub(
     call: &Call,
-    (text, pattern, replacement, max, flags): (LuaString, LuaString, Value, Option<i64>, Option<LuaString>),
+    (text, pattern, replacement, max, flags): (
+        LuaString,
+        LuaString,
+        Value,
+        Option<i64>,
+        Option<LuaString>,
+    ),
 ) -> mlua::Result<(LuaString, usize)> {
     let regex = call.regex("re.gsub", &pattern, flags.as_ref())?;
     let replacement = Replacement::from_value(replacement)?;
@@ -422,7 +467,9 @@ fn gsub(
         }
         _ => {
             for captures in regex.captures_iter(&bytes).take(max) {
-                let Some(whole) = captures.get(0) else { continue };
+                let Some(whole) = captures.get(0) else {
+                    continue;
+                };
                 advance(&mut out, whole.start(), whole.end())?;
                 replacement.append(lua, &captures, &mut out)?;
             }
@@ -447,7 +494,11 @@ fn table(lua: &Lua, tripwire: &Rc<Tripwire>, cache: &Rc<RegexCache>) -> mlua::Re
             functions.raw_set(
                 $name,
                 lua.create_function(move |lua, args| {
-                    let call = Call { lua, cache: &cache, tripwire: &tripwire };
+                    let call = Call {
+                        lua,
+                        cache: &cache,
+                        tripwire: &tripwire,
+                    };
                     $implementation(&call, args)
                 })?,
             )?;

@@ -179,7 +179,12 @@ fn line_count(text: &[u8], budget: &mut Budget) -> mlua::Result<usize> {
 
 /// Lines `first..=last` (1-based, already clamped by the caller to the text's lines)
 /// joined with `"\n"`.
-fn join_lines(text: &[u8], first: usize, last: usize, budget: &mut Budget) -> mlua::Result<Vec<u8>> {
+fn join_lines(
+    text: &[u8],
+    first: usize,
+    last: usize,
+    budget: &mut Budget,
+) -> mlua::Result<Vec<u8>> {
     let mut out = Vec::new();
     for (index, line) in lines_of(text).enumerate() {
         let number = index + 1;
@@ -235,6 +240,8 @@ fn find_all(lua: &Lua, text: &[u8], needle: &[u8], budget: &mut Budget) -> mlua:
 }
 
 /// How `grep` matches a line.
+// One per `grep` call, on the stack.
+#[allow(clippy::large_enum_variant)]
 enum LineMatcher<'a> {
     Plain(memmem::Finder<'a>),
     Pattern(&'a [u8]),
@@ -431,14 +438,20 @@ fn utf8_safe_end(text: &[u8], stop: usize, floor: usize) -> Option<usize> {
 
 /// `chunk_by_size(text, size, overlap)` (arguments already checked): where each chunk
 /// starts and ends (0-based, exclusive end).
-fn size_chunks(text: &[u8], size: usize, overlap: usize) -> impl Iterator<Item = (usize, usize)> + '_ {
+fn size_chunks(
+    text: &[u8],
+    size: usize,
+    overlap: usize,
+) -> impl Iterator<Item = (usize, usize)> + '_ {
     let mut first = 1;
     std::iter::from_fn(move || {
         if first > text.len() {
             return None;
         }
         let stop = first + size - 1;
-        let last = utf8_safe_end(text, stop, first).unwrap_or(stop).min(text.len());
+        let last = utf8_safe_end(text, stop, first)
+            .unwrap_or(stop)
+            .min(text.len());
         let chunk = (first - 1, last);
         first = if last >= text.len() {
             text.len() + 1
@@ -457,7 +470,11 @@ fn count(value: i64) -> usize {
 }
 
 /// Builds the hidden table of primitives.
-pub(crate) fn table(lua: &Lua, tripwire: &Rc<Tripwire>, cache: &Rc<RegexCache>) -> mlua::Result<Table> {
+pub(crate) fn table(
+    lua: &Lua,
+    tripwire: &Rc<Tripwire>,
+    cache: &Rc<RegexCache>,
+) -> mlua::Result<Table> {
     let primitives = lua.create_table()?;
     let add = |name: &str, function: mlua::Function| primitives.raw_set(name, function);
     macro_rules! primitive {
@@ -478,7 +495,12 @@ pub(crate) fn table(lua: &Lua, tripwire: &Rc<Tripwire>, cache: &Rc<RegexCache>) 
         primitive!(|lua, budget, text: LuaString| {
             let text = text.as_bytes();
             let expected = line_count(&text, &mut budget)?;
-            string_sequence(lua, lines_of(&text).map(|line| slice(&text, line)), expected, &mut budget)
+            string_sequence(
+                lua,
+                lines_of(&text).map(|line| slice(&text, line)),
+                expected,
+                &mut budget,
+            )
         }),
     )?;
     add(
@@ -519,23 +541,44 @@ pub(crate) fn table(lua: &Lua, tripwire: &Rc<Tripwire>, cache: &Rc<RegexCache>) 
     add(
         "chunk_by_lines",
         primitive!(|lua, budget, (text, n, overlap): (LuaString, i64, i64)| {
-            chunk_by_lines(lua, &text.as_bytes(), count(n).max(1), count(overlap), &mut budget)
+            chunk_by_lines(
+                lua,
+                &text.as_bytes(),
+                count(n).max(1),
+                count(overlap),
+                &mut budget,
+            )
         }),
     )?;
     add(
         "chunk_by_separator",
-        primitive!(|lua, budget, (text, separator, max): (LuaString, LuaString, Option<i64>)| {
-            chunk_by_separator(lua, &text.as_bytes(), &separator.as_bytes(), max.map(count), &mut budget)
-        }),
+        primitive!(
+            |lua, budget, (text, separator, max): (LuaString, LuaString, Option<i64>)| {
+                chunk_by_separator(
+                    lua,
+                    &text.as_bytes(),
+                    &separator.as_bytes(),
+                    max.map(count),
+                    &mut budget,
+                )
+            }
+        ),
     )?;
     add(
         "chunk_by_size",
-        primitive!(|lua, budget, (text, size, overlap): (LuaString, i64, i64)| {
-            let text = text.as_bytes();
-            let chunks = size_chunks(&text, count(size).max(4), count(overlap));
-            let expected = text.len() / count(size).max(4) + 1;
-            string_sequence(lua, chunks.map(|(start, end)| text.get(start..end).unwrap_or_default()), expected, &mut budget)
-        }),
+        primitive!(
+            |lua, budget, (text, size, overlap): (LuaString, i64, i64)| {
+                let text = text.as_bytes();
+                let chunks = size_chunks(&text, count(size).max(4), count(overlap));
+                let expected = text.len() / count(size).max(4) + 1;
+                string_sequence(
+                    lua,
+                    chunks.map(|(start, end)| text.get(start..end).unwrap_or_default()),
+                    expected,
+                    &mut budget,
+                )
+            }
+        ),
     )?;
     Ok(primitives)
 }
@@ -553,7 +596,8 @@ fn grep_function(
             let mut budget = Budget::new(lua, &tripwire);
             let pattern_bytes = pattern.as_bytes();
             // As in `string.find`, a pattern without special characters is plain text.
-            let plain = mode == "plain" || (mode == "pattern" && !patterns::has_specials(&pattern_bytes));
+            let plain =
+                mode == "plain" || (mode == "pattern" && !patterns::has_specials(&pattern_bytes));
             let matcher = match mode.as_str() {
                 _ if plain => LineMatcher::Plain(memmem::Finder::new(&pattern_bytes)),
                 "regex" => LineMatcher::Regex(cache.get("grep", &pattern_bytes, "")?),

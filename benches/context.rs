@@ -347,8 +347,10 @@ fn token_row(env: &Environment, log: &str, reps: usize) -> Row {
 }
 
 fn main() {
-    let megabytes = setting("RLM_BENCH_CONTEXT_MB", 100);
-    let reps = setting("RLM_BENCH_REPS", 3);
+    // `cargo test --benches` runs this without `--bench`: a quick smoke run then.
+    let smoke = !std::env::args().any(|arg| arg == "--bench");
+    let megabytes = setting("RLM_BENCH_CONTEXT_MB", if smoke { 1 } else { 100 });
+    let reps = setting("RLM_BENCH_REPS", if smoke { 1 } else { 3 });
     let log = generate_log(megabytes << 20);
     println!(
         "context: {} bytes, {} lines; best of {reps}",

@@ -942,19 +942,6 @@ enum Quick {
     Error(String, bool),
 }
 
-/// An optional integer argument (`None` if present and not an integer: full path).
-unsafe fn integer_arg(state: *mut ffi::lua_State, index: c_int, default: i64) -> Option<i64> {
-    unsafe {
-        match ffi::lua_type(state, index) {
-            ffi::LUA_TNONE | ffi::LUA_TNIL => Some(default),
-            ffi::LUA_TNUMBER if ffi::lua_isinteger(state, index) != 0 => {
-                Some(ffi::lua_tointeger(state, index))
-            }
-            _ => None,
-        }
-    }
-}
-
 /// The bytes Lua has allocated, as `Lua::used_memory` counts them.
 unsafe fn lua_memory(state: *mut ffi::lua_State) -> usize {
     unsafe {
@@ -971,16 +958,10 @@ unsafe fn lua_memory(state: *mut ffi::lua_State) -> usize {
 /// other arguments (the full path then reports any error exactly).
 unsafe fn quick_search(state: *mut ffi::lua_State, find: bool) -> Option<c_int> {
     unsafe {
-        let n = ffi::lua_gettop(state);
-        if n < 2 || n > if find { 4 } else { 3 } {
+        if find && ffi::lua_toboolean(state, 4) != 0 {
             return None;
         }
-        if find && n == 4 && ffi::lua_toboolean(state, 4) != 0 {
-            return None;
-        }
-        let src = stack_bytes(state, 1)?;
-        let pat = stack_bytes(state, 2)?;
-        let init = integer_arg(state, 3, 1)?;
+        let (src, pat, init) = ordinary_args(state, if find { 4 } else { 3 })?;
         let tripwire = ffi::lua_touserdata(state, ffi::lua_upvalueindex(2))
             .cast::<Tripwire>()
             .cast_const()
@@ -1096,12 +1077,16 @@ unsafe fn stack_bytes<'a>(state: *mut ffi::lua_State, index: c_int) -> Option<&'
     }
 }
 
-/// `string.find`'s answer when it needs neither the matcher nor a limit check: the
-/// 1-based start and end, `Some(None)` for no match, `None` to take the full path.
-unsafe fn quick_find(state: *mut ffi::lua_State) -> Option<Option<(i64, i64)>> {
+/// The ordinary arguments of a string function: subject and pattern (strings, not
+/// numbers) and an optional integer start, with at most `max_args` arguments; `None`
+/// for anything else, which the full path handles (and reports errors for).
+unsafe fn ordinary_args<'a>(
+    state: *mut ffi::lua_State,
+    max_args: c_int,
+) -> Option<(&'a [u8], &'a [u8], i64)> {
     unsafe {
         let n = ffi::lua_gettop(state);
-        if !(2..=4).contains(&n) {
+        if !(2..=max_args).contains(&n) {
             return None;
         }
         let src = stack_bytes(state, 1)?;
@@ -1111,7 +1096,16 @@ unsafe fn quick_find(state: *mut ffi::lua_State) -> Option<Option<(i64, i64)>> {
             ffi::LUA_TNUMBER if ffi::lua_isinteger(state, 3) != 0 => ffi::lua_tointeger(state, 3),
             _ => return None,
         };
-        let plain = n == 4 && ffi::lua_toboolean(state, 4) != 0;
+        Some((src, pat, init))
+    }
+}
+
+/// `string.find`'s answer when it needs neither the matcher nor a limit check: the
+/// 1-based start and end, `Some(None)` for no match, `None` to take the full path.
+unsafe fn quick_find(state: *mut ffi::lua_State) -> Option<Option<(i64, i64)>> {
+    unsafe {
+        let (src, pat, init) = ordinary_args(state, 4)?;
+        let plain = ffi::lua_toboolean(state, 4) != 0;
         if !plain && pat.iter().any(|b| SPECIALS.contains(b)) {
             return None;
         }
@@ -1160,17 +1154,7 @@ fn no_check(_: usize) -> mlua::Result<()> {
 /// The 0-based start of a `gmatch` whose pattern needs no matcher, or `None`.
 unsafe fn quick_gmatch_start(state: *mut ffi::lua_State) -> Option<usize> {
     unsafe {
-        let n = ffi::lua_gettop(state);
-        if !(2..=3).contains(&n) {
-            return None;
-        }
-        let src = stack_bytes(state, 1)?;
-        let pat = stack_bytes(state, 2)?;
-        let init = match ffi::lua_type(state, 3) {
-            ffi::LUA_TNONE | ffi::LUA_TNIL => 1,
-            ffi::LUA_TNUMBER if ffi::lua_isinteger(state, 3) != 0 => ffi::lua_tointeger(state, 3),
-            _ => return None,
-        };
+        let (src, pat, init) = ordinary_args(state, 3)?;
         let plan = Plan::of(pat, &Matcher::new(src, pat, &no_check));
         if plan == Plan::General {
             return None;

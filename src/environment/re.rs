@@ -29,7 +29,7 @@ use mlua::{Function, Lua, LuaString, MultiValue, Table, Value};
 use regex::bytes::{Captures, Regex, RegexBuilder};
 
 use super::limits::Tripwire;
-use super::text::{Budget, string_sequence};
+use super::text::{Budget, optional_string_sequence, string_sequence};
 
 /// The name of the built-in table.
 pub(crate) const NAME: &str = "re";
@@ -303,14 +303,19 @@ fn find_all(
     let lua = call.lua;
     let mut budget = call.budget();
     let bytes = text.as_bytes();
-    if regex.captures_len() == 1 {
-        // Whole matches only: strings built in one call.
-        return string_sequence(
-            lua,
-            regex.find_iter(&bytes).map(|m| m.as_bytes()),
-            0,
-            &mut budget,
-        );
+    match regex.captures_len() {
+        // Whole matches, or one group's text: strings built in one call.
+        1 => {
+            let matches = regex.find_iter(&bytes).map(|m| m.as_bytes());
+            return string_sequence(lua, matches, 0, &mut budget);
+        }
+        2 => {
+            let groups = regex
+                .captures_iter(&bytes)
+                .map(|c| c.get(1).map(|m| m.as_bytes()));
+            return optional_string_sequence(lua, groups, 0, &mut budget);
+        }
+        _ => {}
     }
     let found = lua.create_table()?;
     let mut previous = 0;
@@ -318,18 +323,11 @@ fn find_all(
         let end = captures.get(0).map_or(previous, |m| m.end());
         budget.spend(end.saturating_sub(previous) + 64)?;
         previous = end;
-        let value = match captures.len() {
-            1 => group(lua, &captures, 0, Value::Boolean(false))?,
-            2 => group(lua, &captures, 1, Value::Boolean(false))?,
-            groups => {
-                let entry = lua.create_table_with_capacity(groups - 1, 0)?;
-                for i in 1..groups {
-                    entry.raw_set(i, group(lua, &captures, i, Value::Boolean(false))?)?;
-                }
-                Value::Table(entry)
-            }
-        };
-        found.raw_set(n + 1, value)?;
+        let entry = lua.create_table_with_capacity(captures.len() - 1, 0)?;
+        for i in 1..captures.len() {
+            entry.raw_set(i, group(lua, &captures, i, Value::Boolean(false))?)?;
+        }
+        found.raw_set(n + 1, entry)?;
     }
     Ok(found)
 }

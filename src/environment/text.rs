@@ -89,6 +89,16 @@ pub(crate) fn string_sequence<'t>(
     expected: usize,
     budget: &mut Budget,
 ) -> mlua::Result<Table> {
+    optional_string_sequence(lua, pieces.map(Some), expected, budget)
+}
+
+/// [`string_sequence`] where a missing piece is `false`.
+pub(crate) fn optional_string_sequence<'t>(
+    lua: &Lua,
+    pieces: impl Iterator<Item = Option<&'t [u8]>>,
+    expected: usize,
+    budget: &mut Budget,
+) -> mlua::Result<Table> {
     let mut stopped = None;
     let collecting = lua.gc_is_running();
     lua.gc_stop();
@@ -99,9 +109,14 @@ pub(crate) fn string_sequence<'t>(
         lua.exec_raw::<Table>((), |state| {
             ffi::lua_createtable(state, expected, 0);
             for (n, piece) in pieces.enumerate() {
-                ffi::lua_pushlstring(state, piece.as_ptr().cast(), piece.len());
+                match piece {
+                    Some(piece) => {
+                        ffi::lua_pushlstring(state, piece.as_ptr().cast(), piece.len());
+                    }
+                    None => ffi::lua_pushboolean(state, 0),
+                }
                 ffi::lua_rawseti(state, -2, n as ffi::lua_Integer + 1);
-                if let Err(error) = budget.spend(piece.len() + VALUE_COST) {
+                if let Err(error) = budget.spend(piece.map_or(0, <[u8]>::len) + VALUE_COST) {
                     stopped = Some(error);
                     return;
                 }

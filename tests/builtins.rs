@@ -287,8 +287,10 @@ fn every_documented_builtin_is_reserved_and_present() {
     use rlm_registry::environment::builtins::DOCS;
     let env = Environment::new(Registry::baked().clone(), Limits::default()).unwrap();
     for doc in DOCS {
+        // `re.find` and its siblings are reserved through their table's name.
+        let global = doc.name.split('.').next().unwrap_or(doc.name);
         assert!(
-            rlm_registry::conventions::BUILTINS.contains(&doc.name),
+            rlm_registry::conventions::BUILTINS.contains(&global),
             "{} is not reserved",
             doc.name
         );

@@ -137,6 +137,36 @@ fn run(file: &str, name: &str) {
     }
 }
 
+/// Runs the Lua test `name` of `tests/lua/<file>` in the sandbox, where the library
+/// calls the Rust text primitives instead of its pure-Lua code: both must pass the same
+/// tests.
+#[cfg(feature = "runtime")]
+fn run_in_sandbox(file: &str, name: &str) {
+    use rlm_registry::environment::{Environment, Limits};
+    let env = Environment::new(Registry::baked().clone(), Limits::default())
+        .unwrap_or_else(|e| panic!("no environment: {e}"));
+    env.execute(PRELUDE)
+        .unwrap_or_else(|e| panic!("the test prelude failed in the sandbox:\n{e}"));
+    let path = lua_test_path(file);
+    let source = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    // A long bracket whose level does not occur in the source quotes it verbatim.
+    let level = (0..)
+        .map(|n| "=".repeat(n))
+        .find(|eq| !source.contains(&format!("]{eq}]")))
+        .unwrap_or_default();
+    let load =
+        format!("lua_tests = assert(load([{level}[\n{source}]{level}], '@tests/lua/{file}'))()");
+    env.execute(&load)
+        .unwrap_or_else(|e| panic!("tests/lua/{file} did not load in the sandbox:\n{e}"));
+    if let Err(e) = env.execute(&format!("lua_tests.{name}()")) {
+        panic!("Lua test {name} (tests/lua/{file}) failed in the sandbox:\n{e}");
+    }
+}
+
+#[cfg(not(feature = "runtime"))]
+fn run_in_sandbox(_file: &str, _name: &str) {}
+
 /// Asserts that the Lua file's tests are exactly the ones with a Rust `#[test]`.
 fn check_names(file: &str, rust_names: &[&str]) {
     let (_lua, tests) = load_tests(file);
@@ -154,9 +184,10 @@ fn check_names(file: &str, rust_names: &[&str]) {
     );
 }
 
-/// One `#[test]` per Lua test function, in a module named after the Lua file.
+/// One `#[test]` per Lua test function, in a module named after the Lua file; with
+/// `sandbox: true` each also runs in the sandbox (the Rust primitives' path).
 macro_rules! lua_tests {
-    ($module:ident, $file:literal, [$($name:ident),* $(,)?]) => {
+    ($module:ident, $file:literal, sandbox: $sandbox:literal, [$($name:ident),* $(,)?]) => {
         mod $module {
             const FILE: &str = $file;
 
@@ -164,6 +195,9 @@ macro_rules! lua_tests {
                 #[test]
                 fn $name() {
                     super::run(FILE, stringify!($name));
+                    if $sandbox {
+                        super::run_in_sandbox(FILE, stringify!($name));
+                    }
                 }
             )*
 
@@ -178,6 +212,7 @@ macro_rules! lua_tests {
 lua_tests!(
     text,
     "text_test.lua",
+    sandbox: true,
     [
         lines_of_empty_text_is_empty,
         lines_splits_on_newline,
@@ -250,6 +285,7 @@ lua_tests!(
 lua_tests!(
     chunking,
     "chunking_test.lua",
+    sandbox: true,
     [
         chunk_by_lines_of_empty_text_is_empty,
         chunk_by_lines_groups_n_lines_per_chunk,
@@ -342,6 +378,8 @@ fn private_helpers_stay_private() {
 lua_tests!(
     recursive,
     "recursive_test.lua",
+    // These replace llm_query_batched, which the sandbox does not allow.
+    sandbox: false,
     [
         map_chunks_asks_every_chunk_in_one_batch,
         map_chunks_of_nothing_makes_no_call,

@@ -148,6 +148,7 @@ fn a_multi_turn_run_reaches_a_final_answer() {
     let system = first[0]["content"].as_str().unwrap();
     assert!(system.contains("`context` is a string of 6 bytes: 3 lines"));
     assert!(system.contains("function llm_query(prompt) end"));
+    assert!(system.contains("function re.find(text, pattern, init, flags) end"));
     assert!(system.contains(Registry::baked().system_prompt().trim_end()));
     assert!(
         first[1]["content"]

@@ -1,5 +1,9 @@
 -- Chunking: cut a large text into pieces small enough for a sub-model.
 
+-- The sandbox's Rust primitives (the same results, much faster); nil in a bare Lua VM,
+-- where the pure-Lua code below runs instead.
+local native = _text_primitives
+
 -- The largest end position in [floor, stop] that does not cut a UTF-8 character in two
 -- (the end of the text when `stop` is past it), or nil when there is none.
 local function utf8_safe_end(text, stop, floor)
@@ -26,6 +30,7 @@ function chunk_by_lines(text, n, overlap)
   overlap = overlap or 0
   if n < 1 then error("chunk_by_lines: n must be at least 1", 2) end
   if overlap < 0 or overlap >= n then error("chunk_by_lines: overlap must be in [0, n)", 2) end
+  if native then return native.chunk_by_lines(text, n, overlap) end
   local all = lines(text)
   local chunks = {}
   local first = 1
@@ -47,6 +52,7 @@ end
 ---@return string[] chunks The chunks, in order
 function chunk_by_separator(text, separator, max_size)
   if separator == "" then error("chunk_by_separator: separator must not be empty", 2) end
+  if native then return native.chunk_by_separator(text, separator, max_size) end
   local pieces = {}
   local start = 1
   while start <= #text + 1 do
@@ -83,6 +89,7 @@ function chunk_by_size(text, size, overlap)
   overlap = overlap or 0
   if size < 4 then error("chunk_by_size: size must be at least 4", 2) end
   if overlap < 0 or overlap * 2 >= size then error("chunk_by_size: overlap must be in [0, size / 2)", 2) end
+  if native then return native.chunk_by_size(text, size, overlap) end
   local chunks = {}
   local first = 1
   local length = #text

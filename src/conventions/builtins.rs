@@ -77,6 +77,38 @@ pub const DOCS: &[BuiltinDoc] = &[
         doc: "--- Tells the human user something (progress, a finding) without waiting for an answer.\n---@param message string The message\nfunction notify_user(message) end",
     },
     BuiltinDoc {
+        name: "re.find",
+        doc: "--- Regular expressions (`re.*`): Python/PCRE-style syntax (\\d \\w \\s \\b, [a-z], (a|b), x{2,5}, (?P<name>...), lazy *?), linear time, no backreferences or look-around. Write patterns in [[long brackets]] to keep backslashes. Offsets are 1-based bytes, like string.find/string.sub. `flags` is a string of: i (ignore case), m (^ and $ at each line), s (. matches newline), x (verbose), U (lazy by default); (?i) inline works too.\n--- Finds the first match: its start and end, then its groups (nil for a group that did not take part).\n---@param text string The text\n---@param pattern string The regular expression\n---@param init? integer Where to start (default 1; negative counts from the end)\n---@param flags? string Flags, e.g. \"i\"\n---@return integer|nil start Start of the match, nil if none\n---@return integer|nil end End of the match (inclusive)\n---@return string ... The groups\nfunction re.find(text, pattern, init, flags) end",
+    },
+    BuiltinDoc {
+        name: "re.match",
+        doc: "--- Like string.match with a regular expression: the groups of the first match, or the whole match if the pattern has none; nil if no match. Not anchored: start the pattern with ^ for that.\n---@param text string The text\n---@param pattern string The regular expression\n---@param init? integer Where to start (default 1)\n---@param flags? string Flags, e.g. \"i\"\n---@return string|nil ... The groups, or the whole match\nfunction re.match(text, pattern, init, flags) end",
+    },
+    BuiltinDoc {
+        name: "re.gmatch",
+        doc: "--- Iterates over the matches, like string.gmatch: each step gives the groups, or the whole match if the pattern has none.\n--- for key, value in re.gmatch(text, [[(\\w+)=(\\d+)]]) do ... end\n---@param text string The text\n---@param pattern string The regular expression\n---@param flags? string Flags, e.g. \"i\"\n---@return function iterator The iterator\nfunction re.gmatch(text, pattern, flags) end",
+    },
+    BuiltinDoc {
+        name: "re.find_all",
+        doc: "--- Every non-overlapping match, like Python's re.findall: the whole matches if the pattern has no group, the group if it has one, a table of groups (false for one that did not take part) otherwise.\n---@param text string The text\n---@param pattern string The regular expression\n---@param flags? string Flags, e.g. \"i\"\n---@return table matches The matches, in order\nfunction re.find_all(text, pattern, flags) end",
+    },
+    BuiltinDoc {
+        name: "re.count",
+        doc: "--- Counts the non-overlapping matches.\n---@param text string The text\n---@param pattern string The regular expression\n---@param flags? string Flags, e.g. \"i\"\n---@return integer count The number of matches\nfunction re.count(text, pattern, flags) end",
+    },
+    BuiltinDoc {
+        name: "re.split",
+        doc: "--- Splits a text at every match of the pattern (the matches are dropped).\n---@param text string The text\n---@param pattern string The separator, a regular expression\n---@param max? integer At most this many splits (default: all)\n---@param flags? string Flags, e.g. \"i\"\n---@return string[] pieces The pieces, in order (empty ones included)\nfunction re.split(text, pattern, max, flags) end",
+    },
+    BuiltinDoc {
+        name: "re.gsub",
+        doc: "--- Replaces matches, like string.gsub: `replacement` is a string where $0 is the match, $1 or ${1} a group, ${name} a named group and $$ a dollar sign; or a function called with the groups (or the match) whose string result replaces it (nil or false keeps it); or a table indexed by the first group (or the match). re.replace is the same function.\n---@param text string The text\n---@param pattern string The regular expression\n---@param replacement string|function|table What to put in place of each match\n---@param max? integer At most this many replacements (default: all)\n---@param flags? string Flags, e.g. \"i\"\n---@return string result The new text\n---@return integer count The number of replacements\nfunction re.gsub(text, pattern, replacement, max, flags) end",
+    },
+    BuiltinDoc {
+        name: "re.replace",
+        doc: "--- The same function as re.gsub: replaces matches, $1 / ${name} in a string replacement.\n---@param text string The text\n---@param pattern string The regular expression\n---@param replacement string|function|table What to put in place of each match\n---@param max? integer At most this many replacements (default: all)\n---@param flags? string Flags, e.g. \"i\"\n---@return string result The new text\n---@return integer count The number of replacements\nfunction re.replace(text, pattern, replacement, max, flags) end",
+    },
+    BuiltinDoc {
         name: "fn_search",
         doc: "--- Searches the registry functions for a task, best match first: each result has name, signature, summary and confidence (0..1). Then call help(name) for the full documentation.\n---@param query string What you want to do, in words, or a function name\n---@param opts? table Options: max_results (default 5), capability (e.g. \"search\", \"transform\"), source (a registry directory), mode: \"fast\" (BM25, the default), \"balanced\" (an LLM reranks; counts as 1 llm_query call) or \"accurate\" (an LLM also expands the query; 2 calls). The LLM modes need an LLM (an error without one) and fall back to the fast order when the model fails\n---@return table[] results The matches, best first\n---@return table info mode; fallback: why the fast order was used (nil if not); expanded_terms: the phrases the LLM added\nfunction fn_search(query, opts) end",
     },

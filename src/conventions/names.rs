@@ -20,6 +20,8 @@ pub const BUILTINS: &[&str] = &[
     "notify_user",
     "fn_search",
     "help",
+    "re",
+    "_text_primitives",
     "context",
 ];
 

@@ -417,9 +417,14 @@ fn count_arg(builtin: &str, name: &str, value: i64) -> mlua::Result<usize> {
     })
 }
 
-/// `token_count(text)`.
+/// `token_count(text)`: valid UTF-8 (the usual case) is counted in place, not copied.
 fn token_count(lua: &Lua) -> mlua::Result<Function> {
-    lua.create_function(|_, text: mlua::LuaString| Ok(tokens::count(&text_of(&text))))
+    lua.create_function(|_, text: mlua::LuaString| {
+        Ok(match text.to_str() {
+            Ok(valid) => tokens::count(&valid),
+            Err(_) => tokens::count(&text_of(&text)),
+        })
+    })
 }
 
 /// `token_truncate(text, n)`.

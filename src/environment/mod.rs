@@ -30,7 +30,9 @@ pub mod builtins;
 mod json;
 mod limits;
 mod patterns;
+mod re;
 mod sandbox;
+mod text;
 
 use std::fmt;
 use std::rc::Rc;
@@ -183,6 +185,10 @@ impl Environment {
             builder.scope,
         ));
         let builtins = builtins::table(&lua, &session, &catalog)?;
+        // `re` and the text primitives share the environment's compiled patterns.
+        let regexes = Rc::new(re::RegexCache::default());
+        re::install(&lua, &builtins, &tripwire, &regexes)?;
+        text::install(&lua, &builtins, &tripwire, &regexes)?;
         install_globals_metatable(&lua, builtins, builder.registry)?;
         let hook_tripwire = Rc::clone(&tripwire);
         let triggers = HookTriggers {

@@ -13,23 +13,28 @@
 //! relies on reading it; [`Matcher::pat`] and [`Matcher::src`] return `0` past the end to
 //! behave the same without reading out of bounds.
 //!
+//! Fast paths ([`Plan`], [`Searcher`]): patterns that cannot backtrack skip the general
+//! matcher with the same results and errors. A pattern without special characters is a
+//! `memchr`/`memmem` search; one single-character class, alone or with `+`, is a linear
+//! scan; any other pattern skips to the next byte its first class matches before running
+//! the matcher. `string.find` answers plain searches of up to [`SCAN_WINDOW`] bytes in a
+//! C function without allocating, and `gmatch` over a literal or one-class pattern is a C
+//! iterator; longer scans check the limits every window.
+//!
 //! Errors: an error returned by a Rust callback reaches Lua as an mlua userdata, not as
 //! the string `luaL_error` makes. So the Rust functions report a failure as values
-//! (`FAIL, message, level`) and a small Lua wrapper raises it with `error`, which puts
-//! the caller's position on the message as `luaL_error` does. Errors thrown by a `gsub`
+//! (`FAIL, message, level`) and a small C function in front of each ([`front`]) raises
+//! it with `lua_error`, the message prefixed with the caller's position by `luaL_where`
+//! as `luaL_error` does; no Lua frame stands between the caller and the string function,
+//! so even a tail call reports the same position as C Lua. Errors thrown by a `gsub`
 //! replacement function (or `__index`) are caught with `pcall` and re-thrown unchanged,
 //! whatever their type. Only limit errors travel as mlua errors.
-//!
-//! One known difference: when the caller tail-calls a string function
-//! (`return s:find(p)`), the wrapper, being a Lua function, replaces the caller's frame,
-//! so an error message names the position and function as seen one level further up
-//! (C Lua keeps the caller's frame under a C function).
 
 use std::cell::Cell;
-use std::ffi::c_void;
+use std::ffi::{c_int, c_void};
 use std::rc::Rc;
 
-use mlua::{Function, LightUserData, Lua, LuaString, MultiValue, Table, Value};
+use mlua::{Function, LightUserData, Lua, LuaString, MultiValue, Table, Value, ffi};
 
 use super::limits::Tripwire;
 
@@ -508,33 +513,300 @@ impl<'a> Matcher<'a> {
         }
     }
 
-    /// `lmemfind`: the first occurrence of `needle` in the subject at or after `from`.
+    /// `lmemfind`: the first occurrence of `needle` in the subject at or after `from`,
+    /// searched with SIMD `memmem` a window at a time so that the limits are checked.
     pub(crate) fn find_plain(
         &mut self,
         needle: &[u8],
         from: usize,
     ) -> Result<Option<usize>, Failure> {
-        let Some((&first, rest)) = needle.split_first() else {
-            return Ok(Some(from)); // the empty string is everywhere
-        };
-        let Some(last_start) = self.src.len().checked_sub(needle.len()) else {
-            return Ok(None);
-        };
-        let mut i = from;
-        while i <= last_start {
-            let window = self.src.get(i..=last_start).unwrap_or_default();
-            let Some(skip) = window.iter().position(|&b| b == first) else {
-                self.spend(window.len())?;
-                return Ok(None);
-            };
-            i += skip;
-            self.spend(skip + needle.len())?;
-            if self.src.get(i + 1..i + needle.len()) == Some(rest) {
-                return Ok(Some(i));
+        let mut start = from;
+        while start <= self.src.len() {
+            // Windows overlap by the needle's length, so no occurrence is missed.
+            let stop = start
+                .saturating_add(SCAN_WINDOW + needle.len())
+                .min(self.src.len());
+            let window = self.src.get(start..stop).unwrap_or_default();
+            if let Some(at) = find_bytes(window, needle) {
+                self.spend(at + needle.len())?;
+                return Ok(Some(start + at));
             }
-            i += 1;
+            self.spend(window.len())?;
+            if stop == self.src.len() {
+                break;
+            }
+            start += SCAN_WINDOW;
         }
         Ok(None)
+    }
+
+    /// The end of a match of the one-class pattern `pat[..class_end]` (with `+` when
+    /// `repeat`) at `s`: greedy repetition of a single class never backtracks.
+    fn match_class_at(
+        &mut self,
+        s: usize,
+        class_end: usize,
+        repeat: bool,
+    ) -> Result<Option<usize>, Failure> {
+        if !self.single_match(s, 0, class_end) {
+            return Ok(None);
+        }
+        let mut e = s + 1;
+        if repeat {
+            while self.single_match(e, 0, class_end) {
+                e += 1;
+            }
+            self.spend(e - s)?;
+        }
+        Ok(Some(e))
+    }
+
+    /// The first `s` at or after `from` where the one-class pattern matches.
+    fn find_class(&mut self, from: usize, class_end: usize) -> Result<Option<usize>, Failure> {
+        let mut s = from;
+        while s < self.src.len() {
+            if self.single_match(s, 0, class_end) {
+                self.spend(s - from)?;
+                return Ok(Some(s));
+            }
+            s += 1;
+            if (s - from).is_multiple_of(SCAN_WINDOW) {
+                self.spend(SCAN_WINDOW)?;
+            }
+        }
+        self.spend(s - from)?;
+        Ok(None)
+    }
+}
+
+/// Bytes a fast path scans between two checks of the limits.
+const SCAN_WINDOW: usize = 1 << 20;
+
+/// How a pattern is matched: patterns that cannot backtrack skip the general matcher.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Plan {
+    /// No special characters: a plain substring (not empty).
+    Literal,
+    /// One single-character class (`.`, `%a`, `[set]`, a literal), alone or with `+`;
+    /// the class ends at the given offset.
+    Class { end: usize, repeat: bool },
+    /// Anything else.
+    General,
+}
+
+impl Plan {
+    /// The plan for `pat`, given without its `^` anchor.
+    fn of(pat: &[u8], matcher: &Matcher) -> Plan {
+        if pat.is_empty() {
+            return Plan::General;
+        }
+        // `)` is no special character to `string.find`, but the matcher reads it as the
+        // end of a capture (an error without one open).
+        if !pat.iter().any(|b| SPECIALS.contains(b) || *b == b')') {
+            return Plan::Literal;
+        }
+        let special_escape =
+            pat.first() == Some(&ESCAPE) && matches!(pat.get(1), Some(b'b' | b'f' | b'0'..=b'9'));
+        if matches!(pat[0], b'(' | b')') || special_escape || pat == b"$" {
+            return Plan::General;
+        }
+        match matcher.class_end(0) {
+            Ok(end) if end == pat.len() => Plan::Class { end, repeat: false },
+            Ok(end) if end + 1 == pat.len() && pat.get(end) == Some(&b'+') => {
+                Plan::Class { end, repeat: true }
+            }
+            _ => Plan::General,
+        }
+    }
+}
+
+/// A [`Matcher`] with the fastest [`Plan`] for its pattern: same results, same errors.
+pub(crate) struct Searcher<'a> {
+    matcher: Matcher<'a>,
+    plan: Plan,
+    /// The class every match must start with, if the pattern has one (see [`first_class`]).
+    first: Option<(usize, usize)>,
+}
+
+/// The single-character class `p..ep` that every match of `pat` starts with: the first
+/// item after any opening captures, when it is not optional and not special (`%b`, `%f`,
+/// a back-reference, an anchor). Positions where it does not match can then be skipped
+/// without running the matcher: the matcher would fail there before reading further
+/// (it raises no error until an item matches, except for too many captures, which is
+/// why a pattern opening 32 captures or more gets no first class).
+fn first_class(pat: &[u8], matcher: &Matcher) -> Option<(usize, usize)> {
+    let mut p = 0;
+    let mut captures = 0;
+    while pat.get(p) == Some(&b'(') {
+        p += if pat.get(p + 1) == Some(&b')') { 2 } else { 1 };
+        captures += 1;
+        if captures >= MAX_CAPTURES {
+            return None;
+        }
+    }
+    match pat.get(p)? {
+        b')' => return None,
+        b'$' if p + 1 == pat.len() => return None,
+        &ESCAPE if matches!(pat.get(p + 1), Some(b'b' | b'f' | b'0'..=b'9')) => return None,
+        _ => {}
+    }
+    let ep = matcher.class_end(p).ok()?;
+    if matches!(pat.get(ep), Some(b'*' | b'?' | b'-')) {
+        return None;
+    }
+    Some((p, ep))
+}
+
+impl<'a> Searcher<'a> {
+    /// A searcher of `pat` (without its `^` anchor) in `src`.
+    pub(crate) fn new(src: &'a [u8], pat: &'a [u8], check: Check<'a>) -> Self {
+        let matcher = Matcher::new(src, pat, check);
+        let plan = Plan::of(pat, &matcher);
+        let first = match plan {
+            Plan::General => first_class(pat, &matcher),
+            _ => None,
+        };
+        Searcher {
+            matcher,
+            plan,
+            first,
+        }
+    }
+
+    /// The first position at or after `s` where the pattern's first class matches (the
+    /// subject's end if none): no match can start before it.
+    fn skip_to_first_class(&mut self, s: usize) -> Result<usize, Failure> {
+        let Some((p, ep)) = self.first else {
+            return Ok(s);
+        };
+        let src = self.matcher.src;
+        let literal = self.matcher.pat[p];
+        let next = if ep == p + 1 && !matches!(literal, b'.' | b'[' | ESCAPE) {
+            src.get(s..)
+                .and_then(|rest| memchr::memchr(literal, rest))
+                .map_or(src.len(), |at| s + at)
+        } else {
+            (s..src.len())
+                .find(|&i| self.matcher.single_match(i, p, ep))
+                .unwrap_or(src.len())
+        };
+        self.matcher.spend(next - s)?;
+        Ok(next)
+    }
+
+    /// Where a match starting at `s` ends, if there is one.
+    pub(crate) fn match_at(&mut self, s: usize) -> Result<Option<usize>, Failure> {
+        match self.plan {
+            Plan::Literal => {
+                let pat = self.matcher.pat;
+                self.matcher.spend(pat.len())?;
+                let here = self.matcher.src.get(s..s + pat.len());
+                Ok((here == Some(pat)).then_some(s + pat.len()))
+            }
+            Plan::Class { end, repeat } => self.matcher.match_class_at(s, end, repeat),
+            Plan::General => self.matcher.match_at(s),
+        }
+    }
+
+    /// The first match starting at or after `from` that does not end at `last_match`
+    /// (Lua 5.4 accepts no empty match right where the previous one ended).
+    pub(crate) fn next_match(
+        &mut self,
+        from: usize,
+        last_match: Option<usize>,
+    ) -> Result<Option<(usize, usize)>, Failure> {
+        // Literal and class matches are never empty, so never end at `last_match`.
+        match self.plan {
+            Plan::Literal => {
+                let pat = self.matcher.pat;
+                Ok(self
+                    .matcher
+                    .find_plain(pat, from)?
+                    .map(|s| (s, s + pat.len())))
+            }
+            Plan::Class { end, repeat } => match self.matcher.find_class(from, end)? {
+                Some(s) => Ok(self.matcher.match_class_at(s, end, repeat)?.map(|e| (s, e))),
+                None => Ok(None),
+            },
+            Plan::General => {
+                let mut s = from;
+                while s <= self.matcher.src.len() {
+                    s = self.skip_to_first_class(s)?;
+                    if self.first.is_some() && s == self.matcher.src.len() {
+                        return Ok(None); // the first class matches no byte here
+                    }
+                    match self.matcher.match_at(s)? {
+                        Some(e) if Some(e) != last_match => return Ok(Some((s, e))),
+                        _ => s += 1,
+                    }
+                }
+                Ok(None)
+            }
+        }
+    }
+
+    /// The first match at `from` (when `anchored`) or after it.
+    pub(crate) fn find(
+        &mut self,
+        from: usize,
+        anchored: bool,
+    ) -> Result<Option<(usize, usize)>, Failure> {
+        if anchored {
+            return Ok(self.match_at(from)?.map(|e| (from, e)));
+        }
+        self.next_match(from, None)
+    }
+
+    pub(crate) fn matcher(&mut self) -> &mut Matcher<'a> {
+        &mut self.matcher
+    }
+}
+
+/// Whether `string.find` would run the matcher for `pat` rather than a plain search.
+pub(crate) fn has_specials(pat: &[u8]) -> bool {
+    pat.iter().any(|b| SPECIALS.contains(b))
+}
+
+/// Splits a leading `^` anchor off a pattern.
+fn anchor(pat: &[u8]) -> (bool, &[u8]) {
+    match pat.split_first() {
+        Some((b'^', rest)) => (true, rest),
+        _ => (false, pat),
+    }
+}
+
+/// `string.find(src, pat)` without captures in the result: where the first match is,
+/// with the same errors (an unfinished capture included) and limit checks. The library's
+/// `grep` matches each line with it.
+pub(crate) fn find_in(
+    src: &[u8],
+    pat: &[u8],
+    check: Check,
+) -> Result<Option<(usize, usize)>, Failure> {
+    if !pat.iter().any(|b| SPECIALS.contains(b)) {
+        let mut matcher = Matcher::new(src, &[], check);
+        return Ok(matcher.find_plain(pat, 0)?.map(|s| (s, s + pat.len())));
+    }
+    let (anchored, pat) = anchor(pat);
+    let mut searcher = Searcher::new(src, pat, check);
+    let found = searcher.find(0, anchored)?;
+    if let Some((s, e)) = found {
+        let matcher = searcher.matcher();
+        for i in 0..matcher.capture_count(false) {
+            matcher.capture(i, s, e)?;
+        }
+    }
+    Ok(found)
+}
+
+impl Failure {
+    /// The failure as an error of a Rust function called from Lua.
+    pub(crate) fn into_lua_error(self) -> mlua::Error {
+        match self {
+            Failure::Raise(message) => mlua::Error::RuntimeError(message),
+            Failure::Rethrow(value) => mlua::Error::RuntimeError(format!("{value:?}")),
+            Failure::Host(error) => error,
+        }
     }
 }
 
@@ -581,7 +853,7 @@ fn start_position(pos: i64, len: usize) -> usize {
 // The Lua functions.
 // ---------------------------------------------------------------------------------------
 
-/// The marker that starts a failure report (`FAIL, value, level`) to the Lua wrapper.
+/// The marker that starts a failure report (`FAIL, value, level`) to the C function in front ([`finish`]).
 /// Lua code cannot make a light userdata, so no result can be mistaken for it.
 static FAIL_MARKER: u8 = 0;
 
@@ -589,29 +861,415 @@ fn fail_marker() -> Value {
     Value::LightUserData(LightUserData(std::ptr::addr_of!(FAIL_MARKER) as *mut c_void))
 }
 
-/// Wraps the Rust functions: raises the failures they report as real Lua errors. `error`
-/// at level 2 from `finish`, which replaced the wrapper by a tail call, names the
-/// position of the string function's caller, as `luaL_error` does; level 0 re-throws a
-/// replacement function's error value as it was.
-const WRAPPERS: &str = r#"
-local FAIL, error, core_find, core_match, core_gmatch, core_gsub = ...
-local function finish(...)
-  if ... == FAIL then
-    local _, value, level = ...
-    error(value, level)
-  end
-  return ...
-end
-local function find(...) return finish(core_find(...)) end
-local function match(...) return finish(core_match(...)) end
-local function gmatch(...)
-  local step, message = core_gmatch(...)
-  if step == FAIL then error(message, 2) end
-  return function() return finish(step()) end
-end
-local function gsub(...) return finish(core_gsub(...)) end
-return find, match, gmatch, gsub
-"#;
+/// `luaL_error`'s behaviour for the Rust functions' failure reports, in a C function
+/// (no Lua frame between the caller and the string function, as in C Lua): the values
+/// on the stack are returned, or `FAIL, value, level` is raised, a level-2 message
+/// prefixed with the caller's position, a level-0 value re-thrown as it was.
+///
+/// # Safety
+/// Called from a `lua_CFunction` with the results on the stack; may `lua_error`
+/// (a `longjmp`), so the caller must hold nothing that needs dropping.
+unsafe fn finish(state: *mut ffi::lua_State) -> c_int {
+    unsafe {
+        let results = ffi::lua_gettop(state);
+        let failed = results >= 3
+            && ffi::lua_type(state, 1) == ffi::LUA_TLIGHTUSERDATA
+            && ffi::lua_touserdata(state, 1) == std::ptr::addr_of!(FAIL_MARKER) as *mut c_void;
+        if !failed {
+            return results;
+        }
+        let level = ffi::lua_tointeger(state, 3);
+        ffi::lua_settop(state, 2);
+        if level > 0 && ffi::lua_type(state, 2) == ffi::LUA_TSTRING {
+            ffi::luaL_where(state, 1);
+            ffi::lua_rotate(state, 2, 1);
+            ffi::lua_concat(state, 2);
+        }
+        ffi::lua_error(state)
+    }
+}
+
+/// Calls upvalue 1 (a Rust string function) with all the arguments, then [`finish`].
+unsafe extern "C-unwind" fn front(state: *mut ffi::lua_State) -> c_int {
+    unsafe {
+        let n = ffi::lua_gettop(state);
+        ffi::lua_pushvalue(state, ffi::lua_upvalueindex(1));
+        ffi::lua_rotate(state, 1, 1);
+        ffi::lua_call(state, n, ffi::LUA_MULTRET);
+        finish(state)
+    }
+}
+
+/// `string.find`: a plain search (or a pattern without special characters) over at most
+/// [`SCAN_WINDOW`] bytes is answered here, in C-function time with no allocation;
+/// everything else, and a search that would scan further (which must check the limits),
+/// goes to the Rust function in upvalue 1 through [`front`].
+unsafe extern "C-unwind" fn find_front(state: *mut ffi::lua_State) -> c_int {
+    unsafe {
+        match quick_find(state) {
+            Some(Some((start, end))) => {
+                ffi::lua_pushinteger(state, start);
+                ffi::lua_pushinteger(state, end);
+                2
+            }
+            Some(None) => {
+                ffi::lua_pushnil(state);
+                1
+            }
+            None => quick_search(state, true).unwrap_or_else(|| front(state)),
+        }
+    }
+}
+
+/// `string.match`: [`quick_search`], else the Rust function in upvalue 1.
+unsafe extern "C-unwind" fn match_front(state: *mut ffi::lua_State) -> c_int {
+    unsafe { quick_search(state, false).unwrap_or_else(|| front(state)) }
+}
+
+/// What [`quick_search`] found, held as plain values so that nothing needs dropping
+/// when the results are pushed (pushing may raise a Lua error).
+// One per call, on the stack: boxing the captures would allocate, which this path avoids.
+#[allow(clippy::large_enum_variant)]
+enum Quick {
+    Missing,
+    Found {
+        start: usize,
+        end: usize,
+        captures: [CaptureValue; MAX_CAPTURES],
+        count: usize,
+    },
+    /// An error message; `true` to prefix the caller's position (`luaL_error`).
+    Error(String, bool),
+}
+
+/// The bytes Lua has allocated, as `Lua::used_memory` counts them.
+unsafe fn lua_memory(state: *mut ffi::lua_State) -> usize {
+    unsafe {
+        let kilobytes = ffi::lua_gc(state, ffi::LUA_GCCOUNT, 0);
+        let bytes = ffi::lua_gc(state, ffi::LUA_GCCOUNTB, 0);
+        usize::try_from(kilobytes).unwrap_or(0) * 1024 + usize::try_from(bytes).unwrap_or(0)
+    }
+}
+
+/// `string.find` (`find`) or `string.match` with ordinary arguments (two strings and an
+/// optional integer), run here rather than through an mlua callback: the same
+/// [`Searcher`] and limit checks (the [`Tripwire`] in upvalue 2), the same results and
+/// errors, without the per-call cost of converting arguments and results. `None` for
+/// other arguments (the full path then reports any error exactly).
+unsafe fn quick_search(state: *mut ffi::lua_State, find: bool) -> Option<c_int> {
+    unsafe {
+        if find && ffi::lua_toboolean(state, 4) != 0 {
+            return None;
+        }
+        let (src, pat, init) = ordinary_args(state, if find { 4 } else { 3 })?;
+        let tripwire = ffi::lua_touserdata(state, ffi::lua_upvalueindex(2))
+            .cast::<Tripwire>()
+            .cast_const()
+            .as_ref()?;
+        let check = |held: usize| tripwire.check(lua_memory(state).saturating_add(held));
+        let outcome = search(src, pat, init, find, &check);
+        Some(push_quick(state, outcome, find, src))
+    }
+}
+
+/// `str_find_aux` into a [`Quick`].
+fn search(src: &[u8], pat: &[u8], init: i64, find: bool, check: Check) -> Quick {
+    let init = start_position(init, src.len()) - 1;
+    if init > src.len() {
+        return Quick::Missing;
+    }
+    let found = (|| {
+        if find && !has_specials(pat) {
+            let mut matcher = Matcher::new(src, &[], check);
+            let start = matcher.find_plain(pat, init)?;
+            return Ok(start.map(|s| {
+                (
+                    s,
+                    s + pat.len(),
+                    [CaptureValue::Position(0); MAX_CAPTURES],
+                    0,
+                )
+            }));
+        }
+        let (anchored, pat) = anchor(pat);
+        let mut searcher = Searcher::new(src, pat, check);
+        let Some((s, e)) = searcher.find(init, anchored)? else {
+            return Ok(None);
+        };
+        let matcher = searcher.matcher();
+        let count = matcher.capture_count(!find);
+        let mut captures = [CaptureValue::Position(0); MAX_CAPTURES];
+        for (i, slot) in captures.iter_mut().enumerate().take(count) {
+            *slot = matcher.capture(i, s, e)?;
+        }
+        Ok(Some((s, e, captures, count)))
+    })();
+    match found {
+        Ok(Some((start, end, captures, count))) => Quick::Found {
+            start,
+            end,
+            captures,
+            count,
+        },
+        Ok(None) => Quick::Missing,
+        Err(Failure::Raise(message)) => Quick::Error(message, true),
+        Err(Failure::Host(error)) => Quick::Error(error.to_string(), false),
+        Err(Failure::Rethrow(_)) => Quick::Error("unexpected error value".to_string(), false),
+    }
+}
+
+/// Pushes a [`Quick`] outcome as `string.find`/`string.match` results, or raises it.
+unsafe fn push_quick(state: *mut ffi::lua_State, outcome: Quick, find: bool, src: &[u8]) -> c_int {
+    unsafe {
+        match outcome {
+            Quick::Missing => {
+                ffi::lua_pushnil(state);
+                1
+            }
+            Quick::Found {
+                start,
+                end,
+                captures,
+                count,
+            } => {
+                ffi::luaL_checkstack(state, count as c_int + 2, c"too many captures".as_ptr());
+                if find {
+                    ffi::lua_pushinteger(state, start as i64 + 1);
+                    ffi::lua_pushinteger(state, end as i64);
+                }
+                for capture in captures.iter().take(count) {
+                    match *capture {
+                        CaptureValue::Text(a, b) => {
+                            let text = piece(src, a, b);
+                            ffi::lua_pushlstring(state, text.as_ptr().cast(), text.len());
+                        }
+                        CaptureValue::Position(p) => ffi::lua_pushinteger(state, p as i64),
+                    }
+                }
+                count as c_int + if find { 2 } else { 0 }
+            }
+            Quick::Error(message, at_caller) => {
+                ffi::lua_pushlstring(state, message.as_ptr().cast(), message.len());
+                drop(message);
+                if at_caller {
+                    ffi::luaL_where(state, 1);
+                    ffi::lua_rotate(state, -2, 1);
+                    ffi::lua_concat(state, 2);
+                }
+                ffi::lua_error(state)
+            }
+        }
+    }
+}
+
+/// The borrowed bytes of the string at `index`, if it is a string (not a number).
+///
+/// # Safety
+/// `state` must be a valid Lua state; the slice lives while the value is on the stack.
+unsafe fn stack_bytes<'a>(state: *mut ffi::lua_State, index: c_int) -> Option<&'a [u8]> {
+    unsafe {
+        if ffi::lua_type(state, index) != ffi::LUA_TSTRING {
+            return None;
+        }
+        let mut len = 0usize;
+        let data = ffi::lua_tolstring(state, index, &mut len);
+        (!data.is_null()).then(|| std::slice::from_raw_parts(data.cast::<u8>(), len))
+    }
+}
+
+/// The ordinary arguments of a string function: subject and pattern (strings, not
+/// numbers) and an optional integer start, with at most `max_args` arguments; `None`
+/// for anything else, which the full path handles (and reports errors for).
+unsafe fn ordinary_args<'a>(
+    state: *mut ffi::lua_State,
+    max_args: c_int,
+) -> Option<(&'a [u8], &'a [u8], i64)> {
+    unsafe {
+        let n = ffi::lua_gettop(state);
+        if !(2..=max_args).contains(&n) {
+            return None;
+        }
+        let src = stack_bytes(state, 1)?;
+        let pat = stack_bytes(state, 2)?;
+        let init = match ffi::lua_type(state, 3) {
+            ffi::LUA_TNONE | ffi::LUA_TNIL => 1,
+            ffi::LUA_TNUMBER if ffi::lua_isinteger(state, 3) != 0 => ffi::lua_tointeger(state, 3),
+            _ => return None,
+        };
+        Some((src, pat, init))
+    }
+}
+
+/// `string.find`'s answer when it needs neither the matcher nor a limit check: the
+/// 1-based start and end, `Some(None)` for no match, `None` to take the full path.
+unsafe fn quick_find(state: *mut ffi::lua_State) -> Option<Option<(i64, i64)>> {
+    unsafe {
+        let (src, pat, init) = ordinary_args(state, 4)?;
+        let plain = ffi::lua_toboolean(state, 4) != 0;
+        if !plain && pat.iter().any(|b| SPECIALS.contains(b)) {
+            return None;
+        }
+        let init = start_position(init, src.len()) - 1;
+        if init > src.len() {
+            return Some(None);
+        }
+        let window = src.get(init..)?;
+        let limit = SCAN_WINDOW.saturating_add(pat.len());
+        let found = find_bytes(window.get(..limit).unwrap_or(window), pat);
+        match found {
+            Some(at) => {
+                let start = (init + at) as i64;
+                Some(Some((start + 1, start + pat.len() as i64)))
+            }
+            None if window.len() <= limit => Some(None),
+            None => None,
+        }
+    }
+}
+
+/// `gmatch`: for a literal or one-class pattern, a C iterator over the subject
+/// ([`quick_gmatch_step`]); otherwise the Rust function in upvalue 1 gives the step
+/// function (or a failure), returned wrapped in [`gmatch_step`]. Upvalue 2 checks the
+/// limits.
+unsafe extern "C-unwind" fn gmatch_front(state: *mut ffi::lua_State) -> c_int {
+    unsafe {
+        if let Some(init) = quick_gmatch_start(state) {
+            ffi::lua_settop(state, 2);
+            ffi::lua_pushinteger(state, init as i64);
+            ffi::lua_pushvalue(state, ffi::lua_upvalueindex(2));
+            ffi::lua_pushcclosure(state, quick_gmatch_step, 4);
+            return 1;
+        }
+        if front(state) == 1 {
+            ffi::lua_pushcclosure(state, gmatch_step, 1);
+        }
+        1
+    }
+}
+
+fn no_check(_: usize) -> mlua::Result<()> {
+    Ok(())
+}
+
+/// The 0-based start of a `gmatch` whose pattern needs no matcher, or `None`.
+unsafe fn quick_gmatch_start(state: *mut ffi::lua_State) -> Option<usize> {
+    unsafe {
+        let (src, pat, init) = ordinary_args(state, 3)?;
+        let plan = Plan::of(pat, &Matcher::new(src, pat, &no_check));
+        if plan == Plan::General {
+            return None;
+        }
+        Some((start_position(init, src.len()) - 1).min(src.len() + 1))
+    }
+}
+
+/// One step of a `gmatch` over a literal or one-class pattern; upvalues: subject,
+/// pattern, position, limits check. Such matches are never empty, so Lua 5.4's rule
+/// against an empty match where the last one ended never applies.
+unsafe extern "C-unwind" fn quick_gmatch_step(state: *mut ffi::lua_State) -> c_int {
+    unsafe {
+        let (Some(src), Some(pat)) = (
+            stack_bytes(state, ffi::lua_upvalueindex(1)),
+            stack_bytes(state, ffi::lua_upvalueindex(2)),
+        ) else {
+            return 0;
+        };
+        let mut from =
+            usize::try_from(ffi::lua_tointeger(state, ffi::lua_upvalueindex(3))).unwrap_or(0);
+        loop {
+            match next_in_window(src, pat, from) {
+                Window::Found(s, e) => {
+                    ffi::lua_pushinteger(state, e as i64);
+                    ffi::lua_replace(state, ffi::lua_upvalueindex(3));
+                    ffi::lua_pushlstring(state, src.as_ptr().add(s).cast(), e - s);
+                    return 1;
+                }
+                Window::Done => {
+                    ffi::lua_pushinteger(state, src.len() as i64 + 1);
+                    ffi::lua_replace(state, ffi::lua_upvalueindex(3));
+                    return 0;
+                }
+                Window::Continue(next) => {
+                    // A window scanned without a match: let the limits stop a long scan.
+                    ffi::lua_pushvalue(state, ffi::lua_upvalueindex(4));
+                    ffi::lua_call(state, 0, 0);
+                    from = next;
+                }
+            }
+        }
+    }
+}
+
+/// What one window of a quick `gmatch` scan found.
+enum Window {
+    Found(usize, usize),
+    Continue(usize),
+    Done,
+}
+
+/// The next literal or one-class match at or after `from`, looking at most
+/// [`SCAN_WINDOW`] bytes ahead for its start.
+fn next_in_window(src: &[u8], pat: &[u8], from: usize) -> Window {
+    if from > src.len() {
+        return Window::Done;
+    }
+    let stop = from.saturating_add(SCAN_WINDOW).min(src.len());
+    let mut matcher = Matcher::new(src, pat, &no_check);
+    let found = match Plan::of(pat, &matcher) {
+        Plan::Literal => {
+            let window = src.get(from..stop.saturating_add(pat.len()).min(src.len()));
+            find_bytes(window.unwrap_or_default(), pat).map(|at| (from + at, from + at + pat.len()))
+        }
+        Plan::Class { end, repeat } => (from..stop)
+            .find(|&s| matcher.single_match(s, 0, end))
+            .and_then(|s| {
+                matcher
+                    .match_class_at(s, end, repeat)
+                    .ok()
+                    .flatten()
+                    .map(|e| (s, e))
+            }),
+        Plan::General => return Window::Done,
+    };
+    match found {
+        Some((s, e)) => Window::Found(s, e),
+        None if stop >= src.len() => Window::Done,
+        None => Window::Continue(stop),
+    }
+}
+
+/// `memmem`, or `memchr` for one byte (no searcher to build).
+fn find_bytes(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    match needle {
+        [byte] => memchr::memchr(*byte, haystack),
+        _ => memchr::memmem::find(haystack, needle),
+    }
+}
+
+/// One step of a `gmatch` iterator: the Rust step in upvalue 1, then [`finish`].
+unsafe extern "C-unwind" fn gmatch_step(state: *mut ffi::lua_State) -> c_int {
+    unsafe {
+        ffi::lua_settop(state, 0);
+        ffi::lua_pushvalue(state, ffi::lua_upvalueindex(1));
+        ffi::lua_call(state, 0, ffi::LUA_MULTRET);
+        finish(state)
+    }
+}
+
+/// A C closure of `function` over `upvalues` (the Rust function first).
+fn c_closure(
+    lua: &Lua,
+    function: ffi::lua_CFunction,
+    upvalues: Vec<Value>,
+) -> mlua::Result<Function> {
+    let count = c_int::try_from(upvalues.len()).unwrap_or(0);
+    // SAFETY: `exec_raw` runs the closure protected with the upvalues on the stack.
+    unsafe {
+        lua.exec_raw(MultiValue::from_vec(upvalues), |state| {
+            ffi::lua_pushcclosure(state, function, count);
+        })
+    }
+}
 
 /// Replaces `string.find`, `string.match`, `string.gmatch` and `string.gsub` (also
 /// reached as string methods) with the interruptible port, checking `tripwire`.
@@ -651,15 +1309,30 @@ pub(crate) fn install(lua: &Lua, tripwire: Rc<Tripwire>) -> mlua::Result<()> {
             report(lua, gsub(lua, &tripwire, &args, &helpers))
         })?
     };
-    let (find, r#match, gmatch, gsub): (Function, Function, Function, Function) =
-        lua.load(WRAPPERS).set_name("=patterns").call((
-            fail_marker(),
-            globals.get::<Function>("error")?,
-            core_find,
-            core_match,
-            core_gmatch,
-            core_gsub,
-        ))?;
+    let check = {
+        let tripwire = Rc::clone(&tripwire);
+        lua.create_function(move |lua, ()| tripwire.check(lua.used_memory()))?
+    };
+    // The C functions reach the tripwire through a light userdata: the Rust functions
+    // beside it in their upvalues own a reference, so it lives as long as they do.
+    let tripwire_pointer =
+        Value::LightUserData(LightUserData(Rc::as_ptr(&tripwire).cast_mut().cast()));
+    let find = c_closure(
+        lua,
+        find_front,
+        vec![Value::Function(core_find), tripwire_pointer.clone()],
+    )?;
+    let r#match = c_closure(
+        lua,
+        match_front,
+        vec![Value::Function(core_match), tripwire_pointer],
+    )?;
+    let gmatch = c_closure(
+        lua,
+        gmatch_front,
+        vec![Value::Function(core_gmatch), Value::Function(check)],
+    )?;
+    let gsub = c_closure(lua, front, vec![Value::Function(core_gsub)])?;
     let string: Table = globals.get("string")?;
     string.raw_set("find", find)?;
     string.raw_set("match", r#match)?;
@@ -667,7 +1340,7 @@ pub(crate) fn install(lua: &Lua, tripwire: Rc<Tripwire>) -> mlua::Result<()> {
     string.raw_set("gsub", gsub)
 }
 
-/// Turns a result into what the Lua wrapper expects: the values, or `FAIL, value, level`.
+/// Turns a result into what [`finish`] expects: the values, or `FAIL, value, level`.
 fn report(lua: &Lua, result: Result<MultiValue, Failure>) -> mlua::Result<MultiValue> {
     let (value, level) = match result {
         Ok(values) => return Ok(values),
@@ -752,7 +1425,7 @@ impl Args<'_> {
         self.arg_error(n, &format!("{expected} expected, got {got}"))
     }
 
-    /// `luaL_argerror`. The name is the one the caller used for the Lua wrapper (stack
+    /// `luaL_argerror`. The name is the one the caller used for the C function in front (stack
     /// level 1, the Rust function being level 0), as C Lua names the C function.
     fn arg_error(&self, n: usize, extra: &str) -> Failure {
         let (name, what) = self
@@ -867,27 +1540,18 @@ fn find_aux(
             None => one(Value::Nil),
         });
     }
-    let (anchored, pat) = match pat.split_first() {
-        Some((b'^', rest)) => (true, rest),
-        _ => (false, &pat[..]),
+    let (anchored, pat) = anchor(&pat);
+    let mut searcher = Searcher::new(&src, pat, &check);
+    let Some((s, e)) = searcher.find(init, anchored)? else {
+        return Ok(one(Value::Nil));
     };
-    let mut matcher = Matcher::new(&src, pat, &check);
-    let mut s = init;
-    loop {
-        if let Some(e) = matcher.match_at(s)? {
-            let mut out = MultiValue::new();
-            if find {
-                out.push_back(Value::Integer(s as i64 + 1));
-                out.push_back(Value::Integer(e as i64));
-            }
-            push_captures(lua, &matcher, &src, (s, e), !find, &mut out)?;
-            return Ok(out);
-        }
-        if anchored || s >= src.len() {
-            return Ok(one(Value::Nil));
-        }
-        s += 1;
+    let mut out = MultiValue::new();
+    if find {
+        out.push_back(Value::Integer(s as i64 + 1));
+        out.push_back(Value::Integer(e as i64));
     }
+    push_captures(lua, searcher.matcher(), &src, (s, e), !find, &mut out)?;
+    Ok(out)
 }
 
 /// `gmatch`: the iteration state lives in the Rust closure returned (wrapped in Lua).
@@ -909,22 +1573,24 @@ fn gmatch(lua: &Lua, tripwire: &Rc<Tripwire>, values: &MultiValue) -> Result<Fun
     let step = lua.create_function(move |lua, _: MultiValue| {
         let (src, pat) = (subject.as_bytes(), pattern.as_bytes());
         let check = limits_check(lua, &tripwire);
-        let mut matcher = Matcher::new(&src, &pat, &check);
+        let mut searcher = Searcher::new(&src, &pat, &check);
         let result = (|| {
-            let mut s = position.get();
-            while s <= src.len() {
-                match matcher.match_at(s)? {
-                    Some(e) if Some(e) != last_match.get() => {
-                        position.set(e);
-                        last_match.set(Some(e));
-                        let mut out = MultiValue::new();
-                        push_captures(lua, &matcher, &src, (s, e), true, &mut out)?;
-                        return Ok(out);
-                    }
-                    _ => s += 1,
+            if position.get() > src.len() {
+                return Ok(MultiValue::new()); // no more matches
+            }
+            match searcher.next_match(position.get(), last_match.get())? {
+                Some((s, e)) => {
+                    position.set(e);
+                    last_match.set(Some(e));
+                    let mut out = MultiValue::new();
+                    push_captures(lua, searcher.matcher(), &src, (s, e), true, &mut out)?;
+                    Ok(out)
+                }
+                None => {
+                    position.set(src.len() + 1);
+                    Ok(MultiValue::new())
                 }
             }
-            Ok(MultiValue::new()) // no more matches
         })();
         report(lua, result)
     })?;
@@ -977,49 +1643,45 @@ fn gsub(
         _ => return Err(args.type_error(3, "string/function/table")),
     };
     let pat = pattern.as_bytes();
-    let (anchored, pat) = match pat.split_first() {
-        Some((b'^', rest)) => (true, rest),
-        _ => (false, &pat[..]),
-    };
+    let (anchored, pat) = anchor(&pat);
     let check = limits_check(lua, tripwire);
-    let mut matcher = Matcher::new(&src, pat, &check);
+    let mut searcher = Searcher::new(&src, pat, &check);
     let mut out = Vec::new();
     let mut s = 0;
     let mut last_match = None;
     let mut count: i64 = 0;
     let mut changed = false;
     while count < max_replacements {
-        match matcher.match_at(s)? {
-            Some(e) if Some(e) != last_match => {
-                count += 1;
-                let before = out.len();
-                changed |= add_value(
-                    lua,
-                    &mut matcher,
-                    &src,
-                    (s, e),
-                    &replacement,
-                    helpers,
-                    &mut out,
-                )?;
-                // The result grows outside Lua's allocator: count it against the limits.
-                matcher.hold(out.len());
-                matcher.spend(out.len() - before)?;
-                s = e;
-                last_match = Some(e);
-            }
-            _ => match src.get(s) {
-                Some(&c) => {
-                    out.push(c);
-                    s += 1;
-                }
-                None => break,
-            },
-        }
+        let found = if anchored {
+            searcher.match_at(s)?.map(|e| (s, e))
+        } else {
+            searcher.next_match(s, last_match)?
+        };
+        let Some((start, e)) = found else { break };
+        let skipped = piece(&src, s, start);
+        out.extend_from_slice(skipped);
+        count += 1;
+        let before = out.len();
+        let matcher = searcher.matcher();
+        changed |= add_value(
+            lua,
+            matcher,
+            &src,
+            (start, e),
+            &replacement,
+            helpers,
+            &mut out,
+        )?;
+        // The result grows outside Lua's allocator: count it against the limits.
+        matcher.hold(out.len());
+        matcher.spend(out.len() - before + skipped.len())?;
+        s = e;
+        last_match = Some(e);
         if anchored {
             break;
         }
     }
+    let matcher = searcher.matcher();
     let result = if changed {
         let rest = src.get(s..).unwrap_or_default();
         out.extend_from_slice(rest);
@@ -1207,6 +1869,69 @@ mod tests {
         let mut matcher = Matcher::new(src.as_bytes(), b".-.-.-.-.-.-b", &check);
         assert!(matches!(matcher.match_at(0), Err(Failure::Host(_))));
         assert_eq!(calls.get(), 4);
+    }
+
+    #[test]
+    fn a_long_plain_search_checks_the_limits_every_window() {
+        let calls = Cell::new(0);
+        let check = |_: usize| {
+            calls.set(calls.get() + 1);
+            Err(mlua::Error::RuntimeError("stop".into()))
+        };
+        let src = vec![b'a'; 3 * SCAN_WINDOW];
+        let mut matcher = Matcher::new(&src, &[], &check);
+        assert!(matches!(
+            matcher.find_plain(b"ab", 0),
+            Err(Failure::Host(_))
+        ));
+        assert_eq!(calls.get(), 1);
+        // A search that ends within a window checks less often than every window.
+        let short = vec![b'a'; 1000];
+        let mut matcher = Matcher::new(&short, &[], &check);
+        assert!(matches!(matcher.find_plain(b"ab", 0), Ok(None)));
+    }
+
+    #[test]
+    fn plans_skip_the_matcher_only_where_it_cannot_backtrack() {
+        let plan = |pat: &str| {
+            Plan::of(
+                pat.as_bytes(),
+                &Matcher::new(b"", pat.as_bytes(), &no_limit),
+            )
+        };
+        assert_eq!(plan("abc"), Plan::Literal);
+        assert_eq!(
+            plan("[^\n]+"),
+            Plan::Class {
+                end: 4,
+                repeat: true
+            }
+        );
+        assert_eq!(
+            plan("%d"),
+            Plan::Class {
+                end: 2,
+                repeat: false
+            }
+        );
+        let first = |pat: &str| {
+            first_class(
+                pat.as_bytes(),
+                &Matcher::new(b"", pat.as_bytes(), &no_limit),
+            )
+        };
+        assert_eq!(first("user=%d+"), Some((0, 1)));
+        assert_eq!(first("(%d+) ms"), Some((1, 3)));
+        assert_eq!(first("()[ab]c"), Some((2, 6)));
+        for none in ["a*b", "%bxy", "%f[%a]x", "$", ")", "[a", "%1"] {
+            assert_eq!(first(none), None, "{none:?}");
+        }
+        assert_eq!(first(&"(".repeat(40)), None);
+        for general in [
+            "", ")", "a)", "%b()", "%f[%a]", "%1", "$", "a*", "[a", "(a)", "a+b",
+        ] {
+            assert_eq!(plan(general), Plan::General, "{general:?}");
+        }
     }
 
     #[test]

@@ -28,6 +28,21 @@ const GROUPS: &[(&str, &str, Scope, &[&str])] = &[
         ],
     ),
     (
+        "re",
+        "Regular expressions in Python/PCRE syntax on the regex crate: linear time, byte offsets as string.sub takes them.",
+        Scope::Core,
+        &[
+            "re.find",
+            "re.match",
+            "re.gmatch",
+            "re.find_all",
+            "re.count",
+            "re.split",
+            "re.gsub",
+            "re.replace",
+        ],
+    ),
+    (
         "llm",
         "Sub-model calls on pieces of the context.",
         Scope::Core,

@@ -1,0 +1,571 @@
+//! The `re` built-in: regular expressions on the `regex` crate, in the syntax models write
+//! most reliably (Python/PCRE-like, without backreferences or look-around), in linear
+//! time by construction.
+//!
+//! Offsets are 1-based byte positions with an inclusive end, so they agree with
+//! `string.sub` and `string.find`. Compiled patterns are kept in a small per-environment
+//! cache; their compiled size is limited ([`SIZE_LIMIT`]). Functions that walk many
+//! matches (`gmatch`, `find_all`, `count`, `split`, `gsub`) check the execution's limits
+//! as they go, and the results they build live in Lua's memory, so both are counted.
+//!
+//! ```
+//! use rlm_registry::{Registry, environment::{Environment, Limits}};
+//!
+//! let env = Environment::new(Registry::baked().clone(), Limits::default())?;
+//! let run = env.execute(r#"
+//!   print(re.find("id=42, id=7", [[id=(\d+)]]))
+//!   print(re.gsub("a-b-c", "-", "+"))
+//!   print(re.count("Error error ERROR", "error", "i"))
+//! "#)?;
+//! assert_eq!(run.output, "1\t5\t42\na+b+c\t2\n3\n");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use mlua::{Function, Lua, LuaString, MultiValue, Table, Value};
+use regex::bytes::{Captures, Regex, RegexBuilder};
+
+use super::limits::Tripwire;
+use super::text::{Budget, optional_string_sequence, string_sequence};
+
+/// The name of the built-in table.
+pub(crate) const NAME: &str = "re";
+
+/// The largest compiled program (and lazy DFA cache) one pattern may use, in bytes.
+pub(crate) const SIZE_LIMIT: usize = 4 << 20;
+/// Compiled patterns kept per environment; the cache starts over when full.
+const CACHE_ENTRIES: usize = 64;
+/// The flags a pattern may be given, as in Python and the `regex` crate's `(?flags)`.
+const FLAGS: &str = "imsxU";
+
+/// Compiled patterns by pattern and flags, for one environment.
+#[derive(Default)]
+pub(crate) struct RegexCache {
+    compiled: RefCell<HashMap<(Vec<u8>, String), Regex>>,
+}
+
+impl RegexCache {
+    /// The compiled `pattern` with `flags`; `function` names the caller in errors.
+    pub(crate) fn get(&self, function: &str, pattern: &[u8], flags: &str) -> mlua::Result<Regex> {
+        let key = (pattern.to_vec(), flags.to_string());
+        if let Some(regex) = self.compiled.borrow().get(&key) {
+            return Ok(regex.clone());
+        }
+        let regex = compile(function, pattern, flags)?;
+        let mut compiled = self.compiled.borrow_mut();
+        if compiled.len() >= CACHE_ENTRIES {
+            compiled.clear();
+        }
+        compiled.insert(key, regex.clone());
+        Ok(regex)
+    }
+}
+
+fn error(message: String) -> mlua::Error {
+    mlua::Error::RuntimeError(message)
+}
+
+fn compile(function: &str, pattern: &[u8], flags: &str) -> mlua::Result<Regex> {
+    let text = std::str::from_utf8(pattern).map_err(|e| {
+        error(format!(
+            "{function}: the pattern is not valid UTF-8 (byte {})",
+            e.valid_up_to() + 1
+        ))
+    })?;
+    let mut builder = RegexBuilder::new(text);
+    builder.size_limit(SIZE_LIMIT).dfa_size_limit(SIZE_LIMIT);
+    for flag in flags.chars() {
+        match flag {
+            'i' => builder.case_insensitive(true),
+            'm' => builder.multi_line(true),
+            's' => builder.dot_matches_new_line(true),
+            'x' => builder.ignore_whitespace(true),
+            'U' => builder.swap_greed(true),
+            other => {
+                return Err(error(format!(
+                    "{function}: unknown flag '{other}' (flags are any of \"{FLAGS}\": i ignore case, m multi-line ^ and $, s dot matches newline, x verbose, U lazy by default)"
+                )));
+            }
+        };
+    }
+    builder
+        .build()
+        .map_err(|e| error(format!("{function}: {}", describe(text, &e))))
+}
+
+/// A one-line description of a bad pattern: the problem and where it is.
+fn describe(pattern: &str, error: &regex::Error) -> String {
+    match error {
+        regex::Error::CompiledTooBig(limit) => format!(
+            "pattern {pattern:?} is too large once compiled (more than {limit} bytes); use a simpler pattern or smaller repetition counts"
+        ),
+        regex::Error::Syntax(text) => {
+            // The crate's message shows the pattern with a caret line under the problem
+            // and ends with "error: <what>".
+            let problem = text
+                .lines()
+                .rev()
+                .find_map(|line| line.strip_prefix("error: "))
+                .unwrap_or(text.as_str());
+            let column = text.lines().find_map(|line| {
+                let trimmed = line.trim_start();
+                (trimmed.starts_with('^') && trimmed.chars().all(|c| c == '^'))
+                    .then(|| line.len() - trimmed.len())
+            });
+            match column {
+                // The pattern is printed indented by four spaces.
+                Some(column) => format!(
+                    "bad pattern {pattern:?}: {problem} at character {}",
+                    column.saturating_sub(4) + 1
+                ),
+                None => format!("bad pattern {pattern:?}: {problem}"),
+            }
+        }
+        other => format!("bad pattern {pattern:?}: {other}"),
+    }
+}
+
+/// `posrelat` of `string.find`: a 1-based start, negative counting from the end; the
+/// 0-based offset to search from, or `None` past the end.
+fn start_offset(init: Option<i64>, len: usize) -> Option<usize> {
+    let init = init.unwrap_or(1);
+    let start = if init > 0 {
+        usize::try_from(init - 1).unwrap_or(usize::MAX)
+    } else if init == 0 || init.unsigned_abs() > len as u64 {
+        0
+    } else {
+        len - init.unsigned_abs() as usize
+    };
+    (start <= len).then_some(start)
+}
+
+/// A group as a Lua value: its text, or `absent` when it did not take part.
+fn group(lua: &Lua, captures: &Captures, i: usize, absent: Value) -> mlua::Result<Value> {
+    match captures.get(i) {
+        Some(m) => Ok(Value::String(lua.create_string(m.as_bytes())?)),
+        None => Ok(absent),
+    }
+}
+
+/// The groups of a match (nil for one that did not take part), or the whole match when
+/// the pattern has none: what `string.match` gives.
+fn groups_or_match(lua: &Lua, captures: &Captures) -> mlua::Result<MultiValue> {
+    if captures.len() == 1 {
+        return Ok(MultiValue::from_vec(vec![group(
+            lua,
+            captures,
+            0,
+            Value::Nil,
+        )?]));
+    }
+    (1..captures.len())
+        .map(|i| group(lua, captures, i, Value::Nil))
+        .collect()
+}
+
+/// Common arguments: the subject and the compiled pattern.
+struct Call<'a> {
+    lua: &'a Lua,
+    cache: &'a RegexCache,
+    tripwire: &'a Tripwire,
+}
+
+impl Call<'_> {
+    fn regex(
+        &self,
+        function: &str,
+        pattern: &LuaString,
+        flags: Option<&LuaString>,
+    ) -> mlua::Result<Regex> {
+        let flags = match flags {
+            Some(flags) => flags.to_str()?.to_string(),
+            None => String::new(),
+        };
+        self.cache.get(function, &pattern.as_bytes(), &flags)
+    }
+
+    fn budget(&self) -> Budget<'_> {
+        Budget::new(self.lua, self.tripwire)
+    }
+}
+
+/// `re.find(text, pattern [, init [, flags]])` → start, end, groups… or nil.
+fn find(
+    call: &Call,
+    args: (LuaString, LuaString, Option<i64>, Option<LuaString>),
+) -> mlua::Result<MultiValue> {
+    let (text, pattern, init, flags) = args;
+    let regex = call.regex("re.find", &pattern, flags.as_ref())?;
+    let bytes = text.as_bytes();
+    let Some(start) = start_offset(init, bytes.len()) else {
+        return Ok(MultiValue::from_vec(vec![Value::Nil]));
+    };
+    let Some(captures) = regex.captures_at(&bytes, start) else {
+        return Ok(MultiValue::from_vec(vec![Value::Nil]));
+    };
+    let whole = captures.get(0).map_or((0, 0), |m| (m.start(), m.end()));
+    let mut out = vec![
+        Value::Integer(whole.0 as i64 + 1),
+        Value::Integer(whole.1 as i64),
+    ];
+    for i in 1..captures.len() {
+        out.push(group(call.lua, &captures, i, Value::Nil)?);
+    }
+    Ok(MultiValue::from_vec(out))
+}
+
+/// `re.match(text, pattern [, init [, flags]])` → groups or the whole match, or nil.
+fn r#match(
+    call: &Call,
+    args: (LuaString, LuaString, Option<i64>, Option<LuaString>),
+) -> mlua::Result<MultiValue> {
+    let (text, pattern, init, flags) = args;
+    let regex = call.regex("re.match", &pattern, flags.as_ref())?;
+    let bytes = text.as_bytes();
+    let found = start_offset(init, bytes.len()).and_then(|start| regex.captures_at(&bytes, start));
+    match found {
+        Some(captures) => groups_or_match(call.lua, &captures),
+        None => Ok(MultiValue::from_vec(vec![Value::Nil])),
+    }
+}
+
+/// The next match at or after `position` that is not an empty match where the previous
+/// one ended (the `regex` crate's own iteration rule).
+fn next_captures<'h>(
+    regex: &Regex,
+    haystack: &'h [u8],
+    position: usize,
+    last_end: Option<usize>,
+) -> Option<Captures<'h>> {
+    let mut from = position;
+    loop {
+        let captures = regex.captures_at(haystack, from)?;
+        let whole = captures.get(0)?;
+        if whole.is_empty() && Some(whole.end()) == last_end {
+            from = whole.end() + 1;
+            if from > haystack.len() {
+                return None;
+            }
+            continue;
+        }
+        return Some(captures);
+    }
+}
+
+/// `re.gmatch(text, pattern [, flags])` → an iterator over the matches' groups (or the
+/// whole matches).
+fn gmatch(
+    lua: &Lua,
+    cache: &RegexCache,
+    tripwire: &Rc<Tripwire>,
+    (text, pattern, flags): (LuaString, LuaString, Option<LuaString>),
+) -> mlua::Result<Function> {
+    let call = Call {
+        lua,
+        cache,
+        tripwire,
+    };
+    let regex = call.regex("re.gmatch", &pattern, flags.as_ref())?;
+    let position = Cell::new(0);
+    let last_end = Cell::new(None);
+    let tripwire = Rc::clone(tripwire);
+    lua.create_function(move |lua, ()| {
+        Budget::new(lua, &tripwire).check()?;
+        let bytes = text.as_bytes();
+        if position.get() > bytes.len() {
+            return Ok(MultiValue::from_vec(vec![Value::Nil]));
+        }
+        match next_captures(&regex, &bytes, position.get(), last_end.get()) {
+            Some(captures) => {
+                let end = captures.get(0).map_or(0, |m| m.end());
+                position.set(end);
+                last_end.set(Some(end));
+                groups_or_match(lua, &captures)
+            }
+            None => {
+                position.set(bytes.len() + 1);
+                Ok(MultiValue::from_vec(vec![Value::Nil]))
+            }
+        }
+    })
+}
+
+/// `re.find_all(text, pattern [, flags])` → every match: the whole match when the
+/// pattern has no groups, the group when it has one, a table of groups otherwise.
+fn find_all(
+    call: &Call,
+    (text, pattern, flags): (LuaString, LuaString, Option<LuaString>),
+) -> mlua::Result<Table> {
+    let regex = call.regex("re.find_all", &pattern, flags.as_ref())?;
+    let lua = call.lua;
+    let mut budget = call.budget();
+    let bytes = text.as_bytes();
+    match regex.captures_len() {
+        // Whole matches, or one group's text: strings built in one call.
+        1 => {
+            let matches = regex.find_iter(&bytes).map(|m| m.as_bytes());
+            return string_sequence(lua, matches, 0, &mut budget);
+        }
+        2 => {
+            let groups = regex
+                .captures_iter(&bytes)
+                .map(|c| c.get(1).map(|m| m.as_bytes()));
+            return optional_string_sequence(lua, groups, 0, &mut budget);
+        }
+        _ => {}
+    }
+    let found = lua.create_table()?;
+    let mut previous = 0;
+    for (n, captures) in regex.captures_iter(&bytes).enumerate() {
+        let end = captures.get(0).map_or(previous, |m| m.end());
+        budget.spend(end.saturating_sub(previous) + 64)?;
+        previous = end;
+        let entry = lua.create_table_with_capacity(captures.len() - 1, 0)?;
+        for i in 1..captures.len() {
+            entry.raw_set(i, group(lua, &captures, i, Value::Boolean(false))?)?;
+        }
+        found.raw_set(n + 1, entry)?;
+    }
+    Ok(found)
+}
+
+/// `re.count(text, pattern [, flags])` → the number of matches.
+fn count(
+    call: &Call,
+    (text, pattern, flags): (LuaString, LuaString, Option<LuaString>),
+) -> mlua::Result<usize> {
+    let regex = call.regex("re.count", &pattern, flags.as_ref())?;
+    let mut budget = call.budget();
+    let bytes = text.as_bytes();
+    let mut previous = 0;
+    let mut n = 0;
+    for m in regex.find_iter(&bytes) {
+        budget.spend(m.end().saturating_sub(previous) + 1)?;
+        previous = m.end();
+        n += 1;
+    }
+    Ok(n)
+}
+
+/// `re.split(text, pattern [, max [, flags]])` → the pieces between matches (at most
+/// `max` splits).
+fn split(
+    call: &Call,
+    (text, pattern, max, flags): (LuaString, LuaString, Option<i64>, Option<LuaString>),
+) -> mlua::Result<Table> {
+    let regex = call.regex("re.split", &pattern, flags.as_ref())?;
+    let lua = call.lua;
+    let mut budget = call.budget();
+    let bytes = text.as_bytes();
+    let limit = match max {
+        Some(max) if max >= 0 => usize::try_from(max).unwrap_or(usize::MAX).saturating_add(1),
+        _ => usize::MAX,
+    };
+    string_sequence(lua, regex.splitn(&bytes, limit), 0, &mut budget)
+}
+
+/// What `re.gsub` puts in place of a match.
+enum Replacement {
+    Template(Vec<u8>),
+    Call(Function),
+    Index(Table),
+}
+
+impl Replacement {
+    fn from_value(value: Value) -> mlua::Result<Self> {
+        match value {
+            Value::String(text) => Ok(Replacement::Template(text.as_bytes().to_vec())),
+            Value::Integer(i) => Ok(Replacement::Template(i.to_string().into_bytes())),
+            Value::Number(n) => Ok(Replacement::Template(n.to_string().into_bytes())),
+            Value::Function(function) => Ok(Replacement::Call(function)),
+            Value::Table(table) => Ok(Replacement::Index(table)),
+            other => Err(error(format!(
+                "re.gsub: the replacement must be a string, function or table, got {}",
+                other.type_name()
+            ))),
+        }
+    }
+
+    /// Appends the replacement of one match; a function or table giving nil or false
+    /// keeps the match.
+    fn append(&self, lua: &Lua, captures: &Captures, out: &mut Vec<u8>) -> mlua::Result<()> {
+        let value = match self {
+            Replacement::Template(template) => {
+                captures.expand(template, out);
+                return Ok(());
+            }
+            Replacement::Call(function) => {
+                function.call::<Value>(groups_or_match(lua, captures)?)?
+            }
+            Replacement::Index(table) => {
+                let key = groups_or_match(lua, captures)?
+                    .into_iter()
+                    .next()
+                    .unwrap_or(Value::Nil);
+                table.get::<Value>(key)?
+            }
+        };
+        match value {
+            Value::Nil | Value::Boolean(false) => {
+                out.extend_from_slice(captures.get(0).map_or(&[][..], |m| m.as_bytes()))
+            }
+            Value::String(text) => out.extend_from_slice(&text.as_bytes()),
+            Value::Integer(i) => out.extend_from_slice(i.to_string().as_bytes()),
+            Value::Number(n) => out.extend_from_slice(n.to_string().as_bytes()),
+            other => {
+                return Err(error(format!(
+                    "re.gsub: invalid replacement value (a {})",
+                    other.type_name()
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `re.gsub(text, pattern, replacement [, max [, flags]])` → the new text and the number
+/// of replacements. A string replacement may use `$0`, `$1`, `${name}` and `$$`.
+fn gsub(
+    call: &Call,
+    (text, pattern, replacement, max, flags): (
+        LuaString,
+        LuaString,
+        Value,
+        Option<i64>,
+        Option<LuaString>,
+    ),
+) -> mlua::Result<(LuaString, usize)> {
+    let regex = call.regex("re.gsub", &pattern, flags.as_ref())?;
+    let replacement = Replacement::from_value(replacement)?;
+    let lua = call.lua;
+    let mut budget = call.budget();
+    let bytes = text.as_bytes();
+    let max = max.map_or(usize::MAX, |m| usize::try_from(m).unwrap_or(0));
+    let mut out = Vec::new();
+    let mut copied = 0;
+    let mut n = 0;
+    let mut advance = |out: &mut Vec<u8>, start: usize, end: usize| -> mlua::Result<()> {
+        budget.hold(out.capacity());
+        budget.spend(end - copied + 1)?;
+        out.extend_from_slice(bytes.get(copied..start).unwrap_or_default());
+        copied = end;
+        n += 1;
+        Ok(())
+    };
+    match &replacement {
+        // A template without `$` needs no groups: the faster search for matches only.
+        Replacement::Template(text) if !text.contains(&b'$') => {
+            for found in regex.find_iter(&bytes).take(max) {
+                advance(&mut out, found.start(), found.end())?;
+                out.extend_from_slice(text);
+            }
+        }
+        _ => {
+            for captures in regex.captures_iter(&bytes).take(max) {
+                let Some(whole) = captures.get(0) else {
+                    continue;
+                };
+                advance(&mut out, whole.start(), whole.end())?;
+                replacement.append(lua, &captures, &mut out)?;
+            }
+        }
+    }
+    if n == 0 {
+        return Ok((text.clone(), 0));
+    }
+    out.extend_from_slice(bytes.get(copied..).unwrap_or_default());
+    budget.hold(out.capacity());
+    budget.check()?;
+    Ok((lua.create_string(&out)?, n))
+}
+
+/// Builds the `re` table, read-only (assigning to a field is an error).
+fn table(lua: &Lua, tripwire: &Rc<Tripwire>, cache: &Rc<RegexCache>) -> mlua::Result<Table> {
+    let functions = lua.create_table()?;
+    macro_rules! function {
+        ($name:literal, $implementation:expr) => {{
+            let tripwire = Rc::clone(tripwire);
+            let cache = Rc::clone(cache);
+            functions.raw_set(
+                $name,
+                lua.create_function(move |lua, args| {
+                    let call = Call {
+                        lua,
+                        cache: &cache,
+                        tripwire: &tripwire,
+                    };
+                    $implementation(&call, args)
+                })?,
+            )?;
+        }};
+    }
+    function!("find", find);
+    function!("match", r#match);
+    function!("find_all", find_all);
+    function!("count", count);
+    function!("split", split);
+    function!("gsub", gsub);
+    let gsub_function: Function = functions.raw_get("gsub")?;
+    functions.raw_set("replace", gsub_function)?;
+    let (gmatch_tripwire, gmatch_cache) = (Rc::clone(tripwire), Rc::clone(cache));
+    functions.raw_set(
+        "gmatch",
+        lua.create_function(move |lua, args| gmatch(lua, &gmatch_cache, &gmatch_tripwire, args))?,
+    )?;
+    read_only(lua, functions)
+}
+
+/// A proxy that reads `functions` and refuses assignments.
+fn read_only(lua: &Lua, functions: Table) -> mlua::Result<Table> {
+    lua.load(
+        r#"
+        local functions = ...
+        return setmetatable({}, {
+          __index = functions,
+          __newindex = function(_, key)
+            error("cannot assign to built-in 're." .. tostring(key) .. "'", 2)
+          end,
+          __pairs = function() return next, functions, nil end,
+          __metatable = false,
+        })
+        "#,
+    )
+    .set_name("=re")
+    .call(functions)
+}
+
+/// Adds `re` to the built-ins.
+pub(crate) fn install(
+    lua: &Lua,
+    builtins: &Table,
+    tripwire: &Rc<Tripwire>,
+    cache: &Rc<RegexCache>,
+) -> mlua::Result<()> {
+    builtins.raw_set(NAME, table(lua, tripwire, cache)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bad_patterns_name_the_problem_and_position() {
+        let message = compile("re.find", b"ab(c", "").unwrap_err().to_string();
+        assert!(message.contains("unclosed group"), "{message}");
+        assert!(message.contains("at character 3"), "{message}");
+        let message = compile("re.find", b"a", "q").unwrap_err().to_string();
+        assert!(message.contains("unknown flag 'q'"), "{message}");
+    }
+
+    #[test]
+    fn start_offsets_follow_string_find() {
+        assert_eq!(start_offset(None, 5), Some(0));
+        assert_eq!(start_offset(Some(-2), 5), Some(3));
+        assert_eq!(start_offset(Some(6), 5), Some(5));
+        assert_eq!(start_offset(Some(7), 5), None);
+        assert_eq!(start_offset(Some(-9), 5), Some(0));
+    }
+}

@@ -1,0 +1,661 @@
+//! The text primitives behind `lua/text` and `lua/chunking`: line counting and
+//! splitting, finding every occurrence, counting words, chunking and grep, in Rust over
+//! the bytes of the Lua string (borrowed, never copied) and checking the limits as they go.
+//!
+//! They are not built-ins for the model: the registry's Lua functions call them through
+//! the hidden built-in table [`PRIMITIVES`] and keep their own names, documentation,
+//! argument checks and results. Where that table is absent (a bare Lua VM, as the
+//! library's own tests use), the Lua functions run their pure-Lua code instead, so both
+//! paths are tested against the same expectations.
+//!
+//! ```
+//! use rlm_registry::{Registry, environment::{Environment, Limits}};
+//!
+//! let env = Environment::new(Registry::baked().clone(), Limits::default())?;
+//! env.set_context("a\r\nb\n\nc\n")?;
+//! let run = env.execute("print(line_count(context), #lines(context), word_count(context))")?;
+//! assert_eq!(run.output, "4\t4\t3\n");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::rc::Rc;
+
+use memchr::memmem;
+use mlua::{Lua, LuaString, Table, ffi};
+
+use super::limits::Tripwire;
+use super::patterns;
+use super::re::RegexCache;
+
+/// The hidden built-in through which the Lua library reaches the primitives.
+pub(crate) const PRIMITIVES: &str = "_text_primitives";
+
+/// Bytes scanned between two checks of the limits: a check costs tens of nanoseconds,
+/// scanning a MiB a few dozen microseconds, so a runaway scan stops within a millisecond.
+const CHECK_BYTES: usize = 1 << 20;
+/// What one value put in a result table counts for against [`CHECK_BYTES`].
+const VALUE_COST: usize = 64;
+
+/// Counts the work done and checks the limits every [`CHECK_BYTES`] of it.
+pub(crate) struct Budget<'a> {
+    lua: &'a Lua,
+    tripwire: &'a Tripwire,
+    done: usize,
+    /// Bytes the caller holds outside Lua's allocator, counted with Lua's memory.
+    held: usize,
+}
+
+impl<'a> Budget<'a> {
+    pub(crate) fn new(lua: &'a Lua, tripwire: &'a Tripwire) -> Self {
+        Budget {
+            lua,
+            tripwire,
+            done: 0,
+            held: 0,
+        }
+    }
+
+    /// Records `work` bytes' worth of work, checking the limits when enough has been done.
+    #[inline]
+    pub(crate) fn spend(&mut self, work: usize) -> mlua::Result<()> {
+        self.done += work;
+        if self.done >= CHECK_BYTES {
+            self.done = 0;
+            return self.check();
+        }
+        Ok(())
+    }
+
+    /// Records that the caller now holds `bytes` outside Lua.
+    pub(crate) fn hold(&mut self, bytes: usize) {
+        self.held = bytes;
+    }
+
+    pub(crate) fn check(&self) -> mlua::Result<()> {
+        self.tripwire
+            .check(self.lua.used_memory().saturating_add(self.held))
+    }
+}
+
+/// A sequence of strings built in one protected call: mlua's per-value calls cost more
+/// than copying a short line, and `lines(context)` makes a million of them. The limits
+/// are checked as it goes; an allocation past the memory limit fails as any other.
+/// `expected` pieces are made room for up front. The collector pauses meanwhile: every
+/// piece is kept, so a collection would only walk the growing table again and again
+/// (allocations are still counted against the memory limit).
+pub(crate) fn string_sequence<'t>(
+    lua: &Lua,
+    pieces: impl Iterator<Item = &'t [u8]>,
+    expected: usize,
+    budget: &mut Budget,
+) -> mlua::Result<Table> {
+    optional_string_sequence(lua, pieces.map(Some), expected, budget)
+}
+
+/// [`string_sequence`] where a missing piece is `false`.
+pub(crate) fn optional_string_sequence<'t>(
+    lua: &Lua,
+    pieces: impl Iterator<Item = Option<&'t [u8]>>,
+    expected: usize,
+    budget: &mut Budget,
+) -> mlua::Result<Table> {
+    let mut stopped = None;
+    let collecting = lua.gc_is_running();
+    lua.gc_stop();
+    let expected = std::ffi::c_int::try_from(expected).unwrap_or(0);
+    // SAFETY: the closure runs protected, pushes one table and only pushes strings into
+    // it; if an allocation fails, Lua unwinds past it, and it owns nothing to drop.
+    let table = unsafe {
+        lua.exec_raw::<Table>((), |state| {
+            ffi::lua_createtable(state, expected, 0);
+            for (n, piece) in pieces.enumerate() {
+                match piece {
+                    Some(piece) => {
+                        ffi::lua_pushlstring(state, piece.as_ptr().cast(), piece.len());
+                    }
+                    None => ffi::lua_pushboolean(state, 0),
+                }
+                ffi::lua_rawseti(state, -2, n as ffi::lua_Integer + 1);
+                if let Err(error) = budget.spend(piece.map_or(0, <[u8]>::len) + VALUE_COST) {
+                    stopped = Some(error);
+                    return;
+                }
+            }
+        })
+    };
+    if collecting {
+        lua.gc_restart();
+    }
+    let table = table?;
+    match stopped {
+        Some(error) => Err(error),
+        None => Ok(table),
+    }
+}
+
+/// Where one line is: `start..end` without its terminator (`"\n"` or `"\r\n"`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Line {
+    start: usize,
+    end: usize,
+}
+
+/// The lines of `text` as `lua/text` defines them: `"\n"` and `"\r\n"` end a line, and a
+/// final newline does not start an extra empty line.
+fn lines_of(text: &[u8]) -> impl Iterator<Item = Line> + '_ {
+    let mut position = 0;
+    std::iter::from_fn(move || {
+        if position >= text.len() {
+            return None;
+        }
+        let rest = text.get(position..).unwrap_or_default();
+        let stop = memchr::memchr(b'\n', rest).map_or(text.len(), |i| position + i);
+        let end = if stop > position && text.get(stop - 1) == Some(&b'\r') {
+            stop - 1
+        } else {
+            stop
+        };
+        let line = Line {
+            start: position,
+            end,
+        };
+        position = stop + 1;
+        Some(line)
+    })
+}
+
+fn slice(text: &[u8], line: Line) -> &[u8] {
+    text.get(line.start..line.end).unwrap_or_default()
+}
+
+/// Every line's position, checking the limits (the vector lives outside Lua).
+fn line_table(text: &[u8], budget: &mut Budget) -> mlua::Result<Vec<Line>> {
+    let mut all = Vec::new();
+    for line in lines_of(text) {
+        all.push(line);
+        budget.hold(all.capacity() * std::mem::size_of::<Line>());
+        budget.spend(line.end - line.start + 1)?;
+    }
+    Ok(all)
+}
+
+/// `line_count(text)`: newlines, plus one for a last line without one.
+fn line_count(text: &[u8], budget: &mut Budget) -> mlua::Result<usize> {
+    let mut count = 0;
+    for piece in text.chunks(CHECK_BYTES) {
+        count += memchr::memchr_iter(b'\n', piece).count();
+        budget.spend(piece.len())?;
+    }
+    if text.last().is_some_and(|&b| b != b'\n') {
+        count += 1;
+    }
+    Ok(count)
+}
+
+/// Lines `first..=last` (1-based, already clamped by the caller to the text's lines)
+/// joined with `"\n"`.
+fn join_lines(
+    text: &[u8],
+    first: usize,
+    last: usize,
+    budget: &mut Budget,
+) -> mlua::Result<Vec<u8>> {
+    let mut out = Vec::new();
+    for (index, line) in lines_of(text).enumerate() {
+        let number = index + 1;
+        if number > last {
+            break;
+        }
+        budget.spend(line.end - line.start + 1)?;
+        if number >= first {
+            if number > first {
+                out.push(b'\n');
+            }
+            out.extend_from_slice(slice(text, line));
+            budget.hold(out.capacity());
+        }
+    }
+    Ok(out)
+}
+
+/// C's `isspace` in the "C" locale, which `%s` and `%S` use.
+fn is_space(byte: u8) -> bool {
+    matches!(byte, b' ' | b'\t'..=b'\r')
+}
+
+/// `word_count(text)`: runs of bytes that are not whitespace.
+fn word_count(text: &[u8], budget: &mut Budget) -> mlua::Result<usize> {
+    let mut count = 0;
+    let mut in_word = false;
+    for piece in text.chunks(CHECK_BYTES) {
+        for &byte in piece {
+            let word = !is_space(byte);
+            count += usize::from(word && !in_word);
+            in_word = word;
+        }
+        budget.spend(piece.len())?;
+    }
+    Ok(count)
+}
+
+/// `find_all(text, needle)`: 1-based starts of every occurrence, overlapping ones too.
+fn find_all(lua: &Lua, text: &[u8], needle: &[u8], budget: &mut Budget) -> mlua::Result<Table> {
+    let positions = lua.create_table()?;
+    let finder = memmem::Finder::new(needle);
+    let mut from = 0;
+    let mut n = 0;
+    while let Some(at) = text.get(from..).and_then(|rest| finder.find(rest)) {
+        let start = from + at;
+        n += 1;
+        positions.raw_set(n, start + 1)?;
+        budget.spend(at + VALUE_COST)?;
+        from = start + 1;
+    }
+    Ok(positions)
+}
+
+/// How `grep` matches a line.
+// One per `grep` call, on the stack.
+#[allow(clippy::large_enum_variant)]
+enum LineMatcher<'a> {
+    Plain(memmem::Finder<'a>),
+    Pattern(&'a [u8]),
+    Regex(regex::bytes::Regex),
+}
+
+impl LineMatcher<'_> {
+    fn matches(&self, line: &[u8], budget: &Budget) -> mlua::Result<bool> {
+        match self {
+            LineMatcher::Plain(finder) => Ok(finder.find(line).is_some()),
+            LineMatcher::Pattern(pattern) => {
+                let check = |held: usize| {
+                    budget
+                        .tripwire
+                        .check(budget.lua.used_memory().saturating_add(held))
+                };
+                patterns::find_in(line, pattern, &check)
+                    .map(|found| found.is_some())
+                    .map_err(patterns::Failure::into_lua_error)
+            }
+            LineMatcher::Regex(regex) => Ok(regex.is_match(line)),
+        }
+    }
+}
+
+/// The 0-based indices of the lines that match.
+fn matching_lines(
+    text: &[u8],
+    all: &[Line],
+    matcher: &LineMatcher,
+    budget: &mut Budget,
+) -> mlua::Result<Vec<usize>> {
+    let mut found = Vec::new();
+    if let LineMatcher::Plain(finder) = matcher {
+        // One search over the whole text, then the line of each hit.
+        let mut from = 0;
+        while let Some(at) = text.get(from..).and_then(|rest| finder.find(rest)) {
+            let start = from + at;
+            budget.spend(at)?;
+            let index = all.partition_point(|line| line.end < start + finder.needle().len());
+            match all.get(index) {
+                Some(line) if line.start <= start => {
+                    found.push(index);
+                    budget.hold(found.capacity() * 8 + all.len() * 16);
+                    from = line.end.max(start + 1);
+                }
+                _ => from = start + 1,
+            }
+        }
+        found.dedup();
+        return Ok(found);
+    }
+    for (index, &line) in all.iter().enumerate() {
+        budget.spend(line.end - line.start + 1)?;
+        if matcher.matches(slice(text, line), budget)? {
+            found.push(index);
+        }
+    }
+    Ok(found)
+}
+
+/// `grep`'s result: `{ line, text, before, after }` per matching line.
+fn grep(
+    lua: &Lua,
+    text: &[u8],
+    matcher: &LineMatcher,
+    context: usize,
+    budget: &mut Budget,
+) -> mlua::Result<Table> {
+    let all = line_table(text, budget)?;
+    let found = matching_lines(text, &all, matcher, budget)?;
+    let matches = lua.create_table_with_capacity(found.len(), 0)?;
+    let line_text = |index: usize| lua.create_string(slice(text, all[index]));
+    for (n, &index) in found.iter().enumerate() {
+        let first = index.saturating_sub(context);
+        let last = (index + context).min(all.len() - 1);
+        let before = lua.create_table_with_capacity(index - first, 0)?;
+        for (i, other) in (first..index).enumerate() {
+            before.raw_set(i + 1, line_text(other)?)?;
+        }
+        let after = lua.create_table_with_capacity(last - index, 0)?;
+        for (i, other) in (index + 1..=last).enumerate() {
+            after.raw_set(i + 1, line_text(other)?)?;
+        }
+        let entry = lua.create_table_with_capacity(0, 4)?;
+        entry.raw_set("line", index + 1)?;
+        entry.raw_set("text", line_text(index)?)?;
+        entry.raw_set("before", before)?;
+        entry.raw_set("after", after)?;
+        matches.raw_set(n + 1, entry)?;
+        budget.spend(VALUE_COST * (last - first + 4))?;
+    }
+    Ok(matches)
+}
+
+/// `chunk_by_lines(text, n, overlap)` (arguments already checked).
+fn chunk_by_lines(
+    lua: &Lua,
+    text: &[u8],
+    n: usize,
+    overlap: usize,
+    budget: &mut Budget,
+) -> mlua::Result<Table> {
+    let all = line_table(text, budget)?;
+    let chunks = lua.create_table()?;
+    let mut joined = Vec::new();
+    let mut first = 0;
+    let mut count = 0;
+    while first < all.len() {
+        let last = (first + n - 1).min(all.len() - 1);
+        joined.clear();
+        for (i, &line) in all[first..=last].iter().enumerate() {
+            if i > 0 {
+                joined.push(b'\n');
+            }
+            joined.extend_from_slice(slice(text, line));
+        }
+        budget.hold(joined.capacity() + all.len() * 16);
+        budget.spend(joined.len() + VALUE_COST)?;
+        count += 1;
+        chunks.raw_set(count, lua.create_string(&joined)?)?;
+        if last == all.len() - 1 {
+            break;
+        }
+        first = last - overlap + 1;
+    }
+    Ok(chunks)
+}
+
+/// `chunk_by_separator(text, separator, max_size)` (arguments already checked).
+fn chunk_by_separator(
+    lua: &Lua,
+    text: &[u8],
+    separator: &[u8],
+    max_size: Option<usize>,
+    budget: &mut Budget,
+) -> mlua::Result<Table> {
+    let chunks = lua.create_table()?;
+    let mut count = 0;
+    let mut push = |piece: &[u8], budget: &mut Budget| -> mlua::Result<()> {
+        count += 1;
+        budget.spend(piece.len() + VALUE_COST)?;
+        chunks.raw_set(count, lua.create_string(piece)?)
+    };
+    let pieces = memmem::find_iter(text, separator)
+        .chain(std::iter::once(text.len()))
+        .scan(0, |start, found| {
+            let piece = text.get(*start..found).unwrap_or_default();
+            *start = found + separator.len();
+            Some(piece)
+        })
+        .filter(|piece| !piece.is_empty());
+    let Some(max_size) = max_size else {
+        for piece in pieces {
+            push(piece, budget)?;
+        }
+        return Ok(chunks);
+    };
+    let mut current: Option<Vec<u8>> = None;
+    for piece in pieces {
+        match current.as_mut() {
+            Some(merged) if merged.len() + separator.len() + piece.len() <= max_size => {
+                merged.extend_from_slice(separator);
+                merged.extend_from_slice(piece);
+            }
+            _ => {
+                if let Some(done) = current.replace(piece.to_vec()) {
+                    push(&done, budget)?;
+                }
+            }
+        }
+        budget.hold(current.as_ref().map_or(0, Vec::capacity));
+    }
+    if let Some(done) = current {
+        push(&done, budget)?;
+    }
+    Ok(chunks)
+}
+
+/// Whether a chunk may end after byte `end` (1-based): the next byte does not continue
+/// a UTF-8 character.
+fn is_boundary(text: &[u8], end: usize) -> bool {
+    text.get(end).is_none_or(|&b| !(0x80..0xC0).contains(&b))
+}
+
+/// `utf8_safe_end` of `lua/chunking`: the largest end in `floor..=stop` (1-based,
+/// inclusive) that does not cut a character, the text's end when `stop` is past it.
+fn utf8_safe_end(text: &[u8], stop: usize, floor: usize) -> Option<usize> {
+    if stop >= text.len() {
+        return Some(text.len());
+    }
+    (floor..=stop).rev().find(|&end| is_boundary(text, end))
+}
+
+/// `chunk_by_size(text, size, overlap)` (arguments already checked): where each chunk
+/// starts and ends (0-based, exclusive end).
+fn size_chunks(
+    text: &[u8],
+    size: usize,
+    overlap: usize,
+) -> impl Iterator<Item = (usize, usize)> + '_ {
+    let mut first = 1;
+    std::iter::from_fn(move || {
+        if first > text.len() {
+            return None;
+        }
+        let stop = first + size - 1;
+        let last = utf8_safe_end(text, stop, first)
+            .unwrap_or(stop)
+            .min(text.len());
+        let chunk = (first - 1, last);
+        first = if last >= text.len() {
+            text.len() + 1
+        } else if overlap > 0 {
+            utf8_safe_end(text, last.saturating_sub(overlap), first).unwrap_or(last) + 1
+        } else {
+            last + 1
+        };
+        Some(chunk)
+    })
+}
+
+/// A count argument the Lua side has already checked; negative values read as 0.
+fn count(value: i64) -> usize {
+    usize::try_from(value).unwrap_or(0)
+}
+
+/// Builds the hidden table of primitives.
+pub(crate) fn table(
+    lua: &Lua,
+    tripwire: &Rc<Tripwire>,
+    cache: &Rc<RegexCache>,
+) -> mlua::Result<Table> {
+    let primitives = lua.create_table()?;
+    let add = |name: &str, function: mlua::Function| primitives.raw_set(name, function);
+    macro_rules! primitive {
+        (|$lua:ident, $budget:ident, $args:tt : $ty:ty| $body:expr) => {{
+            let tripwire = Rc::clone(tripwire);
+            lua.create_function(move |$lua, $args: $ty| {
+                let mut $budget = Budget::new($lua, &tripwire);
+                $body
+            })?
+        }};
+    }
+    add(
+        "line_count",
+        primitive!(|_lua, budget, text: LuaString| line_count(&text.as_bytes(), &mut budget)),
+    )?;
+    add(
+        "lines",
+        primitive!(|lua, budget, text: LuaString| {
+            let text = text.as_bytes();
+            let expected = line_count(&text, &mut budget)?;
+            string_sequence(
+                lua,
+                lines_of(&text).map(|line| slice(&text, line)),
+                expected,
+                &mut budget,
+            )
+        }),
+    )?;
+    add(
+        "join_lines",
+        primitive!(|lua, budget, (text, first, last): (LuaString, i64, i64)| {
+            let joined = join_lines(&text.as_bytes(), count(first), count(last), &mut budget)?;
+            lua.create_string(joined)
+        }),
+    )?;
+    add(
+        "word_count",
+        primitive!(|_lua, budget, text: LuaString| word_count(&text.as_bytes(), &mut budget)),
+    )?;
+    add(
+        "find_all",
+        primitive!(|lua, budget, (text, needle): (LuaString, LuaString)| {
+            find_all(lua, &text.as_bytes(), &needle.as_bytes(), &mut budget)
+        }),
+    )?;
+    add("grep", grep_function(lua, tripwire, cache)?)?;
+    let (regex_tripwire, regex_cache) = (Rc::clone(tripwire), Rc::clone(cache));
+    add(
+        "find_all_regex",
+        lua.create_function(move |lua, (text, pattern): (LuaString, LuaString)| {
+            let mut budget = Budget::new(lua, &regex_tripwire);
+            let regex = regex_cache.get("find_all", &pattern.as_bytes(), "")?;
+            let text = text.as_bytes();
+            let positions = lua.create_table()?;
+            let mut previous = 0;
+            for (n, found) in regex.find_iter(&text).enumerate() {
+                budget.spend(found.start().saturating_sub(previous) + VALUE_COST)?;
+                previous = found.start();
+                positions.raw_set(n + 1, found.start() + 1)?;
+            }
+            Ok(positions)
+        })?,
+    )?;
+    add(
+        "chunk_by_lines",
+        primitive!(|lua, budget, (text, n, overlap): (LuaString, i64, i64)| {
+            chunk_by_lines(
+                lua,
+                &text.as_bytes(),
+                count(n).max(1),
+                count(overlap),
+                &mut budget,
+            )
+        }),
+    )?;
+    add(
+        "chunk_by_separator",
+        primitive!(
+            |lua, budget, (text, separator, max): (LuaString, LuaString, Option<i64>)| {
+                chunk_by_separator(
+                    lua,
+                    &text.as_bytes(),
+                    &separator.as_bytes(),
+                    max.map(count),
+                    &mut budget,
+                )
+            }
+        ),
+    )?;
+    add(
+        "chunk_by_size",
+        primitive!(
+            |lua, budget, (text, size, overlap): (LuaString, i64, i64)| {
+                let text = text.as_bytes();
+                let chunks = size_chunks(&text, count(size).max(4), count(overlap));
+                let expected = text.len() / count(size).max(4) + 1;
+                string_sequence(
+                    lua,
+                    chunks.map(|(start, end)| text.get(start..end).unwrap_or_default()),
+                    expected,
+                    &mut budget,
+                )
+            }
+        ),
+    )?;
+    Ok(primitives)
+}
+
+/// `grep(text, pattern, context, mode)`, mode `"plain"`, `"pattern"` or `"regex"`.
+fn grep_function(
+    lua: &Lua,
+    tripwire: &Rc<Tripwire>,
+    cache: &Rc<RegexCache>,
+) -> mlua::Result<mlua::Function> {
+    let tripwire = Rc::clone(tripwire);
+    let cache = Rc::clone(cache);
+    lua.create_function(
+        move |lua, (text, pattern, context, mode): (LuaString, LuaString, i64, String)| {
+            let mut budget = Budget::new(lua, &tripwire);
+            let pattern_bytes = pattern.as_bytes();
+            // As in `string.find`, a pattern without special characters is plain text.
+            let plain =
+                mode == "plain" || (mode == "pattern" && !patterns::has_specials(&pattern_bytes));
+            let matcher = match mode.as_str() {
+                _ if plain => LineMatcher::Plain(memmem::Finder::new(&pattern_bytes)),
+                "regex" => LineMatcher::Regex(cache.get("grep", &pattern_bytes, "")?),
+                _ => LineMatcher::Pattern(&pattern_bytes),
+            };
+            grep(lua, &text.as_bytes(), &matcher, count(context), &mut budget)
+        },
+    )
+}
+
+/// Adds the hidden table to the built-ins.
+pub(crate) fn install(
+    lua: &Lua,
+    builtins: &Table,
+    tripwire: &Rc<Tripwire>,
+    cache: &Rc<RegexCache>,
+) -> mlua::Result<()> {
+    builtins.raw_set(PRIMITIVES, table(lua, tripwire, cache)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spans(text: &str) -> Vec<&str> {
+        lines_of(text.as_bytes())
+            .map(|line| &text[line.start..line.end])
+            .collect()
+    }
+
+    #[test]
+    fn lines_follow_the_lua_library() {
+        assert_eq!(spans(""), Vec::<&str>::new());
+        assert_eq!(spans("\n"), vec![""]);
+        assert_eq!(spans("a\r\nb\n\n"), vec!["a", "b", ""]);
+        assert_eq!(spans("a\r\r\nb\r"), vec!["a\r", "b"]);
+    }
+
+    #[test]
+    fn safe_ends_never_cut_a_character() {
+        let text = "aé".as_bytes(); // 'a', 0xC3, 0xA9
+        assert_eq!(utf8_safe_end(text, 2, 1), Some(1));
+        assert_eq!(utf8_safe_end(text, 3, 1), Some(3));
+        assert_eq!(utf8_safe_end(&[0xA9, 0xA9, 0xA9, 0x41], 2, 1), None);
+    }
+}

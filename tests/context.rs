@@ -1,0 +1,262 @@
+//! Work over large contexts: the `re` built-in (semantics, flags, offsets, errors, the
+//! read-only table) and the Rust text primitives behind the Lua library (regex options,
+//! and the limits they check while they run).
+
+use rlm_registry::Registry;
+use rlm_registry::environment::{Environment, ExecError, LimitKind, Limits};
+use std::time::Duration;
+
+fn env(limits: Limits) -> Environment {
+    Environment::new(Registry::baked().clone(), limits).expect("environment")
+}
+
+fn output(env: &Environment, code: &str) -> String {
+    match env.execute(code) {
+        Ok(run) => run.output,
+        Err(e) => panic!("{code}\nfailed: {e}"),
+    }
+}
+
+fn error(env: &Environment, code: &str) -> ExecError {
+    env.execute(code)
+        .expect_err(&format!("{code}\nshould fail"))
+}
+
+#[test]
+fn re_find_gives_byte_offsets_that_agree_with_string_sub() {
+    let env = env(Limits::default());
+    let out = output(
+        &env,
+        r#"
+        local text = "café: id=42; id=7"
+        local s, e, digits = re.find(text, [[id=(\d+)]])
+        print(s, e, digits, text:sub(s, e))
+        print(re.find(text, [[id=(\d+)]], e + 1))
+        print(re.find(text, [[id=(\d+)]], -4))
+        print(re.find(text, "nope"))
+        print(re.find(text, "(x)?id"))
+        "#,
+    );
+    assert_eq!(
+        out,
+        "8\t12\t42\tid=42\n15\t18\t7\n15\t18\t7\nnil\n8\t9\tnil\n"
+    );
+}
+
+#[test]
+fn re_match_and_gmatch_give_groups_or_the_whole_match() {
+    let env = env(Limits::default());
+    let out = output(
+        &env,
+        r#"
+        print(re.match("key = value", [[(\w+)\s*=\s*(\w+)]]))
+        print(re.match("abc 123", [[\d+]]))
+        print(re.match("abc", [[^b]]))
+        for k, v in re.gmatch("a=1, b=22", [[(\w)=(\d+)]]) do io_line = (io_line or "") .. k .. v .. ";" end
+        print(io_line)
+        local empties = {}
+        for m in re.gmatch("ab", "x*") do empties[#empties + 1] = "[" .. m .. "]" end
+        print(table.concat(empties))
+        "#,
+    );
+    assert_eq!(out, "key\tvalue\n123\nnil\na1;b22;\n[][][]\n");
+}
+
+#[test]
+fn re_find_all_count_split_follow_python() {
+    let env = env(Limits::default());
+    let out = output(
+        &env,
+        r#"
+        local t = re.find_all("a1 b22 c333", [[\d+]])
+        print(#t, t[1], t[3])
+        local g = re.find_all("a1 b22", [[([a-z])(\d+)]])
+        print(#g, g[2][1], g[2][2])
+        local one = re.find_all("a1 b22", [[[a-z](\d+)]])
+        print(one[1], one[2])
+        print(re.count("Error error ERROR", "error"), re.count("Error error ERROR", "error", "i"))
+        local parts = re.split("a, b,c ,  d", [[\s*,\s*]])
+        print(#parts, table.concat(parts, "|"))
+        print(table.concat(re.split("a,b,c", ",", 1), "|"))
+        "#,
+    );
+    assert_eq!(out, "3\t1\t333\n2\tb\t22\n1\t22\n1\t3\n4\ta|b|c|d\na|b,c\n");
+}
+
+#[test]
+fn re_gsub_expands_groups_and_calls_functions() {
+    let env = env(Limits::default());
+    let out = output(
+        &env,
+        r#"
+        print(re.gsub("2024-05-17", [[(\d+)-(\d+)-(\d+)]], "$3/$2/$1"))
+        print(re.gsub("John Smith", [[(?P<first>\w+) (?P<last>\w+)]], "${last}, ${first}"))
+        print(re.gsub("a b c", [[\w]], string.upper))
+        print(re.gsub("a b c", [[\w]], { a = "A" }))
+        print(re.replace("x x x", "x", "y", 2))
+        print(re.gsub("cost $5", [[\$(\d)]], "$$$1"))
+        print(re.gsub("abc", "z", "y"))
+        "#,
+    );
+    assert_eq!(
+        out,
+        "17/05/2024\t1\nSmith, John\t1\nA B C\t3\nA b c\t3\ny y x\t2\ncost $5\t1\nabc\t0\n"
+    );
+}
+
+#[test]
+fn re_flags_change_case_lines_and_dots() {
+    let env = env(Limits::default());
+    let out = output(
+        &env,
+        r#"
+        local text = "Alpha\nbeta\nGAMMA"
+        print(re.count(text, "^[a-z]+$"), re.count(text, "^[a-z]+$", "m"), re.count(text, "^[a-z]+$", "mi"))
+        print(re.count(text, "a.b"), re.count(text, "a.b", "s"))
+        print(re.count(text, "(?i)gamma"))
+        "#,
+    );
+    assert_eq!(out, "0\t1\t3\n0\t1\n1\n");
+}
+
+#[test]
+fn bad_patterns_and_flags_are_clear_errors() {
+    let env = env(Limits::default());
+    let message = error(&env, r#"re.find("abc", "a(b")"#)
+        .message()
+        .to_string();
+    assert!(
+        message.contains("re.find")
+            && message.contains("unclosed group")
+            && message.contains("at character 2"),
+        "{message}"
+    );
+    let message = error(&env, r#"re.count("abc", "[z-a]")"#)
+        .message()
+        .to_string();
+    assert!(
+        message.contains("re.count") && message.contains("bad pattern"),
+        "{message}"
+    );
+    let message = error(&env, r#"re.find("abc", "a", 1, "q")"#)
+        .message()
+        .to_string();
+    assert!(message.contains("unknown flag 'q'"), "{message}");
+    let message = error(&env, r#"re.find("abc", [[\w{1000}{1000}]])"#)
+        .message()
+        .to_string();
+    assert!(
+        message.contains("too large") || message.contains("exceeds"),
+        "{message}"
+    );
+    let message = error(&env, r#"re.gsub("abc", "b", true)"#)
+        .message()
+        .to_string();
+    assert!(message.contains("string, function or table"), "{message}");
+    // The environment keeps working after each of them.
+    assert_eq!(output(&env, r#"print(re.find("abc", "b"))"#), "2\t2\n");
+}
+
+#[test]
+fn re_is_a_read_only_builtin() {
+    let env = env(Limits::default());
+    assert!(
+        error(&env, "re = {}")
+            .message()
+            .contains("cannot assign to built-in 're'")
+    );
+    assert!(
+        error(&env, "re.find = print")
+            .message()
+            .contains("cannot assign to built-in 're.find'")
+    );
+    assert_eq!(output(&env, "print(getmetatable(re))"), "false\n");
+    assert_eq!(output(&env, r#"print(re.find("ab", "b"))"#), "2\t2\n");
+}
+
+#[test]
+fn grep_and_find_all_accept_regular_expressions() {
+    let env = env(Limits::default());
+    env.set_context("ok 1\nERROR disk\nok 2\nWARN cpu\nerror net\n")
+        .unwrap();
+    let out = output(
+        &env,
+        r#"
+        local m = grep(context, [[^(?i)error]], 1, "regex")
+        print(#m, m[1].line, m[1].before[1], m[1].after[1], m[2].line, m[2].text)
+        print(grep_text(context, [[^WARN|^ok 1$]], 0, "regex"))
+        print(table.concat(find_all(context, [[\d]], true), ","))
+        print(table.concat(find_all(context, "ok"), ","))
+        "#,
+    );
+    assert_eq!(
+        out,
+        "2\t2\tok 1\tok 2\t5\terror net\n1: ok 1\n--\n4: WARN cpu\n4,20\n1,17\n"
+    );
+}
+
+/// A context big enough that a primitive on it runs far past a 1 ms limit in a debug build.
+fn big_context(env: &Environment) {
+    env.set_context("word another\n".repeat(2_000_000)).unwrap();
+}
+
+#[test]
+fn a_time_limit_stops_a_primitive_inside_its_scan() {
+    let limits = Limits {
+        time: Duration::from_millis(1),
+        ..Limits::default()
+    };
+    let env = env(limits);
+    big_context(&env);
+    for call in [
+        "word_count(context)",
+        "lines(context)",
+        "chunk_by_lines(context, 10)",
+        "grep(context, 'x', 0, true)",
+        "re.count(context, [[\\w+]])",
+    ] {
+        // Were the limit checked only after the call, "after" would be printed first.
+        let failure = error(&env, &format!("{call} print('after')"));
+        assert!(
+            matches!(
+                failure,
+                ExecError::Limit {
+                    kind: LimitKind::Time,
+                    ..
+                }
+            ),
+            "{call}: {failure:?}"
+        );
+        assert_eq!(
+            failure.output(),
+            "",
+            "{call} ran to the end before stopping"
+        );
+    }
+}
+
+#[test]
+fn result_tables_of_primitives_count_against_the_memory_limit() {
+    let limits = Limits {
+        memory_bytes: 48 * 1024 * 1024,
+        ..Limits::default()
+    };
+    let env = env(limits);
+    let numbered: String = (0..1_000_000).map(|i| format!("line {i}\n")).collect();
+    env.set_context(numbered).unwrap();
+    assert_eq!(output(&env, "print(line_count(context))"), "1000000\n");
+    for call in ["lines(context)", "re.find_all(context, [[\\d+]])"] {
+        let failure = error(&env, &format!("t = {call}"));
+        assert!(
+            matches!(
+                failure,
+                ExecError::Limit {
+                    kind: LimitKind::Memory,
+                    ..
+                }
+            ),
+            "{call}: {failure:?}"
+        );
+    }
+    assert_eq!(output(&env, "print(#head(context, 2))"), "13\n");
+}

@@ -38,7 +38,7 @@ pub(super) fn write(catalog: &Catalog, paths: &[PathBuf], out: &Path) -> Output 
 /// workspace's own files do not (those in `paths` are read from their files).
 fn meta_file(catalog: &Catalog, paths: &[PathBuf]) -> String {
     let mut out = String::from(
-        "---@meta rlm\n-- Written by `rlm meta`: what the rlm sandbox defines. Do not edit; run `rlm meta` again instead.\n\n--- The context the agent works on (nil when there is none).\n---@type string?\ncontext = nil\n",
+        "---@meta rlm\n-- Written by `rlm meta`: what the rlm sandbox defines. Do not edit; run `rlm meta` again instead.\n\n--- The context the agent works on (nil when there is none).\n---@type string?\ncontext = nil\n\n--- Rust primitives behind the library's text and chunking functions (internal: call those instead).\n---@type table<string, function>\n_text_primitives = {}\n",
     );
     let in_workspace = |dir: &str| paths.iter().any(|p| Path::new(dir) == p.as_path());
     let mut tables: Vec<&str> = Vec::new();

@@ -11,7 +11,8 @@ use rlm_registry::Registry;
 use rlm_registry::environment::{Environment, Limits, User};
 use rlm_registry::llm::{LlmClient, LlmConfig};
 use rlm_registry::providers::{
-    AgentScope, Catalog, HostFunction, Provider, Providers, Scope, StoreProvider,
+    AgentScope, Catalog, HostFunction, Method, Provider, Providers, Route, RouteRequest,
+    RouteResponse, Scope, StoreProvider,
 };
 use rlm_registry::search::FunctionSearch;
 use rlm_registry::search::SearchOptions;
@@ -518,4 +519,94 @@ fn the_store_carries_values_from_a_parent_to_its_child_in_a_run() {
         .unwrap()
         .to_string();
     assert!(feedback.contains("child read forty-two"), "{feedback}");
+}
+
+/// A provider with the given management routes and no functions.
+struct Routed(Vec<(Method, &'static str)>);
+
+impl Provider for Routed {
+    fn name(&self) -> &str {
+        "routed"
+    }
+
+    fn description(&self) -> &str {
+        "Routes only."
+    }
+
+    fn functions(&self) -> Vec<HostFunction> {
+        Vec::new()
+    }
+
+    fn routes(&self) -> Vec<Route> {
+        self.0
+            .iter()
+            .map(|&(method, path)| {
+                Route::new(method, path, "", move |r| {
+                    RouteResponse::ok(json!({"path": path, "params": r.params}))
+                })
+            })
+            .collect()
+    }
+}
+
+#[test]
+fn a_route_with_a_bad_or_clashing_path_is_refused_naming_the_provider() {
+    let mut providers = Providers::builtin();
+    let err = providers
+        .register(Routed(vec![
+            (Method::Get, "items"),
+            (Method::Get, "/a/{1}"),
+        ]))
+        .unwrap_err();
+    assert_eq!(err.provider, "routed");
+    assert_eq!(err.problems.len(), 2, "{err}");
+    assert!(err.to_string().contains("`GET items`"), "{err}");
+    let err = providers
+        .register(Routed(vec![
+            (Method::Get, "/items/{id}"),
+            (Method::Get, "/items/{name}"),
+        ]))
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("answer the same requests"),
+        "{err}"
+    );
+    assert!(
+        providers.providers().all(|p| p.name != "routed"),
+        "nothing registered"
+    );
+}
+
+#[test]
+fn a_literal_route_wins_over_a_capture_and_methods_are_told_apart() {
+    let mut providers = Providers::empty();
+    providers
+        .register(Routed(vec![
+            (Method::Get, "/items/{id}"),
+            (Method::Get, "/items/all"),
+            (Method::Delete, "/items/{id}"),
+        ]))
+        .unwrap();
+    let get =
+        |path: &str| providers.handle_route("routed", Method::Get, path, RouteRequest::default());
+    assert_eq!(get("/items/all").body["path"], "/items/all");
+    assert_eq!(get("/items/7").body["params"], json!({"id": "7"}));
+    let deleted = providers.handle_route(
+        "routed",
+        Method::Delete,
+        "/items/7",
+        RouteRequest::default(),
+    );
+    assert_eq!(deleted.status, 200);
+    let refused =
+        providers.handle_route("routed", Method::Put, "/items/7", RouteRequest::default());
+    assert_eq!(refused.status, 405);
+    assert!(
+        refused.body["error"]
+            .as_str()
+            .unwrap()
+            .contains("GET, DELETE")
+    );
+    let summary = providers.providers().find(|p| p.name == "routed").unwrap();
+    assert_eq!(summary.routes.len(), 3);
 }

@@ -977,6 +977,8 @@ async fn a_non_loopback_bind_requires_the_token_on_every_route() {
                 Some(r#"{"code": "print(1)"}"#),
             ),
             ("DELETE", "/v1/sessions/x", None),
+            ("GET", "/v1/providers", None),
+            ("PUT", "/v1/providers/core/anything", Some("{}")),
             (
                 "POST",
                 "/mcp",
@@ -1192,6 +1194,147 @@ async fn providers_functions_are_served_and_each_session_has_its_own_store() {
             exec(&b, "print(store_get('k'))").await,
             (200, json!({"output": "nil\n"}))
         );
+        server.stop().await.unwrap();
+    })
+    .await;
+}
+
+/// A shop whose prices the host manages over HTTP and the model reads through a function.
+struct Shop(Arc<std::sync::Mutex<std::collections::BTreeMap<String, i64>>>);
+
+impl rlm_registry::providers::Provider for Shop {
+    fn name(&self) -> &str {
+        "shop"
+    }
+
+    fn description(&self) -> &str {
+        "Prices, managed by the host."
+    }
+
+    fn functions(&self) -> Vec<rlm_registry::providers::HostFunction> {
+        let prices = Arc::clone(&self.0);
+        vec![rlm_registry::providers::HostFunction::typed(
+            "price_of",
+            "--- The price of an item, in cents.\n---@param item string\n---@return integer",
+            move |_, (item,): (String,)| {
+                let prices = prices.lock().unwrap();
+                prices
+                    .get(&item)
+                    .copied()
+                    .ok_or(format!("no price for {item}"))
+            },
+        )]
+    }
+
+    fn routes(&self) -> Vec<rlm_registry::providers::Route> {
+        use rlm_registry::providers::{Method, Route, RouteResponse};
+        let (all, set, remove) = (
+            Arc::clone(&self.0),
+            Arc::clone(&self.0),
+            Arc::clone(&self.0),
+        );
+        vec![
+            Route::new(
+                Method::Get,
+                "/prices",
+                "Every price at least ?min.",
+                move |r| {
+                    let min: i64 = r.query.get("min").and_then(|m| m.parse().ok()).unwrap_or(0);
+                    let prices = all.lock().unwrap();
+                    let kept: serde_json::Map<String, Value> = prices
+                        .iter()
+                        .filter(|(_, cents)| **cents >= min)
+                        .map(|(item, cents)| (item.clone(), json!(cents)))
+                        .collect();
+                    RouteResponse::ok(Value::Object(kept))
+                },
+            ),
+            Route::new(
+                Method::Put,
+                "/prices/{item}",
+                "Sets a price: {\"cents\": n}.",
+                move |r| {
+                    let Some(cents) = r.body["cents"].as_i64() else {
+                        return RouteResponse::error(400, "the body needs an integer `cents`");
+                    };
+                    set.lock().unwrap().insert(r.params["item"].clone(), cents);
+                    RouteResponse::ok(json!({"item": r.params["item"], "cents": cents}))
+                },
+            ),
+            Route::new(
+                Method::Delete,
+                "/prices/{item}",
+                "Removes a price.",
+                move |r| match remove.lock().unwrap().remove(&r.params["item"]) {
+                    Some(_) => RouteResponse::ok(json!({"removed": r.params["item"]})),
+                    None => RouteResponse::error(404, "no such item"),
+                },
+            ),
+            Route::new(Method::Get, "/boom", "A handler that panics.", |_| {
+                panic!("a bug in the host's handler")
+            }),
+        ]
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn provider_management_routes_are_served_and_change_what_functions_see() {
+    use rlm_registry::providers::Providers;
+    bounded(async {
+        let mut providers = Providers::builtin();
+        providers.register(Shop(Arc::default())).unwrap();
+        let server = Server::with_providers(registry(), Arc::new(providers), options());
+        let server = TestServer::serving("127.0.0.1:0", server).await;
+        let send = |method: &str, path: &str, body: Option<&str>| {
+            request(method, server.url(path), body, None)
+        };
+
+        // The listing shows the routes under their full paths.
+        let (status, shop) = send("GET", "/v1/providers/shop", None).await;
+        assert_eq!(status, 200);
+        assert_eq!(
+            shop["routes"][1],
+            json!({"method": "PUT", "path": "/v1/providers/shop/prices/{item}", "description": "Sets a price: {\"cents\": n}."})
+        );
+
+        // The host sets a price; the function the model calls sees it.
+        let tea = "/v1/providers/shop/prices/tea";
+        assert_eq!(
+            send("PUT", tea, Some(r#"{"cents": 250}"#)).await,
+            (200, json!({"item": "tea", "cents": 250}))
+        );
+        send("PUT", "/v1/providers/shop/prices/jam", Some(r#"{"cents": 400}"#)).await;
+        assert_eq!(
+            send("POST", "/v1/functions/price_of", Some(r#"{"item": "tea"}"#)).await,
+            (200, json!({"result": 250}))
+        );
+        assert_eq!(
+            send("GET", "/v1/providers/shop/prices?min=300", None).await,
+            (200, json!({"jam": 400}))
+        );
+        assert_eq!(send("DELETE", tea, None).await.0, 200);
+        assert_eq!(
+            send("POST", "/v1/functions/price_of", Some(r#"{"item": "tea"}"#)).await.0,
+            422
+        );
+
+        // Errors: the handler's own, bad JSON, wrong method, no such route or provider,
+        // and a panicking handler, which leaves the server answering.
+        let (status, missing) = send("DELETE", tea, None).await;
+        assert_eq!((status, missing["error"].as_str()), (404, Some("no such item")));
+        assert_eq!(send("PUT", tea, Some(r#"{"cents": "x"}"#)).await.0, 400);
+        let (status, malformed) = send("PUT", tea, Some("{cents")).await;
+        assert_eq!(status, 400);
+        assert!(malformed["error"].as_str().unwrap().contains("malformed JSON"));
+        let (status, wrong) = send("POST", tea, Some("{}")).await;
+        assert_eq!(status, 405);
+        assert!(wrong["error"].as_str().unwrap().contains("PUT, DELETE"), "{wrong}");
+        assert_eq!(send("GET", "/v1/providers/shop/nope", None).await.0, 404);
+        assert_eq!(send("GET", "/v1/providers/nope/prices", None).await.0, 404);
+        let (status, panicked) = send("GET", "/v1/providers/shop/boom", None).await;
+        assert_eq!(status, 500);
+        assert!(panicked["error"].as_str().unwrap().contains("panicked"));
+        assert_eq!(send("GET", "/healthz", None).await.0, 200);
         server.stop().await.unwrap();
     })
     .await;

@@ -50,6 +50,7 @@ pub(crate) mod catalog;
 mod config;
 mod files;
 pub(crate) mod host;
+mod route;
 mod set;
 mod shell;
 mod store;
@@ -59,6 +60,7 @@ pub use config::{Config, ConfigError, DEFAULT_FILE};
 pub use files::{Edit, FileEntry, Files, FilesConfig, FilesProvider};
 pub(crate) use host::Handler;
 pub use host::{Call, HostFunction, RawHandler};
+pub use route::{Method, Route, RouteRequest, RouteResponse};
 pub use set::{ProviderError, ProviderInfo, ProviderSummary, Providers, Registration};
 pub use shell::{Shell, ShellConfig, ShellOutput, ShellProvider};
 pub use store::{Store, StoreProvider};
@@ -176,4 +178,9 @@ pub trait Provider: Send + Sync {
     fn description(&self) -> &str;
     /// Its functions, each with its doc, scope and handler.
     fn functions(&self) -> Vec<HostFunction>;
+    /// Its management routes (seed 002): HTTP endpoints for the host, not the model,
+    /// which `rlm serve` mounts under `/v1/providers/<name>/`. None by default.
+    fn routes(&self) -> Vec<Route> {
+        Vec::new()
+    }
 }

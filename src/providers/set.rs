@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use std::fmt;
 use std::sync::{Arc, OnceLock};
 
-use super::{HostFunction, Provider, Scope, builtin};
+use super::{HostFunction, Method, Provider, Route, RouteRequest, RouteResponse, Scope, builtin};
 use crate::conventions::{Code, Function, LUA_GLOBALS, Severity, check_files};
 use crate::registry::{Chunk, Registry};
 
@@ -18,6 +18,7 @@ struct Entry {
     description: String,
     builtin: bool,
     functions: Vec<HostFunction>,
+    routes: Vec<Route>,
 }
 
 /// A set of providers: the registration API. Cheap to clone (to give one agent extra
@@ -95,6 +96,8 @@ pub struct ProviderSummary<'a> {
     pub builtin: bool,
     /// Its functions' names, in its order.
     pub functions: Vec<&'a str>,
+    /// Its management routes ([`Provider::routes`]).
+    pub routes: &'a [Route],
 }
 
 /// A registered host function with its checked description.
@@ -155,6 +158,7 @@ impl Providers {
                 let entries = builtin::providers()
                     .into_iter()
                     .map(|(name, description, functions)| Entry {
+                        routes: Vec::new(),
                         name: name.to_string(),
                         description: description.to_string(),
                         builtin: true,
@@ -191,6 +195,7 @@ impl Providers {
             description: provider.description().to_string(),
             builtin: false,
             functions: provider.functions(),
+            routes: provider.routes(),
         };
         self.insert(entry)
     }
@@ -219,6 +224,7 @@ impl Providers {
                 description: String::new(),
                 builtin: false,
                 functions: Vec::new(),
+                routes: Vec::new(),
             },
         };
         entry.functions.retain(|f| f.name() != function.name());
@@ -282,7 +288,84 @@ impl Providers {
             description: &e.description,
             builtin: e.builtin,
             functions: e.functions.iter().map(HostFunction::name).collect(),
+            routes: &e.routes,
         })
+    }
+
+    /// Answers a request to a provider's management route: `path` is relative to the
+    /// provider (`/prices/tea`). The route with the most literal segments wins where
+    /// several match. No such provider or path is a 404, a path served for other methods
+    /// a 405 naming them.
+    ///
+    /// ```
+    /// use rlm_registry::providers::{HostFunction, Method, Provider, Providers, Route, RouteRequest, RouteResponse};
+    ///
+    /// struct Shop;
+    /// impl Provider for Shop {
+    ///     fn name(&self) -> &str { "shop" }
+    ///     fn description(&self) -> &str { "Prices." }
+    ///     fn functions(&self) -> Vec<HostFunction> { Vec::new() }
+    ///     fn routes(&self) -> Vec<Route> {
+    ///         vec![Route::new(Method::Get, "/prices/{item}", "A price.", |r| {
+    ///             RouteResponse::ok(serde_json::json!({ "item": r.params["item"], "price": 3 }))
+    ///         })]
+    ///     }
+    /// }
+    /// let mut providers = Providers::empty();
+    /// providers.register(Shop)?;
+    /// let answer = providers.handle_route("shop", Method::Get, "/prices/tea", RouteRequest::default());
+    /// assert_eq!((answer.status, answer.body["price"].as_i64()), (200, Some(3)));
+    /// assert_eq!(providers.handle_route("shop", Method::Put, "/prices/tea", RouteRequest::default()).status, 405);
+    /// assert_eq!(providers.handle_route("shop", Method::Get, "/nope", RouteRequest::default()).status, 404);
+    /// # Ok::<(), rlm_registry::providers::ProviderError>(())
+    /// ```
+    pub fn handle_route(
+        &self,
+        provider: &str,
+        method: Method,
+        path: &str,
+        mut request: RouteRequest,
+    ) -> RouteResponse {
+        let Some(entry) = self.entries.iter().find(|e| e.name == provider) else {
+            return RouteResponse::error(
+                404,
+                format!("no provider named `{provider}` (see GET /v1/providers)"),
+            );
+        };
+        let matching: Vec<_> = entry
+            .routes
+            .iter()
+            .filter_map(|route| Some((route, route.captures(path)?)))
+            .collect();
+        let chosen = matching
+            .iter()
+            .filter(|(route, _)| route.method() == method)
+            .min_by_key(|(_, captures)| captures.len());
+        match chosen {
+            Some((route, captures)) => {
+                request.params = captures.clone();
+                route.call(&request)
+            }
+            None if matching.is_empty() => RouteResponse::error(
+                404,
+                format!(
+                    "provider `{provider}` has no route {path} (see GET /v1/providers/{provider})"
+                ),
+            ),
+            None => {
+                let mut allowed: Vec<Method> = matching.iter().map(|(r, _)| r.method()).collect();
+                allowed.sort();
+                allowed.dedup();
+                let allowed: Vec<&str> = allowed.into_iter().map(Method::as_str).collect();
+                RouteResponse::error(
+                    405,
+                    format!(
+                        "{method} is not allowed on {path}; it answers {}",
+                        allowed.join(", ")
+                    ),
+                )
+            }
+        }
     }
 
     /// Calls `name` (any function of the set, built-ins included) with JSON arguments
@@ -307,6 +390,7 @@ impl Providers {
 
     fn insert(&mut self, entry: Entry) -> Result<Registration, ProviderError> {
         self.check_names(&entry)?;
+        check_routes(&entry)?;
         let mut next = self.entries.clone();
         let mut registration = Registration::default();
         next.retain(|e| e.name != entry.name);
@@ -454,7 +538,32 @@ fn checked_name(entry: &Entry, host: &HostFunction) -> String {
     }
 }
 
-fn is_identifier(name: &str) -> bool {
+/// Every route of a provider has a servable path, and no two answer the same requests.
+fn check_routes(entry: &Entry) -> Result<(), ProviderError> {
+    let problems: Vec<String> = entry
+        .routes
+        .iter()
+        .enumerate()
+        .filter_map(|(i, route)| {
+            route.path_problem().or_else(|| {
+                let earlier = entry.routes[..i].iter().find(|r| r.overlaps(route))?;
+                Some(format!(
+                    "routes `{earlier}` and `{route}` answer the same requests"
+                ))
+            })
+        })
+        .collect();
+    if problems.is_empty() {
+        return Ok(());
+    }
+    Err(ProviderError {
+        provider: entry.name.clone(),
+        function: String::new(),
+        problems,
+    })
+}
+
+pub(super) fn is_identifier(name: &str) -> bool {
     let mut chars = name.chars();
     chars
         .next()

@@ -113,7 +113,8 @@ impl Catalog {
     }
 
     /// The providers (built-in and the host's), each with its description, whether it is
-    /// built in, and its functions as [`Catalog::describe`] gives them.
+    /// built in, its functions as [`Catalog::describe`] gives them, and its management
+    /// routes under their full paths.
     pub fn providers(&self) -> Vec<Value> {
         self.functions
             .providers()
@@ -124,11 +125,23 @@ impl Catalog {
                     .iter()
                     .filter_map(|name| self.describe(name))
                     .collect();
+                let routes: Vec<Value> = provider
+                    .routes
+                    .iter()
+                    .map(|route| {
+                        json!({
+                            "method": route.method().as_str(),
+                            "path": format!("/v1/providers/{}{}", provider.name, route.path()),
+                            "description": route.description(),
+                        })
+                    })
+                    .collect();
                 json!({
                     "name": provider.name,
                     "description": provider.description,
                     "builtin": provider.builtin,
                     "functions": functions,
+                    "routes": routes,
                 })
             })
             .collect()

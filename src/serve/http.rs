@@ -13,7 +13,7 @@ use axum::extract::{DefaultBodyLimit, Path, Query, Request, State as Shared};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{any, get, post};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde::Deserialize;
@@ -25,6 +25,7 @@ use super::executor::RunError;
 use super::mcp::{McpHandler, code_arguments, search_arguments};
 use super::sessions::CreateError;
 use crate::environment::ExecError;
+use crate::providers;
 use crate::tools::CallError;
 
 type AppState = Arc<State>;
@@ -40,6 +41,7 @@ pub(super) fn router(state: AppState, shutdown: CancellationToken) -> Router {
         .route("/v1/search", get(search))
         .route("/v1/providers", get(list_providers))
         .route("/v1/providers/{name}", get(describe_provider))
+        .route("/v1/providers/{name}/{*path}", any(provider_route))
         .route("/v1/sessions", post(create_session))
         .route("/v1/sessions/{id}", axum::routing::delete(delete_session))
         .route("/v1/sessions/{id}/exec", post(exec_session))
@@ -267,6 +269,48 @@ async fn describe_provider(Shared(state): Shared<AppState>, Path(name): Path<Str
         None => error(
             StatusCode::NOT_FOUND,
             format!("no provider named `{name}` (see GET /v1/providers)"),
+        ),
+    }
+}
+
+/// A provider's management route ([`Provider::routes`](crate::providers::Provider::routes)),
+/// run off the async runtime: a handler may block, and a panic in it is a 500.
+async fn provider_route(
+    Shared(state): Shared<AppState>,
+    Path((name, path)): Path<(String, String)>,
+    method: axum::http::Method,
+    Query(query): Query<std::collections::BTreeMap<String, String>>,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let Some(method) = providers::Method::parse(method.as_str()) else {
+        return error(
+            StatusCode::METHOD_NOT_ALLOWED,
+            format!("{method} is not a method provider routes answer"),
+        );
+    };
+    let body = match json_body(body) {
+        Ok(body) => body,
+        Err(failure) => return failure.into_response(),
+    };
+    let providers = Arc::clone(state.catalog.functions().providers());
+    let request = providers::RouteRequest {
+        query,
+        body,
+        ..Default::default()
+    };
+    let answered = tokio::task::spawn_blocking(move || {
+        providers.handle_route(&name, method, &format!("/{path}"), request)
+    })
+    .await;
+    match answered {
+        Ok(answer) => {
+            let status =
+                StatusCode::from_u16(answer.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            (status, axum::Json(answer.body)).into_response()
+        }
+        Err(_) => error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "the provider's route handler panicked",
         ),
     }
 }

@@ -187,8 +187,8 @@ impl Environment {
         let builtins = builtins::table(&lua, &session, &catalog)?;
         // `re` and the text primitives share the environment's compiled patterns.
         let regexes = Rc::new(re::RegexCache::default());
-        re::install(&lua, &builtins, &tripwire, &regexes)?;
-        text::install(&lua, &builtins, &tripwire, &regexes)?;
+        builtins.raw_set(re::NAME, re::table(&lua, &tripwire, &regexes)?)?;
+        builtins.raw_set(text::PRIMITIVES, text::table(&lua, &tripwire, &regexes)?)?;
         install_globals_metatable(&lua, builtins, builder.registry)?;
         let hook_tripwire = Rc::clone(&tripwire);
         let triggers = HookTriggers {

@@ -483,7 +483,11 @@ fn gsub(
 }
 
 /// Builds the `re` table, read-only (assigning to a field is an error).
-fn table(lua: &Lua, tripwire: &Rc<Tripwire>, cache: &Rc<RegexCache>) -> mlua::Result<Table> {
+pub(crate) fn table(
+    lua: &Lua,
+    tripwire: &Rc<Tripwire>,
+    cache: &Rc<RegexCache>,
+) -> mlua::Result<Table> {
     let functions = lua.create_table()?;
     macro_rules! function {
         ($name:literal, $implementation:expr) => {{
@@ -535,16 +539,6 @@ fn read_only(lua: &Lua, functions: Table) -> mlua::Result<Table> {
     )
     .set_name("=re")
     .call(functions)
-}
-
-/// Adds `re` to the built-ins.
-pub(crate) fn install(
-    lua: &Lua,
-    builtins: &Table,
-    tripwire: &Rc<Tripwire>,
-    cache: &Rc<RegexCache>,
-) -> mlua::Result<()> {
-    builtins.raw_set(NAME, table(lua, tripwire, cache)?)
 }
 
 #[cfg(test)]

@@ -623,16 +623,6 @@ fn grep_function(
     )
 }
 
-/// Adds the hidden table to the built-ins.
-pub(crate) fn install(
-    lua: &Lua,
-    builtins: &Table,
-    tripwire: &Rc<Tripwire>,
-    cache: &Rc<RegexCache>,
-) -> mlua::Result<()> {
-    builtins.raw_set(PRIMITIVES, table(lua, tripwire, cache)?)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -57,9 +57,17 @@ fn re_match_and_gmatch_give_groups_or_the_whole_match() {
         local empties = {}
         for m in re.gmatch("ab", "x*") do empties[#empties + 1] = "[" .. m .. "]" end
         print(table.concat(empties))
+        for letter, digit in re.gmatch("a1b", [[([a-z])(\d)?]]) do print(letter, digit) end
+        -- After a match, an empty match where it ended is skipped, as string.gmatch does.
+        local spans = {}
+        for m in re.gmatch("ab", [[a|]]) do spans[#spans + 1] = "[" .. m .. "]" end
+        print(table.concat(spans))
         "#,
     );
-    assert_eq!(out, "key\tvalue\n123\nnil\na1;b22;\n[][][]\n");
+    assert_eq!(
+        out,
+        "key\tvalue\n123\nnil\na1;b22;\n[][][]\na\t1\nb\tnil\n[a][]\n"
+    );
 }
 
 #[test]

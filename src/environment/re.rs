@@ -26,7 +26,7 @@ use std::collections::HashMap;
 use std::rc::Rc;
 
 use mlua::{Function, Lua, LuaString, MultiValue, Table, Value};
-use regex::bytes::{Captures, Regex, RegexBuilder};
+use regex::bytes::{CaptureLocations, Captures, Regex, RegexBuilder};
 
 use super::limits::Tripwire;
 use super::text::{Budget, optional_string_sequence, string_sequence};
@@ -232,18 +232,24 @@ fn r#match(
     }
 }
 
-/// The next match at or after `position` that is not an empty match where the previous
-/// one ended (the `regex` crate's own iteration rule).
-fn next_captures<'h>(
+/// The span of the next match at or after `position`, skipping an empty match where
+/// the previous one ended (as Lua's `gmatch` does). The groups' spans are left in
+/// `groups`, which is reused from call to call; a pattern without groups takes the
+/// cheaper search that finds no spans.
+fn next_match(
     regex: &Regex,
-    haystack: &'h [u8],
+    haystack: &[u8],
     position: usize,
     last_end: Option<usize>,
-) -> Option<Captures<'h>> {
+    groups: &mut CaptureLocations,
+) -> Option<(usize, usize)> {
     let mut from = position;
     loop {
-        let captures = regex.captures_at(haystack, from)?;
-        let whole = captures.get(0)?;
+        let whole = if regex.captures_len() == 1 {
+            regex.find_at(haystack, from)?
+        } else {
+            regex.captures_read_at(groups, haystack, from)?
+        };
         if whole.is_empty() && Some(whole.end()) == last_end {
             from = whole.end() + 1;
             if from > haystack.len() {
@@ -251,7 +257,7 @@ fn next_captures<'h>(
             }
             continue;
         }
-        return Some(captures);
+        return Some((whole.start(), whole.end()));
     }
 }
 
@@ -269,6 +275,7 @@ fn gmatch(
         tripwire,
     };
     let regex = call.regex("re.gmatch", &pattern, flags.as_ref())?;
+    let groups = RefCell::new(regex.capture_locations());
     let position = Cell::new(0);
     let last_end = Cell::new(None);
     let tripwire = Rc::clone(tripwire);
@@ -278,18 +285,25 @@ fn gmatch(
         if position.get() > bytes.len() {
             return Ok(MultiValue::from_vec(vec![Value::Nil]));
         }
-        match next_captures(&regex, &bytes, position.get(), last_end.get()) {
-            Some(captures) => {
-                let end = captures.get(0).map_or(0, |m| m.end());
-                position.set(end);
-                last_end.set(Some(end));
-                groups_or_match(lua, &captures)
-            }
-            None => {
-                position.set(bytes.len() + 1);
-                Ok(MultiValue::from_vec(vec![Value::Nil]))
-            }
+        let mut groups = groups.borrow_mut();
+        let Some((start, end)) =
+            next_match(&regex, &bytes, position.get(), last_end.get(), &mut groups)
+        else {
+            position.set(bytes.len() + 1);
+            return Ok(MultiValue::from_vec(vec![Value::Nil]));
+        };
+        position.set(end);
+        last_end.set(Some(end));
+        let piece = |span: Option<(usize, usize)>| match span {
+            Some((from, to)) => lua
+                .create_string(bytes.get(from..to).unwrap_or_default())
+                .map(Value::String),
+            None => Ok(Value::Nil),
+        };
+        if groups.len() == 1 {
+            return Ok(MultiValue::from_vec(vec![piece(Some((start, end)))?]));
         }
+        (1..groups.len()).map(|i| piece(groups.get(i))).collect()
     })
 }
 

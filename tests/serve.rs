@@ -2,6 +2,8 @@
 //! streamable HTTP (a server on a loopback port), the JSON API's routes and errors, the
 //! token, idle sessions, shutdown, and a bounded load test.
 
+mod support;
+
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::Path;
@@ -1336,6 +1338,33 @@ async fn provider_management_routes_are_served_and_change_what_functions_see() {
         assert!(panicked["error"].as_str().unwrap().contains("panicked"));
         assert_eq!(send("GET", "/healthz", None).await.0, 200);
         server.stop().await.unwrap();
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn llm_query_calls_a_model_only_when_serve_is_given_one() {
+    use support::openai_server::{Behavior, OpenAiServer};
+    bounded(async {
+        let model = OpenAiServer::always(Behavior::reply("from the model"));
+        let base_url = model.base_url();
+        let served = stdio_client(&["--base-url", &base_url, "--model", "tiny"]).await;
+        let result = run_lua(&served, "print(llm_query('hi'))").await;
+        assert!(!is_error(&result), "{}", text(&result));
+        assert_eq!(text(&result), "from the model\n");
+        assert_eq!(model.requests()[0].json().unwrap()["model"], "tiny");
+        served.cancel().await.unwrap();
+
+        let unserved = stdio_client(&[]).await;
+        let result = run_lua(&unserved, "print(llm_query('hi'))").await;
+        assert!(is_error(&result));
+        assert!(text(&result).contains("llm_query"), "{}", text(&result));
+        assert_eq!(
+            model.requests().len(),
+            1,
+            "no request without --model/--base-url"
+        );
+        unserved.cancel().await.unwrap();
     })
     .await;
 }

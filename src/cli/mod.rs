@@ -122,7 +122,8 @@ enum Command {
     },
     /// Serve the registry and a sandboxed Lua REPL to other agents: MCP over stdio, or with
     /// `--http ADDR` streamable HTTP MCP at /mcp and a JSON API on the same port (exit 0 on
-    /// SIGINT/SIGTERM or when the stdio client disconnects).
+    /// SIGINT/SIGTERM or when the stdio client disconnects). `llm_query` in served code
+    /// calls a model only when `--model` or `--base-url` is given.
     Serve(serve::ServeArgs),
 }
 
@@ -158,6 +159,17 @@ impl LlmArgs {
     /// The client; a bad setting in the environment is a usage error (exit 2).
     pub(crate) fn client(&self) -> Result<rlm_registry::llm::LlmClient, Output> {
         exec::llm_client(self.model.as_deref(), self.base_url.as_deref())
+    }
+
+    /// The client when `--model` or `--base-url` was given, for commands where a model is
+    /// opt-in (`rlm serve`: its users would spend the owner's tokens).
+    pub(crate) fn chosen(
+        &self,
+    ) -> Result<Option<std::sync::Arc<dyn rlm_registry::llm::Llm>>, Output> {
+        if self.model.is_none() && self.base_url.is_none() {
+            return Ok(None);
+        }
+        Ok(Some(std::sync::Arc::new(self.client()?)))
     }
 }
 

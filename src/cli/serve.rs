@@ -8,7 +8,9 @@ use std::time::Duration;
 use clap::Args;
 use rlm_registry::serve::{ServeOptions, Server, check_bind, shutdown_signal};
 
-use super::{EXIT_USAGE, EXIT_VIOLATIONS, Output, SourceArgs, providers_of, with_registry};
+use super::{
+    EXIT_USAGE, EXIT_VIOLATIONS, LlmArgs, Output, SourceArgs, providers_of, with_registry,
+};
 
 /// Options of `rlm serve`.
 #[derive(Args, Debug, Clone)]
@@ -41,6 +43,10 @@ pub(crate) struct ServeArgs {
     /// The largest request body, in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = 4 * 1024 * 1024)]
     body_limit: usize,
+    /// With --model or --base-url, `llm_query` in served code calls that model (at the
+    /// server owner's expense); without either, it fails saying no model is configured.
+    #[command(flatten)]
+    llm: LlmArgs,
 }
 
 impl ServeArgs {
@@ -63,6 +69,7 @@ impl ServeArgs {
             idle_timeout: Duration::from_secs(self.idle_timeout.max(1)),
             body_limit_bytes: self.body_limit,
             token,
+            llm: self.llm.chosen()?,
             ..ServeOptions::default()
         })
     }

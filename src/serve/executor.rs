@@ -13,6 +13,7 @@ use tokio::sync::{Semaphore, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::environment::{Environment, ExecError, Interrupt, Limits, SetupError};
+use crate::llm::Llm;
 use crate::providers::{self, StoreProvider};
 use crate::tools::{CallError, ToolCaller};
 
@@ -29,37 +30,58 @@ pub enum RunError<E> {
     Unavailable(String),
 }
 
+/// How a session's environment is built: its limits, its own `store` (at most this many
+/// bytes; none without), and the model behind `llm_query` (none: it fails saying so).
+///
+/// ```
+/// use rlm_registry::serve::SessionSetup;
+/// let setup = SessionSetup { store_bytes: Some(1024), ..SessionSetup::default() };
+/// assert!(setup.llm.is_none());
+/// ```
+#[derive(Clone, Default)]
+pub struct SessionSetup {
+    /// The limits of every execution.
+    pub limits: Limits,
+    /// A `store` provider of its own, holding at most this many bytes.
+    pub store_bytes: Option<usize>,
+    /// The model behind `llm_query`.
+    pub llm: Option<Arc<dyn Llm>>,
+}
+
 /// Builds the sandboxed environment of a session (`run_lua`, `/v1/sessions`): the one
 /// place a session's globals are decided.
 ///
 /// ```
 /// use std::sync::Arc;
-/// use rlm_registry::{Registry, environment::Limits, serve::session_environment};
+/// use rlm_registry::{Registry, serve::{SessionSetup, session_environment}};
 /// use rlm_registry::providers::{AgentScope, Catalog, Providers};
 ///
 /// let functions = Catalog::new(Registry::baked().clone(), Arc::new(Providers::builtin()), AgentScope::TOP);
-/// let env = session_environment(&functions, Limits::default(), Some(1024))?;
+/// let setup = SessionSetup { store_bytes: Some(1024), ..SessionSetup::default() };
+/// let env = session_environment(&functions, &setup)?;
 /// assert_eq!(env.execute("store_set('k', 2) print(1 + store_get('k'))")?.output, "3\n");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn session_environment(
     functions: &providers::Catalog,
-    limits: Limits,
-    store_bytes: Option<usize>,
+    setup: &SessionSetup,
 ) -> Result<Environment, SetupError> {
     let mut providers = Arc::clone(functions.providers());
-    if let Some(max_bytes) = store_bytes {
+    if let Some(max_bytes) = setup.store_bytes {
         let mut own = (*providers).clone();
         if let Err(error) = own.register(StoreProvider::new(max_bytes)) {
             tracing::error!("the session store cannot be registered: {error}");
         }
         providers = Arc::new(own);
     }
-    Environment::builder(Arc::clone(functions.registry()))
+    let mut builder = Environment::builder(Arc::clone(functions.registry()))
         .providers(providers)
         .scope(functions.scope())
-        .limits(limits)
-        .build()
+        .limits(setup.limits);
+    if let Some(llm) = &setup.llm {
+        builder = builder.llm(Arc::clone(llm));
+    }
+    builder.build()
 }
 
 /// The threads stateless calls run on and the cap on concurrent executions.
@@ -70,19 +92,20 @@ pub struct Executor {
 
 impl Executor {
     /// `threads` pool threads (and at most that many executions at once, sessions
-    /// included), each calling `registry`'s functions under `limits`.
-    pub fn new(functions: &providers::Catalog, limits: Limits, threads: usize) -> Executor {
+    /// included), each calling `functions` in an environment built with `setup`.
+    pub fn new(functions: &providers::Catalog, setup: SessionSetup, threads: usize) -> Executor {
         let threads = threads.max(1);
         let (sender, receiver) = mpsc::channel::<Job<ToolCaller>>();
         let receiver = Arc::new(Mutex::new(receiver));
         for index in 0..threads {
             let receiver = Arc::clone(&receiver);
             let functions = functions.clone();
+            let setup = setup.clone();
             let spawned = std::thread::Builder::new()
                 .name(format!("rlm-call-{index}"))
                 .spawn(move || {
                     serve_jobs(&receiver, || {
-                        session_environment(&functions, limits, None)
+                        session_environment(&functions, &setup)
                             .map(|environment| ToolCaller::over(environment, false))
                     })
                 });
@@ -248,8 +271,7 @@ impl SessionThread {
     /// Starts the thread and creates the environment there.
     pub fn start(
         functions: &providers::Catalog,
-        limits: Limits,
-        store_bytes: Option<usize>,
+        setup: SessionSetup,
     ) -> Result<SessionThread, String> {
         let (sender, receiver) = mpsc::channel::<Job<Environment>>();
         let (ready, created) = mpsc::channel::<Result<(), String>>();
@@ -257,7 +279,7 @@ impl SessionThread {
         std::thread::Builder::new()
             .name("rlm-session".to_string())
             .spawn(move || {
-                let environment = match session_environment(&functions, limits, store_bytes) {
+                let environment = match session_environment(&functions, &setup) {
                     Ok(environment) => environment,
                     Err(error) => {
                         let _ = ready.send(Err(error.to_string()));

@@ -39,11 +39,12 @@ use rmcp::ServiceExt;
 use serde_json::Value;
 
 pub use catalog::{Catalog, Exposed, MAX_SEARCH_RESULTS, conform, output_schema};
-pub use executor::session_environment;
+pub use executor::{SessionSetup, session_environment};
 pub use mcp::{McpHandler, RUN_LUA, SEARCH_FUNCTIONS};
 
 use crate::Registry;
 use crate::environment::{ExecError, Limits};
+use crate::llm::Llm;
 use crate::providers::{self, AgentScope, Providers};
 use crate::tools::CallError;
 use executor::{Executor, RunError, SessionThread};
@@ -58,7 +59,7 @@ use sessions::{CreateError, Sessions};
 /// let options = ServeOptions { idle_timeout: Duration::from_secs(60), ..ServeOptions::default() };
 /// assert_eq!(options.max_sessions, 64);
 /// ```
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone)]
 pub struct ServeOptions {
     /// Limits of every execution (time, memory, output...).
     pub limits: Limits,
@@ -80,6 +81,37 @@ pub struct ServeOptions {
     /// (`store_set`/`store_get`/`store_ref`; default none). Per session, so that two
     /// sessions never see each other's values.
     pub session_store: Option<usize>,
+    /// The model behind `llm_query` and `llm_query_batched` in every session and call
+    /// (default none: they fail saying no model is configured). Each call spends the
+    /// server owner's tokens, so serving one is a choice: `rlm serve --model`.
+    pub llm: Option<Arc<dyn Llm>>,
+}
+
+impl std::fmt::Debug for ServeOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServeOptions")
+            .field("limits", &self.limits)
+            .field("max_sessions", &self.max_sessions)
+            .field("max_concurrent_executions", &self.max_concurrent_executions)
+            .field("idle_timeout", &self.idle_timeout)
+            .field("body_limit_bytes", &self.body_limit_bytes)
+            .field("token", &self.token.as_ref().map(|_| "<set>"))
+            .field("progress_interval", &self.progress_interval)
+            .field("session_store", &self.session_store)
+            .field("llm", &self.llm.as_ref().map(|_| "<set>"))
+            .finish()
+    }
+}
+
+impl ServeOptions {
+    /// What each session's environment is built with.
+    fn session_setup(&self) -> SessionSetup {
+        SessionSetup {
+            limits: self.limits,
+            store_bytes: self.session_store,
+            llm: self.llm.clone(),
+        }
+    }
 }
 
 impl Default for ServeOptions {
@@ -93,6 +125,7 @@ impl Default for ServeOptions {
             token: None,
             progress_interval: Duration::from_secs(10),
             session_store: None,
+            llm: None,
         }
     }
 }
@@ -150,9 +183,9 @@ impl State {
     /// A new session in the table; its id.
     fn new_session(&self) -> Result<String, CreateError> {
         let functions = self.catalog.functions();
-        let (limits, store) = (self.options.limits, self.options.session_store);
+        let setup = self.options.session_setup();
         self.sessions
-            .create(|| SessionThread::start(functions, limits, store))
+            .create(|| SessionThread::start(functions, setup))
     }
 }
 
@@ -176,11 +209,11 @@ impl Server {
         options: ServeOptions,
     ) -> Server {
         let functions = providers::Catalog::new(registry, providers, AgentScope::TOP);
-        let executor = Executor::new(
-            &functions,
-            options.limits,
-            options.max_concurrent_executions,
-        );
+        let stateless = SessionSetup {
+            store_bytes: None,
+            ..options.session_setup()
+        };
+        let executor = Executor::new(&functions, stateless, options.max_concurrent_executions);
         let state = State {
             catalog: Catalog::new(functions),
             executor,

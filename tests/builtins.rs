@@ -438,3 +438,32 @@ fn rlm_query_at_the_depth_limit_falls_back_to_llm_query() {
         "{prompt}"
     );
 }
+
+#[test]
+fn errors_of_rust_builtins_are_plain_strings_like_lua_c_functions() {
+    let server = OpenAiServer::always(Behavior::status(500));
+    let (env, _) = env_with(&server, Limits::default());
+    let out = output(
+        &env,
+        r#"
+        local calls = {
+          function() local r = token_truncate("a", -1) return r end,
+          function() local r = re.find("abc", "(") return r end,
+          function() return lines(nil) end,
+        }
+        for _, call in ipairs(calls) do
+          local ok, err = pcall(call)
+          print(ok, type(err), ("[" .. err .. "]"):sub(1, 32))
+        end
+        local ok, err = pcall(re.gsub, "abc", "b", function() error("boom") end)
+        print(err)
+        "#,
+    );
+    assert_eq!(
+        out,
+        "false\tstring\t[input:3: token_truncate: n must\n\
+         false\tstring\t[input:4: re.find: bad pattern \"\n\
+         false\tstring\t[bad argument #1: error converti\n\
+         input:11: boom\n"
+    );
+}

@@ -147,7 +147,11 @@ pub(crate) fn table(
                     else {
                         continue;
                     };
-                    function
+                    match name {
+                        // Hot in loops, and it cannot fail but on memory.
+                        "print" => function,
+                        _ => plain_errors(lua, function)?,
+                    }
                 }
                 Handler::Raw(handler) => {
                     host_raw(lua, session, catalog, name, Arc::clone(handler))?
@@ -315,11 +319,81 @@ fn raise_failures(lua: &Lua, inner: Function) -> mlua::Result<Function> {
     ))
 }
 
+/// `function` (a built-in written in Rust) with its errors raised as plain strings, as
+/// Lua's own C functions raise them: mlua raises a Rust error as a userdata, which
+/// `pcall` would return and on which `err:match(…)` or `"…" .. err` fail. Running out of
+/// memory stays as it is, and a limit a built-in trips is re-raised by the instruction
+/// hook whatever the message becomes.
+pub(crate) fn plain_errors(lua: &Lua, function: Function) -> mlua::Result<Function> {
+    const KEY: &str = "rlm.plain_errors";
+    if let Some(wrap) = lua.named_registry_value::<Option<Function>>(KEY)? {
+        return wrap.call(function);
+    }
+    // A Rust error's message is raised at the caller's line, like a C function's; a Lua
+    // error passing through (from a callback) keeps its own position.
+    let message = lua.create_function(|lua, value: Value| {
+        Ok(match value {
+            Value::Error(error) if !is_memory_error(&error) => {
+                let message = lua_message(&error);
+                let level = if has_position(&message) { 0 } else { 2 };
+                (Value::String(lua.create_string(message)?), level)
+            }
+            other => (other, 0),
+        })
+    })?;
+    let wrap: Function = lua
+        .load(
+            r#"
+            local pcall, error, pack, unpack, message = ...
+            return function(inner)
+              return function(...)
+                local results = pack(pcall(inner, ...))
+                if results[1] then return unpack(results, 2, results.n) end
+                error(message(results[2]))
+              end
+            end
+            "#,
+        )
+        .set_name("=builtin")
+        .call((
+            lua.globals().get::<Function>("pcall")?,
+            lua.globals().get::<Function>("error")?,
+            lua.load("return table.pack").eval::<Function>()?,
+            lua.load("return table.unpack").eval::<Function>()?,
+            message,
+        ))?;
+    lua.set_named_registry_value(KEY, &wrap)?;
+    wrap.call(function)
+}
+
+/// Whether the allocator refused: that error must reach the environment as it is.
+fn is_memory_error(error: &mlua::Error) -> bool {
+    match error {
+        mlua::Error::MemoryError(_) => true,
+        mlua::Error::CallbackError { cause, .. } => is_memory_error(cause),
+        _ => false,
+    }
+}
+
+/// Whether `message` starts with a Lua position (`chunk:12: `): a Lua error that passed
+/// through Rust, which must not get a second one.
+fn has_position(message: &str) -> bool {
+    let Some((_, rest)) = message.split_once(':') else {
+        return false;
+    };
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    digits > 0 && rest[digits..].starts_with(": ")
+}
+
 /// The message of a Lua error without mlua's wrapping.
 fn lua_message(error: &mlua::Error) -> String {
     match error {
         mlua::Error::CallbackError { cause, .. } => lua_message(cause),
-        mlua::Error::RuntimeError(message) => message.clone(),
+        // A Lua error raised through Rust carries the traceback mlua appended to it.
+        mlua::Error::RuntimeError(message) => message
+            .split_once("\nstack traceback:")
+            .map_or(message.as_str(), |(message, _)| message)
+            .to_string(),
         other => other.to_string(),
     }
 }

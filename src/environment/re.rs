@@ -28,6 +28,7 @@ use std::rc::Rc;
 use mlua::{Function, Lua, LuaString, MultiValue, Table, Value};
 use regex::bytes::{CaptureLocations, Captures, Regex, RegexBuilder};
 
+use super::builtins::plain_errors;
 use super::limits::Tripwire;
 use super::text::{Budget, optional_string_sequence, string_sequence};
 
@@ -507,17 +508,15 @@ pub(crate) fn table(
         ($name:literal, $implementation:expr) => {{
             let tripwire = Rc::clone(tripwire);
             let cache = Rc::clone(cache);
-            functions.raw_set(
-                $name,
-                lua.create_function(move |lua, args| {
-                    let call = Call {
-                        lua,
-                        cache: &cache,
-                        tripwire: &tripwire,
-                    };
-                    $implementation(&call, args)
-                })?,
-            )?;
+            let function = lua.create_function(move |lua, args| {
+                let call = Call {
+                    lua,
+                    cache: &cache,
+                    tripwire: &tripwire,
+                };
+                $implementation(&call, args)
+            })?;
+            functions.raw_set($name, plain_errors(lua, function)?)?;
         }};
     }
     function!("find", find);
@@ -529,10 +528,9 @@ pub(crate) fn table(
     let gsub_function: Function = functions.raw_get("gsub")?;
     functions.raw_set("replace", gsub_function)?;
     let (gmatch_tripwire, gmatch_cache) = (Rc::clone(tripwire), Rc::clone(cache));
-    functions.raw_set(
-        "gmatch",
-        lua.create_function(move |lua, args| gmatch(lua, &gmatch_cache, &gmatch_tripwire, args))?,
-    )?;
+    let gmatch_function =
+        lua.create_function(move |lua, args| gmatch(lua, &gmatch_cache, &gmatch_tripwire, args))?;
+    functions.raw_set("gmatch", plain_errors(lua, gmatch_function)?)?;
     read_only(lua, functions)
 }
 

@@ -23,6 +23,7 @@ use std::rc::Rc;
 use memchr::memmem;
 use mlua::{Lua, LuaString, Table, ffi};
 
+use super::builtins::plain_errors;
 use super::limits::Tripwire;
 use super::patterns;
 use super::re::RegexCache;
@@ -491,7 +492,9 @@ pub(crate) fn table(
     cache: &Rc<RegexCache>,
 ) -> mlua::Result<Table> {
     let primitives = lua.create_table()?;
-    let add = |name: &str, function: mlua::Function| primitives.raw_set(name, function);
+    let add = |name: &str, function: mlua::Function| {
+        primitives.raw_set(name, plain_errors(lua, function)?)
+    };
     macro_rules! primitive {
         (|$lua:ident, $budget:ident, $args:tt : $ty:ty| $body:expr) => {{
             let tripwire = Rc::clone(tripwire);

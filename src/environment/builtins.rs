@@ -147,11 +147,7 @@ pub(crate) fn table(
                     else {
                         continue;
                     };
-                    match name {
-                        // Hot in loops, and it cannot fail but on memory.
-                        "print" => function,
-                        _ => plain_errors(lua, function)?,
-                    }
+                    function
                 }
                 Handler::Raw(handler) => {
                     host_raw(lua, session, catalog, name, Arc::clone(handler))?
@@ -164,6 +160,16 @@ pub(crate) fn table(
         };
         builtins.raw_set(name, function)?;
     }
+    // `print` is hot in loops and cannot fail but on memory; host functions raise plain
+    // errors already.
+    let host: Vec<&str> = catalog
+        .providers()
+        .iter()
+        .filter(|info| !matches!(info.host().handler, Handler::Builtin))
+        .map(|info| info.name())
+        .chain(["print"])
+        .collect();
+    raise_plain_errors(lua, &builtins, &host)?;
     lua.globals().raw_set("print", Value::Nil)?;
     Ok(builtins)
 }
@@ -319,16 +325,27 @@ fn raise_failures(lua: &Lua, inner: Function) -> mlua::Result<Function> {
     ))
 }
 
-/// `function` (a built-in written in Rust) with its errors raised as plain strings, as
-/// Lua's own C functions raise them: mlua raises a Rust error as a userdata, which
-/// `pcall` would return and on which `err:match(…)` or `"…" .. err` fail. Running out of
-/// memory stays as it is, and a limit a built-in trips is re-raised by the instruction
-/// hook whatever the message becomes.
-pub(crate) fn plain_errors(lua: &Lua, function: Function) -> mlua::Result<Function> {
-    const KEY: &str = "rlm.plain_errors";
-    if let Some(wrap) = lua.named_registry_value::<Option<Function>>(KEY)? {
-        return wrap.call(function);
-    }
+/// Replaces every function of `functions` (built-ins written in Rust) but those named in
+/// `keep` by one raising its errors as plain strings, as Lua's own C functions raise
+/// them: mlua raises a Rust error as a userdata, which `pcall` would return and on which
+/// `err:match(…)` or `"…" .. err` fail. Running out of memory stays as it is, and a limit a
+/// built-in trips is re-raised by the instruction hook whatever the message becomes.
+/// One call per table: environment creation pays for one chunk, not one per function.
+pub(crate) fn raise_plain_errors(lua: &Lua, functions: &Table, keep: &[&str]) -> mlua::Result<()> {
+    const KEY: &str = "rlm.raise_plain_errors";
+    let wrap_all = match lua.named_registry_value::<Option<Function>>(KEY)? {
+        Some(wrap_all) => wrap_all,
+        None => {
+            let wrap_all = plain_error_wrapper(lua)?;
+            lua.set_named_registry_value(KEY, &wrap_all)?;
+            wrap_all
+        }
+    };
+    let keep = lua.create_table_from(keep.iter().map(|&name| (name, true)))?;
+    wrap_all.call((functions, keep))
+}
+
+fn plain_error_wrapper(lua: &Lua) -> mlua::Result<Function> {
     // A Rust error's message is raised at the caller's line, like a C function's; a Lua
     // error passing through (from a callback) keeps its own position.
     let message = lua.create_function(|lua, value: Value| {
@@ -341,29 +358,33 @@ pub(crate) fn plain_errors(lua: &Lua, function: Function) -> mlua::Result<Functi
             other => (other, 0),
         })
     })?;
-    let wrap: Function = lua
-        .load(
-            r#"
-            local pcall, error, pack, unpack, message = ...
-            return function(inner)
-              return function(...)
-                local results = pack(pcall(inner, ...))
-                if results[1] then return unpack(results, 2, results.n) end
-                error(message(results[2]))
-              end
-            end
-            "#,
-        )
-        .set_name("=builtin")
-        .call((
-            lua.globals().get::<Function>("pcall")?,
-            lua.globals().get::<Function>("error")?,
-            lua.load("return table.pack").eval::<Function>()?,
-            lua.load("return table.unpack").eval::<Function>()?,
-            message,
-        ))?;
-    lua.set_named_registry_value(KEY, &wrap)?;
-    wrap.call(function)
+    lua.load(
+        r#"
+        local pcall, error, pack, unpack, message, next, type = ...
+        local function wrap(inner)
+          return function(...)
+            local results = pack(pcall(inner, ...))
+            if results[1] then return unpack(results, 2, results.n) end
+            error(message(results[2]))
+          end
+        end
+        return function(functions, keep)
+          for name, value in next, functions do
+            if type(value) == "function" and not keep[name] then functions[name] = wrap(value) end
+          end
+        end
+        "#,
+    )
+    .set_name("=builtin")
+    .call((
+        lua.globals().get::<Function>("pcall")?,
+        lua.globals().get::<Function>("error")?,
+        lua.load("return table.pack").eval::<Function>()?,
+        lua.load("return table.unpack").eval::<Function>()?,
+        message,
+        lua.globals().get::<Function>("next")?,
+        lua.globals().get::<Function>("type")?,
+    ))
 }
 
 /// Whether the allocator refused: that error must reach the environment as it is.

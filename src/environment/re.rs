@@ -28,7 +28,7 @@ use std::rc::Rc;
 use mlua::{Function, Lua, LuaString, MultiValue, Table, Value};
 use regex::bytes::{CaptureLocations, Captures, Regex, RegexBuilder};
 
-use super::builtins::plain_errors;
+use super::builtins::raise_plain_errors;
 use super::limits::Tripwire;
 use super::text::{Budget, optional_string_sequence, string_sequence};
 
@@ -516,7 +516,7 @@ pub(crate) fn table(
                 };
                 $implementation(&call, args)
             })?;
-            functions.raw_set($name, plain_errors(lua, function)?)?;
+            functions.raw_set($name, function)?;
         }};
     }
     function!("find", find);
@@ -530,7 +530,8 @@ pub(crate) fn table(
     let (gmatch_tripwire, gmatch_cache) = (Rc::clone(tripwire), Rc::clone(cache));
     let gmatch_function =
         lua.create_function(move |lua, args| gmatch(lua, &gmatch_cache, &gmatch_tripwire, args))?;
-    functions.raw_set("gmatch", plain_errors(lua, gmatch_function)?)?;
+    functions.raw_set("gmatch", gmatch_function)?;
+    raise_plain_errors(lua, &functions, &[])?;
     read_only(lua, functions)
 }
 

@@ -23,7 +23,7 @@ use std::rc::Rc;
 use memchr::memmem;
 use mlua::{Lua, LuaString, Table, ffi};
 
-use super::builtins::plain_errors;
+use super::builtins::raise_plain_errors;
 use super::limits::Tripwire;
 use super::patterns;
 use super::re::RegexCache;
@@ -492,9 +492,7 @@ pub(crate) fn table(
     cache: &Rc<RegexCache>,
 ) -> mlua::Result<Table> {
     let primitives = lua.create_table()?;
-    let add = |name: &str, function: mlua::Function| {
-        primitives.raw_set(name, plain_errors(lua, function)?)
-    };
+    let add = |name: &str, function: mlua::Function| primitives.raw_set(name, function);
     macro_rules! primitive {
         (|$lua:ident, $budget:ident, $args:tt : $ty:ty| $body:expr) => {{
             let tripwire = Rc::clone(tripwire);
@@ -598,6 +596,7 @@ pub(crate) fn table(
             }
         ),
     )?;
+    raise_plain_errors(lua, &primitives, &[])?;
     Ok(primitives)
 }
 

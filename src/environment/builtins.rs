@@ -306,23 +306,42 @@ fn outcome(lua: &Lua, result: mlua::Result<MultiValue>) -> mlua::Result<MultiVal
 /// an ordinary Lua error whose value is the message, as `error("…")` would raise: what
 /// `pcall` returns is the message, without Rust's wrapping or a traceback.
 fn raise_failures(lua: &Lua, inner: Function) -> mlua::Result<Function> {
-    lua.load(
-        r#"
-        local inner, error, pack, unpack = ...
-        return function(...)
-          local results = pack(inner(...))
-          if results[1] then return unpack(results, 2, results.n) end
-          error(results[2], 2)
-        end
-        "#,
-    )
-    .set_name("=host")
-    .call((
-        inner,
-        lua.globals().get::<Function>("error")?,
-        lua.load("return table.pack").eval::<Function>()?,
-        lua.load("return table.unpack").eval::<Function>()?,
-    ))
+    let wrap = per_state(lua, "rlm.raise_failures", || {
+        lua.load(
+            r#"
+            local error, pack, unpack = ...
+            return function(inner)
+              return function(...)
+                local results = pack(inner(...))
+                if results[1] then return unpack(results, 2, results.n) end
+                error(results[2], 2)
+              end
+            end
+            "#,
+        )
+        .set_name("=host")
+        .call((
+            lua.globals().get::<Function>("error")?,
+            table_function(lua, "pack")?,
+            table_function(lua, "unpack")?,
+        ))
+    })?;
+    wrap.call(inner)
+}
+
+/// The function kept under `key` in `lua`'s registry, made by `make` the first time: an
+/// internal chunk is compiled once per Lua state, not once per function it wraps.
+fn per_state(
+    lua: &Lua,
+    key: &str,
+    make: impl FnOnce() -> mlua::Result<Function>,
+) -> mlua::Result<Function> {
+    if let Some(function) = lua.named_registry_value::<Option<Function>>(key)? {
+        return Ok(function);
+    }
+    let function = make()?;
+    lua.set_named_registry_value(key, &function)?;
+    Ok(function)
 }
 
 /// Replaces every function of `functions` (built-ins written in Rust) but those named in
@@ -332,15 +351,7 @@ fn raise_failures(lua: &Lua, inner: Function) -> mlua::Result<Function> {
 /// built-in trips is re-raised by the instruction hook whatever the message becomes.
 /// One call per table: environment creation pays for one chunk, not one per function.
 pub(crate) fn raise_plain_errors(lua: &Lua, functions: &Table, keep: &[&str]) -> mlua::Result<()> {
-    const KEY: &str = "rlm.raise_plain_errors";
-    let wrap_all = match lua.named_registry_value::<Option<Function>>(KEY)? {
-        Some(wrap_all) => wrap_all,
-        None => {
-            let wrap_all = plain_error_wrapper(lua)?;
-            lua.set_named_registry_value(KEY, &wrap_all)?;
-            wrap_all
-        }
-    };
+    let wrap_all = per_state(lua, "rlm.raise_plain_errors", || plain_error_wrapper(lua))?;
     let keep = lua.create_table_from(keep.iter().map(|&name| (name, true)))?;
     wrap_all.call((functions, keep))
 }
@@ -379,8 +390,8 @@ fn plain_error_wrapper(lua: &Lua) -> mlua::Result<Function> {
     .call((
         lua.globals().get::<Function>("pcall")?,
         lua.globals().get::<Function>("error")?,
-        lua.load("return table.pack").eval::<Function>()?,
-        lua.load("return table.unpack").eval::<Function>()?,
+        table_function(lua, "pack")?,
+        table_function(lua, "unpack")?,
         message,
         lua.globals().get::<Function>("next")?,
         lua.globals().get::<Function>("type")?,
@@ -404,6 +415,11 @@ fn has_position(message: &str) -> bool {
     };
     let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
     digits > 0 && rest[digits..].starts_with(": ")
+}
+
+/// `table.<name>` as the sandbox offers it.
+fn table_function(lua: &Lua, name: &str) -> mlua::Result<Function> {
+    lua.globals().get::<Table>("table")?.get(name)
 }
 
 /// The message of a Lua error without mlua's wrapping.

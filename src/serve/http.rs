@@ -8,8 +8,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
-use axum::extract::{DefaultBodyLimit, Path, Query, Request, State as Shared};
+use axum::extract::{DefaultBodyLimit, FromRequest, Path, Query, Request, State as Shared};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -202,25 +201,31 @@ fn unknown_function(state: &State, name: &str) -> Response {
     self::error(StatusCode::NOT_FOUND, error.to_string())
 }
 
-/// The request body as JSON: the body limit and malformed JSON are `{"error"}`s too.
-fn json_body(body: Result<Bytes, BytesRejection>) -> Result<Value, ApiError> {
-    let body = body.map_err(|rejection| ApiError(rejection.status(), rejection.body_text()))?;
-    if body.iter().all(u8::is_ascii_whitespace) {
-        return Ok(Value::Null);
+/// The request body as JSON (`null` when empty): the body limit and malformed JSON are
+/// `{"error"}`s too.
+struct JsonBody(Value);
+
+impl<S: Send + Sync> FromRequest<S> for JsonBody {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, ApiError> {
+        let body = Bytes::from_request(request, state)
+            .await
+            .map_err(|rejection| ApiError(rejection.status(), rejection.body_text()))?;
+        if body.iter().all(u8::is_ascii_whitespace) {
+            return Ok(JsonBody(Value::Null));
+        }
+        serde_json::from_slice(&body)
+            .map(JsonBody)
+            .map_err(|e| ApiError(StatusCode::BAD_REQUEST, format!("malformed JSON body: {e}")))
     }
-    serde_json::from_slice(&body)
-        .map_err(|e| ApiError(StatusCode::BAD_REQUEST, format!("malformed JSON body: {e}")))
 }
 
 async fn call_function(
     Shared(state): Shared<AppState>,
     Path(name): Path<String>,
-    body: Result<Bytes, BytesRejection>,
+    JsonBody(arguments): JsonBody,
 ) -> Response {
-    let arguments = match json_body(body) {
-        Ok(arguments) => arguments,
-        Err(failure) => return failure.into_response(),
-    };
     if state.catalog.is_builtin(&name) {
         return error(
             StatusCode::BAD_REQUEST,
@@ -280,7 +285,7 @@ async fn provider_route(
     Path((name, path)): Path<(String, String)>,
     method: axum::http::Method,
     Query(query): Query<std::collections::BTreeMap<String, String>>,
-    body: Result<Bytes, BytesRejection>,
+    body: Result<JsonBody, ApiError>,
 ) -> Response {
     let Some(method) = providers::Method::parse(method.as_str()) else {
         return error(
@@ -288,8 +293,8 @@ async fn provider_route(
             format!("{method} is not a method provider routes answer"),
         );
     };
-    let body = match json_body(body) {
-        Ok(body) => body,
+    let body = match body {
+        Ok(JsonBody(body)) => body,
         Err(failure) => return failure.into_response(),
     };
     let providers = Arc::clone(state.catalog.functions().providers());
@@ -374,12 +379,8 @@ fn unknown_session(id: &str) -> Response {
 async fn exec_session(
     Shared(state): Shared<AppState>,
     Path(id): Path<String>,
-    body: Result<Bytes, BytesRejection>,
+    JsonBody(body): JsonBody,
 ) -> Response {
-    let body = match json_body(body) {
-        Ok(body) => body,
-        Err(failure) => return failure.into_response(),
-    };
     let (code, context) = match code_arguments("exec", &body) {
         Ok(parsed) => parsed,
         Err(message) => return error(StatusCode::BAD_REQUEST, message),

@@ -12,15 +12,6 @@ mod conventions;
 #[path = "src/registry/mod.rs"]
 mod registry;
 
-/// The search index is computed here and baked in; the rest of `search` (querying) is
-/// not needed to build.
-#[path = "src/search/index/mod.rs"]
-mod search_index;
-mod search {
-    pub(crate) use crate::search_index as index;
-    pub(crate) fn prime(_: &crate::registry::Registry) {}
-}
-
 /// Library directories in load order, each behind the cargo feature of the same name.
 const LIBRARY_DIRS: &[(&str, &str)] = &[
     ("TEXT", "lua/text"),
@@ -29,13 +20,7 @@ const LIBRARY_DIRS: &[(&str, &str)] = &[
 ];
 
 fn main() {
-    for shared in [
-        "build.rs",
-        "src/codegen",
-        "src/conventions",
-        "src/registry",
-        "src/search/index",
-    ] {
+    for shared in ["build.rs", "src/codegen", "src/conventions", "src/registry"] {
         println!("cargo:rerun-if-changed={shared}");
     }
     let builder = LIBRARY_DIRS

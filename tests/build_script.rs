@@ -41,10 +41,10 @@ rlm-registry = {{ path = "{root}", default-features = false, features = ["build"
 fn main() {
     // The search index is baked too, identical to one built at run time.
     let built = rlm_registry::search::Index::build(REGISTRY.functions());
-    assert!(REGISTRY.search_index() == &built, "baked index differs");
+    assert!(REGISTRY.index() == &built, "baked index differs");
     for (name, _) in REGISTRY.iter_functions() {
         let options = rlm_registry::search::SearchOptions::default();
-        assert_eq!(REGISTRY.search_hits(name, &options)[0].function.name(), name);
+        assert_eq!(rlm_registry::search::search_hits(&REGISTRY, name, &options)[0].function.name(), name);
         println!("{name}");
     }
     print!("{}", REGISTRY.system_prompt());

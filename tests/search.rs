@@ -6,7 +6,7 @@
 mod corpus;
 
 use rlm_registry::Registry;
-use rlm_registry::search::{Entry, SearchOptions, capabilities};
+use rlm_registry::search::{FunctionSearch, SearchOptions, capabilities};
 
 fn names(registry: &Registry, query: &str, k: usize) -> Vec<String> {
     let options = SearchOptions {
@@ -225,12 +225,23 @@ fn sources_lookup_and_baked_tags() {
         registry.len()
     );
     assert_eq!(registry.get("grep").unwrap().tags(), ["search"]);
-    assert!(matches!(registry.lookup("lua:grep"), Some(Entry::Lua(f)) if f.name() == "grep"));
-    assert!(
-        matches!(registry.lookup("builtin:fn_search"), Some(Entry::Builtin(d)) if d.name == "fn_search")
+    let catalog = rlm_registry::providers::Catalog::new(
+        registry.clone(),
+        std::sync::Arc::new(rlm_registry::providers::Providers::builtin()),
+        rlm_registry::providers::AgentScope::TOP,
     );
-    assert!(registry.lookup("builtin:grep").is_none());
-    assert!(registry.lookup("lua:llm_query").is_none());
+    assert!(
+        catalog
+            .lookup("lua:grep")
+            .is_some_and(|f| f.function.name() == "grep")
+    );
+    assert!(
+        catalog
+            .lookup("builtin:fn_search")
+            .is_some_and(|f| f.is_builtin())
+    );
+    assert!(catalog.lookup("builtin:grep").is_none());
+    assert!(catalog.lookup("lua:llm_query").is_none());
     let search_only: Vec<&str> = registry
         .with_capability("search", Some("lua/text"))
         .iter()
@@ -251,12 +262,9 @@ fn sources_lookup_and_baked_tags() {
 fn the_baked_index_is_computed_at_build_time_and_equals_a_runtime_build() {
     let registry = Registry::baked();
     let built = rlm_registry::search::Index::build(registry.functions());
-    assert!(registry.search_index() == &built);
+    assert!(registry.index() == &built);
     // Baked means a static: every call hands out the same index, never a new build.
-    assert!(std::ptr::eq(
-        registry.search_index(),
-        registry.search_index()
-    ));
+    assert!(std::ptr::eq(registry.index(), registry.index()));
     let loaded = Registry::from_paths(
         registry
             .sources()
@@ -339,7 +347,7 @@ fn hits_rank_exactly_like_explained_results() {
     };
     for options in [SearchOptions::default(), filtered] {
         for (query, _) in corpus::labelled(&generated).iter().take(40) {
-            let hits = registry.search_hits(query, &options);
+            let hits = rlm_registry::search::search_hits(&registry, query, &options);
             let results = registry.search(query, &options);
             assert_eq!(hits.len(), results.len(), "`{query}`");
             for (hit, result) in hits.iter().zip(&results) {

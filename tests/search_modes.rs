@@ -11,7 +11,7 @@ use std::time::Duration;
 use rlm_registry::Registry;
 use rlm_registry::llm::{LlmClient, LlmConfig};
 use rlm_registry::search::llm_modes::{LlmSearch, candidate_count, search_with_llm};
-use rlm_registry::search::{SearchMode, SearchOptions, SearchResult};
+use rlm_registry::search::{FunctionSearch, SearchMode, SearchOptions, SearchResult};
 use serde_json::Value;
 use support::openai_server::{Behavior, OpenAiServer};
 

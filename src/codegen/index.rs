@@ -5,7 +5,7 @@ use proc_macro2::{Literal, TokenStream};
 use quote::{ToTokens, quote};
 
 use super::{static_array, texts};
-use crate::search::index::{Index, StrTable};
+use crate::registry::index::{Index, StrTable};
 
 /// The `Index::__from_static(...)` expression; its arrays go into `arrays` as statics
 /// named `INDEX_*`.
@@ -43,7 +43,7 @@ pub(crate) fn index_tokens(index: &Index, arrays: &mut Vec<TokenStream>) -> Toke
     let summaries = static_array(arrays, "INDEX_SUMMARIES", text_ty, texts(&index.summaries));
     let max_idf = float(index.max_idf);
     quote! {
-        ::rlm_registry::search::Index::__from_static(
+        ::rlm_registry::registry::index::Index::__from_static(
             #terms, #words, #names, #idf, #max_idf, #starts, #docs, #scores, #field_scores,
             #capabilities, #signatures, #summaries
         )
@@ -62,7 +62,7 @@ fn table_tokens(name: &str, table: &StrTable, arrays: &mut Vec<TokenStream>) -> 
         array("ENDS", ends),
         array("VALUES", values),
     );
-    quote!(::rlm_registry::search::StrTable::__from_static(#slots, #keys, #ends, #values))
+    quote!(::rlm_registry::registry::index::StrTable::__from_static(#slots, #keys, #ends, #values))
 }
 
 fn numbers(values: &[u32]) -> Vec<TokenStream> {

@@ -175,7 +175,7 @@ pub(crate) fn generate_source(registry: &Registry, dirs: &[PathBuf], file_name: 
     );
     let prompt = registry.system_prompt();
     let search_index = index::index_tokens(
-        &crate::search::index::Index::build(registry.functions()),
+        &crate::registry::index::Index::build(registry.functions()),
         &mut arrays,
     );
     let dirs: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
@@ -201,7 +201,7 @@ pub(crate) fn generate_source(registry: &Registry, dirs: &[PathBuf], file_name: 
             pub(super) static FUNCTIONS: [::rlm_registry::Function; #n_functions] = [#(#functions),*];
             pub(super) static CHUNKS: [::rlm_registry::Chunk; #n_chunks] = [#(#chunks),*];
             pub(super) static OVERRIDES: [::rlm_registry::Override; #n_overrides] = [#(#overrides),*];
-            pub(super) static INDEX: ::rlm_registry::search::Index = #search_index;
+            pub(super) static INDEX: ::rlm_registry::registry::index::Index = #search_index;
             #(#arrays)*
         }
     };

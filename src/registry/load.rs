@@ -228,6 +228,7 @@ pub(crate) fn assemble(
         prompt: Cow::Owned(prompt),
         search: super::IndexCell::new(None),
     };
-    crate::search::prime(&registry);
+    // Built while loading, so that the first search pays nothing.
+    registry.index();
     registry
 }

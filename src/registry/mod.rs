@@ -24,14 +24,17 @@
 //! # Ok::<(), rlm_registry::LoadError>(())
 //! ```
 
+pub mod index;
 pub(crate) mod load;
 mod prompt;
+mod sources;
 
 use std::borrow::Cow;
 use std::fmt;
 use std::path::Path;
 
 use crate::conventions::{Code, Diagnostic, Function, Severity, Text, render};
+pub use sources::{Source, source_matches};
 
 /// A loaded set of registry functions. Cheap to query; see the [module docs](self).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -50,12 +53,12 @@ pub struct Registry {
 /// `==` and `Debug`: it is derived from the functions.
 #[derive(Clone, Default)]
 pub(crate) struct IndexCell {
-    pub(crate) baked: Option<&'static crate::search::index::Index>,
-    pub(crate) built: std::sync::OnceLock<std::sync::Arc<crate::search::index::Index>>,
+    pub(crate) baked: Option<&'static index::Index>,
+    pub(crate) built: std::sync::OnceLock<std::sync::Arc<index::Index>>,
 }
 
 impl IndexCell {
-    pub(crate) const fn new(baked: Option<&'static crate::search::index::Index>) -> Self {
+    pub(crate) const fn new(baked: Option<&'static index::Index>) -> Self {
         IndexCell {
             baked,
             built: std::sync::OnceLock::new(),
@@ -85,7 +88,7 @@ impl Registry {
         chunks: &'static [Chunk],
         overrides: &'static [Override],
         prompt: &'static str,
-        index: Option<&'static crate::search::index::Index>,
+        index: Option<&'static index::Index>,
     ) -> Self {
         Registry {
             functions: Cow::Borrowed(functions),
@@ -205,6 +208,18 @@ impl Registry {
     /// Deterministic; for the baked registry a precomputed `&'static str`.
     pub fn system_prompt(&self) -> &str {
         &self.prompt
+    }
+
+    /// A compact prompt addendum for large registries: one line per function (signature
+    /// and summary) and a pointer to `fn_search` and `help`, instead of every full doc.
+    /// Empty for an empty registry, like [`Registry::system_prompt`].
+    ///
+    /// ```
+    /// let registry = rlm_registry::Registry::from_map([("hi", "--- Says hi.\nfunction hi() end")]).unwrap();
+    /// assert!(registry.compact_prompt().contains("- `hi()`: Says hi."));
+    /// ```
+    pub fn compact_prompt(&self) -> String {
+        prompt::render_compact(self.functions())
     }
 
     /// The full text of a loaded file, by its name as in [`Function::file`].

@@ -26,3 +26,24 @@ pub(crate) fn render(functions: &[Function]) -> String {
     out.push_str("```\n");
     out
 }
+
+/// The compact addendum for large registries: one line per function (signature and
+/// summary) and a pointer to `fn_search` and `help`, instead of every full doc. Empty for
+/// an empty registry, like the full prompt.
+pub(crate) fn render_compact(functions: &[Function]) -> String {
+    if functions.is_empty() {
+        return String::new();
+    }
+    let mut out = format!(
+        "## Registry functions\n\nThese {} Lua functions are already defined as globals in the REPL; call them directly. Only names and summaries are listed: call `fn_search(query)` to find functions for a task and `help(name)` for one function's full documentation before using it.\n\n",
+        functions.len()
+    );
+    for function in functions {
+        out.push_str(&format!(
+            "- `{}`: {}\n",
+            function.signature(),
+            function.summary()
+        ));
+    }
+    out
+}

@@ -80,7 +80,11 @@ fn main() {
     for _ in 0..ROUNDS {
         for (query, _) in &labelled {
             let start = Instant::now();
-            std::hint::black_box(search_hits(registry, std::hint::black_box(query), &options));
+            std::hint::black_box(search_hits(
+                &registry,
+                std::hint::black_box(query),
+                &options,
+            ));
             hits_times.push(start.elapsed());
         }
         for (query, _) in &labelled {

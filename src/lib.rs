@@ -50,6 +50,8 @@
 extern crate self as rlm_registry;
 
 mod baked;
+#[cfg(feature = "runtime")]
+pub mod catalog;
 #[cfg(feature = "build")]
 pub mod codegen;
 pub mod conventions;
@@ -65,6 +67,8 @@ pub mod rlm;
 pub mod search;
 #[cfg(feature = "serve")]
 pub mod serve;
+#[cfg(feature = "runtime")] // until Scope moves below the spec
+pub mod spec;
 #[cfg(feature = "runtime")]
 pub mod tokens;
 #[cfg(feature = "runtime")]

@@ -8,11 +8,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rlm_registry::Registry;
+use rlm_registry::catalog::Catalog;
 use rlm_registry::environment::{Environment, Limits, User};
 use rlm_registry::llm::{LlmClient, LlmConfig};
 use rlm_registry::providers::{
-    AgentScope, Catalog, HostFunction, Method, Provider, Providers, Route, RouteRequest,
-    RouteResponse, Scope, StoreProvider,
+    AgentScope, HostFunction, Method, Provider, Providers, Route, RouteRequest, RouteResponse,
+    Scope, StoreProvider,
 };
 use rlm_registry::search::FunctionSearch;
 use rlm_registry::search::SearchOptions;

@@ -225,7 +225,7 @@ fn sources_lookup_and_baked_tags() {
         registry.len()
     );
     assert_eq!(registry.get("grep").unwrap().tags(), ["search"]);
-    let catalog = rlm_registry::providers::Catalog::new(
+    let catalog = rlm_registry::catalog::Catalog::new(
         registry.clone(),
         std::sync::Arc::new(rlm_registry::providers::Providers::builtin()),
         rlm_registry::providers::AgentScope::TOP,

@@ -825,7 +825,8 @@ fn cli_prints_tool_lists() {
 
 #[test]
 fn dispatch_calls_host_functions_of_a_catalog() {
-    use rlm_registry::providers::{AgentScope, Catalog, HostFunction, Providers};
+    use rlm_registry::catalog::Catalog;
+    use rlm_registry::providers::{AgentScope, HostFunction, Providers};
     let server = OpenAiServer::start(
         vec![
             Behavior::tool_calls(&[

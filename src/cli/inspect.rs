@@ -2,8 +2,9 @@
 
 use std::fmt::Write;
 
-use rlm_registry::providers::{Callable, Catalog, Origin, Scope};
+use rlm_registry::catalog::Catalog;
 use rlm_registry::rlm::PromptMode;
+use rlm_registry::spec::{FunctionSpec, Origin, Scope};
 use serde::Serialize;
 use serde_json::json;
 
@@ -11,14 +12,14 @@ use super::{EXIT_VIOLATIONS, Output};
 
 pub(super) fn list(catalog: &Catalog, as_json: bool, all: bool) -> Output {
     // Registry functions first, as before providers existed; then host functions.
-    let mut callables: Vec<Callable> = catalog
+    let mut callables: Vec<FunctionSpec> = catalog
         .functions()
         .into_iter()
         .filter(|c| all || !c.is_builtin())
         .collect();
-    callables.sort_by_key(Callable::is_host);
+    callables.sort_by_key(FunctionSpec::is_host);
     if as_json {
-        let functions: Vec<_> = callables.iter().map(Callable::json).collect();
+        let functions: Vec<_> = callables.iter().map(FunctionSpec::json).collect();
         return Output::success(format!("{}\n", serde_json::Value::Array(functions)));
     }
     let width = callables

@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use rlm_registry::providers::Catalog;
+use rlm_registry::catalog::Catalog;
 use serde_json::json;
 
 use super::{EXIT_USAGE, Output};

@@ -19,7 +19,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use rlm_registry::providers::{AgentScope, Catalog, Config, Providers};
+use rlm_registry::catalog::Catalog;
+use rlm_registry::providers::{AgentScope, Config, Providers};
 use rlm_registry::{LoadError, Registry};
 
 /// Lua function registries for Recursive Language Model agents.

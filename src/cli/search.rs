@@ -6,8 +6,8 @@ use std::io::Read;
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
+use rlm_registry::catalog::Catalog;
 use rlm_registry::llm::{LlmClient, map_concurrently};
-use rlm_registry::providers::Catalog;
 use rlm_registry::search::llm_modes::{LlmSearch, search_with_llm};
 use rlm_registry::search::{SearchMode, SearchOptions, SearchResult};
 use serde_json::json;

@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use clap::ValueEnum;
-use rlm_registry::providers::Catalog;
+use rlm_registry::catalog::Catalog;
 use rlm_registry::tools::{ToolFormat, export};
 
 use super::Output;

@@ -34,9 +34,11 @@ use mlua::{Function, Lua, MultiValue, Table, Value};
 use super::json;
 use super::limits::{LimitKind, Tripwire};
 use crate::Registry;
+use crate::catalog::Catalog;
 use crate::llm::{Completion, Llm, LlmError, Request};
 use crate::providers::host::JsonHandler;
-use crate::providers::{Call, Catalog, Handler, Origin, RawHandler};
+use crate::providers::{Call, Handler, RawHandler};
+use crate::spec::Origin;
 use crate::tokens;
 
 pub use crate::conventions::builtins::{BuiltinDoc, DOCS, doc};

@@ -44,8 +44,9 @@ use limits::Tripwire;
 pub use limits::{Interrupt, LimitKind, Limits};
 
 use crate::Registry;
+use crate::catalog::Catalog;
 use crate::llm::Llm;
-use crate::providers::{AgentScope, Catalog, Providers};
+use crate::providers::{AgentScope, Providers};
 use builtins::Session;
 pub use builtins::{SubAgent, User};
 

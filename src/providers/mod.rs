@@ -46,7 +46,6 @@
 //! of the same name (reported by [`Catalog::shadowed`]).
 
 mod builtin;
-pub(crate) mod catalog;
 mod config;
 mod files;
 pub(crate) mod host;
@@ -55,7 +54,6 @@ mod set;
 mod shell;
 mod store;
 
-pub use catalog::{Callable, Catalog, Origin};
 pub use config::{Config, ConfigError, DEFAULT_FILE};
 pub use files::{Edit, FileEntry, Files, FilesConfig, FilesProvider};
 pub(crate) use host::Handler;

@@ -104,6 +104,7 @@ pub struct ProviderSummary<'a> {
 #[derive(Clone, Copy, Debug)]
 pub struct ProviderInfo<'a> {
     provider: &'a str,
+    builtin: bool,
     host: &'a HostFunction,
     function: &'a Function,
 }
@@ -117,6 +118,12 @@ impl<'a> ProviderInfo<'a> {
     /// The function's name.
     pub fn name(&self) -> &'a str {
         self.host.name()
+    }
+
+    /// Whether its provider is one of the built-in ones (`core`, `re`, `llm`, `agent`,
+    /// `user`).
+    pub fn is_builtin(&self) -> bool {
+        self.builtin
     }
 
     /// Who may call it.
@@ -274,6 +281,7 @@ impl Providers {
                 let function = self.docs.get(host.name())?;
                 Some(ProviderInfo {
                     provider: &entry.name,
+                    builtin: entry.builtin,
                     host,
                     function,
                 })

@@ -1,9 +1,9 @@
 //! What the model reads back after its code ran: outputs (truncated, with a note of what
 //! was cut) and errors in words it can act on, with a "did you mean" for unknown names.
 
+use crate::catalog::Catalog;
 use crate::conventions::LUA_GLOBALS;
 use crate::environment::ExecError;
-use crate::providers::Catalog;
 
 use super::thousands;
 

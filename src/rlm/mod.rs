@@ -80,9 +80,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::Registry;
+use crate::catalog::Catalog;
 use crate::environment::{Environment, ExecError, Limits, SetupError, SubAgent, User};
 use crate::llm::{Llm, LlmError, Message, Request};
-use crate::providers::{AgentScope, Catalog, Providers};
+use crate::providers::{AgentScope, Providers};
 
 pub use budget::{BudgetExceeded, Budgets, UsageReport};
 use budget::{Ledger, Metered};

@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use std::time::Duration;
 
 use crate::Registry;
-use crate::providers::Catalog;
+use crate::catalog::Catalog;
 
 use super::{Context, thousands};
 

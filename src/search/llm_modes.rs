@@ -62,7 +62,7 @@
 //! use rlm_registry::Registry;
 //! use rlm_registry::llm::{Completion, Llm, LlmError, Request};
 //! use rlm_registry::search::llm_modes::search_with_llm;
-//! use rlm_registry::search::{SearchMode, SearchOptions};
+//! use rlm_registry::search::{FunctionSearch, SearchMode, SearchOptions};
 //!
 //! /// A model that always gives the same answer.
 //! struct Fixed(&'static str);
@@ -131,7 +131,7 @@ const SNIPPET_CHARS: usize = 80;
 /// ```
 /// use rlm_registry::Registry;
 /// use rlm_registry::search::llm_modes::LlmSearch;
-/// use rlm_registry::search::{SearchMode, SearchOptions};
+/// use rlm_registry::search::{FunctionSearch, SearchMode, SearchOptions};
 ///
 /// let found = LlmSearch::fast(Registry::baked(), "count words", &SearchOptions::default());
 /// assert_eq!(found.mode, SearchMode::Fast);
@@ -169,7 +169,7 @@ impl LlmSearch {
     /// ```
     /// use rlm_registry::Registry;
     /// use rlm_registry::search::llm_modes::LlmSearch;
-    /// use rlm_registry::search::SearchOptions;
+    /// use rlm_registry::search::{FunctionSearch, SearchOptions};
     ///
     /// let registry = Registry::baked();
     /// let options = SearchOptions::default();
@@ -238,7 +238,7 @@ pub fn candidate_count(max_results: usize) -> usize {
 /// use rlm_registry::Registry;
 /// use rlm_registry::llm::{Completion, Llm, LlmError, Request};
 /// use rlm_registry::search::llm_modes::search_with_llm;
-/// use rlm_registry::search::{SearchMode, SearchOptions};
+/// use rlm_registry::search::{FunctionSearch, SearchMode, SearchOptions};
 ///
 /// /// A model that is down.
 /// struct Down;

@@ -16,7 +16,7 @@
 //!
 //! ```
 //! use rlm_registry::Registry;
-//! use rlm_registry::search::SearchOptions;
+//! use rlm_registry::search::{FunctionSearch, SearchOptions};
 //!
 //! let registry = Registry::from_map([
 //!     ("word_count", "--- Counts the words of a text.\n---@param text string\n---@return integer\nfunction word_count(text) return 0 end"),
@@ -189,41 +189,5 @@ fn hits<'r, 'k>(
             confidence: f64::from(score / (score + ranking.scale)),
         };
         Some((doc, hit))
-    })
-}
-
-/// A function's description as JSON (what `rlm list --json` prints per function and
-/// what a server's `GET /v1/functions` lists): name, signature, summary, description,
-/// params, returns, file, line, dir.
-///
-/// ```
-/// let registry = rlm_registry::Registry::from_map([("hi", "--- Says hi.\nfunction hi() end")]).unwrap();
-/// let json = rlm_registry::search::function_json(registry.get("hi").unwrap());
-/// assert_eq!(json["signature"], "hi()");
-/// assert_eq!(json["summary"], "Says hi.");
-/// ```
-pub fn function_json(function: &Function) -> serde_json::Value {
-    let params: Vec<_> = function
-        .params()
-        .iter()
-        .map(|p| {
-            serde_json::json!({"name": p.name(), "type": p.ty(), "optional": p.optional(), "description": p.description()})
-        })
-        .collect();
-    let returns: Vec<_> = function
-        .returns()
-        .iter()
-        .map(|r| serde_json::json!({"type": r.ty(), "name": r.name(), "description": r.description()}))
-        .collect();
-    serde_json::json!({
-        "name": function.name(),
-        "signature": function.signature(),
-        "summary": function.summary(),
-        "description": function.description(),
-        "params": params,
-        "returns": returns,
-        "file": function.file(),
-        "line": function.line(),
-        "dir": function.dir(),
     })
 }

@@ -1,5 +1,5 @@
 //! The functions a server exposes, computed in one place from the
-//! [`providers::Catalog`](crate::providers::Catalog) of a top-level agent: every registry
+//! [`crate::catalog::Catalog`](crate::catalog::Catalog) of a top-level agent: every registry
 //! function and every function of the host's own providers (as a tool when its
 //! parameters fit JSON), and the built-ins' documentation (they run only inside Lua).
 //! The MCP tool list, `search_functions` and the JSON API all read this.
@@ -10,8 +10,9 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use crate::Registry;
-use crate::providers::{self, Callable};
+use crate::providers;
 use crate::search::{FunctionSearch, SearchOptions};
+use crate::spec::FunctionSpec;
 use crate::tools::call::validate;
 use crate::tools::{LuaType, NotExportable, Tool, function_tool, parse_type};
 
@@ -42,14 +43,14 @@ pub struct Exposed {
 /// ```
 #[derive(Clone, Debug)]
 pub struct Catalog {
-    functions: providers::Catalog,
+    functions: crate::catalog::Catalog,
     exposed: BTreeMap<String, Exposed>,
 }
 
 impl Catalog {
     /// The functions of `registry` and the built-ins.
     pub fn of_registry(registry: impl Into<Arc<Registry>>) -> Catalog {
-        Catalog::new(providers::Catalog::new(
+        Catalog::new(crate::catalog::Catalog::new(
             registry,
             Arc::new(providers::Providers::builtin()),
             providers::AgentScope::TOP,
@@ -58,7 +59,7 @@ impl Catalog {
 
     /// What `functions` offers: its registry and host functions as tools, the built-ins
     /// described.
-    pub fn new(functions: providers::Catalog) -> Catalog {
+    pub fn new(functions: crate::catalog::Catalog) -> Catalog {
         let exposed = functions
             .functions()
             .into_iter()
@@ -85,7 +86,7 @@ impl Catalog {
     }
 
     /// Everything a top-level agent may call: registry, built-ins, providers.
-    pub fn functions(&self) -> &providers::Catalog {
+    pub fn functions(&self) -> &crate::catalog::Catalog {
         &self.functions
     }
 
@@ -105,7 +106,7 @@ impl Catalog {
     /// [`Catalog::describe`] gives it.
     pub fn list(&self) -> Vec<Value> {
         let mut callables = self.functions.functions();
-        callables.sort_by_key(Callable::is_builtin);
+        callables.sort_by_key(FunctionSpec::is_builtin);
         callables
             .iter()
             .filter_map(|c| self.describe(c.function.name()))

@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::environment::{Environment, ExecError, Interrupt, Limits, SetupError};
 use crate::llm::Llm;
-use crate::providers::{self, StoreProvider};
+use crate::providers::StoreProvider;
 use crate::tools::{CallError, ToolCaller};
 
 /// Work for a thread that owns a Lua state.
@@ -54,7 +54,8 @@ pub struct SessionSetup {
 /// ```
 /// use std::sync::Arc;
 /// use rlm_registry::{Registry, serve::{SessionSetup, session_environment}};
-/// use rlm_registry::providers::{AgentScope, Catalog, Providers};
+/// use rlm_registry::catalog::Catalog;
+/// use rlm_registry::providers::{AgentScope, Providers};
 ///
 /// let functions = Catalog::new(Registry::baked().clone(), Arc::new(Providers::builtin()), AgentScope::TOP);
 /// let setup = SessionSetup { store_bytes: Some(1024), ..SessionSetup::default() };
@@ -63,7 +64,7 @@ pub struct SessionSetup {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn session_environment(
-    functions: &providers::Catalog,
+    functions: &crate::catalog::Catalog,
     setup: &SessionSetup,
 ) -> Result<Environment, SetupError> {
     let mut providers = Arc::clone(functions.providers());
@@ -93,7 +94,11 @@ pub struct Executor {
 impl Executor {
     /// `threads` pool threads (and at most that many executions at once, sessions
     /// included), each calling `functions` in an environment built with `setup`.
-    pub fn new(functions: &providers::Catalog, setup: SessionSetup, threads: usize) -> Executor {
+    pub fn new(
+        functions: &crate::catalog::Catalog,
+        setup: SessionSetup,
+        threads: usize,
+    ) -> Executor {
         let threads = threads.max(1);
         let (sender, receiver) = mpsc::channel::<Job<ToolCaller>>();
         let receiver = Arc::new(Mutex::new(receiver));
@@ -270,7 +275,7 @@ pub struct SessionThread {
 impl SessionThread {
     /// Starts the thread and creates the environment there.
     pub fn start(
-        functions: &providers::Catalog,
+        functions: &crate::catalog::Catalog,
         setup: SessionSetup,
     ) -> Result<SessionThread, String> {
         let (sender, receiver) = mpsc::channel::<Job<Environment>>();

@@ -45,7 +45,7 @@ pub use mcp::{McpHandler, RUN_LUA, SEARCH_FUNCTIONS};
 use crate::Registry;
 use crate::environment::{ExecError, Limits};
 use crate::llm::Llm;
-use crate::providers::{self, AgentScope, Providers};
+use crate::providers::{AgentScope, Providers};
 use crate::tools::CallError;
 use executor::{Executor, RunError, SessionThread};
 use sessions::{CreateError, Sessions};
@@ -208,7 +208,7 @@ impl Server {
         providers: Arc<Providers>,
         options: ServeOptions,
     ) -> Server {
-        let functions = providers::Catalog::new(registry, providers, AgentScope::TOP);
+        let functions = crate::catalog::Catalog::new(registry, providers, AgentScope::TOP);
         let stateless = SessionSetup {
             store_bytes: None,
             ..options.session_setup()

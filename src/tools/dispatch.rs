@@ -49,9 +49,10 @@ use serde_json::{Value, json};
 use super::call::{CallError, ToolCaller};
 use super::schema::NotExportable;
 use crate::Registry;
+use crate::catalog::Catalog;
 use crate::environment::{Environment, Limits, SetupError};
 use crate::llm::{ChatMessage, LlmClient, LlmError, ToolCall, ToolCompletion};
-use crate::providers::{AgentScope, Catalog, Providers};
+use crate::providers::{AgentScope, Providers};
 
 /// The cap [`ToolDispatcher::with_default_iterations`] uses.
 pub const DEFAULT_MAX_ITERATIONS: u32 = 10;

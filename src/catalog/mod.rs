@@ -1,103 +1,22 @@
 //! What one agent may call: the host functions its scope allows, then the registry's
-//! Lua functions. The prompt, `help`, `fn_search`, the CLI and the tool exports all read
-//! this one list.
+//! Lua functions, each as a [`FunctionSpec`]. The prompt, `help`, `fn_search`, the CLI,
+//! the tool exports and the server all read this one list; none keeps its own.
 
 use std::sync::Arc;
 
-use super::{AgentScope, ProviderInfo, Providers, Scope};
 use crate::Registry;
 use crate::conventions::Function;
+use crate::providers::{AgentScope, ProviderInfo, Providers};
 use crate::search::{FunctionSearch, SearchOptions, SearchResult};
-
-/// Where a callable function comes from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Origin<'a> {
-    /// A registry (Lua) function, from this source directory.
-    Registry {
-        /// The directory it was loaded from.
-        dir: &'a str,
-    },
-    /// A host function of a provider.
-    Provider {
-        /// The provider's name (`core`, `llm`, … for the built-ins).
-        provider: &'a str,
-        /// Who may call it.
-        scope: Scope,
-        /// Whether the provider is one of the built-in ones.
-        builtin: bool,
-    },
-}
-
-/// A function an agent may call, with its one description.
-#[derive(Clone, Copy, Debug)]
-pub struct Callable<'a> {
-    /// Name, doc, parameters, returns.
-    pub function: &'a Function,
-    /// Where it comes from.
-    pub origin: Origin<'a>,
-}
-
-impl Callable<'_> {
-    /// Its lookup id: `builtin:<name>`, `provider:<provider>:<name>` or `lua:<name>`.
-    pub fn id(&self) -> String {
-        id_of(self.function.name(), self.origin)
-    }
-
-    /// Whether it is one of the built-ins (`print`, `llm_query`, …).
-    pub fn is_builtin(&self) -> bool {
-        matches!(self.origin, Origin::Provider { builtin: true, .. })
-    }
-
-    /// Whether it is a host function (implemented in Rust).
-    pub fn is_host(&self) -> bool {
-        matches!(self.origin, Origin::Provider { .. })
-    }
-
-    /// Its description as JSON ([`function_json`](crate::search::function_json)) with
-    /// where it comes from: `id`, `source` (`registry`, `builtin` or `provider`), and for
-    /// host functions `provider` and `scope`.
-    pub fn json(&self) -> serde_json::Value {
-        let mut value = crate::search::function_json(self.function);
-        value["id"] = self.id().into();
-        value["source"] = match self.origin {
-            Origin::Registry { .. } => "registry",
-            Origin::Provider { builtin: true, .. } => "builtin",
-            Origin::Provider { .. } => "provider",
-        }
-        .into();
-        if let Origin::Provider {
-            provider, scope, ..
-        } = self.origin
-        {
-            value["provider"] = provider.into();
-            value["scope"] = scope.name().into();
-        }
-        value
-    }
-
-    /// `provider:<name>` for host functions, the directory for registry ones.
-    pub fn label(&self) -> String {
-        match self.origin {
-            Origin::Registry { dir } => dir.to_string(),
-            Origin::Provider { provider, .. } => format!("provider:{provider}"),
-        }
-    }
-}
-
-fn id_of(name: &str, origin: Origin<'_>) -> String {
-    match origin {
-        Origin::Registry { .. } => format!("lua:{name}"),
-        Origin::Provider { builtin: true, .. } => format!("builtin:{name}"),
-        Origin::Provider { provider, .. } => format!("provider:{provider}:{name}"),
-    }
-}
+use crate::spec::{FunctionSpec, Origin, Scope, closest_name};
 
 /// The functions one agent may call.
 ///
 /// ```
 /// use std::sync::Arc;
 /// use rlm_registry::Registry;
-/// use rlm_registry::providers::{AgentScope, Catalog, Providers};
+/// use rlm_registry::catalog::Catalog;
+/// use rlm_registry::providers::{AgentScope, Providers};
 ///
 /// let child = AgentScope { depth: 1, can_spawn: false };
 /// let catalog = Catalog::new(Registry::baked().clone(), Arc::new(Providers::builtin()), child);
@@ -144,32 +63,32 @@ impl Catalog {
 
     /// Host functions in scope (provider order), then registry functions (name order)
     /// that no host function shadows.
-    pub fn functions(&self) -> Vec<Callable<'_>> {
-        let mut all: Vec<Callable<'_>> = self.host_functions().collect();
+    pub fn functions(&self) -> Vec<FunctionSpec<'_>> {
+        let mut all: Vec<FunctionSpec<'_>> = self.host_functions().collect();
         all.extend(
             self.registry
                 .functions()
                 .iter()
                 .filter(|f| self.providers.get(f.name()).is_none())
-                .map(registry_callable),
+                .map(registry_spec),
         );
         all
     }
 
     /// The host functions in scope, in provider order.
-    pub fn host_functions(&self) -> impl Iterator<Item = Callable<'_>> {
+    pub fn host_functions(&self) -> impl Iterator<Item = FunctionSpec<'_>> {
         self.providers
             .iter()
             .filter(|f| self.scope.allows(f.scope()))
-            .map(|f| self.host_callable(f))
+            .map(host_spec)
     }
 
     /// The function `name`, if this agent may call it.
-    pub fn get(&self, name: &str) -> Option<Callable<'_>> {
+    pub fn get(&self, name: &str) -> Option<FunctionSpec<'_>> {
         match self.providers.get(name) {
-            Some(host) if self.scope.allows(host.scope()) => Some(self.host_callable(host)),
+            Some(host) if self.scope.allows(host.scope()) => Some(host_spec(host)),
             Some(_) => None,
-            None => self.registry.get(name).map(registry_callable),
+            None => self.registry.get(name).map(registry_spec),
         }
     }
 
@@ -183,9 +102,9 @@ impl Catalog {
 
     /// Looks up `lua:<name>`, `builtin:<name>`, `provider:<provider>:<name>` or a bare
     /// name (host functions first, as calls resolve), among what this agent may call.
-    pub fn lookup(&self, id: &str) -> Option<Callable<'_>> {
+    pub fn lookup(&self, id: &str) -> Option<FunctionSpec<'_>> {
         if let Some(name) = id.strip_prefix("lua:") {
-            return self.registry.get(name).map(registry_callable);
+            return self.registry.get(name).map(registry_spec);
         }
         if let Some(name) = id.strip_prefix("builtin:") {
             return self
@@ -212,17 +131,7 @@ impl Catalog {
 
     /// The callable name most like `name`, for "did you mean".
     pub fn closest_name(&self, name: &str) -> Option<&str> {
-        self.functions()
-            .into_iter()
-            .map(|c| {
-                (
-                    strsim::jaro_winkler(name, c.function.name()),
-                    c.function.name(),
-                )
-            })
-            .filter(|(score, _)| *score > 0.8)
-            .max_by(|a, b| a.0.total_cmp(&b.0))
-            .map(|(_, n)| n)
+        closest_name(name, self.functions().into_iter().map(|f| f.name()))
     }
 
     /// The prompt section declaring the host functions this agent may call.
@@ -245,7 +154,7 @@ impl Catalog {
         )
     }
 
-    fn declarations(&self, heading: &str, keep: impl Fn(&Callable<'_>) -> bool) -> String {
+    fn declarations(&self, heading: &str, keep: impl Fn(&FunctionSpec<'_>) -> bool) -> String {
         let mut text = format!("{heading}\n\n```lua\n");
         for (i, callable) in self.host_functions().filter(keep).enumerate() {
             if i > 0 {
@@ -257,25 +166,21 @@ impl Catalog {
         text.push_str("```");
         text
     }
+}
 
-    fn host_callable<'a>(&'a self, info: ProviderInfo<'a>) -> Callable<'a> {
-        let builtin = self
-            .providers
-            .providers()
-            .any(|p| p.builtin && p.name == info.provider());
-        Callable {
-            function: info.function(),
-            origin: Origin::Provider {
-                provider: info.provider(),
-                scope: info.scope(),
-                builtin,
-            },
-        }
+fn host_spec(info: ProviderInfo<'_>) -> FunctionSpec<'_> {
+    FunctionSpec {
+        function: info.function(),
+        origin: Origin::Provider {
+            provider: info.provider(),
+            scope: info.scope(),
+            builtin: info.is_builtin(),
+        },
     }
 }
 
-fn registry_callable(function: &Function) -> Callable<'_> {
-    Callable {
+fn registry_spec(function: &Function) -> FunctionSpec<'_> {
+    FunctionSpec {
         function,
         origin: Origin::Registry {
             dir: function.dir(),

@@ -1,0 +1,169 @@
+//! The one description of "a function the model can call": a registry (Lua) function, a
+//! built-in or a provider's host function, as a [`FunctionSpec`] — its documentation as
+//! the conventions extracted it ([`Function`]: name, doc, description, params and
+//! returns with their LuaLS types, tags, file) and where it comes from ([`Origin`], with
+//! its [`Scope`]).
+//!
+//! Every reader takes this one value: the system prompt, `help`, `fn_search`, `rlm
+//! list/show/search/tools/providers`, lookup ids, the tool exports, the tool dispatcher,
+//! MCP and the JSON API. Its JSON form is built by [`FunctionSpec::json`] alone.
+//!
+//! ```
+//! use rlm_registry::Registry;
+//! use rlm_registry::spec::{FunctionSpec, Origin};
+//!
+//! let registry = Registry::from_map([("hi", "--- Says hi.\n---@return string\nfunction hi() return 'hi' end")])?;
+//! let function = registry.get("hi").unwrap();
+//! let spec = FunctionSpec { function, origin: Origin::Registry { dir: function.dir() } };
+//! assert_eq!(spec.id(), "lua:hi");
+//! assert_eq!(spec.json()["source"], "registry");
+//! assert_eq!(spec.json()["signature"], "hi()");
+//! # Ok::<(), rlm_registry::LoadError>(())
+//! ```
+
+use serde_json::{Value, json};
+
+use crate::conventions::Function;
+// Moves below the spec with the built-ins table.
+pub use crate::providers::Scope;
+
+/// Where a callable function comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Origin<'a> {
+    /// A registry (Lua) function, from this source directory.
+    Registry {
+        /// The directory it was loaded from.
+        dir: &'a str,
+    },
+    /// A host function of a provider.
+    Provider {
+        /// The provider's name (`core`, `llm`, … for the built-ins).
+        provider: &'a str,
+        /// Who may call it.
+        scope: Scope,
+        /// Whether the provider is one of the built-in ones.
+        builtin: bool,
+    },
+}
+
+/// A function an agent may call, with its one description.
+#[derive(Clone, Copy, Debug)]
+pub struct FunctionSpec<'a> {
+    /// Name, doc, parameters, returns, tags, file.
+    pub function: &'a Function,
+    /// Where it comes from.
+    pub origin: Origin<'a>,
+}
+
+impl<'a> FunctionSpec<'a> {
+    /// The global name the model calls it by.
+    pub fn name(&self) -> &'a str {
+        self.function.name()
+    }
+
+    /// Its lookup id: `builtin:<name>`, `provider:<provider>:<name>` or `lua:<name>`.
+    pub fn id(&self) -> String {
+        match self.origin {
+            Origin::Registry { .. } => format!("lua:{}", self.name()),
+            Origin::Provider { builtin: true, .. } => format!("builtin:{}", self.name()),
+            Origin::Provider { provider, .. } => format!("provider:{provider}:{}", self.name()),
+        }
+    }
+
+    /// Whether it is one of the built-ins (`print`, `llm_query`, …), which run only
+    /// inside Lua.
+    pub fn is_builtin(&self) -> bool {
+        matches!(self.origin, Origin::Provider { builtin: true, .. })
+    }
+
+    /// Whether it is a host function (implemented in Rust).
+    pub fn is_host(&self) -> bool {
+        matches!(self.origin, Origin::Provider { .. })
+    }
+
+    /// Who may call it: a registry function is core.
+    pub fn scope(&self) -> Scope {
+        match self.origin {
+            Origin::Registry { .. } => Scope::Core,
+            Origin::Provider { scope, .. } => scope,
+        }
+    }
+
+    /// `source` in its JSON: `registry`, `builtin` or `provider`.
+    pub fn source(&self) -> &'static str {
+        match self.origin {
+            Origin::Registry { .. } => "registry",
+            Origin::Provider { builtin: true, .. } => "builtin",
+            Origin::Provider { .. } => "provider",
+        }
+    }
+
+    /// `provider:<name>` for host functions, the directory for registry ones.
+    pub fn label(&self) -> String {
+        match self.origin {
+            Origin::Registry { dir } => dir.to_string(),
+            Origin::Provider { provider, .. } => format!("provider:{provider}"),
+        }
+    }
+
+    /// Its description as JSON — what `rlm list --json` and `rlm show --json` print, what
+    /// `GET /v1/functions` lists — built here and nowhere else: `id`, `name`,
+    /// `signature`, `summary`, `description`, `doc`, `params` (name, type, optional,
+    /// description), `returns` (type, name, description), `file`, `line`, `dir`,
+    /// `source` (`registry`, `builtin` or `provider`), `scope`, and for host functions
+    /// `provider`.
+    pub fn json(&self) -> Value {
+        let function = self.function;
+        let params: Vec<Value> = function
+            .params()
+            .iter()
+            .map(|p| {
+                json!({"name": p.name(), "type": p.ty(), "optional": p.optional(), "description": p.description()})
+            })
+            .collect();
+        let returns: Vec<Value> = function
+            .returns()
+            .iter()
+            .map(|r| json!({"type": r.ty(), "name": r.name(), "description": r.description()}))
+            .collect();
+        let mut value = json!({
+            "id": self.id(),
+            "name": function.name(),
+            "signature": function.signature(),
+            "summary": function.summary(),
+            "description": function.description(),
+            "doc": function.doc(),
+            "params": params,
+            "returns": returns,
+            "file": function.file(),
+            "line": function.line(),
+            "dir": function.dir(),
+            "source": self.source(),
+            "scope": self.scope().name(),
+        });
+        if let Origin::Provider { provider, .. } = self.origin {
+            value["provider"] = provider.into();
+        }
+        value
+    }
+}
+
+/// The name in `candidates` most like `name` (Jaro-Winkler above 0.8), for every "did
+/// you mean" the crate gives.
+///
+/// ```
+/// use rlm_registry::spec::closest_name;
+/// assert_eq!(closest_name("grep_txt", ["grep_text", "lines"]), Some("grep_text"));
+/// assert_eq!(closest_name("zzz", ["grep_text", "lines"]), None);
+/// ```
+pub fn closest_name<'a>(
+    name: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
+    candidates
+        .into_iter()
+        .map(|candidate| (strsim::jaro_winkler(name, candidate), candidate))
+        .filter(|(score, _)| *score > 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, candidate)| candidate)
+}

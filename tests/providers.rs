@@ -153,16 +153,19 @@ fn host_functions_are_json_tools_with_checked_arguments() {
         failed.to_string().contains("unknown item `pear`"),
         "{failed}"
     );
-    // Seed 001's execute, on the set itself.
+    // Seed 001's execute, over the set itself.
     let providers = with_inventory();
     assert_eq!(
-        providers
-            .execute("stock_of", &json!({"item": "apple", "warehouse": "n"}))
-            .unwrap(),
+        ToolCaller::execute(
+            &providers,
+            "stock_of",
+            &json!({"item": "apple", "warehouse": "n"})
+        )
+        .unwrap(),
         json!(3)
     );
     assert!(matches!(
-        providers.execute("stock_off", &json!({})),
+        ToolCaller::execute(&providers, "stock_off", &json!({})),
         Err(CallError::UnknownFunction { suggestion: Some(s), .. }) if s == "stock_of"
     ));
 }

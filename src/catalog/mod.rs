@@ -46,6 +46,11 @@ impl Catalog {
         }
     }
 
+    /// A top-level agent's catalog of `registry` and the built-ins.
+    pub fn of_registry(registry: impl Into<Arc<Registry>>) -> Catalog {
+        Catalog::new(registry, Providers::builtin_shared(), AgentScope::TOP)
+    }
+
     /// The Lua registry.
     pub fn registry(&self) -> &Arc<Registry> {
         &self.registry
@@ -73,6 +78,23 @@ impl Catalog {
                 .map(registry_spec),
         );
         all
+    }
+
+    /// What tool lists, `rlm list` and the server offer: [`Catalog::functions`] without
+    /// the built-ins (they run only inside Lua: `print`, `FINAL`, `llm_query`, …) unless
+    /// `with_builtins`.
+    ///
+    /// ```
+    /// use rlm_registry::{Registry, catalog::Catalog};
+    ///
+    /// let catalog = Catalog::of_registry(Registry::baked().clone());
+    /// assert!(catalog.exported(false).iter().all(|f| !f.is_builtin()));
+    /// assert!(catalog.exported(true).iter().any(|f| f.name() == "print"));
+    /// ```
+    pub fn exported(&self, with_builtins: bool) -> Vec<FunctionSpec<'_>> {
+        let mut functions = self.functions();
+        functions.retain(|f| with_builtins || !f.is_builtin());
+        functions
     }
 
     /// The host functions in scope, in provider order.

@@ -12,11 +12,7 @@ use super::{EXIT_VIOLATIONS, Output};
 
 pub(super) fn list(catalog: &Catalog, as_json: bool, all: bool) -> Output {
     // Registry functions first, as before providers existed; then host functions.
-    let mut callables: Vec<FunctionSpec> = catalog
-        .functions()
-        .into_iter()
-        .filter(|c| all || !c.is_builtin())
-        .collect();
+    let mut callables = catalog.exported(all);
     callables.sort_by_key(FunctionSpec::is_host);
     if as_json {
         let functions: Vec<_> = callables.iter().map(FunctionSpec::json).collect();

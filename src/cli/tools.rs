@@ -27,9 +27,7 @@ pub(super) fn tools(catalog: &Catalog, format: Format, all: bool) -> Output {
         Format::Anthropic => ToolFormat::Anthropic,
         Format::Mcp => ToolFormat::Mcp,
     };
-    let functions = catalog.functions();
-    let exported = functions.iter().filter(|c| all || !c.is_builtin());
-    let (list, skipped) = export(exported.map(|c| c.function), format);
+    let (list, skipped) = export(catalog.exported(all).iter().map(|c| c.function), format);
     let mut stdout = serde_json::to_string_pretty(&list).unwrap_or_else(|_| list.to_string());
     stdout.push('\n');
     let mut stderr = String::new();

@@ -37,7 +37,7 @@ use crate::Registry;
 use crate::catalog::Catalog;
 use crate::llm::{Completion, Llm, LlmError, Request};
 use crate::providers::host::JsonHandler;
-use crate::providers::{Call, Handler, RawHandler};
+use crate::providers::{Call, HostHandler, RawHandler};
 use crate::spec::Origin;
 use crate::tokens;
 
@@ -143,7 +143,7 @@ pub(crate) fn table(
             refuse(lua, scope.refusal(name, info.scope()))?
         } else {
             match &info.host().handler {
-                Handler::Builtin => {
+                HostHandler::Builtin => {
                     let Some(function) =
                         builtin(lua, session, catalog, name, &mut store_functions)?
                     else {
@@ -151,10 +151,10 @@ pub(crate) fn table(
                     };
                     function
                 }
-                Handler::Raw(handler) => {
+                HostHandler::Raw(handler) => {
                     host_raw(lua, session, catalog, name, Arc::clone(handler))?
                 }
-                Handler::Json(handler) => {
+                HostHandler::Json(handler) => {
                     let params = info.function().params();
                     host_json(lua, session, catalog, name, params, Arc::clone(handler))?
                 }
@@ -167,7 +167,7 @@ pub(crate) fn table(
     let host: Vec<&str> = catalog
         .providers()
         .iter()
-        .filter(|info| !matches!(info.host().handler, Handler::Builtin))
+        .filter(|info| !matches!(info.host().handler, HostHandler::Builtin))
         .map(|info| info.name())
         .chain(["print"])
         .collect();

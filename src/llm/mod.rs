@@ -34,7 +34,7 @@ mod client;
 mod config;
 mod error;
 mod message;
-mod tools;
+mod tool_calls;
 mod usage;
 
 use std::sync::Arc;
@@ -48,7 +48,7 @@ pub use config::{
 };
 pub use error::LlmError;
 pub use message::{Completion, Message, Request, Role};
-pub use tools::{ChatMessage, ChatRole, ToolCall, ToolCompletion};
+pub use tool_calls::{ChatMessage, ChatRole, ToolCall, ToolCompletion};
 pub use usage::{Usage, UsageSnapshot};
 
 /// Something that answers chat completion requests: the HTTP [`LlmClient`], or a

@@ -2,7 +2,7 @@
 //! [`conventions::builtins::DOCS`](crate::conventions::builtins::DOCS); their code is
 //! the environment's ([`environment::builtins`](crate::environment::builtins)).
 
-use super::host::Handler;
+use super::host::HostHandler;
 use super::{HostFunction, Scope};
 use crate::conventions::builtins::DOCS;
 
@@ -72,7 +72,7 @@ pub(super) fn providers() -> Vec<(&'static str, &'static str, Vec<HostFunction>)
                 .filter_map(|&function| {
                     let doc = DOCS.iter().find(|d| d.name == function)?;
                     let comment = doc_comment(doc.doc);
-                    Some(HostFunction::new(function, comment, Handler::Builtin).scope(scope))
+                    Some(HostFunction::new(function, comment, HostHandler::Builtin).scope(scope))
                 })
                 .collect();
             (name, description, functions)

@@ -21,7 +21,7 @@ pub(crate) type JsonHandler =
 
 /// How a host function runs.
 #[derive(Clone)]
-pub(crate) enum Handler {
+pub(crate) enum HostHandler {
     /// Implemented by the environment itself (the built-ins: `print`, `llm_query`, …).
     Builtin,
     Raw(Arc<RawHandler>),
@@ -82,7 +82,7 @@ pub struct HostFunction {
     pub(crate) name: Cow<'static, str>,
     pub(crate) doc: Cow<'static, str>,
     pub(crate) scope: Scope,
-    pub(crate) handler: Handler,
+    pub(crate) handler: HostHandler,
 }
 
 impl HostFunction {
@@ -105,7 +105,7 @@ impl HostFunction {
             let result = handler(call, args).map_err(|e| e.to_string())?;
             serde_json::to_value(result).map_err(|e| format!("cannot convert the result: {e}"))
         };
-        HostFunction::new(name, doc, Handler::Json(Arc::new(json)))
+        HostFunction::new(name, doc, HostHandler::Json(Arc::new(json)))
     }
 
     /// A function whose handler works on Lua values directly (tables, strings without a
@@ -130,13 +130,13 @@ impl HostFunction {
         doc: impl Into<Cow<'static, str>>,
         handler: impl Fn(&Call<'_>, MultiValue) -> mlua::Result<MultiValue> + Send + Sync + 'static,
     ) -> HostFunction {
-        HostFunction::new(name, doc, Handler::Raw(Arc::new(handler)))
+        HostFunction::new(name, doc, HostHandler::Raw(Arc::new(handler)))
     }
 
     pub(crate) fn new(
         name: impl Into<Cow<'static, str>>,
         doc: impl Into<Cow<'static, str>>,
-        handler: Handler,
+        handler: HostHandler,
     ) -> HostFunction {
         HostFunction {
             name: name.into(),

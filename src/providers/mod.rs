@@ -56,7 +56,7 @@ mod store;
 
 pub use config::{Config, ConfigError, DEFAULT_FILE};
 pub use files::{Edit, FileEntry, Files, FilesConfig, FilesProvider};
-pub(crate) use host::Handler;
+pub(crate) use host::HostHandler;
 pub use host::{Call, HostFunction, RawHandler};
 pub use route::{Method, Route, RouteRequest, RouteResponse};
 pub use set::{ProviderError, ProviderInfo, ProviderSummary, Providers, Registration};

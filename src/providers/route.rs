@@ -114,7 +114,7 @@ impl RouteResponse {
     }
 }
 
-type Handler = Arc<dyn Fn(&RouteRequest) -> RouteResponse + Send + Sync>;
+type RouteHandler = Arc<dyn Fn(&RouteRequest) -> RouteResponse + Send + Sync>;
 
 /// One management route of a provider: a method, a path relative to the provider
 /// (`/prices/{item}`: literal segments and `{name}` captures), a description and a
@@ -136,7 +136,7 @@ pub struct Route {
     method: Method,
     path: String,
     description: String,
-    handler: Handler,
+    handler: RouteHandler,
 }
 
 impl Route {

@@ -32,7 +32,6 @@ struct Entry {
 /// providers.register_function("net", ping)?;
 /// assert_eq!(providers.get("ping").unwrap().provider(), "net");
 /// assert!(providers.list(Some(Scope::User)).iter().any(|f| f.name() == "ask_user"));
-/// assert_eq!(providers.execute("ping", &serde_json::json!({}))?, serde_json::json!("pong"));
 ///
 /// // A doc that breaks the conventions is an error naming the provider and the function.
 /// let bad = HostFunction::typed("nodoc", "---@param x string", |_, (_x,): (String,)| Ok::<_, String>(()));
@@ -374,21 +373,6 @@ impl Providers {
                 )
             }
         }
-    }
-
-    /// Calls `name` (any function of the set, built-ins included) with JSON arguments
-    /// keyed by parameter name (seed 001's `execute`), checked against its schema, in a
-    /// fresh sandboxed environment offering this set at the top level.
-    pub fn execute(
-        &self,
-        name: &str,
-        arguments: &serde_json::Value,
-    ) -> Result<serde_json::Value, crate::tools::CallError> {
-        let environment = crate::environment::Environment::builder(Registry::empty())
-            .providers(Arc::new(self.clone()))
-            .build()
-            .map_err(|error| crate::tools::CallError::Setup(error.to_string()))?;
-        crate::tools::ToolCaller::over(environment, true).call(name, arguments)
     }
 
     /// Every host function's description, as a registry (search, tool export).

@@ -61,9 +61,8 @@ impl Catalog {
     /// described.
     pub fn new(functions: crate::catalog::Catalog) -> Catalog {
         let exposed = functions
-            .functions()
+            .exported(false)
             .into_iter()
-            .filter(|c| !c.is_builtin())
             .map(|callable| {
                 let function = callable.function;
                 let output = match function.returns() {

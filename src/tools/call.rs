@@ -283,6 +283,32 @@ pub struct ToolCaller {
 }
 
 impl ToolCaller {
+    /// Calls `name` — any function of `providers`, built-ins included — with JSON
+    /// arguments keyed by parameter name (seed 001's `execute`), checked against its
+    /// schema, in a fresh sandboxed environment offering that set at the top level.
+    ///
+    /// ```
+    /// use rlm_registry::providers::{HostFunction, Providers};
+    /// use rlm_registry::tools::ToolCaller;
+    ///
+    /// let mut providers = Providers::builtin();
+    /// let ping = HostFunction::typed("ping", "--- Answers pong.\n---@return string", |_, (): ()| Ok::<_, String>("pong"));
+    /// providers.register_function("net", ping)?;
+    /// assert_eq!(ToolCaller::execute(&providers, "ping", &serde_json::json!({}))?, serde_json::json!("pong"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn execute(
+        providers: &Providers,
+        name: &str,
+        arguments: &Value,
+    ) -> Result<Value, CallError> {
+        let environment = Environment::builder(Registry::empty())
+            .providers(Arc::new(providers.clone()))
+            .build()
+            .map_err(|error| CallError::Setup(error.to_string()))?;
+        ToolCaller::over(environment, true).call(name, arguments)
+    }
+
     /// A caller for `registry`'s functions, each call under `limits`.
     pub fn new(
         registry: impl Into<Arc<Registry>>,
@@ -310,9 +336,8 @@ impl ToolCaller {
     pub fn over(environment: Environment, builtins: bool) -> ToolCaller {
         let tools = environment
             .catalog()
-            .functions()
+            .exported(builtins)
             .into_iter()
-            .filter(|c| builtins || !c.is_builtin())
             .map(|c| (c.function.name().to_string(), function_tool(c.function)))
             .collect();
         ToolCaller { environment, tools }

@@ -209,7 +209,7 @@ impl ToolDispatcher {
         self.tools
             .retain(|_, tool| !matches!(tool.runner, Runner::Catalog));
         let mut skipped = Vec::new();
-        for callable in catalog.functions().into_iter().filter(|c| !c.is_builtin()) {
+        for callable in catalog.exported(false) {
             match super::schema::function_tool(callable.function) {
                 Ok(tool) => {
                     self.tools.insert(

@@ -5,54 +5,13 @@
 use std::collections::HashSet;
 use std::ops::Range;
 
-use full_moon::ast::{Ast, Expression, FunctionBody, LastStmt, Parameter, Stmt, Var};
+use full_moon::ast::{Ast, Expression, FunctionBody, LastStmt, Stmt, Var};
 use full_moon::node::Node;
 use full_moon::tokenizer::TokenReference;
 
-use super::diagnostic::Diagnostic;
+use super::context::{Definition, FileContext};
+use super::context::{node_span, token_span};
 use super::rules;
-
-/// The file being checked, and the diagnostics found so far.
-pub(crate) struct FileContext<'a> {
-    pub file: &'a str,
-    pub source: &'a str,
-    pub diagnostics: Vec<Diagnostic>,
-}
-
-impl FileContext<'_> {
-    pub fn report(&mut self, diagnostic: Diagnostic) {
-        self.diagnostics.push(diagnostic);
-    }
-}
-
-/// A top-level definition of an exposed (global) function.
-pub(crate) struct Definition<'a> {
-    pub name: String,
-    /// The name token, where diagnostics about the function point.
-    pub name_span: Range<usize>,
-    /// The whole statement, without surrounding comments.
-    pub span: Range<usize>,
-    /// Comments and whitespace between the previous token and the statement.
-    pub leading: Range<usize>,
-    pub body: &'a FunctionBody,
-}
-
-impl Definition<'_> {
-    /// The parameter names of the definition, `...` for varargs, with their spans.
-    pub fn parameters(&self) -> Vec<(String, Range<usize>)> {
-        self.body
-            .parameters()
-            .iter()
-            .map(|p| match p {
-                Parameter::Ellipsis(token) | Parameter::Name(token) => {
-                    (token.token().to_string(), token_span(token))
-                }
-                #[allow(unreachable_patterns)]
-                _ => (p.to_string(), node_span(p)),
-            })
-            .collect()
-    }
-}
 
 /// Classifies every top-level statement: exposed definitions are returned, private ones
 /// are accepted silently, and anything else is reported (E006, E007).
@@ -170,25 +129,4 @@ fn leading_trivia(source: &str, stmt: &Stmt, start: usize) -> Range<usize> {
         .and_then(|t| t.leading_trivia().next())
         .map_or(start, |t| t.start_position().bytes());
     trivia_start.min(start).min(source.len())..start
-}
-
-/// Byte span of a node, without its leading and trailing trivia.
-pub(crate) fn node_span(node: &impl Node) -> Range<usize> {
-    match node.range() {
-        Some((start, end)) => start.bytes()..end.bytes(),
-        None => 0..0,
-    }
-}
-
-/// Byte span of a token, without trivia.
-pub(crate) fn token_span(token: &TokenReference) -> Range<usize> {
-    token.token().start_position().bytes()..token.token().end_position().bytes()
-}
-
-/// The part of `span` on its first line, so carets stay on one line.
-pub(crate) fn first_line(source: &str, span: Range<usize>) -> Range<usize> {
-    let end = source[span.clone()]
-        .find('\n')
-        .map_or(span.end, |i| span.start + i);
-    span.start..end
 }

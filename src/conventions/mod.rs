@@ -23,6 +23,7 @@
 mod analyze;
 mod bare_backtick;
 pub mod builtins;
+mod context;
 mod depth;
 pub mod diagnostic;
 mod doc;
@@ -38,7 +39,7 @@ pub use diagnostic::{Code, Diagnostic, Severity, render};
 pub use function::{Function, Param, Return, Text};
 pub use names::{BUILTINS, LUA_GLOBALS, reserved_kind};
 
-use analyze::{Definition, FileContext};
+use context::{Definition, FileContext};
 use doc::DocBlock;
 
 /// The result of checking one file: its exposed functions (in file order) and every

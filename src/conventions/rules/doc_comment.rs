@@ -1,6 +1,6 @@
 //! E002 and E003: every exposed function has a `---` doc comment with a description.
 
-use super::super::analyze::{Definition, FileContext};
+use super::super::context::{Definition, FileContext};
 use super::super::diagnostic::{Code, Diagnostic};
 use super::super::doc::{self, DocBlock};
 

@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 
-use super::super::analyze::{Definition, FileContext};
+use super::super::context::{Definition, FileContext};
 use super::super::diagnostic::{Code, Diagnostic, line_column};
 
 pub(crate) fn check(ctx: &mut FileContext<'_>, definitions: &[Definition<'_>]) {

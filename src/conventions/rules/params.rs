@@ -1,6 +1,6 @@
 //! E004: the documented parameters are exactly the real ones.
 
-use super::super::analyze::{Definition, FileContext};
+use super::super::context::{Definition, FileContext};
 use super::super::diagnostic::{Code, Diagnostic};
 use super::super::doc::ParsedDoc;
 

@@ -1,6 +1,6 @@
 //! E008: an exposed function may not take the name of a built-in or a Lua standard global.
 
-use super::super::analyze::{Definition, FileContext};
+use super::super::context::{Definition, FileContext};
 use super::super::diagnostic::{Code, Diagnostic};
 use super::super::names::reserved_kind;
 

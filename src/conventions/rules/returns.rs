@@ -4,7 +4,7 @@ use std::ops::Range;
 
 use full_moon::ast::{Block, LastStmt, Stmt};
 
-use super::super::analyze::{Definition, FileContext, node_span};
+use super::super::context::{Definition, FileContext, node_span};
 use super::super::diagnostic::{Code, Diagnostic};
 use super::super::doc::ParsedDoc;
 

@@ -9,7 +9,7 @@ use std::collections::HashSet;
 use full_moon::ast::{self, Ast, Expression, Parameter, Stmt, Var};
 use full_moon::visitors::Visitor;
 
-use super::super::analyze::{FileContext, first_line, node_span, token_span};
+use super::super::context::{FileContext, first_line, node_span, token_span};
 use super::super::diagnostic::{Code, Diagnostic};
 
 /// `function a.b()` / `a:b()` / `a.b = function` where `a` is not a file-local table.

@@ -5,7 +5,7 @@ use std::ops::Range;
 
 use full_moon::ast::{Return, Stmt};
 
-use super::super::analyze::{FileContext, first_line, node_span};
+use super::super::context::{FileContext, first_line, node_span};
 use super::super::diagnostic::{Code, Diagnostic};
 
 /// A top-level statement that is neither a definition nor a local declaration.

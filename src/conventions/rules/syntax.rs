@@ -1,6 +1,6 @@
 //! E001: the file must be valid Lua 5.4, and shallow enough to parse without risk.
 
-use super::super::analyze::FileContext;
+use super::super::context::FileContext;
 use super::super::depth::{MAX_NESTING, TooDeep};
 use super::super::diagnostic::{Code, Diagnostic};
 

@@ -2,39 +2,68 @@
 //!
 //! Lua function registries for Recursive Language Model (RLM) agents: documented Lua
 //! helpers, validated against a set of conventions and baked into the binary at compile
-//! time, whose documentation doubles as the model's system prompt.
+//! time, whose documentation doubles as the model's system prompt; and the sandboxed Lua
+//! 5.4 environment, the RLM loop and the server that run them.
 //!
 //! An RLM answers questions over huge contexts by writing code in a REPL; here that REPL
 //! is a sandboxed Lua 5.4 VM, and the registry is the library of helper functions
-//! available in it. Data flows one way:
+//! available in it. The crate is a stack of layers, each a module that uses only the
+//! ones before it (`ARCHITECTURE.md` at the repository root says more; a test enforces
+//! the order):
 //!
 //! ```text
-//! .lua files ─▶ conventions (parse, validate, extract) ─▶ Registry (baked or loaded)
-//!             ─▶ Environment (sandboxed Lua VM, functions loaded lazily)
+//! conventions → spec → registry → search → providers → catalog
+//!             → environment → tools → rlm → serve → cli        (llm, tokens: leaves)
 //! ```
 //!
-//! - [`conventions`]: the rules a registry file must follow (E001–E011) and the
-//!   extraction of each exposed [`Function`] with its doc, parameters and returns.
-//! - [`registry`]: [`Registry::from_paths`], [`Registry::from_map`], [`Registry::baked`],
-//!   lookups and [`Registry::system_prompt`].
-//! - [`search`]: BM25 search over a registry (index baked at build time for baked
-//!   registries), capabilities, sources, lookup by id, and the LLM rerank modes.
-//! - `codegen` (feature `build`): the `Builder` that `build.rs` uses to bake
-//!   directories, this crate's and yours.
+//! 1. [`conventions`]: the rules a registry file must follow (E001–E011) and the
+//!    extraction of each exposed [`Function`]; the built-ins table.
 //!
-//! With the `runtime` feature (on by default):
+//!    ```
+//!    let check = rlm_registry::conventions::check_file("bad.lua", "function f() end");
+//!    assert_eq!(check.diagnostics[0].code.as_str(), "E002"); // no doc comment
+//!    ```
+//! 2. `spec` (runtime): `FunctionSpec`, the one description of a function the model can
+//!    call — registry function, built-in or host function — with its JSON and tool forms.
+//! 3. [`registry`]: [`Registry::from_paths`], [`Registry::from_map`], [`Registry::baked`],
+//!    precedence, [`Registry::system_prompt`] and the search index data.
 //!
-//! - `environment`: the sandboxed Lua 5.4 VM that runs model-written code with
-//!   the registry's functions, under time, memory and output limits.
-//! - `llm`: the OpenAI-compatible client with retries and usage accounting.
-//! - `tools`: registry functions as JSON-Schema tools (OpenAI, Anthropic, MCP),
-//!   called with JSON arguments, and the bounded tool-calling dispatch loop.
-//! - `rlm`: the RLM loop: the model writes Lua over the context until `FINAL`, with
-//!   error recovery, `rlm_query` children, shared budgets and JSONL trajectories.
-//! - `tokens`: exact `o200k_base` token counts.
+//!    ```
+//!    let registry = rlm_registry::Registry::baked();
+//!    assert!(registry.system_prompt().starts_with("## Registry functions"));
+//!    ```
+//! 4. [`search`]: BM25 ranking over a registry's index, and the LLM rerank modes.
 //!
-//! With the `serve` feature (in the default `cli` build): `serve`, the registry and the
-//! Lua REPL over MCP (stdio, streamable HTTP) and a JSON HTTP API.
+//!    ```
+//!    use rlm_registry::search::{FunctionSearch, SearchOptions};
+//!    let hits = rlm_registry::Registry::baked().search("count words", &SearchOptions::default());
+//!    # #[cfg(feature = "text")]
+//!    assert_eq!(hits[0].name, "word_count");
+//!    ```
+//! 5. `providers` (runtime): host functions in Rust, grouped and scoped; the built-ins are
+//!    providers too.
+//! 6. `catalog` (runtime): what one agent may call — host functions in scope, then
+//!    registry functions — with lookup by id and "did you mean".
+//! 7. `environment` (runtime): the sandboxed VM, under time, memory and output limits,
+//!    with registry functions loaded lazily.
+//!
+//!    ```
+//!    # #[cfg(feature = "runtime")] {
+//!    use rlm_registry::environment::{Environment, Limits};
+//!    let env = Environment::new(rlm_registry::Registry::baked().clone(), Limits::default())?;
+//!    assert_eq!(env.execute("print(1 + 1)")?.output, "2\n");
+//!    # }
+//!    # Ok::<(), Box<dyn std::error::Error>>(())
+//!    ```
+//! 8. `tools` (runtime): functions as JSON-Schema tools (OpenAI, Anthropic, MCP), JSON
+//!    calls and the bounded tool-calling loop.
+//! 9. `rlm` (runtime): the loop — the model writes Lua over the context until `FINAL` —
+//!    with child agents, budgets and JSONL trajectories.
+//! 10. `serve` (feature `serve`): MCP (stdio, streamable HTTP) and the JSON HTTP API.
+//!
+//! Beside them: `llm`, the OpenAI-compatible client (a leaf every layer above `search`
+//! may use); `tokens`, exact `o200k_base` counts; `codegen` (feature `build`), the
+//! `Builder` a `build.rs` uses to bake directories, this crate's and yours.
 //!
 //! ```
 //! use rlm_registry::Registry;
@@ -43,7 +72,6 @@
 //! for (name, function) in registry.iter_functions() {
 //!     assert!(!function.description().is_empty(), "{name} is documented");
 //! }
-//! println!("{}", registry.system_prompt());
 //! ```
 
 // Generated code names this crate `::rlm_registry`, inside it as well as outside.

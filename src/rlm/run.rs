@@ -9,13 +9,13 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::environment::{Environment, ExecError, User};
-use crate::llm::{Message, Request};
+use crate::llm::{Completion, Message, Request};
 
 use super::agent::Agent;
 use super::builder::WARN_FROM_ITERATION;
 use super::context::Context;
 use super::names::Names;
-use super::parse::{self, PlainFinal};
+use super::parse::{self, PlainFinal, Reply};
 use super::prompt;
 use super::report::RlmError;
 use super::trace::{BlockRecord, Event, StartRecord, TurnRecord};
@@ -109,121 +109,106 @@ impl Agent {
         messages: &[Message],
         state: &mut LoopState,
     ) -> io::Result<Outcome> {
-        let config = &self.config;
         let started = Instant::now();
         let mut record = TurnData::default();
-        if let Err(exceeded) = self.ledger.reserve() {
-            let error = RlmError::Budget(exceeded);
-            record.error = Some(error.to_string());
-            self.write(turn, messages, &record, started)?;
-            return Ok(Outcome::Fail(error));
+        let outcome = match self.ask(messages, &mut record, started) {
+            Ok(completion) => self.respond(turn, env, names, completion, state, &mut record),
+            Err(error) => Outcome::Fail(error),
+        };
+        match &outcome {
+            Outcome::Continue(feedback) => record.feedback = Some(feedback.clone()),
+            Outcome::Final(answer) => record.final_answer = Some(answer.clone()),
+            Outcome::Fail(error) => record.error = Some(error.to_string()),
         }
-        let result = config.llm.complete(Request::new(messages.to_vec()));
+        self.write(turn, messages, &record, started)?;
+        Ok(outcome)
+    }
+
+    /// Asks the model, within the run's budgets; the time and tokens go to `record`.
+    fn ask(
+        &self,
+        messages: &[Message],
+        record: &mut TurnData,
+        started: Instant,
+    ) -> Result<Completion, RlmError> {
+        self.ledger.reserve().map_err(RlmError::Budget)?;
+        let result = self.config.llm.complete(Request::new(messages.to_vec()));
         self.ledger.record(self.depth, &result);
         record.llm_ms = started.elapsed().as_millis() as u64;
-        let completion = match result {
-            Ok(completion) => completion,
-            Err(error) => {
-                let error = RlmError::Llm(error);
-                record.error = Some(error.to_string());
-                self.write(turn, messages, &record, started)?;
-                return Ok(Outcome::Fail(error));
-            }
-        };
+        let completion = result.map_err(RlmError::Llm)?;
         record.prompt_tokens = completion.prompt_tokens;
         record.completion_tokens = completion.completion_tokens;
+        Ok(completion)
+    }
+
+    /// Runs the reply's code, then takes its final answer, ends the run, or gives the
+    /// feedback for the next turn.
+    fn respond(
+        &self,
+        turn: u32,
+        env: &Environment,
+        names: &Names,
+        completion: Completion,
+        state: &mut LoopState,
+        record: &mut TurnData,
+    ) -> Outcome {
         let reply = completion.content;
         let parsed = parse::parse(&reply);
         record.blocks = parsed.blocks.clone();
+        record.reply = Some(reply.clone());
 
         // Run the blocks in order, up to a failure or a final answer.
-        let (mut parts, mut failure) = self.run_blocks(env, names, &parsed.blocks, &mut record);
-
-        // A final answer in code, else one in plain text (only if the code went well).
-        let mut answer = env.final_answer();
-        if answer.is_none()
-            && let Some(plain) = &parsed.final_text
-        {
-            if failure.is_some() {
-                parts.push(prompt::FINAL_AFTER_FAILURE.to_string());
-            } else {
-                match plain_final(env, plain) {
-                    Ok(found) => answer = Some(found),
-                    Err(text) => {
-                        parts.push(text.clone());
-                        failure = Some(text);
-                    }
-                }
-            }
-        }
-        if let Some(answer) = answer {
-            record.final_answer = Some(answer.clone());
-            record.reply = Some(reply);
-            self.write(turn, messages, &record, started)?;
-            return Ok(Outcome::Final(answer));
+        let (mut parts, mut failure) = self.run_blocks(env, names, &parsed.blocks, record);
+        if let Some(answer) = final_answer(env, &parsed, &mut parts, &mut failure) {
+            return Outcome::Final(answer);
         }
 
         // Neither code nor an answer: one reminder, then the run ends.
-        let no_code = parsed.blocks.is_empty() && failure.is_none();
-        if no_code {
+        if parsed.blocks.is_empty() && failure.is_none() {
             if state.reminded {
-                let error = RlmError::NoCode {
-                    reply: reply.clone(),
-                };
-                record.error = Some(error.to_string());
-                record.reply = Some(reply);
-                self.write(turn, messages, &record, started)?;
-                return Ok(Outcome::Fail(error));
+                return Outcome::Fail(RlmError::NoCode { reply });
             }
             state.reminded = true;
             parts.push(prompt::REMINDER.to_string());
         } else {
             state.reminded = false;
         }
-        parts.extend(parsed.ignored.iter().map(|note| prompt::note(note)));
-        if completion.finish_reason.as_deref() == Some("length") {
-            parts.push(prompt::CUT_OFF.to_string());
-        }
-        let left = config.max_iterations.saturating_sub(turn);
-        if (1..=2).contains(&left) {
-            parts.push(prompt::turns_left(left));
-        }
-        let feedback = parts.join("\n\n");
+        let left = self.config.max_iterations.saturating_sub(turn);
+        parts.extend(notes(&parsed, completion.finish_reason.as_deref(), left));
+        state.reply = reply;
+        self.decide(parts.join("\n\n"), failure, left, state)
+    }
 
-        let outcome = match failure {
+    /// Goes on with `feedback`, unless the run ends: after too many turns in a row with an
+    /// error, or with no turn `left`.
+    fn decide(
+        &self,
+        feedback: String,
+        failure: Option<String>,
+        left: u32,
+        state: &mut LoopState,
+    ) -> Outcome {
+        let config = &self.config;
+        match failure {
             Some(last_error) => {
                 state.errors += 1;
                 if config.max_consecutive_errors > 0
                     && state.errors >= config.max_consecutive_errors
                 {
-                    Outcome::Fail(RlmError::ConsecutiveErrors {
+                    return Outcome::Fail(RlmError::ConsecutiveErrors {
                         count: state.errors,
                         last_error,
-                    })
-                } else {
-                    Outcome::Continue(feedback)
+                    });
                 }
             }
-            None => {
-                state.errors = 0;
-                Outcome::Continue(feedback)
-            }
-        };
-        let outcome = match outcome {
-            Outcome::Continue(_) if left == 0 => Outcome::Fail(RlmError::IterationLimit {
-                max_iterations: config.max_iterations,
-            }),
-            other => other,
-        };
-        match &outcome {
-            Outcome::Continue(feedback) => record.feedback = Some(feedback.clone()),
-            Outcome::Fail(error) => record.error = Some(error.to_string()),
-            Outcome::Final(_) => {}
+            None => state.errors = 0,
         }
-        record.reply = Some(reply.clone());
-        self.write(turn, messages, &record, started)?;
-        state.reply = reply;
-        Ok(outcome)
+        if left == 0 {
+            return Outcome::Fail(RlmError::IterationLimit {
+                max_iterations: config.max_iterations,
+            });
+        }
+        Outcome::Continue(feedback)
     }
 
     /// Runs `blocks` in order, up to a failure or a final answer: the feedback for each
@@ -353,6 +338,50 @@ pub(super) struct TurnData {
     pub(super) llm_ms: u64,
     pub(super) prompt_tokens: u64,
     pub(super) completion_tokens: u64,
+}
+
+/// The final answer: one given in code, else one written in plain text. A plain one is
+/// refused when a block failed (it may rest on code that did not run), and one that
+/// cannot be used becomes the turn's failure.
+fn final_answer(
+    env: &Environment,
+    parsed: &Reply,
+    parts: &mut Vec<String>,
+    failure: &mut Option<String>,
+) -> Option<String> {
+    if let Some(answer) = env.final_answer() {
+        return Some(answer);
+    }
+    let plain = parsed.final_text.as_ref()?;
+    if failure.is_some() {
+        parts.push(prompt::FINAL_AFTER_FAILURE.to_string());
+        return None;
+    }
+    match plain_final(env, plain) {
+        Ok(answer) => Some(answer),
+        Err(text) => {
+            parts.push(text.clone());
+            *failure = Some(text);
+            None
+        }
+    }
+}
+
+/// The notes after the blocks' feedback: fenced blocks that were not run, a reply cut at
+/// the token limit, the last turns.
+fn notes(parsed: &Reply, finish_reason: Option<&str>, left: u32) -> Vec<String> {
+    let mut notes: Vec<String> = parsed
+        .ignored
+        .iter()
+        .map(|note| prompt::note(note))
+        .collect();
+    if finish_reason == Some("length") {
+        notes.push(prompt::CUT_OFF.to_string());
+    }
+    if (1..=2).contains(&left) {
+        notes.push(prompt::turns_left(left));
+    }
+    notes
 }
 
 /// The answer of a `FINAL(...)`/`FINAL_VAR(...)` written outside code, or the message

@@ -101,23 +101,6 @@ mod tests {
     use super::*;
     use crate::Registry;
     use crate::environment::Limits;
-    use crate::rlm::prompt::describe_context;
-
-    #[test]
-    fn descriptions_give_type_size_and_chunks() {
-        let text = Context::from("one\ntwo\n");
-        assert_eq!(
-            describe_context(&text),
-            "`context` is a string of 8 bytes: 2 lines, 4 tokens (o200k_base)."
-        );
-        let chunks = Context::from(vec!["ab", "cde"]);
-        assert_eq!(
-            describe_context(&chunks),
-            "`context` is an array (a Lua table) of 2 strings, 5 bytes in total. Chunk sizes in bytes: [1] 2, [2] 3."
-        );
-        let many = Context::Chunks((0..25).map(|i| vec![b'x'; i]).collect());
-        assert!(describe_context(&many).ends_with("(5 more; smallest 0, largest 24)."));
-    }
 
     #[test]
     fn chunks_become_a_lua_array() {

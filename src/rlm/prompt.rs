@@ -28,11 +28,17 @@ use super::report::RlmError;
 
 /// The numbers the rules quote, and how the registry is listed.
 pub(crate) struct Settings {
+    /// The cap on one turn's output, in bytes.
     pub output_bytes: usize,
+    /// The agent's turns at most.
     pub max_iterations: u32,
+    /// The time limit of one block.
     pub time_limit: Duration,
+    /// The agent's depth: 0 for the root.
     pub depth: usize,
+    /// The deepest level of children.
     pub max_depth: usize,
+    /// How the registry is listed.
     pub prompt_mode: PromptMode,
 }
 
@@ -426,6 +432,22 @@ mod tests {
         assert!(!prompt.contains("The text to shout"));
         let full = system_prompt(&catalog(&registry, 0), None, &settings(0));
         assert!(full.contains("---@param s string The text to shout"));
+    }
+
+    #[test]
+    fn descriptions_give_type_size_and_chunks() {
+        let text = Context::from("one\ntwo\n");
+        assert_eq!(
+            describe_context(&text),
+            "`context` is a string of 8 bytes: 2 lines, 4 tokens (o200k_base)."
+        );
+        let chunks = Context::from(vec!["ab", "cde"]);
+        assert_eq!(
+            describe_context(&chunks),
+            "`context` is an array (a Lua table) of 2 strings, 5 bytes in total. Chunk sizes in bytes: [1] 2, [2] 3."
+        );
+        let many = Context::Chunks((0..25).map(|i| vec![b'x'; i]).collect());
+        assert!(describe_context(&many).ends_with("(5 more; smallest 0, largest 24)."));
     }
 
     #[test]

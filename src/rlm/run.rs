@@ -238,34 +238,12 @@ impl Agent {
                 }
                 continue;
             }
-            let block_started = Instant::now();
-            let result = env.execute(code);
-            let elapsed_ms = block_started.elapsed().as_millis() as u64;
-            match result {
-                Ok(run) => {
-                    parts.push(prompt::block_output(block, &run.output, room));
-                    room = room.saturating_sub(run.output.len());
-                    record.outputs.push(BlockRecord {
-                        block,
-                        status: "ok",
-                        output: run.output,
-                        error: None,
-                        elapsed_ms,
-                    });
-                }
-                Err(error) => {
-                    let text = prompt::describe_error(block, code, &error, names, room);
-                    room = room.saturating_sub(error.output().len());
-                    record.outputs.push(BlockRecord {
-                        block,
-                        status: match error {
-                            ExecError::Lua { .. } => "error",
-                            ExecError::Limit { .. } => "limit",
-                        },
-                        output: error.output().to_string(),
-                        error: Some(error.message().to_string()),
-                        elapsed_ms,
-                    });
+            let (ran, feedback) = run_block(env, names, block, code, room);
+            room = room.saturating_sub(ran.output.len());
+            record.outputs.push(ran);
+            match feedback {
+                Ok(text) => parts.push(text),
+                Err(text) => {
                     parts.push(text.clone());
                     failure = Some(text);
                 }
@@ -338,6 +316,47 @@ pub(super) struct TurnData {
     pub(super) llm_ms: u64,
     pub(super) prompt_tokens: u64,
     pub(super) completion_tokens: u64,
+}
+
+/// Runs block number `block`: what it did, for the trace, and its feedback with at most
+/// `room` bytes of output (`Err` when it failed).
+fn run_block(
+    env: &Environment,
+    names: &Names,
+    block: usize,
+    code: &str,
+    room: usize,
+) -> (BlockRecord, Result<String, String>) {
+    let started = Instant::now();
+    let result = env.execute(code);
+    let elapsed_ms = started.elapsed().as_millis() as u64;
+    match result {
+        Ok(run) => {
+            let feedback = prompt::block_output(block, &run.output, room);
+            let ran = BlockRecord {
+                block,
+                status: "ok",
+                output: run.output,
+                error: None,
+                elapsed_ms,
+            };
+            (ran, Ok(feedback))
+        }
+        Err(error) => {
+            let failure = prompt::describe_error(block, code, &error, names, room);
+            let ran = BlockRecord {
+                block,
+                status: match error {
+                    ExecError::Lua { .. } => "error",
+                    ExecError::Limit { .. } => "limit",
+                },
+                output: error.output().to_string(),
+                error: Some(error.message().to_string()),
+                elapsed_ms,
+            };
+            (ran, Err(failure))
+        }
+    }
 }
 
 /// The final answer: one given in code, else one written in plain text. A plain one is

@@ -22,8 +22,6 @@ use super::trace::Sink;
 
 /// The iteration cap of [`Rlm::with_default_iterations`].
 pub const DEFAULT_MAX_ITERATIONS: u32 = 10;
-/// From this iteration on, each turn logs a `tracing` warning.
-pub const WARN_FROM_ITERATION: u32 = 5;
 /// The default depth limit: the root (depth 0) may start children (depth 1), and
 /// those children's `rlm_query` is a plain sub-model call.
 pub const DEFAULT_MAX_DEPTH: usize = 1;

@@ -76,6 +76,7 @@
 //! - `names`: the names behind "did you mean".
 //! - `context`, `budget`, `report`: [`Context`], [`Budgets`] and usage, [`RlmError`].
 //! - `trace`, `live`: the JSONL trace and the live view.
+//! - `format`: thousands separators and first lines, for all of the above.
 
 mod agent;
 mod budget;
@@ -94,8 +95,9 @@ mod trace;
 pub use budget::{BudgetExceeded, Budgets, UsageReport};
 pub use builder::{
     DEFAULT_BLOCK_TIME_LIMIT, DEFAULT_MAX_CONSECUTIVE_ERRORS, DEFAULT_MAX_DEPTH,
-    DEFAULT_MAX_ITERATIONS, DEFAULT_OUTPUT_BYTES, Rlm, WARN_FROM_ITERATION,
+    DEFAULT_MAX_ITERATIONS, DEFAULT_OUTPUT_BYTES, Rlm,
 };
 pub use context::Context;
 pub use prompt_mode::{AUTO_COMPACT_ABOVE_TOKENS, PromptMode};
 pub use report::{Answer, Report, RlmError};
+pub use run::WARN_FROM_ITERATION;

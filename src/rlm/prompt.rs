@@ -9,7 +9,7 @@
 //! functions ([`Catalog::host_prompt`]) and the registry's listing
 //! ([`Registry::system_prompt`](crate::Registry::system_prompt) or
 //! [`Registry::compact_prompt`](crate::Registry::compact_prompt), per [`PromptMode`]).
-//! The errors that end a run ([`RlmError`](super::RlmError)) are worded for people, in
+//! The errors that end a run ([`RlmError`]) are worded for people, in
 //! their `Display`.
 
 use std::time::Duration;

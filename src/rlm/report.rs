@@ -73,7 +73,7 @@ pub enum RlmError {
         reply: String,
     },
     /// The Lua environment could not be created (the message of the
-    /// [`SetupError`], which is not `Send`).
+    /// [`SetupError`](crate::environment::SetupError), which is not `Send`).
     Setup(String),
     /// The context could not be loaded into the environment (too large for the memory
     /// limit, say).

@@ -12,13 +12,15 @@ use crate::environment::{Environment, ExecError, User};
 use crate::llm::{Completion, Message, Request};
 
 use super::agent::Agent;
-use super::builder::WARN_FROM_ITERATION;
 use super::context::Context;
 use super::names::Names;
 use super::parse::{self, PlainFinal, Reply};
 use super::prompt;
 use super::report::RlmError;
 use super::trace::{BlockRecord, Event, StartRecord, TurnRecord};
+
+/// From this iteration on, each turn logs a `tracing` warning.
+pub const WARN_FROM_ITERATION: u32 = 5;
 
 /// How one turn ends.
 enum Outcome {

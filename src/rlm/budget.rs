@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use super::thousands;
+use super::format::thousands;
 use crate::llm::{Completion, Llm, LlmError, Request, Usage, UsageSnapshot};
 
 /// What a whole run may spend, summed over the root agent, its children at every depth,

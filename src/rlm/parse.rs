@@ -2,6 +2,8 @@
 
 use std::cell::RefCell;
 
+use super::prompt;
+
 /// What a reply holds.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Reply {
@@ -48,13 +50,9 @@ pub(crate) fn parse(reply: &str) -> Reply {
             "" => match lua_syntax_error(&body) {
                 None if !body.trim().is_empty() => result.blocks.push(body),
                 None => {}
-                Some(error) => result.ignored.push(format!(
-                    "an unlabeled ``` block was not run: it is not valid Lua ({error}); label code ```lua"
-                )),
+                Some(error) => result.ignored.push(prompt::unlabeled_not_lua(&error)),
             },
-            other => result.ignored.push(format!(
-                "a ```{other} block was not run: only ```lua blocks run"
-            )),
+            other => result.ignored.push(prompt::other_language(other)),
         }
     }
     result.final_text = plain_final(&outside);

@@ -1,132 +1,44 @@
-//! The system prompt, composed from pieces that each have one source: the REPL rules
-//! (here), the context's description ([`Context`]), the built-ins
-//! ([`builtins::DOCS`](crate::environment::builtins::DOCS)) and the registry's functions
-//! ([`Registry::system_prompt`], or [`Registry::compact_prompt`] per [`PromptMode`]).
+//! Every string the model reads lives here: the system prompt (rules, the context's
+//! description, the agent's role), the first message, and the feedback of each turn
+//! (outputs, cut output notes, error wording with "did you mean", the reminder, notes on
+//! blocks not run, the turns left, final answers that could not be used) and the message
+//! a parent's code gets when a child agent fails. Change the wording here, and only here.
+//!
+//! The rest of the system prompt comes from where it is defined: the built-ins'
+//! documentation ([`builtins::DOCS`](crate::environment::builtins::DOCS)), the providers'
+//! functions ([`Catalog::host_prompt`]) and the registry's listing
+//! ([`Registry::system_prompt`](crate::Registry::system_prompt) or
+//! [`Registry::compact_prompt`](crate::Registry::compact_prompt), per [`PromptMode`]).
+//! The errors that end a run ([`RlmError`]) are worded for people, in
+//! their `Display`.
 
-use std::borrow::Cow;
 use std::time::Duration;
 
-use crate::Registry;
 use crate::catalog::Catalog;
+use crate::environment::ExecError;
+use crate::tokens;
 
-use super::{Context, thousands};
+use super::context::Context;
+use super::format::thousands;
+use super::names::{Names, unknown_function};
+use super::prompt_mode::PromptMode;
+use super::report::RlmError;
 
-/// The threshold of [`PromptMode::auto`]: a registry whose full listing
-/// ([`Registry::system_prompt`]) has more `o200k_base` tokens than this is listed compactly.
-///
-/// The listing is resent with every turn of every agent, while the rest of the system
-/// prompt (rules, context, built-ins) is about 1,500 tokens: beyond 8,000 the listing is
-/// more than five times everything else the model is told, which is where looking
-/// functions up on demand with `fn_search` and `help` starts to pay. The baked registry
-/// (about 1,500 tokens for 16 functions) stays well below; at about 90 tokens a
-/// function, the switch comes near 90 functions.
-pub const AUTO_COMPACT_ABOVE_TOKENS: usize = 8_000;
-
-/// How the system prompt presents the registry's functions. The built-ins (`fn_search`,
-/// `help`, `llm_query`, …) are documented in full in every mode.
-///
-/// Set with [`Rlm::prompt_mode`](super::Rlm::prompt_mode); every agent of a run, the
-/// `rlm_query` children included, gets the same listing.
-///
-/// ```
-/// use rlm_registry::Registry;
-/// use rlm_registry::rlm::PromptMode;
-///
-/// let registry = Registry::from_map([(
-///     "shout",
-///     "--- Upper-cases a text.\n---@param s string The text\n---@return string\nfunction shout(s) return s:upper() end",
-/// )])?;
-/// assert_eq!(PromptMode::default(), PromptMode::Full);
-/// assert!(PromptMode::Full.listing(&registry).contains("---@param s string The text"));
-/// let compact = PromptMode::Compact.listing(&registry);
-/// assert!(compact.contains("- `shout(s)`: Upper-cases a text."));
-/// assert!(compact.contains("fn_search") && !compact.contains("---@param"));
-/// // One function is far below the automatic threshold; a tiny threshold switches.
-/// assert!(!PromptMode::auto().is_compact_for(&registry));
-/// assert!(PromptMode::Auto { max_full_tokens: 10 }.is_compact_for(&registry));
-/// # Ok::<(), rlm_registry::LoadError>(())
-/// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum PromptMode {
-    /// Every function with its full documentation ([`Registry::system_prompt`]): the
-    /// model needs no lookup, but the prompt grows with the registry.
-    #[default]
-    Full,
-    /// One line per function, signature and summary, and a pointer to `fn_search` and
-    /// `help` ([`Registry::compact_prompt`]): for registries too large to send in full.
-    Compact,
-    /// [`Full`](PromptMode::Full) while the full listing has at most `max_full_tokens`
-    /// tokens (`o200k_base`), [`Compact`](PromptMode::Compact) beyond.
-    Auto {
-        /// The largest full listing, in tokens, still sent in full.
-        max_full_tokens: usize,
-    },
-}
-
-impl PromptMode {
-    /// [`PromptMode::Auto`] with [`AUTO_COMPACT_ABOVE_TOKENS`].
-    pub const fn auto() -> PromptMode {
-        PromptMode::Auto {
-            max_full_tokens: AUTO_COMPACT_ABOVE_TOKENS,
-        }
-    }
-
-    /// Whether this mode lists `registry` compactly. For [`PromptMode::Auto`] this counts
-    /// the tokens of the full listing (linear in its size).
-    ///
-    /// ```
-    /// use rlm_registry::{Registry, rlm::PromptMode};
-    /// assert!(PromptMode::Compact.is_compact_for(Registry::baked()));
-    /// assert!(!PromptMode::Full.is_compact_for(Registry::baked()));
-    /// ```
-    pub fn is_compact_for(self, registry: &Registry) -> bool {
-        match self {
-            PromptMode::Full => false,
-            PromptMode::Compact => true,
-            PromptMode::Auto { max_full_tokens } => {
-                let full = registry.system_prompt();
-                // A token is at least one byte, so a listing of no more bytes than the
-                // threshold is below it without counting.
-                full.len() > max_full_tokens && crate::tokens::count(full) > max_full_tokens
-            }
-        }
-    }
-
-    /// [`Full`](PromptMode::Full) or [`Compact`](PromptMode::Compact), as this mode
-    /// decides for `registry`.
-    pub(crate) fn resolve(self, registry: &Registry) -> PromptMode {
-        if self.is_compact_for(registry) {
-            PromptMode::Compact
-        } else {
-            PromptMode::Full
-        }
-    }
-
-    /// The registry's section of the system prompt in this mode (what `rlm prompt`
-    /// prints); empty for an empty registry, as [`Registry::system_prompt`] is.
-    ///
-    /// ```
-    /// use rlm_registry::{Registry, rlm::PromptMode};
-    /// let registry = Registry::baked();
-    /// assert_eq!(PromptMode::Full.listing(registry), registry.system_prompt());
-    /// assert_eq!(PromptMode::Compact.listing(&Registry::empty()), "");
-    /// ```
-    pub fn listing(self, registry: &Registry) -> Cow<'_, str> {
-        if self.is_compact_for(registry) {
-            Cow::Owned(registry.compact_prompt())
-        } else {
-            Cow::Borrowed(registry.system_prompt())
-        }
-    }
-}
+// ---- The system prompt and the first message.
 
 /// The numbers the rules quote, and how the registry is listed.
 pub(crate) struct Settings {
+    /// The cap on one turn's output, in bytes.
     pub output_bytes: usize,
+    /// The agent's turns at most.
     pub max_iterations: u32,
+    /// The time limit of one block.
     pub time_limit: Duration,
+    /// The agent's depth: 0 for the root.
     pub depth: usize,
+    /// The deepest level of children.
     pub max_depth: usize,
+    /// How the registry is listed.
     pub prompt_mode: PromptMode,
 }
 
@@ -189,7 +101,7 @@ pub(crate) fn system_prompt(
     settings: &Settings,
 ) -> String {
     let context = match context {
-        Some(context) => context.describe(),
+        Some(context) => describe_context(context),
         None => "There is no context for this question: `context` is nil.".to_string(),
     };
     let mut pieces = vec![
@@ -220,12 +132,226 @@ pub(crate) fn question(question: &str, has_context: bool) -> String {
     }
 }
 
+/// Contexts up to this size get an exact token count in the prompt; larger ones an
+/// estimate (counting is linear, but a 100 MB context is not worth a second).
+const EXACT_TOKENS_UP_TO: usize = 4 * 1024 * 1024;
+/// Chunk sizes listed in the prompt, at most.
+const LISTED_CHUNKS: usize = 20;
+
+/// The context's section of the system prompt: type, total size, chunk sizes.
+pub(crate) fn describe_context(context: &Context) -> String {
+    match context {
+        Context::Text(text) => format!(
+            "`context` is a string of {} bytes: {}, {}.",
+            thousands(text.len() as u64),
+            lines(text),
+            token_estimate(text),
+        ),
+        Context::Chunks(chunks) => {
+            let total: usize = chunks.iter().map(Vec::len).sum();
+            let mut text = format!(
+                "`context` is an array (a Lua table) of {} strings, {} bytes in total. Chunk sizes in bytes: ",
+                thousands(chunks.len() as u64),
+                thousands(total as u64),
+            );
+            let listed: Vec<String> = chunks
+                .iter()
+                .take(LISTED_CHUNKS)
+                .enumerate()
+                .map(|(i, c)| format!("[{}] {}", i + 1, thousands(c.len() as u64)))
+                .collect();
+            text.push_str(&listed.join(", "));
+            if chunks.len() > LISTED_CHUNKS {
+                let sizes = chunks.iter().map(Vec::len);
+                text.push_str(&format!(
+                    ", … ({} more; smallest {}, largest {})",
+                    chunks.len() - LISTED_CHUNKS,
+                    thousands(sizes.clone().min().unwrap_or(0) as u64),
+                    thousands(sizes.max().unwrap_or(0) as u64),
+                ));
+            }
+            text.push('.');
+            text
+        }
+    }
+}
+
+/// `3 lines`: the lines of `text`, the last one counted without a final newline.
+fn lines(text: &[u8]) -> String {
+    let newlines = text.iter().filter(|&&b| b == b'\n').count();
+    let count = newlines + usize::from(!text.is_empty() && !text.ends_with(b"\n"));
+    format!(
+        "{} line{}",
+        thousands(count as u64),
+        if count == 1 { "" } else { "s" }
+    )
+}
+
+/// The tokens of `text`: counted up to [`EXACT_TOKENS_UP_TO`] bytes, estimated beyond.
+fn token_estimate(text: &[u8]) -> String {
+    if text.len() <= EXACT_TOKENS_UP_TO {
+        let count = tokens::count(&String::from_utf8_lossy(text));
+        format!("{} tokens (o200k_base)", thousands(count as u64))
+    } else {
+        format!("about {} tokens", thousands((text.len() / 4) as u64))
+    }
+}
+
 /// The reminder after a reply with neither code nor a final answer.
 pub(crate) const REMINDER: &str = "Your reply had no ```lua code block and no final answer. Write Lua in a ```lua block to study `context`, or give the answer with FINAL(answer) in a ```lua block. This is the only reminder: another reply without either ends the run.";
+
+// ---- The feedback of a turn.
+
+/// The feedback for a block that ran: its output (cut to `room` bytes), or a note that
+/// it printed nothing, since only printed text comes back.
+pub(crate) fn block_output(block: usize, output: &str, room: usize) -> String {
+    if output.is_empty() {
+        format!("Block {block} ran and printed nothing (only what you print comes back).")
+    } else {
+        format!("Output of block {block}:\n{}", truncate(output, room))
+    }
+}
+
+/// The feedback for a block skipped because an earlier one failed.
+pub(crate) fn not_run(block: usize) -> String {
+    format!("Block {block} was not run (an earlier block failed).")
+}
+
+/// Why a `FINAL` written outside code is refused when a block of the same reply failed:
+/// the answer may rest on code that did not run.
+pub(crate) const FINAL_AFTER_FAILURE: &str = "Your FINAL outside the code was not accepted because a block failed: fix the code, check its output, then answer again.";
+
+/// A note for the model, from the reply's parse (a fenced block that was not run).
+pub(crate) fn note(note: &str) -> String {
+    format!("Note: {note}.")
+}
+
+/// Why an unlabeled fenced block was not run.
+pub(crate) fn unlabeled_not_lua(error: &str) -> String {
+    format!("an unlabeled ``` block was not run: it is not valid Lua ({error}); label code ```lua")
+}
+
+/// Why a block labeled with another language was not run.
+pub(crate) fn other_language(label: &str) -> String {
+    format!("a ```{label} block was not run: only ```lua blocks run")
+}
+
+/// The note after a reply the server cut at its token limit.
+pub(crate) const CUT_OFF: &str =
+    "Note: your reply was cut off at the token limit; keep replies shorter.";
+
+/// The nudge towards `FINAL` in the last turns.
+pub(crate) fn turns_left(left: u32) -> String {
+    format!(
+        "Note: {left} turn{} left; give your answer with FINAL soon.",
+        if left == 1 { "" } else { "s" }
+    )
+}
+
+/// `FINAL_VAR(name)` outside code with something that is not a Lua name.
+pub(crate) fn final_var_not_a_name(name: &str) -> String {
+    format!(
+        "Your FINAL_VAR({name}) outside the code could not be used: FINAL_VAR takes the name of a global variable, e.g. FINAL_VAR(\"answer\")."
+    )
+}
+
+/// `FINAL_VAR("name")` outside code that ran but set no answer.
+pub(crate) fn final_var_no_answer(name: &str) -> String {
+    format!("Your FINAL_VAR(\"{name}\") outside the code gave no answer.")
+}
+
+/// `FINAL_VAR("name")` outside code that failed with `message`.
+pub(crate) fn final_var_failed(name: &str, message: &str) -> String {
+    format!("Your FINAL_VAR(\"{name}\") outside the code could not be used: {message}")
+}
+
+/// What the parent's `rlm_query` call returns as its error when child `id` fails.
+pub(crate) fn child_failed(id: &str, error: &RlmError) -> String {
+    format!("child agent {id} failed: {error}")
+}
+
+/// Cuts `text` to at most `max` bytes (at a character boundary) and says how much was cut.
+pub(crate) fn truncate(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let mut out = text[..end].to_string();
+    if !out.is_empty() && !out.ends_with('\n') {
+        out.push('\n');
+    }
+    out.push_str(&format!(
+        "[... {} more bytes cut; print less, or slices]",
+        thousands((text.len() - end) as u64)
+    ));
+    out
+}
+
+/// The line of the block an error points at: messages start "input:LINE: ".
+fn error_line(message: &str) -> Option<(usize, &str)> {
+    let rest = message.strip_prefix("input:")?;
+    let colon = rest.find(':')?;
+    let line = rest[..colon].parse().ok()?;
+    Some((line, rest[colon + 1..].trim_start()))
+}
+
+/// The message for a block that failed, with the output it printed before failing.
+pub(crate) fn describe_error(
+    block: usize,
+    code: &str,
+    error: &ExecError,
+    names: &Names,
+    max_bytes: usize,
+) -> String {
+    let mut text = match error {
+        ExecError::Limit { kind, message, .. } => format!(
+            "Block {block} hit the {kind} limit: {message}. The environment keeps its variables; \
+             try a cheaper approach (smaller pieces, fewer calls, less output)."
+        ),
+        ExecError::Lua { message, .. } => {
+            let message = truncate(message, max_bytes.max(200));
+            match error_line(&message) {
+                Some((line, rest)) => {
+                    let mut text =
+                        format!("Block {block} failed with a Lua error on line {line}: {rest}");
+                    if let Some(source) = code.lines().nth(line.wrapping_sub(1)) {
+                        let source = truncate(source.trim_end(), 200);
+                        text.push_str(&format!("\n  {line} | {source}"));
+                    }
+                    text
+                }
+                None => format!("Block {block} failed with a Lua error: {message}"),
+            }
+        }
+    };
+    if let Some(name) = unknown_function(error.message()) {
+        text.push_str(&format!("\n`{name}` is not a function here."));
+        if let Some(suggestion) = names.closest(name) {
+            text.push_str(&format!(
+                " Did you mean `{suggestion}`? (help(\"{suggestion}\") shows how to call it.)"
+            ));
+        } else {
+            text.push_str(" help() lists every function you can call.");
+        }
+    }
+    let output = error.output();
+    if !output.is_empty() {
+        text.push_str(&format!(
+            "\nOutput before the error:\n{}",
+            truncate(output, max_bytes)
+        ));
+    }
+    text
+}
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Registry;
+    use crate::environment::LimitKind;
     use crate::environment::builtins::DOCS;
     use crate::providers::{AgentScope, Providers};
 
@@ -309,18 +435,72 @@ mod tests {
     }
 
     #[test]
-    fn auto_switches_on_the_token_count_of_the_full_listing() {
-        let registry = Registry::baked();
-        let tokens = crate::tokens::count(registry.system_prompt());
-        let at = PromptMode::Auto {
-            max_full_tokens: tokens,
+    fn descriptions_give_type_size_and_chunks() {
+        let text = Context::from("one\ntwo\n");
+        assert_eq!(
+            describe_context(&text),
+            "`context` is a string of 8 bytes: 2 lines, 4 tokens (o200k_base)."
+        );
+        let chunks = Context::from(vec!["ab", "cde"]);
+        assert_eq!(
+            describe_context(&chunks),
+            "`context` is an array (a Lua table) of 2 strings, 5 bytes in total. Chunk sizes in bytes: [1] 2, [2] 3."
+        );
+        let many = Context::Chunks((0..25).map(|i| vec![b'x'; i]).collect());
+        assert!(describe_context(&many).ends_with("(5 more; smallest 0, largest 24)."));
+    }
+
+    #[test]
+    fn truncation_says_what_was_cut() {
+        assert_eq!(truncate("short", 10), "short");
+        let cut = truncate(&"x".repeat(12_355), 10);
+        assert_eq!(
+            cut,
+            "xxxxxxxxxx\n[... 12,345 more bytes cut; print less, or slices]"
+        );
+        let cut = truncate("ééé", 3);
+        assert!(cut.starts_with("é\n"), "{cut}");
+    }
+
+    #[test]
+    fn unknown_functions_get_a_suggestion() {
+        let names = Names::new(&catalog(Registry::baked(), 0));
+        let error = ExecError::Lua {
+            message: "input:2: attempt to call a nil value (global 'word_cout')".into(),
+            output: "before\n".into(),
         };
-        let below = PromptMode::Auto {
-            max_full_tokens: tokens.saturating_sub(1),
+        let text = describe_error(1, "x = 1\nprint(word_cout(context))\n", &error, &names, 100);
+        assert!(text.contains("line 2"), "{text}");
+        assert!(text.contains("  2 | print(word_cout(context))"), "{text}");
+        assert!(text.contains("Did you mean `word_count`?"), "{text}");
+        assert!(text.contains("Output before the error:\nbefore"), "{text}");
+        assert_eq!(names.closest("llm_qery"), Some("llm_query"));
+        assert_eq!(names.closest("tostrin"), Some("tostring"));
+        assert_eq!(names.closest("zzzzzz"), None);
+    }
+
+    #[test]
+    fn limit_hits_and_errors_without_a_line_are_described_plainly() {
+        let names = Names::new(&catalog(Registry::baked(), 0));
+        let error = ExecError::Limit {
+            kind: LimitKind::Time,
+            message: "time limit exceeded".into(),
+            output: String::new(),
         };
-        assert!(!at.is_compact_for(registry));
-        assert_eq!(below.is_compact_for(registry), tokens > 0);
-        assert_eq!(at.resolve(registry), PromptMode::Full);
-        assert!(!PromptMode::auto().is_compact_for(registry));
+        assert!(
+            describe_error(3, "", &error, &names, 100).starts_with("Block 3 hit the time limit")
+        );
+        let error = ExecError::Lua {
+            message: "input:999: boom".into(),
+            output: String::new(),
+        };
+        assert_eq!(
+            describe_error(1, "", &error, &names, 100),
+            "Block 1 failed with a Lua error on line 999: boom"
+        );
+        assert_eq!(
+            unknown_function("attempt to call a nil value (global '"),
+            None
+        );
     }
 }

@@ -148,21 +148,28 @@ impl<'a> FunctionSpec<'a> {
     }
 }
 
-/// The name in `candidates` most like `name` (Jaro-Winkler above 0.8), for every "did
-/// you mean" the crate gives.
+/// The name in `candidates` most like `name`, for every "did you mean" the crate gives
+/// (the loop's feedback, `rlm show`, the JSON API, tool calls): Jaro-Winkler on the
+/// lower-cased names above 0.8, never `name` itself.
 ///
 /// ```
 /// use rlm_registry::spec::closest_name;
 /// assert_eq!(closest_name("grep_txt", ["grep_text", "lines"]), Some("grep_text"));
+/// assert_eq!(closest_name("Print", ["print", "pairs"]), Some("print"));
 /// assert_eq!(closest_name("zzz", ["grep_text", "lines"]), None);
 /// ```
 pub fn closest_name<'a>(
     name: &str,
     candidates: impl IntoIterator<Item = &'a str>,
 ) -> Option<&'a str> {
+    let lower = name.to_lowercase();
     candidates
         .into_iter()
-        .map(|candidate| (strsim::jaro_winkler(name, candidate), candidate))
+        .filter(|&candidate| candidate != name)
+        .map(|candidate| {
+            let score = strsim::jaro_winkler(&lower, &candidate.to_lowercase());
+            (score, candidate)
+        })
         .filter(|(score, _)| *score > 0.8)
         .max_by(|a, b| a.0.total_cmp(&b.0))
         .map(|(_, candidate)| candidate)

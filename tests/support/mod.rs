@@ -2,3 +2,5 @@
 #![allow(dead_code)]
 
 pub mod openai_server;
+#[cfg(feature = "runtime")]
+pub mod rlm_loop;

@@ -1,0 +1,330 @@
+//! [`Rlm`], the builder: a model, a registry, an iteration cap and options, and the entry
+//! points that start a run ([`Rlm::run`], [`Rlm::run_report`]).
+
+use std::fmt;
+use std::io::{self, Write};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::Registry;
+use crate::catalog::Catalog;
+use crate::environment::{Limits, User};
+use crate::llm::Llm;
+use crate::providers::{AgentScope, Providers};
+
+use super::agent::Agent;
+use super::budget::{Budgets, Ledger};
+use super::context::Context;
+use super::prompt;
+use super::prompt_mode::PromptMode;
+use super::report::{Answer, Report, RlmError};
+use super::trace::Sink;
+
+/// The iteration cap of [`Rlm::with_default_iterations`].
+pub const DEFAULT_MAX_ITERATIONS: u32 = 10;
+/// The default depth limit: the root (depth 0) may start children (depth 1), and
+/// those children's `rlm_query` is a plain sub-model call.
+pub const DEFAULT_MAX_DEPTH: usize = 1;
+/// The default cap on the output fed back to the model per turn, in bytes.
+pub const DEFAULT_OUTPUT_BYTES: usize = 10_000;
+/// The default number of consecutive turns with errors after which a run gives up.
+pub const DEFAULT_MAX_CONSECUTIVE_ERRORS: u32 = 3;
+/// The default time limit of one code block. Higher than [`Limits::default`]'s 30 s
+/// because it includes the time spent waiting on `llm_query` and `rlm_query` children.
+pub const DEFAULT_BLOCK_TIME_LIMIT: Duration = Duration::from_secs(300);
+
+/// An RLM: a model, a registry, an iteration cap and options. Cheap to clone; every
+/// [`run`](Rlm::run) is independent (its own environments, budgets and usage).
+///
+/// There is no default: the iteration cap is always explicit, through [`Rlm::new`], or
+/// [`Rlm::with_default_iterations`] for [`DEFAULT_MAX_ITERATIONS`].
+#[derive(Clone)]
+pub struct Rlm {
+    config: Config,
+}
+
+/// What every agent of a run shares: the builder's settings.
+#[derive(Clone)]
+pub(super) struct Config {
+    pub(super) llm: Arc<dyn Llm>,
+    pub(super) registry: Arc<Registry>,
+    pub(super) providers: Arc<Providers>,
+    pub(super) max_iterations: u32,
+    pub(super) max_depth: usize,
+    pub(super) output_bytes: usize,
+    pub(super) max_consecutive_errors: u32,
+    pub(super) limits: Limits,
+    pub(super) budgets: Budgets,
+    pub(super) prompt_mode: PromptMode,
+    pub(super) trace: Option<Arc<Sink>>,
+    pub(super) live: Option<Arc<Sink>>,
+}
+
+impl fmt::Debug for Rlm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let c = &self.config;
+        f.debug_struct("Rlm")
+            .field("functions", &c.registry.len())
+            .field("max_iterations", &c.max_iterations)
+            .field("max_depth", &c.max_depth)
+            .field("output_bytes", &c.output_bytes)
+            .field("max_consecutive_errors", &c.max_consecutive_errors)
+            .field("limits", &c.limits)
+            .field("budgets", &c.budgets)
+            .field("prompt_mode", &c.prompt_mode)
+            .field("trace", &c.trace.is_some())
+            .field("live_view", &c.live.is_some())
+            .finish()
+    }
+}
+
+impl Rlm {
+    /// An RLM that asks `llm`, offers `registry`'s functions, and gives up after
+    /// `max_iterations` turns of the root agent (each child has the same cap). A cap of
+    /// 0 allows no turn at all.
+    pub fn new(llm: Arc<dyn Llm>, registry: impl Into<Arc<Registry>>, max_iterations: u32) -> Rlm {
+        Rlm {
+            config: Config {
+                llm,
+                registry: registry.into(),
+                providers: Providers::builtin_shared(),
+                max_iterations,
+                max_depth: DEFAULT_MAX_DEPTH,
+                output_bytes: DEFAULT_OUTPUT_BYTES,
+                max_consecutive_errors: DEFAULT_MAX_CONSECUTIVE_ERRORS,
+                limits: Limits {
+                    time: DEFAULT_BLOCK_TIME_LIMIT,
+                    ..Limits::default()
+                },
+                budgets: Budgets::default(),
+                prompt_mode: PromptMode::Full,
+                trace: None,
+                live: None,
+            },
+        }
+    }
+
+    /// [`Rlm::new`] with [`DEFAULT_MAX_ITERATIONS`] (10).
+    pub fn with_default_iterations(llm: Arc<dyn Llm>, registry: impl Into<Arc<Registry>>) -> Rlm {
+        Rlm::new(llm, registry, DEFAULT_MAX_ITERATIONS)
+    }
+
+    /// The deepest level of children (default [`DEFAULT_MAX_DEPTH`]): agents above it
+    /// get a real `rlm_query`, agents at it a plain sub-model call. 0 means no children.
+    pub fn max_depth(mut self, depth: usize) -> Rlm {
+        self.config.max_depth = depth;
+        self
+    }
+
+    /// The providers whose functions every agent of a run may call, as its scope allows
+    /// (default [`Providers::builtin`]): user functions at the top level only, agent
+    /// functions above the depth limit. Give a run its own opt-in `store` provider so
+    /// that its agents share one store.
+    pub fn providers(mut self, providers: Arc<Providers>) -> Rlm {
+        self.config.providers = providers;
+        self
+    }
+
+    /// The most bytes of output fed back to the model per turn (default
+    /// [`DEFAULT_OUTPUT_BYTES`]); beyond, it is cut with a note of how much.
+    pub fn output_bytes(mut self, bytes: usize) -> Rlm {
+        self.config.output_bytes = bytes;
+        self
+    }
+
+    /// Gives up after this many turns in a row with an error (default
+    /// [`DEFAULT_MAX_CONSECUTIVE_ERRORS`]); 0 disables the cap (the iteration cap
+    /// still holds).
+    pub fn max_consecutive_errors(mut self, count: u32) -> Rlm {
+        self.config.max_consecutive_errors = count;
+        self
+    }
+
+    /// Limits for each code block, in every agent's environment (default: [`Limits`]
+    /// with a [`DEFAULT_BLOCK_TIME_LIMIT`] time limit). The time limit is lowered to the
+    /// wall-time budget left when an environment is created.
+    pub fn limits(mut self, limits: Limits) -> Rlm {
+        self.config.limits = limits;
+        self
+    }
+
+    /// Budgets shared by every agent of a run (default: unlimited).
+    pub fn budgets(mut self, budgets: Budgets) -> Rlm {
+        self.config.budgets = budgets;
+        self
+    }
+
+    /// How the system prompt lists the registry's functions (default
+    /// [`PromptMode::Full`]): in full, compactly (names, one-line summaries and a pointer
+    /// to `fn_search`/`help`), or [`PromptMode::auto`], compactly for large registries.
+    /// The built-ins are documented in full in every mode, and `rlm_query` children get
+    /// the same listing as the root.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use rlm_registry::Registry;
+    /// use rlm_registry::llm::{Completion, Llm, LlmError, Request};
+    /// use rlm_registry::rlm::{PromptMode, Rlm};
+    ///
+    /// struct Answers;
+    /// impl Llm for Answers {
+    ///     fn complete(&self, _request: Request) -> Result<Completion, LlmError> {
+    ///         Ok(Completion::new("```lua\nFINAL('done')\n```"))
+    ///     }
+    /// }
+    ///
+    /// let registry = Registry::from_map([(
+    ///     "shout",
+    ///     "--- Upper-cases a text.\n---@param s string The text\n---@return string\nfunction shout(s) return s:upper() end",
+    /// )])?;
+    /// let rlm = Rlm::new(Arc::new(Answers), registry, 5).prompt_mode(PromptMode::Compact);
+    /// let prompt = rlm.system_prompt(None);
+    /// assert!(prompt.contains("- `shout(s)`: Upper-cases a text."));
+    /// assert!(!prompt.contains("---@param s string The text"));
+    /// assert!(prompt.contains("function fn_search(query, opts) end"));
+    /// # Ok::<(), rlm_registry::LoadError>(())
+    /// ```
+    pub fn prompt_mode(mut self, mode: PromptMode) -> Rlm {
+        self.config.prompt_mode = mode;
+        self
+    }
+
+    /// Writes the trajectory to `writer` as JSON lines, flushed one by one: a `start`
+    /// line per agent (its system prompt and question), then a line per turn with only
+    /// what the turn added, so the trace grows linearly with the run (see the fields in
+    /// the crate README).
+    ///
+    /// ```
+    /// use std::io::Write;
+    /// use std::sync::{Arc, Mutex};
+    /// use rlm_registry::Registry;
+    /// use rlm_registry::llm::{Completion, Llm, LlmError, Request};
+    /// use rlm_registry::rlm::Rlm;
+    ///
+    /// struct Answers;
+    /// impl Llm for Answers {
+    ///     fn complete(&self, _request: Request) -> Result<Completion, LlmError> {
+    ///         Ok(Completion::new("```lua\nFINAL('done')\n```"))
+    ///     }
+    /// }
+    ///
+    /// #[derive(Clone, Default)]
+    /// struct Buffer(Arc<Mutex<Vec<u8>>>);
+    /// impl Write for Buffer {
+    ///     fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+    ///         self.0.lock().unwrap().write(bytes)
+    ///     }
+    ///     fn flush(&mut self) -> std::io::Result<()> {
+    ///         Ok(())
+    ///     }
+    /// }
+    ///
+    /// let trace = Buffer::default();
+    /// let rlm = Rlm::new(Arc::new(Answers), Registry::baked().clone(), 5).trace(trace.clone());
+    /// rlm.run("Q", None).unwrap();
+    /// let text = String::from_utf8(trace.0.lock().unwrap().clone()).unwrap();
+    /// let events: Vec<serde_json::Value> =
+    ///     text.lines().map(|line| serde_json::from_str(line).unwrap()).collect();
+    /// assert_eq!(events[0]["event"], "start");
+    /// assert_eq!(events[0]["messages"][0]["role"], "system");
+    /// assert_eq!(events[1]["event"], "turn");
+    /// assert_eq!(events[1]["final"], "done");
+    /// ```
+    pub fn trace(mut self, writer: impl Write + Send + 'static) -> Rlm {
+        self.config.trace = Some(Arc::new(Sink::new(Box::new(writer))));
+        self
+    }
+
+    /// Writes the trajectory to a new file at `path` (truncated if it exists).
+    pub fn trace_file(self, path: impl AsRef<Path>) -> io::Result<Rlm> {
+        let file = std::fs::File::create(path)?;
+        Ok(self.trace(file))
+    }
+
+    /// Shows each turn as it happens on `writer` (the CLI uses stderr): turn, code,
+    /// output summary, tokens so far. Silent by default.
+    pub fn live_view(mut self, writer: impl Write + Send + 'static) -> Rlm {
+        self.config.live = Some(Arc::new(Sink::new(Box::new(writer))));
+        self
+    }
+
+    /// The iteration cap.
+    pub fn max_iterations(&self) -> u32 {
+        self.config.max_iterations
+    }
+
+    /// The system prompt the root agent gets for `context`.
+    pub fn system_prompt(&self, context: Option<&Context>) -> String {
+        prompt::system_prompt(
+            &self.config.catalog(0),
+            context,
+            &self.config.settings(0, self.config.limits.time),
+        )
+    }
+
+    /// Answers `question` about `context`.
+    pub fn run(&self, question: &str, context: Option<Context>) -> Result<Answer, RlmError> {
+        self.run_report(question, context, None).into_result()
+    }
+
+    /// Answers `question` about `context`, with `user` behind `ask_user` and
+    /// `notify_user` in the root agent's environment (children never get it), and
+    /// reports the usage whatever the outcome.
+    pub fn run_report(
+        &self,
+        question: &str,
+        context: Option<Context>,
+        user: Option<Arc<dyn User>>,
+    ) -> Report {
+        let mut config = self.config.clone();
+        // Decided once per run: `Auto` counts the listing's tokens, and every agent of
+        // the tree, `rlm_query` children included, shares this config.
+        config.prompt_mode = config.prompt_mode.resolve(&config.registry);
+        let config = Arc::new(config);
+        let ledger = Ledger::new(config.budgets, config.max_depth);
+        let agent = Agent {
+            config,
+            ledger: Arc::clone(&ledger),
+            depth: 0,
+            id: "0".to_string(),
+        };
+        let (result, turns) = agent.run(question, context.as_ref(), user);
+        Report {
+            result,
+            turns,
+            usage: ledger.report(),
+        }
+    }
+}
+
+impl Config {
+    /// An agent at `depth` may start children above the depth limit.
+    pub(super) fn scope(&self, depth: usize) -> AgentScope {
+        AgentScope {
+            depth,
+            can_spawn: depth < self.max_depth,
+        }
+    }
+
+    /// What an agent at `depth` may call.
+    pub(super) fn catalog(&self, depth: usize) -> Catalog {
+        Catalog::new(
+            Arc::clone(&self.registry),
+            Arc::clone(&self.providers),
+            self.scope(depth),
+        )
+    }
+
+    /// The numbers the prompt quotes for an agent at `depth`.
+    pub(super) fn settings(&self, depth: usize, time_limit: Duration) -> prompt::Settings {
+        prompt::Settings {
+            output_bytes: self.output_bytes,
+            max_iterations: self.max_iterations,
+            time_limit,
+            depth,
+            max_depth: self.max_depth,
+            prompt_mode: self.prompt_mode,
+        }
+    }
+}

@@ -1,0 +1,61 @@
+//! The live view: a few lines per turn of every agent, as the run goes (the CLI shows it
+//! on stderr). Written for the person watching, never sent to the model.
+
+use super::agent::Agent;
+use super::format::{first_line, thousands};
+use super::run::TurnData;
+
+impl Agent {
+    /// `turn 2/10 · 1 block · 340 chars out · 1,234 tokens`, the first line of code and
+    /// of output, indented by depth.
+    pub(super) fn live_lines(&self, turn: u32, data: &TurnData, run_tokens: u64) -> String {
+        let indent = "    ".repeat(self.depth);
+        let agent = if self.depth > 0 {
+            format!("[agent {}] ", self.id)
+        } else {
+            String::new()
+        };
+        let blocks = data.blocks.len();
+        let chars: usize = data.outputs.iter().map(|o| o.output.chars().count()).sum();
+        let mut head = format!(
+            "{indent}{agent}turn {turn}/{} · {blocks} block{} · {} chars out",
+            self.config.max_iterations,
+            if blocks == 1 { "" } else { "s" },
+            thousands(chars as u64),
+        );
+        if let Some(failed) = data.outputs.iter().find(|o| o.error.is_some()) {
+            head.push_str(&format!(" · {} in block {}", failed.status, failed.block));
+        }
+        if data.final_answer.is_some() {
+            head.push_str(" · FINAL");
+        }
+        head.push_str(&format!(" · {} tokens\n", thousands(run_tokens)));
+        if let Some(code) = data.blocks.first() {
+            head.push_str(&format!("{indent}  │ {}\n", summary_line(code)));
+        }
+        if let Some(output) = data.outputs.iter().find(|o| !o.output.is_empty()) {
+            head.push_str(&format!("{indent}  → {}\n", summary_line(&output.output)));
+        }
+        if let Some(error) = data.outputs.iter().find_map(|o| o.error.as_ref()) {
+            head.push_str(&format!("{indent}  ✗ {}\n", first_line(error, 160)));
+        }
+        if let Some(error) = &data.error {
+            head.push_str(&format!("{indent}  ✗ {}\n", first_line(error, 160)));
+        }
+        if let Some(answer) = &data.final_answer {
+            head.push_str(&format!("{indent}  = {}\n", summary_line(answer)));
+        }
+        head
+    }
+}
+
+/// The first line (at most 100 characters) and how many more lines there are.
+fn summary_line(text: &str) -> String {
+    let mut line = first_line(text, 100);
+    let more = text.lines().filter(|l| !l.trim().is_empty()).count();
+    if more > 1 {
+        let plural = if more == 2 { "" } else { "s" };
+        line.push_str(&format!("  (+{} line{plural})", more - 1));
+    }
+    line
+}

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use crate::Registry;
 use crate::conventions::Function;
-use crate::providers::{AgentScope, ProviderInfo, Providers};
+use crate::providers::{AgentScope, Providers};
 use crate::search::{FunctionSearch, SearchOptions, SearchResult};
 use crate::spec::{FunctionSpec, Origin, Scope, closest_name};
 
@@ -102,13 +102,13 @@ impl Catalog {
         self.providers
             .iter()
             .filter(|f| self.scope.allows(f.scope()))
-            .map(host_spec)
+            .map(|f| f.spec())
     }
 
     /// The function `name`, if this agent may call it.
     pub fn get(&self, name: &str) -> Option<FunctionSpec<'_>> {
         match self.providers.get(name) {
-            Some(host) if self.scope.allows(host.scope()) => Some(host_spec(host)),
+            Some(host) if self.scope.allows(host.scope()) => Some(host.spec()),
             Some(_) => None,
             None => self.registry.get(name).map(registry_spec),
         }
@@ -187,17 +187,6 @@ impl Catalog {
         }
         text.push_str("```");
         text
-    }
-}
-
-fn host_spec(info: ProviderInfo<'_>) -> FunctionSpec<'_> {
-    FunctionSpec {
-        function: info.function(),
-        origin: Origin::Provider {
-            provider: info.provider(),
-            scope: info.scope(),
-            builtin: info.is_builtin(),
-        },
     }
 }
 

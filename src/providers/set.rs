@@ -10,6 +10,7 @@ use std::sync::{Arc, OnceLock};
 use super::{HostFunction, Method, Provider, Route, RouteRequest, RouteResponse, Scope, builtin};
 use crate::conventions::{Code, Function, LUA_GLOBALS, Severity, check_files};
 use crate::registry::{Chunk, Registry};
+use crate::spec::{FunctionSpec, Origin};
 
 /// One registered provider.
 #[derive(Clone, Debug)]
@@ -133,6 +134,18 @@ impl<'a> ProviderInfo<'a> {
     /// Its description, as the conventions extracted it.
     pub fn function(&self) -> &'a Function {
         self.function
+    }
+
+    /// Its one description, with where it comes from: what every reader takes.
+    pub fn spec(&self) -> FunctionSpec<'a> {
+        FunctionSpec {
+            function: self.function,
+            origin: Origin::Provider {
+                provider: self.provider,
+                scope: self.host.scope,
+                builtin: self.builtin,
+            },
+        }
     }
 
     pub(crate) fn host(&self) -> &'a HostFunction {

@@ -23,7 +23,7 @@
 //!    let check = rlm_registry::conventions::check_file("bad.lua", "function f() end");
 //!    assert_eq!(check.diagnostics[0].code.as_str(), "E002"); // no doc comment
 //!    ```
-//! 2. `spec` (runtime): `FunctionSpec`, the one description of a function the model can
+//! 2. [`spec`]: `FunctionSpec`, the one description of a function the model can
 //!    call — registry function, built-in or host function — with its JSON and tool forms.
 //! 3. [`registry`]: [`Registry::from_paths`], [`Registry::from_map`], [`Registry::baked`],
 //!    precedence, [`Registry::system_prompt`] and the search index data.
@@ -95,7 +95,6 @@ pub mod rlm;
 pub mod search;
 #[cfg(feature = "serve")]
 pub mod serve;
-#[cfg(feature = "runtime")] // until Scope moves below the spec
 pub mod spec;
 #[cfg(feature = "runtime")]
 pub mod tokens;

@@ -284,13 +284,14 @@ fn help_documents_builtins_and_registry_functions() {
 
 #[test]
 fn every_documented_builtin_is_reserved_and_present() {
-    use rlm_registry::environment::builtins::DOCS;
+    use rlm_registry::conventions::builtins::BUILTINS as DOCS;
     let env = Environment::new(Registry::baked().clone(), Limits::default()).unwrap();
     for doc in DOCS {
         // `re.find` and its siblings are reserved through their table's name.
         let global = doc.name.split('.').next().unwrap_or(doc.name);
-        assert!(
-            rlm_registry::conventions::BUILTINS.contains(&global),
+        assert_eq!(
+            rlm_registry::conventions::reserved_kind(global),
+            Some("built-in"),
             "{} is not reserved",
             doc.name
         );

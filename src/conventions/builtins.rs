@@ -1,124 +1,319 @@
-//! The built-ins' documentation (SPEC §4), in the same LuaLS form as registry
-//! functions: what `help` prints, what the model's prompt lists, and what
-//! `Registry::lookup("builtin:…")` finds. The functions themselves are implemented in
-//! Rust by the environment (feature `runtime`); their documentation is plain data, kept
-//! here with the names a registry function may not take, so that builds without the
-//! runtime can still look built-ins up.
+//! The built-ins (SPEC §4), declared once: each one's name, provider, scope and
+//! documentation (in the same LuaLS form as a registry function) in [`BUILTINS`], and a
+//! [`BuiltinId`] naming it in code. Everything else is derived from this table: the names
+//! a registry function may not take (rule E008), the built-in providers and their scopes,
+//! what `help` prints and the prompt declares, and the environment's implementations,
+//! installed by an exhaustive `match` on [`BuiltinId`] — so a built-in without an
+//! implementation, or an implementation without a doc, does not compile.
+//!
+//! This module is plain data (no Lua, no runtime), so `build.rs` and registry-only
+//! builds have it too.
+//!
+//! ```
+//! use rlm_registry::conventions::builtins::{self, BuiltinId, Scope};
+//!
+//! let print = builtins::get("print").unwrap();
+//! assert_eq!(print.id, BuiltinId::Print);
+//! assert_eq!(print.scope, Scope::Core);
+//! assert_eq!(builtins::get("re.find").unwrap().global(), "re");
+//! assert!(builtins::is_global("rlm_query"));
+//! ```
 
-/// One built-in's documentation, in the same LuaLS form as registry functions.
+/// Who may call a function (seed 001's scopes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Scope {
+    /// Every agent.
+    Core,
+    /// Agents that may still start a child (`rlm_query*`): not at the depth limit.
+    Agent,
+    /// The top-level agent only (`ask_user`, `notify_user`): it talks to the human.
+    User,
+}
+
+impl Scope {
+    /// The scope's name: `core`, `agent` or `user`.
+    ///
+    /// ```
+    /// use rlm_registry::conventions::builtins::Scope;
+    /// assert_eq!(Scope::User.name(), "user");
+    /// assert_eq!("agent".parse::<Scope>(), Ok(Scope::Agent));
+    /// ```
+    pub fn name(self) -> &'static str {
+        match self {
+            Scope::Core => "core",
+            Scope::Agent => "agent",
+            Scope::User => "user",
+        }
+    }
+}
+
+impl std::fmt::Display for Scope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Scope {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Scope, String> {
+        match s {
+            "core" => Ok(Scope::Core),
+            "agent" => Ok(Scope::Agent),
+            "user" => Ok(Scope::User),
+            other => Err(format!(
+                "unknown scope `{other}`: expected core, agent or user"
+            )),
+        }
+    }
+}
+
+/// The provider a built-in belongs to. The order of the variants is the order the
+/// providers are listed in (the prompt, `rlm providers`, `GET /v1/providers`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum BuiltinProvider {
+    /// Output, the final answer, tokens, the session's variables and discovery.
+    Core,
+    /// Regular expressions (`re.*`).
+    Re,
+    /// Sub-model calls.
+    Llm,
+    /// Child agents.
+    Agent,
+    /// The human user.
+    User,
+}
+
+impl BuiltinProvider {
+    /// Every built-in provider, in listing order.
+    pub const ALL: [BuiltinProvider; 5] = [
+        BuiltinProvider::Core,
+        BuiltinProvider::Re,
+        BuiltinProvider::Llm,
+        BuiltinProvider::Agent,
+        BuiltinProvider::User,
+    ];
+
+    /// The provider's name: `core`, `re`, `llm`, `agent` or `user`.
+    pub fn name(self) -> &'static str {
+        match self {
+            BuiltinProvider::Core => "core",
+            BuiltinProvider::Re => "re",
+            BuiltinProvider::Llm => "llm",
+            BuiltinProvider::Agent => "agent",
+            BuiltinProvider::User => "user",
+        }
+    }
+
+    /// One line saying what the provider offers.
+    pub fn description(self) -> &'static str {
+        match self {
+            BuiltinProvider::Core => {
+                "Output, the final answer, tokens, the session's variables and discovery: every agent has them."
+            }
+            BuiltinProvider::Re => {
+                "Regular expressions in Python/PCRE syntax on the regex crate: linear time, byte offsets as string.sub takes them."
+            }
+            BuiltinProvider::Llm => "Sub-model calls on pieces of the context.",
+            BuiltinProvider::Agent => {
+                "Child agents with a REPL of their own; only where a child may still be started."
+            }
+            BuiltinProvider::User => "The human user as a function; top-level agent only.",
+        }
+    }
+
+    /// Its functions, in table order.
+    pub fn functions(self) -> impl Iterator<Item = &'static Builtin> {
+        BUILTINS.iter().filter(move |b| b.provider == self)
+    }
+}
+
+/// One built-in: a row of [`BUILTINS`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct BuiltinDoc {
-    /// The global name.
+pub struct Builtin {
+    /// How code names it.
+    pub id: BuiltinId,
+    /// The name the model calls it by: a global (`print`) or a field of a built-in table
+    /// (`re.find`).
     pub name: &'static str,
+    /// The provider it belongs to.
+    pub provider: BuiltinProvider,
+    /// Who may call it.
+    pub scope: Scope,
     /// The doc comment and a stub declaration, as the model reads them.
     pub doc: &'static str,
 }
 
-/// Every built-in's documentation, in the order the prompt lists them.
-pub const DOCS: &[BuiltinDoc] = &[
-    BuiltinDoc {
-        name: "print",
-        doc: "--- Prints its arguments (tab-separated) to the execution's output, which is what you get back.\n---@param ... any Values to print\nfunction print(...) end",
-    },
-    BuiltinDoc {
-        name: "llm_query",
-        doc: "--- Asks a sub-model one question and returns its answer. Use it on pieces of the context.\n---@param prompt string The whole prompt, including any text to read\n---@return string answer The model's answer\nfunction llm_query(prompt) end",
-    },
-    BuiltinDoc {
-        name: "llm_query_batched",
-        doc: "--- Asks a sub-model several questions concurrently; much faster than calling llm_query in a loop.\n--- A failed call gives \"error: ...\" in its place.\n---@param prompts string[] The prompts\n---@return string[] answers The answers, in the same order\nfunction llm_query_batched(prompts) end",
-    },
-    BuiltinDoc {
-        name: "FINAL",
-        doc: "--- Gives the final answer and ends the run.\n---@param value any The answer (converted with tostring)\nfunction FINAL(value) end",
-    },
-    BuiltinDoc {
-        name: "FINAL_VAR",
-        doc: "--- Gives the value of a global variable as the final answer and ends the run.\n---@param name string The variable's name, e.g. FINAL_VAR(\"answer\")\nfunction FINAL_VAR(name) end",
-    },
-    BuiltinDoc {
-        name: "token_count",
-        doc: "--- Counts the tokens of a text exactly (o200k_base).\n---@param text string The text\n---@return integer count The number of tokens\nfunction token_count(text) end",
-    },
-    BuiltinDoc {
-        name: "token_truncate",
-        doc: "--- Returns the longest prefix of a text with at most n tokens.\n---@param text string The text\n---@param n integer The most tokens to keep\n---@return string prefix The truncated text\nfunction token_truncate(text, n) end",
-    },
-    BuiltinDoc {
-        name: "token_split",
-        doc: "--- Splits a text into pieces of at most n tokens; consecutive pieces share `overlap` tokens.\n---@param text string The text\n---@param n integer The most tokens per piece\n---@param overlap? integer Tokens shared by consecutive pieces (default 0, less than n)\n---@return string[] pieces The pieces, in order\nfunction token_split(text, n, overlap) end",
-    },
-    BuiltinDoc {
-        name: "token_budget",
-        doc: "--- Returns how many tokens the session may still spend on sub-model calls (math.huge if unlimited).\n---@return number remaining The remaining tokens\nfunction token_budget() end",
-    },
-    BuiltinDoc {
-        name: "store_list",
-        doc: "--- Lists the variables you have made: each entry has name, type, size and a short preview.\n---@return table[] variables One table per variable, sorted by name\nfunction store_list() end",
-    },
-    BuiltinDoc {
-        name: "store_summarize",
-        doc: "--- Describes one variable: its type, size and a longer preview.\n---@param name string The variable's name\n---@return string summary The description\nfunction store_summarize(name) end",
-    },
-    BuiltinDoc {
-        name: "rlm_query",
-        doc: "--- Hands a sub-task to a child agent with its own REPL (one level deeper), which can itself read `context` and call functions; returns its final answer.\n--- At the depth limit it is a plain llm_query.\n---@param prompt string The sub-task\n---@param context? string The child's `context` (default: none)\n---@return string answer The child's final answer\nfunction rlm_query(prompt, context) end",
-    },
-    BuiltinDoc {
-        name: "rlm_query_batched",
-        doc: "--- Runs several child agents concurrently, like rlm_query for each prompt; a failed child gives \"error: ...\".\n---@param prompts string[] The sub-tasks\n---@param contexts? string[] One context per prompt\n---@return string[] answers The answers, in order\nfunction rlm_query_batched(prompts, contexts) end",
-    },
-    BuiltinDoc {
-        name: "ask_user",
-        doc: "--- Asks the human user a question and waits for the answer. Slow: batch your questions, and ask only what you cannot find out yourself.\n---@param question string The question\n---@return string answer The user's answer\nfunction ask_user(question) end",
-    },
-    BuiltinDoc {
-        name: "notify_user",
-        doc: "--- Tells the human user something (progress, a finding) without waiting for an answer.\n---@param message string The message\nfunction notify_user(message) end",
-    },
-    BuiltinDoc {
-        name: "re.find",
-        doc: "--- Regular expressions (`re.*`): Python/PCRE-style syntax (\\d \\w \\s \\b, [a-z], (a|b), x{2,5}, (?P<name>...), lazy *?), linear time, no backreferences or look-around. Write patterns in [[long brackets]] to keep backslashes. Offsets are 1-based bytes, like string.find/string.sub. `flags` is a string of: i (ignore case), m (^ and $ at each line), s (. matches newline), x (verbose), U (lazy by default); (?i) inline works too.\n--- Finds the first match: its start and end, then its groups (nil for a group that did not take part).\n---@param text string The text\n---@param pattern string The regular expression\n---@param init? integer Where to start (default 1; negative counts from the end)\n---@param flags? string Flags, e.g. \"i\"\n---@return integer|nil start Start of the match, nil if none\n---@return integer|nil end End of the match (inclusive)\n---@return string ... The groups\nfunction re.find(text, pattern, init, flags) end",
-    },
-    BuiltinDoc {
-        name: "re.match",
-        doc: "--- Like string.match with a regular expression: the groups of the first match, or the whole match if the pattern has none; nil if no match. Not anchored: start the pattern with ^ for that.\n---@param text string The text\n---@param pattern string The regular expression\n---@param init? integer Where to start (default 1)\n---@param flags? string Flags, e.g. \"i\"\n---@return string|nil ... The groups, or the whole match\nfunction re.match(text, pattern, init, flags) end",
-    },
-    BuiltinDoc {
-        name: "re.gmatch",
-        doc: "--- Iterates over the matches, like string.gmatch: each step gives the groups, or the whole match if the pattern has none.\n--- for key, value in re.gmatch(text, [[(\\w+)=(\\d+)]]) do ... end\n---@param text string The text\n---@param pattern string The regular expression\n---@param flags? string Flags, e.g. \"i\"\n---@return function iterator The iterator\nfunction re.gmatch(text, pattern, flags) end",
-    },
-    BuiltinDoc {
-        name: "re.find_all",
-        doc: "--- Every non-overlapping match, like Python's re.findall: the whole matches if the pattern has no group, the group if it has one, a table of groups (false for one that did not take part) otherwise.\n---@param text string The text\n---@param pattern string The regular expression\n---@param flags? string Flags, e.g. \"i\"\n---@return table matches The matches, in order\nfunction re.find_all(text, pattern, flags) end",
-    },
-    BuiltinDoc {
-        name: "re.count",
-        doc: "--- Counts the non-overlapping matches.\n---@param text string The text\n---@param pattern string The regular expression\n---@param flags? string Flags, e.g. \"i\"\n---@return integer count The number of matches\nfunction re.count(text, pattern, flags) end",
-    },
-    BuiltinDoc {
-        name: "re.split",
-        doc: "--- Splits a text at every match of the pattern (the matches are dropped).\n---@param text string The text\n---@param pattern string The separator, a regular expression\n---@param max? integer At most this many splits (default: all)\n---@param flags? string Flags, e.g. \"i\"\n---@return string[] pieces The pieces, in order (empty ones included)\nfunction re.split(text, pattern, max, flags) end",
-    },
-    BuiltinDoc {
-        name: "re.gsub",
-        doc: "--- Replaces matches, like string.gsub: `replacement` is a string where $0 is the match, $1 or ${1} a group, ${name} a named group and $$ a dollar sign; or a function called with the groups (or the match) whose string result replaces it (nil or false keeps it); or a table indexed by the first group (or the match). re.replace is the same function.\n---@param text string The text\n---@param pattern string The regular expression\n---@param replacement string|function|table What to put in place of each match\n---@param max? integer At most this many replacements (default: all)\n---@param flags? string Flags, e.g. \"i\"\n---@return string result The new text\n---@return integer count The number of replacements\nfunction re.gsub(text, pattern, replacement, max, flags) end",
-    },
-    BuiltinDoc {
-        name: "re.replace",
-        doc: "--- The same function as re.gsub: replaces matches, $1 / ${name} in a string replacement.\n---@param text string The text\n---@param pattern string The regular expression\n---@param replacement string|function|table What to put in place of each match\n---@param max? integer At most this many replacements (default: all)\n---@param flags? string Flags, e.g. \"i\"\n---@return string result The new text\n---@return integer count The number of replacements\nfunction re.replace(text, pattern, replacement, max, flags) end",
-    },
-    BuiltinDoc {
-        name: "fn_search",
-        doc: "--- Searches the registry functions for a task, best match first: each result has name, signature, summary and confidence (0..1). Then call help(name) for the full documentation.\n---@param query string What you want to do, in words, or a function name\n---@param opts? table Options: max_results (default 5), capability (e.g. \"search\", \"transform\"), source (a registry directory), mode: \"fast\" (BM25, the default), \"balanced\" (an LLM reranks; counts as 1 llm_query call) or \"accurate\" (an LLM also expands the query; 2 calls). The LLM modes need an LLM (an error without one) and fall back to the fast order when the model fails\n---@return table[] results The matches, best first\n---@return table info mode; fallback: why the fast order was used (nil if not); expanded_terms: the phrases the LLM added\nfunction fn_search(query, opts) end",
-    },
-    BuiltinDoc {
-        name: "help",
-        doc: "--- Returns the documentation of a built-in or registry function; with no name, lists every name.\n---@param name? string The function's name\n---@return string doc The documentation\nfunction help(name) end",
-    },
-];
+impl Builtin {
+    /// The global it lives under: its name, or the table before the dot (`re`).
+    pub fn global(&self) -> &'static str {
+        self.name
+            .split_once('.')
+            .map_or(self.name, |(table, _)| table)
+    }
 
-/// The documentation of the built-in `name`, if it is one.
-pub fn doc(name: &str) -> Option<&'static BuiltinDoc> {
-    DOCS.iter().find(|d| d.name == name)
+    /// The field of that global's table, for a name like `re.find`.
+    pub fn field(&self) -> Option<&'static str> {
+        self.name.split_once('.').map(|(_, field)| field)
+    }
+
+    /// The doc comment without its stub declaration line.
+    pub fn doc_comment(&self) -> &'static str {
+        match self.doc.rfind("\nfunction ") {
+            Some(end) => &self.doc[..end],
+            None => self.doc,
+        }
+    }
+}
+
+impl BuiltinId {
+    /// Its row of [`BUILTINS`].
+    pub fn builtin(self) -> &'static Builtin {
+        &BUILTINS[self as usize]
+    }
+
+    /// The name the model calls it by.
+    pub fn name(self) -> &'static str {
+        self.builtin().name
+    }
+}
+
+/// Declares [`BuiltinId`] and [`BUILTINS`] from one list, so the two cannot disagree:
+/// the row of a variant is at its discriminant.
+macro_rules! builtins {
+    ($($id:ident => $name:literal, $provider:ident, $scope:ident, $doc:expr;)*) => {
+        /// A built-in, as code names it: the environment installs each by an
+        /// exhaustive `match` on this enum.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum BuiltinId {
+            $(
+                #[doc = concat!("`", $name, "`")]
+                $id,
+            )*
+        }
+
+        /// Every built-in, grouped by provider in listing order.
+        pub const BUILTINS: &[Builtin] = &[
+            $(
+                Builtin {
+                    id: BuiltinId::$id,
+                    name: $name,
+                    provider: BuiltinProvider::$provider,
+                    scope: Scope::$scope,
+                    doc: $doc,
+                },
+            )*
+        ];
+    };
+}
+
+builtins! {
+    Print => "print", Core, Core,
+        "--- Prints its arguments (tab-separated) to the execution's output, which is what you get back.\n---@param ... any Values to print\nfunction print(...) end";
+    Final => "FINAL", Core, Core,
+        "--- Gives the final answer and ends the run.\n---@param value any The answer (converted with tostring)\nfunction FINAL(value) end";
+    FinalVar => "FINAL_VAR", Core, Core,
+        "--- Gives the value of a global variable as the final answer and ends the run.\n---@param name string The variable's name, e.g. FINAL_VAR(\"answer\")\nfunction FINAL_VAR(name) end";
+    TokenCount => "token_count", Core, Core,
+        "--- Counts the tokens of a text exactly (o200k_base).\n---@param text string The text\n---@return integer count The number of tokens\nfunction token_count(text) end";
+    TokenTruncate => "token_truncate", Core, Core,
+        "--- Returns the longest prefix of a text with at most n tokens.\n---@param text string The text\n---@param n integer The most tokens to keep\n---@return string prefix The truncated text\nfunction token_truncate(text, n) end";
+    TokenSplit => "token_split", Core, Core,
+        "--- Splits a text into pieces of at most n tokens; consecutive pieces share `overlap` tokens.\n---@param text string The text\n---@param n integer The most tokens per piece\n---@param overlap? integer Tokens shared by consecutive pieces (default 0, less than n)\n---@return string[] pieces The pieces, in order\nfunction token_split(text, n, overlap) end";
+    TokenBudget => "token_budget", Core, Core,
+        "--- Returns how many tokens the session may still spend on sub-model calls (math.huge if unlimited).\n---@return number remaining The remaining tokens\nfunction token_budget() end";
+    StoreList => "store_list", Core, Core,
+        "--- Lists the variables you have made: each entry has name, type, size and a short preview.\n---@return table[] variables One table per variable, sorted by name\nfunction store_list() end";
+    StoreSummarize => "store_summarize", Core, Core,
+        "--- Describes one variable: its type, size and a longer preview.\n---@param name string The variable's name\n---@return string summary The description\nfunction store_summarize(name) end";
+    FnSearch => "fn_search", Core, Core,
+        "--- Searches the registry functions for a task, best match first: each result has name, signature, summary and confidence (0..1). Then call help(name) for the full documentation.\n---@param query string What you want to do, in words, or a function name\n---@param opts? table Options: max_results (default 5), capability (e.g. \"search\", \"transform\"), source (a registry directory), mode: \"fast\" (BM25, the default), \"balanced\" (an LLM reranks; counts as 1 llm_query call) or \"accurate\" (an LLM also expands the query; 2 calls). The LLM modes need an LLM (an error without one) and fall back to the fast order when the model fails\n---@return table[] results The matches, best first\n---@return table info mode; fallback: why the fast order was used (nil if not); expanded_terms: the phrases the LLM added\nfunction fn_search(query, opts) end";
+    Help => "help", Core, Core,
+        "--- Returns the documentation of a built-in or registry function; with no name, lists every name.\n---@param name? string The function's name\n---@return string doc The documentation\nfunction help(name) end";
+    ReFind => "re.find", Re, Core,
+        "--- Regular expressions (`re.*`): Python/PCRE-style syntax (\\d \\w \\s \\b, [a-z], (a|b), x{2,5}, (?P<name>...), lazy *?), linear time, no backreferences or look-around. Write patterns in [[long brackets]] to keep backslashes. Offsets are 1-based bytes, like string.find/string.sub. `flags` is a string of: i (ignore case), m (^ and $ at each line), s (. matches newline), x (verbose), U (lazy by default); (?i) inline works too.\n--- Finds the first match: its start and end, then its groups (nil for a group that did not take part).\n---@param text string The text\n---@param pattern string The regular expression\n---@param init? integer Where to start (default 1; negative counts from the end)\n---@param flags? string Flags, e.g. \"i\"\n---@return integer|nil start Start of the match, nil if none\n---@return integer|nil end End of the match (inclusive)\n---@return string ... The groups\nfunction re.find(text, pattern, init, flags) end";
+    ReMatch => "re.match", Re, Core,
+        "--- Like string.match with a regular expression: the groups of the first match, or the whole match if the pattern has none; nil if no match. Not anchored: start the pattern with ^ for that.\n---@param text string The text\n---@param pattern string The regular expression\n---@param init? integer Where to start (default 1)\n---@param flags? string Flags, e.g. \"i\"\n---@return string|nil ... The groups, or the whole match\nfunction re.match(text, pattern, init, flags) end";
+    ReGmatch => "re.gmatch", Re, Core,
+        "--- Iterates over the matches, like string.gmatch: each step gives the groups, or the whole match if the pattern has none.\n--- for key, value in re.gmatch(text, [[(\\w+)=(\\d+)]]) do ... end\n---@param text string The text\n---@param pattern string The regular expression\n---@param flags? string Flags, e.g. \"i\"\n---@return function iterator The iterator\nfunction re.gmatch(text, pattern, flags) end";
+    ReFindAll => "re.find_all", Re, Core,
+        "--- Every non-overlapping match, like Python's re.findall: the whole matches if the pattern has no group, the group if it has one, a table of groups (false for one that did not take part) otherwise.\n---@param text string The text\n---@param pattern string The regular expression\n---@param flags? string Flags, e.g. \"i\"\n---@return table matches The matches, in order\nfunction re.find_all(text, pattern, flags) end";
+    ReCount => "re.count", Re, Core,
+        "--- Counts the non-overlapping matches.\n---@param text string The text\n---@param pattern string The regular expression\n---@param flags? string Flags, e.g. \"i\"\n---@return integer count The number of matches\nfunction re.count(text, pattern, flags) end";
+    ReSplit => "re.split", Re, Core,
+        "--- Splits a text at every match of the pattern (the matches are dropped).\n---@param text string The text\n---@param pattern string The separator, a regular expression\n---@param max? integer At most this many splits (default: all)\n---@param flags? string Flags, e.g. \"i\"\n---@return string[] pieces The pieces, in order (empty ones included)\nfunction re.split(text, pattern, max, flags) end";
+    ReGsub => "re.gsub", Re, Core,
+        "--- Replaces matches, like string.gsub: `replacement` is a string where $0 is the match, $1 or ${1} a group, ${name} a named group and $$ a dollar sign; or a function called with the groups (or the match) whose string result replaces it (nil or false keeps it); or a table indexed by the first group (or the match). re.replace is the same function.\n---@param text string The text\n---@param pattern string The regular expression\n---@param replacement string|function|table What to put in place of each match\n---@param max? integer At most this many replacements (default: all)\n---@param flags? string Flags, e.g. \"i\"\n---@return string result The new text\n---@return integer count The number of replacements\nfunction re.gsub(text, pattern, replacement, max, flags) end";
+    ReReplace => "re.replace", Re, Core,
+        "--- The same function as re.gsub: replaces matches, $1 / ${name} in a string replacement.\n---@param text string The text\n---@param pattern string The regular expression\n---@param replacement string|function|table What to put in place of each match\n---@param max? integer At most this many replacements (default: all)\n---@param flags? string Flags, e.g. \"i\"\n---@return string result The new text\n---@return integer count The number of replacements\nfunction re.replace(text, pattern, replacement, max, flags) end";
+    LlmQuery => "llm_query", Llm, Core,
+        "--- Asks a sub-model one question and returns its answer. Use it on pieces of the context.\n---@param prompt string The whole prompt, including any text to read\n---@return string answer The model's answer\nfunction llm_query(prompt) end";
+    LlmQueryBatched => "llm_query_batched", Llm, Core,
+        "--- Asks a sub-model several questions concurrently; much faster than calling llm_query in a loop.\n--- A failed call gives \"error: ...\" in its place.\n---@param prompts string[] The prompts\n---@return string[] answers The answers, in the same order\nfunction llm_query_batched(prompts) end";
+    RlmQuery => "rlm_query", Agent, Agent,
+        "--- Hands a sub-task to a child agent with its own REPL (one level deeper), which can itself read `context` and call functions; returns its final answer.\n--- At the depth limit it is a plain llm_query.\n---@param prompt string The sub-task\n---@param context? string The child's `context` (default: none)\n---@return string answer The child's final answer\nfunction rlm_query(prompt, context) end";
+    RlmQueryBatched => "rlm_query_batched", Agent, Agent,
+        "--- Runs several child agents concurrently, like rlm_query for each prompt; a failed child gives \"error: ...\".\n---@param prompts string[] The sub-tasks\n---@param contexts? string[] One context per prompt\n---@return string[] answers The answers, in order\nfunction rlm_query_batched(prompts, contexts) end";
+    AskUser => "ask_user", User, User,
+        "--- Asks the human user a question and waits for the answer. Slow: batch your questions, and ask only what you cannot find out yourself.\n---@param question string The question\n---@return string answer The user's answer\nfunction ask_user(question) end";
+    NotifyUser => "notify_user", User, User,
+        "--- Tells the human user something (progress, a finding) without waiting for an answer.\n---@param message string The message\nfunction notify_user(message) end";
+}
+
+/// The built-in called `name` (`print`, `re.find`), if there is one.
+pub fn get(name: &str) -> Option<&'static Builtin> {
+    BUILTINS.iter().find(|b| b.name == name)
+}
+
+/// Whether `name` is a global the built-ins define (`print`, `re`, …).
+pub fn is_global(name: &str) -> bool {
+    BUILTINS.iter().any(|b| b.global() == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_row_sits_at_its_ids_discriminant() {
+        for (i, builtin) in BUILTINS.iter().enumerate() {
+            assert_eq!(builtin.id as usize, i, "{}", builtin.name);
+            assert_eq!(builtin.id.name(), builtin.name);
+        }
+    }
+
+    #[test]
+    fn names_are_unique_and_each_doc_declares_its_function() {
+        for (i, builtin) in BUILTINS.iter().enumerate() {
+            assert!(
+                BUILTINS[..i].iter().all(|b| b.name != builtin.name),
+                "{} twice",
+                builtin.name
+            );
+            let declaration = format!("\nfunction {}(", builtin.name);
+            assert!(builtin.doc.contains(&declaration), "{}", builtin.name);
+            assert!(!builtin.doc_comment().contains("\nfunction "));
+        }
+    }
+
+    #[test]
+    fn a_providers_functions_share_its_scope_and_are_contiguous() {
+        let mut seen = Vec::new();
+        for builtin in BUILTINS {
+            if seen.last() != Some(&builtin.provider) {
+                assert!(
+                    !seen.contains(&builtin.provider),
+                    "{:?} split",
+                    builtin.provider
+                );
+                seen.push(builtin.provider);
+            }
+        }
+        assert_eq!(seen, BuiltinProvider::ALL);
+        for provider in BuiltinProvider::ALL {
+            let scopes: Vec<Scope> = provider.functions().map(|b| b.scope).collect();
+            assert!(scopes.windows(2).all(|w| w[0] == w[1]), "{provider:?}");
+        }
+    }
 }

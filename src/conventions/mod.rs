@@ -37,7 +37,9 @@ use full_moon::LuaVersion;
 
 pub use diagnostic::{Code, Diagnostic, Severity, render};
 pub use function::{Function, Param, Return, Text};
-pub use names::{BUILTINS, LUA_GLOBALS, reserved_kind};
+pub use names::{
+    CONTEXT_GLOBAL, LUA_GLOBALS, RESERVED_GLOBALS, TEXT_PRIMITIVES_GLOBAL, reserved_kind,
+};
 
 use context::{Definition, FileContext};
 use doc::DocBlock;

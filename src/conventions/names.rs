@@ -1,29 +1,16 @@
-//! Names an exposed registry function may not take (rule E008).
+//! Names an exposed registry function may not take (rule E008): the built-ins' globals
+//! (derived from [`BUILTINS`](super::builtins::BUILTINS)), the reserved globals and Lua's.
 
-/// The built-ins every environment defines in Rust (SPEC §4). A registry function with
-/// one of these names would shadow the real thing, so it is rejected.
-pub const BUILTINS: &[&str] = &[
-    "print",
-    "llm_query",
-    "llm_query_batched",
-    "rlm_query",
-    "rlm_query_batched",
-    "token_count",
-    "token_truncate",
-    "token_split",
-    "token_budget",
-    "FINAL",
-    "FINAL_VAR",
-    "store_list",
-    "store_summarize",
-    "ask_user",
-    "notify_user",
-    "fn_search",
-    "help",
-    "re",
-    "_text_primitives",
-    "context",
-];
+/// Globals every environment defines that are not built-in functions: the context
+/// variable, and the Rust table the `text` and `chunking` libraries call into. A
+/// registry function with one of these names would shadow them, so it is rejected.
+pub const RESERVED_GLOBALS: &[&str] = &[CONTEXT_GLOBAL, TEXT_PRIMITIVES_GLOBAL];
+
+/// The global holding the session's context.
+pub const CONTEXT_GLOBAL: &str = "context";
+
+/// The global holding the Rust text primitives the Lua library calls.
+pub const TEXT_PRIMITIVES_GLOBAL: &str = "_text_primitives";
 
 /// The globals of the Lua 5.4 standard environment (base library and library tables).
 pub const LUA_GLOBALS: &[&str] = &[
@@ -74,7 +61,7 @@ pub const LUA_GLOBALS: &[&str] = &[
 /// assert_eq!(reserved_kind("grep"), None);
 /// ```
 pub fn reserved_kind(name: &str) -> Option<&'static str> {
-    if BUILTINS.contains(&name) {
+    if super::builtins::is_global(name) || RESERVED_GLOBALS.contains(&name) {
         Some("built-in")
     } else if LUA_GLOBALS.contains(&name) {
         Some("Lua standard global")

@@ -27,6 +27,7 @@
 //! call to an overridden name reaches the winner.
 
 pub mod builtins;
+mod errors;
 mod json;
 mod limits;
 mod patterns;
@@ -45,10 +46,12 @@ pub use limits::{Interrupt, LimitKind, Limits};
 
 use crate::Registry;
 use crate::catalog::Catalog;
+use crate::conventions::{CONTEXT_GLOBAL, TEXT_PRIMITIVES_GLOBAL};
 use crate::llm::Llm;
 use crate::providers::{AgentScope, Providers};
-use builtins::Session;
+use builtins::BuiltinState;
 pub use builtins::{SubAgent, User};
+use errors::{is_memory_error, lua_message};
 
 /// Instructions between two checks of the limits: small enough to stop within a
 /// fraction of a millisecond, large enough to cost little.
@@ -58,7 +61,7 @@ const HOOK_INTERVAL: u32 = 1_000;
 pub struct Environment {
     lua: Lua,
     tripwire: Rc<Tripwire>,
-    session: Rc<Session>,
+    state: Rc<BuiltinState>,
     catalog: Arc<Catalog>,
 }
 
@@ -173,7 +176,7 @@ impl Environment {
         // Lua's pattern functions run in C, out of the hook's reach: use the port that
         // checks the limits as it goes.
         patterns::install(&lua, Rc::clone(&tripwire))?;
-        let session = Rc::new(Session::new(
+        let state = Rc::new(BuiltinState::new(
             Rc::clone(&tripwire),
             builder.llm,
             builder.user,
@@ -185,11 +188,13 @@ impl Environment {
             builder.providers,
             builder.scope,
         ));
-        let builtins = builtins::table(&lua, &session, &catalog)?;
         // `re` and the text primitives share the environment's compiled patterns.
         let regexes = Rc::new(re::RegexCache::default());
-        builtins.raw_set(re::NAME, re::table(&lua, &tripwire, &regexes)?)?;
-        builtins.raw_set(text::PRIMITIVES, text::table(&lua, &tripwire, &regexes)?)?;
+        let builtins = builtins::table(&lua, &state, &catalog, &regexes)?;
+        builtins.raw_set(
+            TEXT_PRIMITIVES_GLOBAL,
+            text::table(&lua, &tripwire, &regexes)?,
+        )?;
         install_globals_metatable(&lua, builtins, builder.registry)?;
         let hook_tripwire = Rc::clone(&tripwire);
         let triggers = HookTriggers {
@@ -206,7 +211,7 @@ impl Environment {
         Ok(Environment {
             lua,
             tripwire,
-            session,
+            state,
             catalog,
         })
     }
@@ -218,7 +223,7 @@ impl Environment {
 
     /// The answer given with `FINAL(value)` or `FINAL_VAR(name)`, if any yet.
     pub fn final_answer(&self) -> Option<String> {
-        self.session.final_answer()
+        self.state.final_answer()
     }
 
     /// Installs `interrupt` for the executions and calls that follow: interrupting it
@@ -232,7 +237,7 @@ impl Environment {
     pub fn set_context(&self, text: impl AsRef<[u8]>) -> Result<(), ExecError> {
         let set = || -> mlua::Result<()> {
             let value = self.lua.create_string(text.as_ref())?;
-            self.lua.globals().raw_set("context", value)
+            self.lua.globals().raw_set(CONTEXT_GLOBAL, value)
         };
         set().map_err(|error| self.classify(error))
     }
@@ -361,29 +366,6 @@ impl Drop for Environment {
         // Finalizers run when the state closes; halting first means a `__gc` that loops
         // forever is stopped by the hook instead of hanging the drop.
         self.tripwire.halt();
-    }
-}
-
-fn is_memory_error(error: &mlua::Error) -> bool {
-    match error {
-        mlua::Error::MemoryError(_) => true,
-        mlua::Error::CallbackError { cause, .. } => is_memory_error(cause),
-        _ => false,
-    }
-}
-
-/// The message of a Lua error without mlua's wrapping and traceback.
-fn lua_message(error: &mlua::Error) -> String {
-    let text = match error {
-        mlua::Error::CallbackError { cause, .. } => return lua_message(cause),
-        mlua::Error::RuntimeError(message) | mlua::Error::SyntaxError { message, .. } => {
-            message.clone()
-        }
-        other => other.to_string(),
-    };
-    match text.find("\nstack traceback:") {
-        Some(end) => text[..end].to_string(),
-        None => text,
     }
 }
 

@@ -28,12 +28,9 @@ use std::rc::Rc;
 use mlua::{Function, Lua, LuaString, MultiValue, Table, Value};
 use regex::bytes::{CaptureLocations, Captures, Regex, RegexBuilder};
 
-use super::builtins::raise_plain_errors;
 use super::limits::Tripwire;
 use super::text::{Budget, optional_string_sequence, string_sequence};
-
-/// The name of the built-in table.
-pub(crate) const NAME: &str = "re";
+use crate::conventions::builtins::BuiltinId;
 
 /// The largest compiled program (and lazy DFA cache) one pattern may use, in bytes.
 pub(crate) const SIZE_LIMIT: usize = 4 << 20;
@@ -199,7 +196,7 @@ fn find(
     args: (LuaString, LuaString, Option<i64>, Option<LuaString>),
 ) -> mlua::Result<MultiValue> {
     let (text, pattern, init, flags) = args;
-    let regex = call.regex("re.find", &pattern, flags.as_ref())?;
+    let regex = call.regex(BuiltinId::ReFind.name(), &pattern, flags.as_ref())?;
     let bytes = text.as_bytes();
     let Some(start) = start_offset(init, bytes.len()) else {
         return Ok(MultiValue::from_vec(vec![Value::Nil]));
@@ -224,7 +221,7 @@ fn r#match(
     args: (LuaString, LuaString, Option<i64>, Option<LuaString>),
 ) -> mlua::Result<MultiValue> {
     let (text, pattern, init, flags) = args;
-    let regex = call.regex("re.match", &pattern, flags.as_ref())?;
+    let regex = call.regex(BuiltinId::ReMatch.name(), &pattern, flags.as_ref())?;
     let bytes = text.as_bytes();
     let found = start_offset(init, bytes.len()).and_then(|start| regex.captures_at(&bytes, start));
     match found {
@@ -275,7 +272,7 @@ fn gmatch(
         cache,
         tripwire,
     };
-    let regex = call.regex("re.gmatch", &pattern, flags.as_ref())?;
+    let regex = call.regex(BuiltinId::ReGmatch.name(), &pattern, flags.as_ref())?;
     let groups = RefCell::new(regex.capture_locations());
     let position = Cell::new(0);
     let last_end = Cell::new(None);
@@ -314,7 +311,7 @@ fn find_all(
     call: &Call,
     (text, pattern, flags): (LuaString, LuaString, Option<LuaString>),
 ) -> mlua::Result<Table> {
-    let regex = call.regex("re.find_all", &pattern, flags.as_ref())?;
+    let regex = call.regex(BuiltinId::ReFindAll.name(), &pattern, flags.as_ref())?;
     let lua = call.lua;
     let mut budget = call.budget();
     let bytes = text.as_bytes();
@@ -352,7 +349,7 @@ fn count(
     call: &Call,
     (text, pattern, flags): (LuaString, LuaString, Option<LuaString>),
 ) -> mlua::Result<usize> {
-    let regex = call.regex("re.count", &pattern, flags.as_ref())?;
+    let regex = call.regex(BuiltinId::ReCount.name(), &pattern, flags.as_ref())?;
     let mut budget = call.budget();
     let bytes = text.as_bytes();
     let mut previous = 0;
@@ -371,7 +368,7 @@ fn split(
     call: &Call,
     (text, pattern, max, flags): (LuaString, LuaString, Option<i64>, Option<LuaString>),
 ) -> mlua::Result<Table> {
-    let regex = call.regex("re.split", &pattern, flags.as_ref())?;
+    let regex = call.regex(BuiltinId::ReSplit.name(), &pattern, flags.as_ref())?;
     let lua = call.lua;
     let mut budget = call.budget();
     let bytes = text.as_bytes();
@@ -398,7 +395,8 @@ impl Replacement {
             Value::Function(function) => Ok(Replacement::Call(function)),
             Value::Table(table) => Ok(Replacement::Index(table)),
             other => Err(error(format!(
-                "re.gsub: the replacement must be a string, function or table, got {}",
+                "{}: the replacement must be a string, function or table, got {}",
+                BuiltinId::ReGsub.name(),
                 other.type_name()
             ))),
         }
@@ -432,7 +430,8 @@ impl Replacement {
             Value::Number(n) => out.extend_from_slice(n.to_string().as_bytes()),
             other => {
                 return Err(error(format!(
-                    "re.gsub: invalid replacement value (a {})",
+                    "{}: invalid replacement value (a {})",
+                    BuiltinId::ReGsub.name(),
                     other.type_name()
                 )));
             }
@@ -453,7 +452,7 @@ fn gsub(
         Option<LuaString>,
     ),
 ) -> mlua::Result<(LuaString, usize)> {
-    let regex = call.regex("re.gsub", &pattern, flags.as_ref())?;
+    let regex = call.regex(BuiltinId::ReGsub.name(), &pattern, flags.as_ref())?;
     let replacement = Replacement::from_value(replacement)?;
     let lua = call.lua;
     let mut budget = call.budget();
@@ -497,61 +496,51 @@ fn gsub(
     Ok((lua.create_string(&out)?, n))
 }
 
-/// Builds the `re` table, read-only (assigning to a field is an error).
-pub(crate) fn table(
+/// Which `re` function to make.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Implementation {
+    Find,
+    Match,
+    Gmatch,
+    FindAll,
+    Count,
+    Split,
+    Gsub,
+}
+
+/// The `re` function `implementation`, over the environment's limits and compiled
+/// patterns.
+pub(crate) fn function(
     lua: &Lua,
     tripwire: &Rc<Tripwire>,
     cache: &Rc<RegexCache>,
-) -> mlua::Result<Table> {
-    let functions = lua.create_table()?;
-    macro_rules! function {
-        ($name:literal, $implementation:expr) => {{
-            let tripwire = Rc::clone(tripwire);
-            let cache = Rc::clone(cache);
-            let function = lua.create_function(move |lua, args| {
+    implementation: Implementation,
+) -> mlua::Result<Function> {
+    macro_rules! over_call {
+        ($implementation:expr) => {{
+            let (tripwire, cache) = (Rc::clone(tripwire), Rc::clone(cache));
+            lua.create_function(move |lua, args| {
                 let call = Call {
                     lua,
                     cache: &cache,
                     tripwire: &tripwire,
                 };
                 $implementation(&call, args)
-            })?;
-            functions.raw_set($name, function)?;
+            })
         }};
     }
-    function!("find", find);
-    function!("match", r#match);
-    function!("find_all", find_all);
-    function!("count", count);
-    function!("split", split);
-    function!("gsub", gsub);
-    let gsub_function: Function = functions.raw_get("gsub")?;
-    functions.raw_set("replace", gsub_function)?;
-    let (gmatch_tripwire, gmatch_cache) = (Rc::clone(tripwire), Rc::clone(cache));
-    let gmatch_function =
-        lua.create_function(move |lua, args| gmatch(lua, &gmatch_cache, &gmatch_tripwire, args))?;
-    functions.raw_set("gmatch", gmatch_function)?;
-    raise_plain_errors(lua, &functions, &[])?;
-    read_only(lua, functions)
-}
-
-/// A proxy that reads `functions` and refuses assignments.
-fn read_only(lua: &Lua, functions: Table) -> mlua::Result<Table> {
-    lua.load(
-        r#"
-        local functions = ...
-        return setmetatable({}, {
-          __index = functions,
-          __newindex = function(_, key)
-            error("cannot assign to built-in 're." .. tostring(key) .. "'", 2)
-          end,
-          __pairs = function() return next, functions, nil end,
-          __metatable = false,
-        })
-        "#,
-    )
-    .set_name("=re")
-    .call(functions)
+    match implementation {
+        Implementation::Find => over_call!(find),
+        Implementation::Match => over_call!(r#match),
+        Implementation::FindAll => over_call!(find_all),
+        Implementation::Count => over_call!(count),
+        Implementation::Split => over_call!(split),
+        Implementation::Gsub => over_call!(gsub),
+        Implementation::Gmatch => {
+            let (tripwire, cache) = (Rc::clone(tripwire), Rc::clone(cache));
+            lua.create_function(move |lua, args| gmatch(lua, &cache, &tripwire, args))
+        }
+    }
 }
 
 #[cfg(test)]

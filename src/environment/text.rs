@@ -3,7 +3,7 @@
 //! the bytes of the Lua string (borrowed, never copied) and checking the limits as they go.
 //!
 //! They are not built-ins for the model: the registry's Lua functions call them through
-//! the hidden built-in table [`PRIMITIVES`] and keep their own names, documentation,
+//! the hidden built-in table [`TEXT_PRIMITIVES_GLOBAL`](crate::conventions::TEXT_PRIMITIVES_GLOBAL) and keep their own names, documentation,
 //! argument checks and results. Where that table is absent (a bare Lua VM, as the
 //! library's own tests use), the Lua functions run their pure-Lua code instead, so both
 //! paths are tested against the same expectations.
@@ -23,13 +23,12 @@ use std::rc::Rc;
 use memchr::memmem;
 use mlua::{Lua, LuaString, Table, ffi};
 
-use super::builtins::raise_plain_errors;
+use super::errors::raise_plain_errors;
 use super::limits::Tripwire;
 use super::patterns;
 use super::re::RegexCache;
 
 /// The hidden built-in through which the Lua library reaches the primitives.
-pub(crate) const PRIMITIVES: &str = "_text_primitives";
 
 /// Bytes scanned between two checks of the limits: a check costs tens of nanoseconds,
 /// scanning a MiB a few dozen microseconds, so a runaway scan stops within a millisecond.

@@ -11,6 +11,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::Scope;
+use crate::conventions::builtins::BuiltinId;
 
 /// A handler over Lua values: the arguments as Lua passed them, the results Lua gets.
 pub type RawHandler = dyn Fn(&Call<'_>, MultiValue) -> mlua::Result<MultiValue> + Send + Sync;
@@ -23,7 +24,7 @@ pub(crate) type JsonHandler =
 #[derive(Clone)]
 pub(crate) enum HostHandler {
     /// Implemented by the environment itself (the built-ins: `print`, `llm_query`, …).
-    Builtin,
+    Builtin(BuiltinId),
     Raw(Arc<RawHandler>),
     Json(Arc<JsonHandler>),
 }

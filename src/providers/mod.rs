@@ -63,49 +63,7 @@ pub use set::{ProviderError, ProviderInfo, ProviderSummary, Providers, Registrat
 pub use shell::{Shell, ShellConfig, ShellOutput, ShellProvider};
 pub use store::{Store, StoreProvider};
 
-/// Who may call a function (seed 001's scopes).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Scope {
-    /// Every agent.
-    Core,
-    /// Agents that may still start a child (`rlm_query*`): not at the depth limit.
-    Agent,
-    /// The top-level agent only (`ask_user`, `notify_user`): it talks to the human.
-    User,
-}
-
-impl Scope {
-    /// The scope's name: `core`, `agent` or `user`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Scope::Core => "core",
-            Scope::Agent => "agent",
-            Scope::User => "user",
-        }
-    }
-}
-
-impl std::fmt::Display for Scope {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl std::str::FromStr for Scope {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Scope, String> {
-        match s {
-            "core" => Ok(Scope::Core),
-            "agent" => Ok(Scope::Agent),
-            "user" => Ok(Scope::User),
-            other => Err(format!(
-                "unknown scope `{other}`: expected core, agent or user"
-            )),
-        }
-    }
-}
+pub use crate::conventions::builtins::Scope;
 
 /// Where an agent stands in its tree, which decides the scopes it has.
 ///

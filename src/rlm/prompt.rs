@@ -351,8 +351,8 @@ pub(crate) fn describe_error(
 mod tests {
     use super::*;
     use crate::Registry;
+    use crate::conventions::builtins::BUILTINS as DOCS;
     use crate::environment::LimitKind;
-    use crate::environment::builtins::DOCS;
     use crate::providers::{AgentScope, Providers};
 
     fn catalog(registry: &Registry, depth: usize) -> Catalog {

@@ -24,8 +24,7 @@
 use serde_json::{Value, json};
 
 use crate::conventions::Function;
-// Moves below the spec with the built-ins table.
-pub use crate::providers::Scope;
+pub use crate::conventions::builtins::Scope;
 
 /// Where a callable function comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

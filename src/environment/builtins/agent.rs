@@ -1,0 +1,87 @@
+//! The `agent` provider: `rlm_query` and `rlm_query_batched`, child agents through the
+//! host's [`SubAgent`] (a plain sub-model call where there is none).
+//!
+//! [`SubAgent`]: super::SubAgent
+
+use std::rc::Rc;
+use std::sync::Arc;
+
+use mlua::{Function, Lua};
+
+use super::state::BuiltinState;
+use crate::conventions::builtins::BuiltinId;
+use crate::llm::Request;
+
+/// `rlm_query(prompt [, context])`: a child agent, or `llm_query` when there is none
+/// (at the depth limit the host gives no sub-agent).
+pub(super) fn rlm_query(lua: &Lua, state: Rc<BuiltinState>) -> mlua::Result<Function> {
+    lua.create_function(move |_, (prompt, context): (String, Option<String>)| {
+        let Some(agent) = state.sub_agent.clone() else {
+            return fallback_llm_query(&state, &prompt, context.as_deref());
+        };
+        state.before_calls(1)?;
+        agent.run(&prompt, context.as_deref()).map_err(|e| {
+            mlua::Error::RuntimeError(format!("{} failed: {e}", BuiltinId::RlmQuery.name()))
+        })
+    })
+}
+
+/// `rlm_query_batched(prompts [, contexts])`: children on scoped threads, answers in order.
+pub(super) fn rlm_query_batched(lua: &Lua, state: Rc<BuiltinState>) -> mlua::Result<Function> {
+    lua.create_function(
+        move |lua, (prompts, contexts): (Vec<String>, Option<Vec<String>>)| {
+            let contexts = contexts.unwrap_or_default();
+            let Some(agent) = state.sub_agent.clone() else {
+                let answers = prompts
+                    .iter()
+                    .enumerate()
+                    .map(|(i, p)| {
+                        fallback_llm_query(&state, p, contexts.get(i).map(String::as_str))
+                            .unwrap_or_else(|e| format!("error: {e}"))
+                    })
+                    .collect::<Vec<_>>();
+                return lua.create_sequence_from(answers);
+            };
+            state.before_calls(prompts.len())?;
+            let answers: Vec<String> = std::thread::scope(|scope| {
+                let handles: Vec<_> = prompts
+                    .iter()
+                    .enumerate()
+                    .map(|(i, prompt)| {
+                        let agent = Arc::clone(&agent);
+                        let context = contexts.get(i).cloned();
+                        scope.spawn(move || agent.run(prompt, context.as_deref()))
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| match h.join() {
+                        Ok(Ok(answer)) => answer,
+                        Ok(Err(error)) => format!("error: {error}"),
+                        Err(_) => "error: the child agent crashed".to_string(),
+                    })
+                    .collect()
+            });
+            lua.create_sequence_from(answers)
+        },
+    )
+}
+
+/// At the depth limit a child is a plain sub-model call, the context prepended.
+fn fallback_llm_query(
+    state: &BuiltinState,
+    prompt: &str,
+    context: Option<&str>,
+) -> mlua::Result<String> {
+    let llm = state.llm(BuiltinId::RlmQuery)?;
+    state.before_calls(1)?;
+    let text = match context {
+        Some(context) => format!("{prompt}\n\n<context>\n{context}\n</context>"),
+        None => prompt.to_string(),
+    };
+    let result = llm.complete(Request::from(text));
+    state.spent(&result);
+    result.map(|c| c.content).map_err(|e| {
+        mlua::Error::RuntimeError(format!("{} failed: {e}", BuiltinId::RlmQuery.name()))
+    })
+}

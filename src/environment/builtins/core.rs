@@ -1,0 +1,115 @@
+//! The `core` provider's output, answer and token built-ins: `print`, `FINAL`,
+//! `FINAL_VAR` and `token_*` (the session's variables are in `store.rs`, discovery in
+//! `discovery.rs`).
+
+use std::rc::Rc;
+
+use mlua::{Function, Lua, MultiValue, Value};
+
+use super::state::BuiltinState;
+use crate::conventions::builtins::BuiltinId;
+use crate::tokens;
+
+/// `print(...)`: `tostring` of each argument, tab-separated, into the captured output.
+pub(super) fn print(lua: &Lua, state: Rc<BuiltinState>) -> mlua::Result<Function> {
+    let tostring: Function = lua.globals().get("tostring")?;
+    lua.create_function(move |_, args: MultiValue| {
+        let mut line = String::new();
+        for (i, value) in args.into_iter().enumerate() {
+            if i > 0 {
+                line.push('\t');
+            }
+            let text: mlua::LuaString = tostring.call(value)?;
+            line.push_str(&text.to_string_lossy());
+        }
+        line.push('\n');
+        state.tripwire.append_output(&line)
+    })
+}
+
+/// `FINAL(value)`: the run's answer is `tostring(value)`.
+pub(super) fn final_value(lua: &Lua, state: Rc<BuiltinState>) -> mlua::Result<Function> {
+    let tostring: Function = lua.globals().get("tostring")?;
+    lua.create_function(move |_, value: Value| {
+        let text: mlua::LuaString = tostring.call(value)?;
+        state.set_final_answer(text.to_string_lossy());
+        Ok(())
+    })
+}
+
+/// `FINAL_VAR(name)`: the run's answer is the value of the global `name`.
+pub(super) fn final_var(lua: &Lua, state: Rc<BuiltinState>) -> mlua::Result<Function> {
+    let tostring: Function = lua.globals().get("tostring")?;
+    lua.create_function(move |lua, name: String| {
+        let value: Value = lua.globals().get(name.as_str())?;
+        if value.is_nil() {
+            return Err(mlua::Error::RuntimeError(format!(
+                "{builtin}: no variable named '{name}' (assign it first, then call {builtin}(\"{name}\"))",
+                builtin = BuiltinId::FinalVar.name()
+            )));
+        }
+        let text: mlua::LuaString = tostring.call(value)?;
+        state.set_final_answer(text.to_string_lossy());
+        Ok(())
+    })
+}
+
+/// Lua strings are bytes; the tokenizer needs text, so invalid UTF-8 is replaced.
+fn text_of(value: &mlua::LuaString) -> String {
+    value.to_string_lossy()
+}
+
+/// A count argument: a non-negative integer.
+pub(super) fn count_arg(builtin: BuiltinId, name: &str, value: i64) -> mlua::Result<usize> {
+    usize::try_from(value).map_err(|_| {
+        mlua::Error::RuntimeError(format!(
+            "{}: {name} must be a non-negative integer, got {value}",
+            builtin.name()
+        ))
+    })
+}
+
+/// `token_count(text)`: valid UTF-8 (the usual case) is counted in place, not copied.
+pub(super) fn token_count(lua: &Lua) -> mlua::Result<Function> {
+    lua.create_function(|_, text: mlua::LuaString| {
+        Ok(match text.to_str() {
+            Ok(valid) => tokens::count(&valid),
+            Err(_) => tokens::count(&text_of(&text)),
+        })
+    })
+}
+
+/// `token_truncate(text, n)`.
+pub(super) fn token_truncate(lua: &Lua) -> mlua::Result<Function> {
+    lua.create_function(|_, (text, n): (mlua::LuaString, i64)| {
+        let n = count_arg(BuiltinId::TokenTruncate, "n", n)?;
+        let text = text_of(&text);
+        Ok(tokens::truncate(&text, n).to_string())
+    })
+}
+
+/// `token_split(text, n [, overlap])`.
+pub(super) fn token_split(lua: &Lua) -> mlua::Result<Function> {
+    lua.create_function(|lua, (text, n, overlap): (mlua::LuaString, i64, Option<i64>)| {
+        let n = count_arg(BuiltinId::TokenSplit, "n", n)?;
+        let overlap = count_arg(BuiltinId::TokenSplit, "overlap", overlap.unwrap_or(0))?;
+        if n == 0 || overlap >= n {
+            return Err(mlua::Error::RuntimeError(format!(
+                "{}: n must be positive and overlap smaller than n (got n = {n}, overlap = {overlap})",
+                BuiltinId::TokenSplit.name()
+            )));
+        }
+        let text = text_of(&text);
+        lua.create_sequence_from(tokens::split(&text, n, overlap))
+    })
+}
+
+/// `token_budget()`.
+pub(super) fn token_budget(lua: &Lua, state: Rc<BuiltinState>) -> mlua::Result<Function> {
+    lua.create_function(move |_, ()| {
+        Ok(match state.remaining_tokens() {
+            Some(remaining) => mlua::Value::Integer(i64::try_from(remaining).unwrap_or(i64::MAX)),
+            None => mlua::Value::Number(f64::INFINITY),
+        })
+    })
+}

@@ -1,0 +1,102 @@
+//! Host functions of the host's own providers, wrapped for Lua: over Lua values
+//! ([`RawHandler`]) or over JSON ([`JsonHandler`]); and the function an out-of-scope name
+//! is bound to.
+
+use std::rc::Rc;
+use std::sync::Arc;
+
+use mlua::{Function, Lua, MultiValue, Value};
+
+use super::state::BuiltinState;
+use crate::catalog::Catalog;
+use crate::environment::errors::{lua_message, raise_failures};
+use crate::environment::json;
+use crate::providers::host::JsonHandler;
+use crate::providers::{Call, RawHandler};
+
+/// A function that only raises `message`: what an out-of-scope name is bound to.
+pub(super) fn refuse(lua: &Lua, message: String) -> mlua::Result<Function> {
+    lua.create_function(move |_, _: MultiValue| -> mlua::Result<()> {
+        Err(mlua::Error::RuntimeError(message.clone()))
+    })
+}
+
+/// What a host handler is told about its call.
+fn call<'a>(lua: &'a Lua, state: &BuiltinState, catalog: &Catalog, name: &'a str) -> Call<'a> {
+    Call {
+        lua,
+        name,
+        time_left: state.tripwire.time_left(),
+        depth: catalog.scope().depth,
+    }
+}
+
+/// A host function over Lua values.
+pub(super) fn host_raw(
+    lua: &Lua,
+    state: &Rc<BuiltinState>,
+    catalog: &Arc<Catalog>,
+    name: &str,
+    handler: Arc<RawHandler>,
+) -> mlua::Result<Function> {
+    let (state, catalog, name) = (Rc::clone(state), Arc::clone(catalog), name.to_string());
+    let inner = lua.create_function(move |lua, args: MultiValue| {
+        outcome(lua, handler(&call(lua, &state, &catalog, &name), args))
+    })?;
+    raise_failures(lua, inner)
+}
+
+/// A host function over JSON: arguments converted (missing trailing ones as `null`,
+/// extra ones dropped unless it takes `...`), the result converted back; an `Err` is a
+/// Lua error prefixed with the name.
+pub(super) fn host_json(
+    lua: &Lua,
+    state: &Rc<BuiltinState>,
+    catalog: &Arc<Catalog>,
+    name: &str,
+    params: &[crate::Param],
+    handler: Arc<JsonHandler>,
+) -> mlua::Result<Function> {
+    let (state, catalog, name) = (Rc::clone(state), Arc::clone(catalog), name.to_string());
+    let arity = params.len();
+    let varargs = params.last().is_some_and(|p| p.name() == "...");
+    let inner = lua.create_function(move |lua, args: MultiValue| {
+        let converted = || -> Result<serde_json::Value, String> {
+            let mut values = Vec::with_capacity(args.len().max(arity));
+            for (i, arg) in args.iter().enumerate() {
+                let value = json::to_json(arg, &format!("argument {}", i + 1), 0)
+                    .map_err(|e| lua_message(&e))?;
+                values.push(value);
+            }
+            values.resize(values.len().max(arity), serde_json::Value::Null);
+            if !varargs {
+                values.truncate(arity);
+            }
+            handler(&call(lua, &state, &catalog, &name), values)
+        };
+        let result = converted()
+            .map_err(|e| mlua::Error::RuntimeError(format!("{name}: {e}")))
+            .and_then(|value| json::to_lua(lua, &value, 0))
+            .map(|value| MultiValue::from_iter([value]));
+        outcome(lua, result)
+    })?;
+    raise_failures(lua, inner)
+}
+
+/// A handler's result as `true, results…` or `false, message` for [`raise_failures`];
+/// running out of memory propagates as it is.
+fn outcome(lua: &Lua, result: mlua::Result<MultiValue>) -> mlua::Result<MultiValue> {
+    match result {
+        Ok(mut values) => {
+            values.push_front(Value::Boolean(true));
+            Ok(values)
+        }
+        // Out of memory stays the memory limit; a limit a handler trips is re-raised by
+        // the instruction hook whatever the message becomes.
+        Err(error @ mlua::Error::MemoryError(_)) => Err(error),
+        Err(error) => {
+            let message = Value::String(lua.create_string(lua_message(&error))?);
+            Ok(MultiValue::from_iter([Value::Boolean(false), message]))
+        }
+    }
+}

@@ -1,0 +1,195 @@
+//! The built-ins implemented in Rust and present in every environment (SPEC §4), and the
+//! host's own provider functions, installed in one read-only table behind the globals so
+//! model code cannot replace them.
+//!
+//! What each built-in is (name, provider, scope, doc) is declared once, in
+//! [`conventions::builtins::BUILTINS`](crate::conventions::builtins::BUILTINS); `help`, the
+//! prompt and every listing read it from there. This module only implements them:
+//! [`Installer::builtin`] matches exhaustively on [`BuiltinId`], so adding a row to the
+//! table without an implementation does not compile. One file per provider: `core.rs`
+//! (`print`, `FINAL`, `token_*`), `store.rs` and `discovery.rs` (also `core`), `llm.rs`,
+//! `agent.rs`, `user.rs`; the `re` provider is [`environment::re`](super::re).
+
+mod agent;
+mod core;
+mod discovery;
+mod host;
+mod llm;
+mod state;
+mod store;
+mod user;
+
+use std::rc::Rc;
+use std::sync::Arc;
+
+use mlua::{Function, Lua, Table, Value};
+
+use super::errors::raise_plain_errors;
+use super::limits::Tripwire;
+use super::re;
+use crate::catalog::Catalog;
+use crate::conventions::builtins::BuiltinId;
+use crate::providers::HostHandler;
+pub(crate) use state::BuiltinState;
+
+/// The human behind `ask_user` and `notify_user`, as the host provides them (the CLI uses
+/// the terminal). Only a top-level environment has one.
+pub trait User {
+    /// Asks `question` and waits for the answer.
+    fn ask(&self, question: &str) -> Result<String, String>;
+    /// Shows `message` without waiting.
+    fn notify(&self, message: &str) -> Result<(), String>;
+}
+
+/// The host's way to run a child RLM for `rlm_query`: the RLM loop implements it, one
+/// level deeper. `Send + Sync` so a batch can run children on several threads (each child
+/// builds its own environment there).
+pub trait SubAgent: Send + Sync {
+    /// Runs a child on `prompt` with `context` and returns its final answer.
+    fn run(&self, prompt: &str, context: Option<&str>) -> Result<String, String>;
+}
+
+/// Every host function of the environment's providers, by name: the built-ins, made
+/// here, and the host's own, wrapped. A built-in named `table.field` (`re.find`) goes
+/// into a read-only table under `table`. Out-of-scope names raise an error naming their
+/// scope. Lua's own `print` is removed from the globals.
+pub(crate) fn table(
+    lua: &Lua,
+    state: &Rc<BuiltinState>,
+    catalog: &Arc<Catalog>,
+    regexes: &Rc<re::RegexCache>,
+) -> mlua::Result<Table> {
+    let builtins = lua.create_table()?;
+    let mut installer = Installer {
+        lua,
+        state,
+        catalog,
+        regexes,
+        store: None,
+    };
+    let mut tables: Vec<(&str, Table)> = Vec::new();
+    let mut keep_errors: Vec<&str> = Vec::new();
+    let scope = catalog.scope();
+    for info in catalog.providers().iter() {
+        let name = info.name();
+        let function = if !scope.allows(info.scope()) {
+            host::refuse(lua, scope.refusal(name, info.scope()))?
+        } else {
+            match &info.host().handler {
+                HostHandler::Builtin(id) => installer.builtin(*id)?,
+                HostHandler::Raw(handler) => {
+                    keep_errors.push(name);
+                    host::host_raw(lua, state, catalog, name, Arc::clone(handler))?
+                }
+                HostHandler::Json(handler) => {
+                    keep_errors.push(name);
+                    let params = info.function().params();
+                    host::host_json(lua, state, catalog, name, params, Arc::clone(handler))?
+                }
+            }
+        };
+        match name.split_once('.') {
+            Some((table, field)) => sub_table(lua, &mut tables, table)?.raw_set(field, function)?,
+            None => builtins.raw_set(name, function)?,
+        }
+    }
+    // `print` is hot in loops and cannot fail but on memory; host functions raise plain
+    // errors already.
+    keep_errors.push(BuiltinId::Print.name());
+    raise_plain_errors(lua, &builtins, &keep_errors)?;
+    for (name, functions) in tables {
+        raise_plain_errors(lua, &functions, &[])?;
+        builtins.raw_set(name, read_only(lua, name, functions)?)?;
+    }
+    lua.globals().raw_set(BuiltinId::Print.name(), Value::Nil)?;
+    Ok(builtins)
+}
+
+/// The table a dotted built-in's name starts with, made the first time.
+fn sub_table<'n, 't>(
+    lua: &Lua,
+    tables: &'t mut Vec<(&'n str, Table)>,
+    name: &'n str,
+) -> mlua::Result<&'t Table> {
+    let at = match tables.iter().position(|(existing, _)| *existing == name) {
+        Some(at) => at,
+        None => {
+            tables.push((name, lua.create_table()?));
+            tables.len() - 1
+        }
+    };
+    Ok(&tables[at].1)
+}
+
+/// A proxy that reads `functions` and refuses assignments, as the globals refuse them.
+fn read_only(lua: &Lua, name: &str, functions: Table) -> mlua::Result<Table> {
+    lua.load(
+        r#"
+        local name, functions = ...
+        return setmetatable({}, {
+          __index = functions,
+          __newindex = function(_, key)
+            error("cannot assign to built-in '" .. name .. "." .. tostring(key) .. "'", 2)
+          end,
+          __pairs = function() return next, functions, nil end,
+          __metatable = false,
+        })
+        "#,
+    )
+    .set_name("=builtin")
+    .call((name, functions))
+}
+
+/// Makes the built-ins of one environment.
+struct Installer<'a> {
+    lua: &'a Lua,
+    state: &'a Rc<BuiltinState>,
+    catalog: &'a Arc<Catalog>,
+    regexes: &'a Rc<re::RegexCache>,
+    /// `store_list` and `store_summarize`, made together by one chunk.
+    store: Option<(Function, Function)>,
+}
+
+impl Installer<'_> {
+    /// The implementation of `id`, made for this environment.
+    fn builtin(&mut self, id: BuiltinId) -> mlua::Result<Function> {
+        let (lua, state, catalog) = (self.lua, Rc::clone(self.state), self.catalog);
+        let tripwire: &Rc<Tripwire> = &self.state.tripwire;
+        let re = |implementation| re::function(lua, tripwire, self.regexes, implementation);
+        match id {
+            BuiltinId::Print => core::print(lua, state),
+            BuiltinId::Final => core::final_value(lua, state),
+            BuiltinId::FinalVar => core::final_var(lua, state),
+            BuiltinId::TokenCount => core::token_count(lua),
+            BuiltinId::TokenTruncate => core::token_truncate(lua),
+            BuiltinId::TokenSplit => core::token_split(lua),
+            BuiltinId::TokenBudget => core::token_budget(lua, state),
+            BuiltinId::StoreList => Ok(self.store()?.0),
+            BuiltinId::StoreSummarize => Ok(self.store()?.1),
+            BuiltinId::FnSearch => discovery::fn_search(lua, state, Arc::clone(catalog)),
+            BuiltinId::Help => discovery::help(lua, Arc::clone(catalog)),
+            BuiltinId::ReFind => re(re::Implementation::Find),
+            BuiltinId::ReMatch => re(re::Implementation::Match),
+            BuiltinId::ReGmatch => re(re::Implementation::Gmatch),
+            BuiltinId::ReFindAll => re(re::Implementation::FindAll),
+            BuiltinId::ReCount => re(re::Implementation::Count),
+            BuiltinId::ReSplit => re(re::Implementation::Split),
+            BuiltinId::ReGsub | BuiltinId::ReReplace => re(re::Implementation::Gsub),
+            BuiltinId::LlmQuery => llm::llm_query(lua, state),
+            BuiltinId::LlmQueryBatched => llm::llm_query_batched(lua, state),
+            BuiltinId::RlmQuery => agent::rlm_query(lua, state),
+            BuiltinId::RlmQueryBatched => agent::rlm_query_batched(lua, state),
+            BuiltinId::AskUser => user::ask_user(lua, state),
+            BuiltinId::NotifyUser => user::notify_user(lua, state),
+        }
+    }
+
+    fn store(&mut self) -> mlua::Result<(Function, Function)> {
+        if let Some(made) = &self.store {
+            return Ok(made.clone());
+        }
+        let made = store::store(self.lua, Arc::clone(self.catalog.registry()))?;
+        self.store = Some(made.clone());
+        Ok(made)
+    }
+}

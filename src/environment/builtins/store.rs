@@ -1,0 +1,92 @@
+//! The `core` provider's `store_list` and `store_summarize`: the variables the session
+//! has made, written in Lua so that the execution's limits apply.
+
+use std::sync::Arc;
+
+use mlua::{Function, Lua, Value};
+
+use crate::Registry;
+use crate::conventions::builtins::BuiltinId;
+
+/// The two functions of the session's variables, written in Lua (so the execution's limits
+/// apply) over the globals that are neither the standard library nor registry functions.
+pub(super) fn store(lua: &Lua, registry: Arc<Registry>) -> mlua::Result<(Function, Function)> {
+    let is_registry_function =
+        lua.create_function(move |_, name: String| Ok(registry.get(&name).is_some()))?;
+    let standard = lua.create_table()?;
+    for pair in lua.globals().pairs::<Value, Value>() {
+        let (key, _) = pair?;
+        standard.raw_set(key, true)?;
+    }
+    lua.load(STORE_LUA).set_name("=store").call((
+        standard,
+        is_registry_function,
+        BuiltinId::StoreSummarize.name(),
+    ))
+}
+
+const STORE_LUA: &str = r#"
+local standard, is_registry_function, summarize_name = ...
+local G, next, type, tostring, rawget, pairs = _G, next, type, tostring, rawget, pairs
+local sort, concat, min, format = table.sort, table.concat, math.min, string.format
+
+local function size_of(value)
+  local kind = type(value)
+  if kind == "string" then return #value end
+  if kind == "table" then
+    local n = 0
+    for _ in next, value do n = n + 1 end
+    return n
+  end
+  return nil
+end
+
+local function preview(value, limit)
+  local text
+  if type(value) == "table" then
+    local parts = {}
+    for k, v in next, value do
+      if #parts >= 8 then parts[#parts + 1] = "..." break end
+      parts[#parts + 1] = tostring(k) .. "=" .. tostring(v)
+    end
+    text = "{" .. concat(parts, ", ") .. "}"
+  else
+    text = tostring(value)
+  end
+  if #text > limit then text = text:sub(1, limit) .. "..." end
+  return (text:gsub("\n", "\\n"))
+end
+
+local function user_names()
+  local names = {}
+  for name, value in next, G do
+    if type(name) == "string" and not standard[name]
+        and not (type(value) == "function" and is_registry_function(name)) then
+      names[#names + 1] = name
+    end
+  end
+  sort(names)
+  return names
+end
+
+local function list()
+  local list = {}
+  for i, name in ipairs(user_names()) do
+    local value = rawget(G, name)
+    list[i] = { name = name, type = type(value), size = size_of(value), preview = preview(value, 80) }
+  end
+  return list
+end
+
+local function summarize(name)
+  local value = rawget(G, name)
+  if value == nil then
+    error(summarize_name .. ": no variable named '" .. tostring(name) .. "'", 2)
+  end
+  local size = size_of(value)
+  local unit = type(value) == "string" and " bytes" or " entries"
+  return format("%s: %s%s\n%s", name, type(value), size and (", " .. size .. unit) or "", preview(value, 500))
+end
+
+return list, summarize
+"#;

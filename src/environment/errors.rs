@@ -1,0 +1,140 @@
+//! Lua errors as the model reads them: plain strings with the caller's position, as Lua's
+//! own C functions raise them, never mlua's userdata or tracebacks; and the one test for
+//! the allocator's refusal, which must reach the environment untouched.
+
+use mlua::{Function, Lua, Table, Value};
+
+/// Wraps a function returning `true, results…` or `false, message` so that a failure is
+/// an ordinary Lua error whose value is the message, as `error("…")` would raise: what
+/// `pcall` returns is the message, without Rust's wrapping or a traceback.
+pub(crate) fn raise_failures(lua: &Lua, inner: Function) -> mlua::Result<Function> {
+    let wrap = per_state(lua, "rlm.raise_failures", || {
+        lua.load(
+            r#"
+            local error, pack, unpack = ...
+            return function(inner)
+              return function(...)
+                local results = pack(inner(...))
+                if results[1] then return unpack(results, 2, results.n) end
+                error(results[2], 2)
+              end
+            end
+            "#,
+        )
+        .set_name("=host")
+        .call((
+            lua.globals().get::<Function>("error")?,
+            table_function(lua, "pack")?,
+            table_function(lua, "unpack")?,
+        ))
+    })?;
+    wrap.call(inner)
+}
+
+/// The function kept under `key` in `lua`'s registry, made by `make` the first time: an
+/// internal chunk is compiled once per Lua state, not once per function it wraps.
+pub(crate) fn per_state(
+    lua: &Lua,
+    key: &str,
+    make: impl FnOnce() -> mlua::Result<Function>,
+) -> mlua::Result<Function> {
+    if let Some(function) = lua.named_registry_value::<Option<Function>>(key)? {
+        return Ok(function);
+    }
+    let function = make()?;
+    lua.set_named_registry_value(key, &function)?;
+    Ok(function)
+}
+
+/// Replaces every function of `functions` (built-ins written in Rust) but those named in
+/// `keep` by one raising its errors as plain strings, as Lua's own C functions raise
+/// them: mlua raises a Rust error as a userdata, which `pcall` would return and on which
+/// `err:match(…)` or `"…" .. err` fail. Running out of memory stays as it is, and a limit a
+/// built-in trips is re-raised by the instruction hook whatever the message becomes.
+/// One call per table: environment creation pays for one chunk, not one per function.
+pub(crate) fn raise_plain_errors(lua: &Lua, functions: &Table, keep: &[&str]) -> mlua::Result<()> {
+    let wrap_all = per_state(lua, "rlm.raise_plain_errors", || plain_error_wrapper(lua))?;
+    let keep = lua.create_table_from(keep.iter().map(|&name| (name, true)))?;
+    wrap_all.call((functions, keep))
+}
+
+fn plain_error_wrapper(lua: &Lua) -> mlua::Result<Function> {
+    // A Rust error's message is raised at the caller's line, like a C function's; a Lua
+    // error passing through (from a callback) keeps its own position.
+    let message = lua.create_function(|lua, value: Value| {
+        Ok(match value {
+            Value::Error(error) if !is_memory_error(&error) => {
+                let message = lua_message(&error);
+                let level = if has_position(&message) { 0 } else { 2 };
+                (Value::String(lua.create_string(message)?), level)
+            }
+            other => (other, 0),
+        })
+    })?;
+    lua.load(
+        r#"
+        local pcall, error, pack, unpack, message, next, type = ...
+        local function wrap(inner)
+          return function(...)
+            local results = pack(pcall(inner, ...))
+            if results[1] then return unpack(results, 2, results.n) end
+            error(message(results[2]))
+          end
+        end
+        return function(functions, keep)
+          for name, value in next, functions do
+            if type(value) == "function" and not keep[name] then functions[name] = wrap(value) end
+          end
+        end
+        "#,
+    )
+    .set_name("=builtin")
+    .call((
+        lua.globals().get::<Function>("pcall")?,
+        lua.globals().get::<Function>("error")?,
+        table_function(lua, "pack")?,
+        table_function(lua, "unpack")?,
+        message,
+        lua.globals().get::<Function>("next")?,
+        lua.globals().get::<Function>("type")?,
+    ))
+}
+
+/// Whether the allocator refused: that error must reach the environment as it is.
+pub(crate) fn is_memory_error(error: &mlua::Error) -> bool {
+    match error {
+        mlua::Error::MemoryError(_) => true,
+        mlua::Error::CallbackError { cause, .. } => is_memory_error(cause),
+        _ => false,
+    }
+}
+
+/// Whether `message` starts with a Lua position (`chunk:12: `): a Lua error that passed
+/// through Rust, which must not get a second one.
+fn has_position(message: &str) -> bool {
+    let Some((_, rest)) = message.split_once(':') else {
+        return false;
+    };
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    digits > 0 && rest[digits..].starts_with(": ")
+}
+
+/// `table.<name>` as the sandbox offers it.
+fn table_function(lua: &Lua, name: &str) -> mlua::Result<Function> {
+    lua.globals().get::<Table>("table")?.get(name)
+}
+
+/// The message of a Lua error without mlua's wrapping and traceback.
+pub(crate) fn lua_message(error: &mlua::Error) -> String {
+    let text = match error {
+        mlua::Error::CallbackError { cause, .. } => return lua_message(cause),
+        mlua::Error::RuntimeError(message) | mlua::Error::SyntaxError { message, .. } => {
+            message.clone()
+        }
+        other => other.to_string(),
+    };
+    match text.find("\nstack traceback:") {
+        Some(end) => text[..end].to_string(),
+        None => text,
+    }
+}

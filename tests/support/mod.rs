@@ -5,3 +5,4 @@ pub mod bad_fixtures;
 pub mod openai_server;
 #[cfg(feature = "runtime")]
 pub mod rlm_loop;
+pub mod tools;

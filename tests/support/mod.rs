@@ -5,4 +5,6 @@ pub mod bad_fixtures;
 pub mod openai_server;
 #[cfg(feature = "runtime")]
 pub mod rlm_loop;
+#[cfg(feature = "runtime")]
+pub mod search_modes;
 pub mod tools;

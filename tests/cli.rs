@@ -134,6 +134,22 @@ fn check_human_output_is_rustc_style() {
 }
 
 #[test]
+fn check_prints_each_bad_fixture_exactly_as_its_stderr_file() {
+    // The `.stderr` files are written by tests/conventions.rs (RLM_BLESS=1); `rlm check`
+    // must print the same text, so they show what a user sees.
+    for case in support::bad_fixtures::cases() {
+        if case.map_key.is_some() {
+            continue; // loaded with `Registry::from_map`, which the CLI does not use
+        }
+        let lua = case.lua.to_str().unwrap();
+        let out = rlm(&["check", "--no-baked", "--path", lua]);
+        assert_eq!(out.status.code(), Some(1), "{lua}");
+        let expected = std::fs::read_to_string(&case.stderr).unwrap();
+        assert_eq!(stdout(&out), expected, "{lua}");
+    }
+}
+
+#[test]
 fn check_of_an_unreadable_path_exits_2() {
     let out = rlm(&["check", "--path", "no/such/dir"]);
     assert_eq!(out.status.code(), Some(2));

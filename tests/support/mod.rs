@@ -1,6 +1,10 @@
 //! Helpers shared by integration tests. Each test binary uses only part of them.
 #![allow(dead_code)]
 
+pub mod bad_fixtures;
 pub mod openai_server;
 #[cfg(feature = "runtime")]
 pub mod rlm_loop;
+#[cfg(feature = "runtime")]
+pub mod search_modes;
+pub mod tools;

@@ -28,8 +28,6 @@ use super::limits::Tripwire;
 use super::patterns;
 use super::re::RegexCache;
 
-/// The hidden built-in through which the Lua library reaches the primitives.
-
 /// Bytes scanned between two checks of the limits: a check costs tens of nanoseconds,
 /// scanning a MiB a few dozen microseconds, so a runaway scan stops within a millisecond.
 const CHECK_BYTES: usize = 1 << 20;

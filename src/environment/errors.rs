@@ -4,25 +4,14 @@
 
 use mlua::{Function, Lua, Table, Value};
 
+use super::chunks::InternalChunk;
+
 /// Wraps a function returning `true, results…` or `false, message` so that a failure is
 /// an ordinary Lua error whose value is the message, as `error("…")` would raise: what
 /// `pcall` returns is the message, without Rust's wrapping or a traceback.
 pub(crate) fn raise_failures(lua: &Lua, inner: Function) -> mlua::Result<Function> {
     let wrap = per_state(lua, "rlm.raise_failures", || {
-        lua.load(
-            r#"
-            local error, pack, unpack = ...
-            return function(inner)
-              return function(...)
-                local results = pack(inner(...))
-                if results[1] then return unpack(results, 2, results.n) end
-                error(results[2], 2)
-              end
-            end
-            "#,
-        )
-        .set_name("=host")
-        .call((
+        RAISE_FAILURES.function(lua)?.call((
             lua.globals().get::<Function>("error")?,
             table_function(lua, "pack")?,
             table_function(lua, "unpack")?,
@@ -71,25 +60,7 @@ fn plain_error_wrapper(lua: &Lua) -> mlua::Result<Function> {
             other => (other, 0),
         })
     })?;
-    lua.load(
-        r#"
-        local pcall, error, pack, unpack, message, next, type = ...
-        local function wrap(inner)
-          return function(...)
-            local results = pack(pcall(inner, ...))
-            if results[1] then return unpack(results, 2, results.n) end
-            error(message(results[2]))
-          end
-        end
-        return function(functions, keep)
-          for name, value in next, functions do
-            if type(value) == "function" and not keep[name] then functions[name] = wrap(value) end
-          end
-        end
-        "#,
-    )
-    .set_name("=builtin")
-    .call((
+    PLAIN_ERRORS.function(lua)?.call((
         lua.globals().get::<Function>("pcall")?,
         lua.globals().get::<Function>("error")?,
         table_function(lua, "pack")?,
@@ -138,3 +109,36 @@ pub(crate) fn lua_message(error: &mlua::Error) -> String {
         None => text,
     }
 }
+
+static RAISE_FAILURES: InternalChunk = InternalChunk::new(
+    "=host",
+    r#"
+            local error, pack, unpack = ...
+            return function(inner)
+              return function(...)
+                local results = pack(inner(...))
+                if results[1] then return unpack(results, 2, results.n) end
+                error(results[2], 2)
+              end
+            end
+            "#,
+);
+
+static PLAIN_ERRORS: InternalChunk = InternalChunk::new(
+    "=builtin",
+    r#"
+        local pcall, error, pack, unpack, message, next, type = ...
+        local function wrap(inner)
+          return function(...)
+            local results = pack(pcall(inner, ...))
+            if results[1] then return unpack(results, 2, results.n) end
+            error(message(results[2]))
+          end
+        end
+        return function(functions, keep)
+          for name, value in next, functions do
+            if type(value) == "function" and not keep[name] then functions[name] = wrap(value) end
+          end
+        end
+        "#,
+);

@@ -27,6 +27,7 @@
 //! call to an overridden name reaches the winner.
 
 pub mod builtins;
+mod chunks;
 mod errors;
 mod json;
 mod limits;
@@ -40,6 +41,8 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use mlua::{Function, HookTriggers, Lua, Table, Value, VmState};
+
+use chunks::InternalChunk;
 
 use limits::Tripwire;
 pub use limits::{Interrupt, LimitKind, Limits};
@@ -407,43 +410,7 @@ fn install_globals_metatable(
             _ => false,
         })
     })?;
-    lua.load(
-        r#"
-        local G, builtins, find_chunk, wins, compile, rawset, rawget, setmetatable = _G, ...
-        -- Runs the file that wins `key`, keeping only the globals that file wins: as if
-        -- every file had run in load order.
-        local function load_registry(key)
-          local index = find_chunk(key)
-          if index == nil then return nil end
-          local env = setmetatable({}, {
-            __index = G,
-            __newindex = function(_, name, value)
-              if wins(name, index) then rawset(G, name, value) end
-            end,
-          })
-          compile(index, env)()
-          return rawget(G, key)
-        end
-        local function assign(t, key, value, level)
-          if t == G and builtins[key] ~= nil then
-            error("cannot assign to built-in '" .. tostring(key) .. "'", level)
-          end
-          return rawset(t, key, value)
-        end
-        setmetatable(G, {
-          __index = function(_, key)
-            local builtin = builtins[key]
-            if builtin ~= nil then return builtin end
-            return load_registry(key)
-          end,
-          __newindex = function(t, key, value) assign(t, key, value, 3) end,
-          __metatable = false,
-        })
-        G.rawset = function(t, key, value) assign(t, key, value, 3); return t end
-        "#,
-    )
-    .set_name("=sandbox")
-    .call::<()>((
+    GLOBALS_METATABLE.function(lua)?.call::<()>((
         builtins,
         find_chunk,
         wins,
@@ -520,3 +487,40 @@ impl EnvironmentBuilder {
         Environment::from_builder(self)
     }
 }
+
+static GLOBALS_METATABLE: InternalChunk = InternalChunk::new(
+    "=sandbox",
+    r#"
+        local G, builtins, find_chunk, wins, compile, rawset, rawget, setmetatable = _G, ...
+        -- Runs the file that wins `key`, keeping only the globals that file wins: as if
+        -- every file had run in load order.
+        local function load_registry(key)
+          local index = find_chunk(key)
+          if index == nil then return nil end
+          local env = setmetatable({}, {
+            __index = G,
+            __newindex = function(_, name, value)
+              if wins(name, index) then rawset(G, name, value) end
+            end,
+          })
+          compile(index, env)()
+          return rawget(G, key)
+        end
+        local function assign(t, key, value, level)
+          if t == G and builtins[key] ~= nil then
+            error("cannot assign to built-in '" .. tostring(key) .. "'", level)
+          end
+          return rawset(t, key, value)
+        end
+        setmetatable(G, {
+          __index = function(_, key)
+            local builtin = builtins[key]
+            if builtin ~= nil then return builtin end
+            return load_registry(key)
+          end,
+          __newindex = function(t, key, value) assign(t, key, value, 3) end,
+          __metatable = false,
+        })
+        G.rawset = function(t, key, value) assign(t, key, value, 3); return t end
+        "#,
+);

@@ -24,6 +24,8 @@ use std::sync::Arc;
 
 use mlua::{Function, Lua, Table, Value};
 
+use crate::environment::chunks::InternalChunk;
+
 use super::errors::raise_plain_errors;
 use super::limits::Tripwire;
 use super::re;
@@ -123,21 +125,7 @@ fn sub_table<'n, 't>(
 
 /// A proxy that reads `functions` and refuses assignments, as the globals refuse them.
 fn read_only(lua: &Lua, name: &str, functions: Table) -> mlua::Result<Table> {
-    lua.load(
-        r#"
-        local name, functions = ...
-        return setmetatable({}, {
-          __index = functions,
-          __newindex = function(_, key)
-            error("cannot assign to built-in '" .. name .. "." .. tostring(key) .. "'", 2)
-          end,
-          __pairs = function() return next, functions, nil end,
-          __metatable = false,
-        })
-        "#,
-    )
-    .set_name("=builtin")
-    .call((name, functions))
+    READ_ONLY.function(lua)?.call((name, functions))
 }
 
 /// Makes the built-ins of one environment.
@@ -193,3 +181,18 @@ impl Installer<'_> {
         Ok(made)
     }
 }
+
+static READ_ONLY: InternalChunk = InternalChunk::new(
+    "=builtin",
+    r#"
+        local name, functions = ...
+        return setmetatable({}, {
+          __index = functions,
+          __newindex = function(_, key)
+            error("cannot assign to built-in '" .. name .. "." .. tostring(key) .. "'", 2)
+          end,
+          __pairs = function() return next, functions, nil end,
+          __metatable = false,
+        })
+        "#,
+);

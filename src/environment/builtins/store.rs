@@ -7,6 +7,7 @@ use mlua::{Function, Lua, Value};
 
 use crate::Registry;
 use crate::conventions::builtins::BuiltinId;
+use crate::environment::chunks::InternalChunk;
 
 /// The two functions of the session's variables, written in Lua (so the execution's limits
 /// apply) over the globals that are neither the standard library nor registry functions.
@@ -18,12 +19,14 @@ pub(super) fn store(lua: &Lua, registry: Arc<Registry>) -> mlua::Result<(Functio
         let (key, _) = pair?;
         standard.raw_set(key, true)?;
     }
-    lua.load(STORE_LUA).set_name("=store").call((
+    STORE.function(lua)?.call((
         standard,
         is_registry_function,
         BuiltinId::StoreSummarize.name(),
     ))
 }
+
+static STORE: InternalChunk = InternalChunk::new("=store", STORE_LUA);
 
 const STORE_LUA: &str = r#"
 local standard, is_registry_function, summarize_name = ...

@@ -1,7 +1,7 @@
 //! Bakes this crate's `lua/` directories into `Registry::baked()`.
 //!
-//! The conventions, loader and generator are the library's own modules, included by
-//! path, so the build validates exactly as `Registry::from_paths` does at run time.
+//! The conventions, the function spec, the loader and the generator are the library's
+//! own modules, included by path (no stub module), so the build validates exactly as `Registry::from_paths` does at run time.
 
 #![allow(dead_code, unused_imports)]
 
@@ -11,6 +11,8 @@ mod codegen;
 mod conventions;
 #[path = "src/registry/mod.rs"]
 mod registry;
+#[path = "src/spec/mod.rs"]
+mod spec;
 
 /// Library directories in load order, each behind the cargo feature of the same name.
 const LIBRARY_DIRS: &[(&str, &str)] = &[
@@ -20,7 +22,13 @@ const LIBRARY_DIRS: &[(&str, &str)] = &[
 ];
 
 fn main() {
-    for shared in ["build.rs", "src/codegen", "src/conventions", "src/registry"] {
+    for shared in [
+        "build.rs",
+        "src/codegen",
+        "src/conventions",
+        "src/registry",
+        "src/spec",
+    ] {
         println!("cargo:rerun-if-changed={shared}");
     }
     let builder = LIBRARY_DIRS

@@ -178,7 +178,7 @@ fn tool_exports_cover_builtins_and_host_functions() {
         AgentScope::TOP,
     );
     let functions = catalog.functions();
-    let (tools, _) = export(functions.iter().map(|c| c.function), ToolFormat::OpenAi);
+    let (tools, _) = export(functions.iter().copied(), ToolFormat::OpenAi);
     let names: Vec<&str> = tools
         .as_array()
         .unwrap()

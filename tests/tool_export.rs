@@ -13,7 +13,7 @@ fn export_formats() {
     let registry = Registry::baked();
     let count = registry.functions().len();
 
-    let (openai, skipped) = export(registry, ToolFormat::OpenAi);
+    let (openai, skipped) = export(registry.specs(), ToolFormat::OpenAi);
     assert!(skipped.is_empty(), "{skipped:?}");
     let openai = openai.as_array().unwrap();
     assert_eq!(openai.len(), count);
@@ -37,20 +37,20 @@ fn export_formats() {
             .is_empty()
     );
 
-    let (anthropic, _) = export(registry, ToolFormat::Anthropic);
+    let (anthropic, _) = export(registry.specs(), ToolFormat::Anthropic);
     let first = &anthropic.as_array().unwrap()[0];
     let keys: Vec<&String> = first.as_object().unwrap().keys().collect();
     assert_eq!(keys, ["description", "input_schema", "name"]);
     assert_eq!(first["input_schema"]["type"], "object");
 
-    let (mcp, _) = export(registry, ToolFormat::Mcp);
+    let (mcp, _) = export(registry.specs(), ToolFormat::Mcp);
     let tools = mcp["tools"].as_array().unwrap();
     assert_eq!(tools.len(), count);
     assert!(tools.iter().all(|t| t["inputSchema"]["type"] == "object"));
 
     // Functions that cannot be tools are left out and reported.
     let registry = registry_with_callback();
-    let (list, skipped) = export(&registry, ToolFormat::OpenAi);
+    let (list, skipped) = export(registry.specs(), ToolFormat::OpenAi);
     assert_eq!(list.as_array().unwrap().len(), 1);
     assert_eq!(skipped.len(), 1);
     assert_eq!(skipped[0].name, "map_it");

@@ -3,8 +3,9 @@
 //! which must agree; then a documented function's whole parameter schema.
 
 use rlm_registry::Registry;
+use rlm_registry::spec::function_tool;
 use rlm_registry::tools::call::validate;
-use rlm_registry::tools::{function_tool, parse_type, type_schema};
+use rlm_registry::tools::{parse_type, type_schema};
 use serde_json::{Value, json};
 
 /// Checks `ty`'s schema against every good and bad sample, with `jsonschema` and with

@@ -72,10 +72,8 @@ impl Catalog {
         let mut all: Vec<FunctionSpec<'_>> = self.host_functions().collect();
         all.extend(
             self.registry
-                .functions()
-                .iter()
-                .filter(|f| self.providers.get(f.name()).is_none())
-                .map(registry_spec),
+                .specs()
+                .filter(|f| self.providers.get(f.name()).is_none()),
         );
         all
     }
@@ -110,7 +108,7 @@ impl Catalog {
         match self.providers.get(name) {
             Some(host) if self.scope.allows(host.scope()) => Some(host.spec()),
             Some(_) => None,
-            None => self.registry.get(name).map(registry_spec),
+            None => self.registry.spec(name),
         }
     }
 
@@ -126,7 +124,7 @@ impl Catalog {
     /// name (host functions first, as calls resolve), among what this agent may call.
     pub fn lookup(&self, id: &str) -> Option<FunctionSpec<'_>> {
         if let Some(name) = id.strip_prefix("lua:") {
-            return self.registry.get(name).map(registry_spec);
+            return self.registry.spec(name);
         }
         if let Some(name) = id.strip_prefix("builtin:") {
             return self
@@ -187,15 +185,6 @@ impl Catalog {
         }
         text.push_str("```");
         text
-    }
-}
-
-fn registry_spec(function: &Function) -> FunctionSpec<'_> {
-    FunctionSpec {
-        function,
-        origin: Origin::Registry {
-            dir: function.dir(),
-        },
     }
 }
 

@@ -27,7 +27,7 @@ pub(super) fn tools(catalog: &Catalog, format: Format, all: bool) -> Output {
         Format::Anthropic => ToolFormat::Anthropic,
         Format::Mcp => ToolFormat::Mcp,
     };
-    let (list, skipped) = export(catalog.exported(all).iter().map(|c| c.function), format);
+    let (list, skipped) = export(catalog.exported(all), format);
     let mut stdout = serde_json::to_string_pretty(&list).unwrap_or_else(|_| list.to_string());
     stdout.push('\n');
     let mut stderr = String::new();

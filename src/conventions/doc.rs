@@ -19,6 +19,8 @@
 
 use std::ops::Range;
 
+use super::lua_type::{looks_like_type, split_type};
+
 /// The comment block directly above a definition.
 #[derive(Debug)]
 pub(crate) struct DocBlock<'a> {
@@ -107,6 +109,31 @@ pub(crate) struct DocReturn {
     /// empty when the doc gives none.
     pub name: String,
     pub description: String,
+}
+
+/// The parameter names a doc comment's `@param` / `@tparam` tags declare, in doc order
+/// (`name?` as `name`, varargs as `...`): what a host function's declaration lists.
+///
+/// ```
+/// use rlm_registry::conventions::documented_params;
+/// let doc = "--- F.\n---@param a string\n---@param b? integer\n-- @tparam number c C\n---@param ... any";
+/// assert_eq!(documented_params(doc), ["a", "b", "c", "..."]);
+/// ```
+pub fn documented_params(doc: &str) -> Vec<&str> {
+    let mut offset = 0;
+    let lines = doc
+        .lines()
+        .map(|line| {
+            let start = offset;
+            offset += line.len() + 1;
+            (start, line.trim_start())
+        })
+        .collect();
+    parse(&DocBlock { lines })
+        .params
+        .into_iter()
+        .map(|param| param.name)
+        .collect()
 }
 
 /// Where the description text of a tag continues on later untagged lines.
@@ -353,65 +380,6 @@ fn split_word(text: &str) -> (&str, &str) {
     }
 }
 
-/// Splits a LuaLS type off the front of `text`. Types may contain spaces inside brackets
-/// (`table<string, number>`, `fun(a: number): string`, `{ k: T }`) and around `|`.
-pub(crate) fn split_type(text: &str) -> (&str, &str) {
-    let text = text.trim_start();
-    let mut depth = 0usize;
-    let mut quote = None;
-    let mut chars = text.char_indices().peekable();
-    while let Some((i, c)) = chars.next() {
-        if let Some(q) = quote {
-            if c == q {
-                quote = None;
-            }
-            continue;
-        }
-        match c {
-            '"' | '\'' | '`' => quote = Some(c),
-            '(' | '<' | '{' | '[' => depth += 1,
-            ')' | '>' | '}' | ']' => depth = depth.saturating_sub(1),
-            c if c.is_whitespace() && depth == 0 => {
-                let before = text[..i].trim_end();
-                let after = text[i..].trim_start();
-                let joins = before.ends_with(['|', ',', ':']) || after.starts_with('|');
-                if !joins {
-                    return (&text[..i], after);
-                }
-                while chars.peek().is_some_and(|(_, c)| c.is_whitespace()) {
-                    chars.next();
-                }
-            }
-            _ => {}
-        }
-    }
-    (text, &text[text.len()..])
-}
-
-/// Whether a word is plausibly a LuaLS type rather than the first word of a description.
-fn looks_like_type(word: &str) -> bool {
-    const PRIMITIVES: &[&str] = &[
-        "any",
-        "nil",
-        "boolean",
-        "bool",
-        "string",
-        "number",
-        "integer",
-        "function",
-        "table",
-        "thread",
-        "userdata",
-        "lightuserdata",
-        "unknown",
-        "self",
-    ];
-    let base = word.trim_end_matches('?');
-    PRIMITIVES.contains(&base)
-        || word.contains(['[', '<', '{', '|', '"', '\'', '('])
-        || word.starts_with("fun(")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -441,22 +409,6 @@ mod tests {
     #[test]
     fn double_dash_only_is_not_a_doc() {
         assert_eq!(doc_of("-- not a doc\nfunction f() end"), None);
-    }
-
-    #[test]
-    fn types_with_spaces_are_kept_whole() {
-        assert_eq!(
-            split_type("table<string, number> the map"),
-            ("table<string, number>", "the map")
-        );
-        assert_eq!(split_type("string | nil maybe"), ("string | nil", "maybe"));
-        assert_eq!(
-            split_type("fun(a: number): string cb"),
-            ("fun(a: number): string", "cb")
-        );
-        assert_eq!(split_type("{ k: string } obj"), ("{ k: string }", "obj"));
-        assert_eq!(split_type("'a'|'b' mode"), ("'a'|'b'", "mode"));
-        assert_eq!(split_type("number"), ("number", ""));
     }
 
     fn parsed(lines: &[&str]) -> ParsedDoc<'static> {

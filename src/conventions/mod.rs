@@ -28,6 +28,7 @@ mod depth;
 pub mod diagnostic;
 mod doc;
 mod function;
+pub mod lua_type;
 mod names;
 mod rules;
 
@@ -36,6 +37,7 @@ use std::borrow::Cow;
 use full_moon::LuaVersion;
 
 pub use diagnostic::{Code, Diagnostic, Severity, render};
+pub use doc::documented_params;
 pub use function::{Function, Param, Return, Text};
 pub use names::{
     CONTEXT_GLOBAL, LUA_GLOBALS, RESERVED_GLOBALS, TEXT_PRIMITIVES_GLOBAL, reserved_kind,

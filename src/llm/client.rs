@@ -287,7 +287,7 @@ impl LlmClient {
     /// use rlm_registry::tools::{export, ToolFormat};
     ///
     /// let client = LlmClient::from_env()?;
-    /// let (tools, _) = export(rlm_registry::Registry::baked(), ToolFormat::OpenAi);
+    /// let (tools, _) = export(rlm_registry::Registry::baked().specs(), ToolFormat::OpenAi);
     /// let answer = client.complete_with_tools(
     ///     &[ChatMessage::user("How many words in 'a b c'?")],
     ///     tools.as_array().unwrap(),

@@ -172,7 +172,7 @@ impl HostFunction {
     /// whose parameters are the `@param` names in order (`...` for varargs).
     pub(crate) fn declaration(&self, name: &str) -> String {
         let doc = self.doc.trim_end();
-        let params: Vec<&str> = doc.lines().filter_map(param_name).collect();
+        let params = crate::conventions::documented_params(doc);
         format!("{doc}\nfunction {name}({}) end\n", params.join(", "))
     }
 }
@@ -196,21 +196,6 @@ fn deserialize_args<A: DeserializeOwned>(args: Vec<serde_json::Value>) -> serde_
             Err(error)
         }
     })
-}
-
-/// The parameter an `---@param name …` or `-- @tparam type name` line declares.
-fn param_name(line: &str) -> Option<&str> {
-    let rest = line.trim_start().trim_start_matches('-').trim_start();
-    let mut words = rest.split_whitespace();
-    let name = match words.next()? {
-        "@param" => words.next()?,
-        "@tparam" | "@tparam[opt]" => {
-            words.next()?;
-            words.next()?
-        }
-        _ => return None,
-    };
-    Some(name.trim_end_matches('?'))
 }
 
 #[cfg(test)]

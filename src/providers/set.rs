@@ -106,7 +106,9 @@ pub struct ProviderInfo<'a> {
     provider: &'a str,
     builtin: bool,
     host: &'a HostFunction,
-    function: &'a Function,
+    /// The checked description (from the providers' own docs registry, which keeps its
+    /// tool form), before the provider is named as its origin.
+    checked: FunctionSpec<'a>,
 }
 
 impl<'a> ProviderInfo<'a> {
@@ -133,19 +135,16 @@ impl<'a> ProviderInfo<'a> {
 
     /// Its description, as the conventions extracted it.
     pub fn function(&self) -> &'a Function {
-        self.function
+        self.checked.function
     }
 
     /// Its one description, with where it comes from: what every reader takes.
     pub fn spec(&self) -> FunctionSpec<'a> {
-        FunctionSpec {
-            function: self.function,
-            origin: Origin::Provider {
-                provider: self.provider,
-                scope: self.host.scope,
-                builtin: self.builtin,
-            },
-        }
+        self.checked.with_origin(Origin::Provider {
+            provider: self.provider,
+            scope: self.host.scope,
+            builtin: self.builtin,
+        })
     }
 
     pub(crate) fn host(&self) -> &'a HostFunction {
@@ -290,12 +289,12 @@ impl Providers {
     pub fn iter(&self) -> impl Iterator<Item = ProviderInfo<'_>> {
         self.entries.iter().flat_map(move |entry| {
             entry.functions.iter().filter_map(move |host| {
-                let function = self.docs.get(host.name())?;
+                let checked = self.docs.spec(host.name())?;
                 Some(ProviderInfo {
                     provider: &entry.name,
                     builtin: entry.builtin,
                     host,
-                    function,
+                    checked,
                 })
             })
         })

@@ -227,6 +227,7 @@ pub(crate) fn assemble(
         overrides: Cow::Owned(overrides),
         prompt: Cow::Owned(prompt),
         search: super::IndexCell::new(None),
+        tools: super::ToolCells::new(),
     };
     // Built while loading, so that the first search pays nothing.
     registry.index();

@@ -29,6 +29,7 @@ pub(crate) mod load;
 mod prompt;
 mod sources;
 
+use crate::spec::{FunctionSpec, Origin, ToolCell};
 use std::borrow::Cow;
 use std::fmt;
 use std::path::Path;
@@ -47,6 +48,39 @@ pub struct Registry {
     pub(crate) prompt: Text,
     /// The search index: baked by the code generator, or built at load.
     pub(crate) search: IndexCell,
+    /// Each function's tool form, by function index, made on first use.
+    pub(crate) tools: ToolCells,
+}
+
+/// One [`ToolCell`] per function, allocated the first time a tool form is asked for.
+/// Ignored by `==` and `Debug`, like the index: it is derived from the functions.
+#[derive(Clone, Default)]
+pub(crate) struct ToolCells(std::sync::OnceLock<Box<[ToolCell]>>);
+
+impl ToolCells {
+    pub(crate) const fn new() -> Self {
+        ToolCells(std::sync::OnceLock::new())
+    }
+
+    fn get(&self, index: usize, len: usize) -> Option<&ToolCell> {
+        self.0
+            .get_or_init(|| (0..len).map(|_| ToolCell::new()).collect())
+            .get(index)
+    }
+}
+
+impl PartialEq for ToolCells {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for ToolCells {}
+
+impl std::fmt::Debug for ToolCells {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ToolCells")
+    }
 }
 
 /// The search index: baked (generated registries) or built once on demand. Ignored by
@@ -96,6 +130,7 @@ impl Registry {
             overrides: Cow::Borrowed(overrides),
             prompt: Cow::Borrowed(prompt),
             search: IndexCell::new(index),
+            tools: ToolCells::new(),
         }
     }
 
@@ -173,10 +208,37 @@ impl Registry {
 
     /// The function exposed under `name`, if any.
     pub fn get(&self, name: &str) -> Option<&Function> {
-        self.functions
-            .binary_search_by(|f| f.name().cmp(name))
-            .ok()
-            .map(|i| &self.functions[i])
+        self.position(name).map(|i| &self.functions[i])
+    }
+
+    fn position(&self, name: &str) -> Option<usize> {
+        self.functions.binary_search_by(|f| f.name().cmp(name)).ok()
+    }
+
+    /// The function `name` with its one description ([`FunctionSpec`]): origin its
+    /// directory, tool form kept by this registry.
+    ///
+    /// ```
+    /// let registry = rlm_registry::Registry::baked();
+    /// # #[cfg(feature = "text")]
+    /// assert_eq!(registry.spec("word_count").unwrap().json()["source"], "registry");
+    /// ```
+    pub fn spec(&self, name: &str) -> Option<FunctionSpec<'_>> {
+        self.position(name).and_then(|i| self.spec_at(i))
+    }
+
+    /// Every function with its [`FunctionSpec`], in name order.
+    pub fn specs(&self) -> impl Iterator<Item = FunctionSpec<'_>> {
+        (0..self.functions.len()).filter_map(|i| self.spec_at(i))
+    }
+
+    fn spec_at(&self, index: usize) -> Option<FunctionSpec<'_>> {
+        let function = self.functions.get(index)?;
+        let tool = self.tools.get(index, self.functions.len())?;
+        let origin = Origin::Registry {
+            dir: function.dir(),
+        };
+        Some(FunctionSpec::new(function, origin, tool))
     }
 
     /// Number of functions.

@@ -4,30 +4,20 @@
 //! parameters fit JSON), and the built-ins' documentation (they run only inside Lua).
 //! The MCP tool list, `search_functions` and the JSON API all read this.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
 
 use crate::Registry;
+use crate::conventions::lua_type::LuaType;
 use crate::providers;
 use crate::search::{FunctionSearch, SearchOptions};
 use crate::spec::FunctionSpec;
+use crate::spec::Tool;
 use crate::tools::call::validate;
-use crate::tools::{LuaType, NotExportable, Tool, function_tool, parse_type};
 
 /// How many results `search_functions` and `GET /v1/search` return at most.
 pub const MAX_SEARCH_RESULTS: usize = 50;
-
-/// A registry or host function as the server offers it.
-#[derive(Clone, Debug)]
-pub struct Exposed {
-    /// The tool, or why the function cannot be one.
-    pub tool: Result<Tool, NotExportable>,
-    /// The type of the single value it returns, when JSON can carry it: the tool's
-    /// `outputSchema` is `{"result": <this>}`.
-    pub output: Option<LuaType>,
-}
 
 /// The functions a server exposes.
 ///
@@ -36,7 +26,7 @@ pub struct Exposed {
 ///
 /// let catalog = Catalog::of_registry(Registry::baked().clone());
 /// # #[cfg(feature = "text")] {
-/// assert!(catalog.tools().any(|(tool, _)| tool.name == "word_count"));
+/// assert!(catalog.tools().any(|tool| tool.name == "word_count"));
 /// assert_eq!(catalog.describe("word_count").unwrap()["source"], "registry");
 /// # }
 /// assert_eq!(catalog.describe("print").unwrap()["source"], "builtin");
@@ -44,7 +34,6 @@ pub struct Exposed {
 #[derive(Clone, Debug)]
 pub struct Catalog {
     functions: crate::catalog::Catalog,
-    exposed: BTreeMap<String, Exposed>,
 }
 
 impl Catalog {
@@ -60,23 +49,7 @@ impl Catalog {
     /// What `functions` offers: its registry and host functions as tools, the built-ins
     /// described.
     pub fn new(functions: crate::catalog::Catalog) -> Catalog {
-        let exposed = functions
-            .exported(false)
-            .into_iter()
-            .map(|callable| {
-                let function = callable.function;
-                let output = match function.returns() {
-                    [single] => parse_type(single.ty()).ok(),
-                    _ => None,
-                };
-                let exposed = Exposed {
-                    tool: function_tool(function),
-                    output,
-                };
-                (function.name().to_string(), exposed)
-            })
-            .collect();
-        Catalog { functions, exposed }
+        Catalog { functions }
     }
 
     /// The registry the functions come from.
@@ -90,15 +63,23 @@ impl Catalog {
     }
 
     /// The functions that are tools, in name order, with their return type if known.
-    pub fn tools(&self) -> impl Iterator<Item = (&Tool, Option<&LuaType>)> {
-        self.exposed
-            .values()
-            .filter_map(|e| e.tool.as_ref().ok().map(|tool| (tool, e.output.as_ref())))
+    pub fn tools(&self) -> impl Iterator<Item = &Tool> {
+        let mut tools: Vec<&Tool> = self
+            .functions
+            .exported(false)
+            .into_iter()
+            .filter_map(|f| f.tool().ok())
+            .collect();
+        tools.sort_by(|a, b| a.name.cmp(&b.name));
+        tools.into_iter()
     }
 
-    /// The registry function `name`, as exposed.
-    pub fn get(&self, name: &str) -> Option<&Exposed> {
-        self.exposed.get(name)
+    /// The tool `name`, if the server offers it as one.
+    pub fn tool(&self, name: &str) -> Option<&Tool> {
+        self.functions
+            .get(name)
+            .filter(|f| !f.is_builtin())
+            .and_then(|f| f.tool().ok())
     }
 
     /// Every function: registry and host functions, then built-ins, each as
@@ -156,27 +137,7 @@ impl Catalog {
     /// `provider` or `builtin`: built-ins run only inside Lua, `run_lua` or a session),
     /// and for tools the input and output schemas.
     pub fn describe(&self, name: &str) -> Option<Value> {
-        let callable = self.functions.get(name)?;
-        let mut json = callable.json();
-        json["doc"] = json!(callable.function.doc());
-        let Some(exposed) = self.exposed.get(name) else {
-            json["tool"] = json!(false);
-            return Some(json);
-        };
-        match &exposed.tool {
-            Ok(tool) => {
-                json["tool"] = json!(true);
-                json["input_schema"] = tool.parameters.clone();
-                if let Some(output) = &exposed.output {
-                    json["output_schema"] = output_schema(output);
-                }
-            }
-            Err(reason) => {
-                json["tool"] = json!(false);
-                json["not_a_tool"] = json!(reason.reason);
-            }
-        }
-        Some(json)
+        self.functions.get(name).map(|f| f.json())
     }
 
     /// The closest exposed name to `name`, for "did you mean".
@@ -193,24 +154,6 @@ impl Catalog {
         };
         json!(FunctionSearch::search(&self.functions, query, &options))
     }
-}
-
-/// A tool's `outputSchema`: MCP wants an object at the root, so the value is wrapped as
-/// `{"result": value}`.
-///
-/// ```
-/// use serde_json::json;
-/// use rlm_registry::{serve::output_schema, tools::parse_type};
-///
-/// let schema = output_schema(&parse_type("integer").unwrap());
-/// assert_eq!(schema["properties"]["result"], json!({"type": "integer"}));
-/// ```
-pub fn output_schema(output: &LuaType) -> Value {
-    json!({
-        "type": "object",
-        "properties": {"result": output.schema()},
-        "required": ["result"],
-    })
 }
 
 /// `value`, checked against the documented return type: Lua's empty table becomes `{}`

@@ -19,7 +19,6 @@ use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::State;
-use super::catalog::output_schema;
 use super::executor::RunError;
 use super::sessions::InUse;
 
@@ -67,15 +66,15 @@ impl McpHandler {
             .catalog
             .tools()
             // The server's own tools win over registry functions of the same name.
-            .filter(|(tool, _)| tool.name != RUN_LUA && tool.name != SEARCH_FUNCTIONS)
-            .map(|(tool, output)| {
+            .filter(|tool| tool.name != RUN_LUA && tool.name != SEARCH_FUNCTIONS)
+            .map(|tool| {
                 let mcp = McpTool::new(
                     tool.name.clone(),
                     tool.description.clone(),
                     object(&tool.parameters),
                 );
-                match output {
-                    Some(output) => mcp.with_raw_output_schema(object(&output_schema(output))),
+                match tool.output_schema() {
+                    Some(output) => mcp.with_raw_output_schema(object(&output)),
                     None => mcp,
                 }
             })

@@ -38,7 +38,7 @@ use std::time::Duration;
 use rmcp::ServiceExt;
 use serde_json::Value;
 
-pub use catalog::{Catalog, Exposed, MAX_SEARCH_RESULTS, conform, output_schema};
+pub use catalog::{Catalog, MAX_SEARCH_RESULTS, conform};
 pub use executor::{SessionSetup, session_environment};
 pub use mcp::{McpHandler, RUN_LUA, SEARCH_FUNCTIONS};
 
@@ -157,7 +157,10 @@ impl State {
         arguments: Value,
         cancel: &tokio_util::sync::CancellationToken,
     ) -> Result<Called, RunError<CallError>> {
-        let output = self.catalog.get(name).and_then(|e| e.output.as_ref());
+        let output = self
+            .catalog
+            .tool(name)
+            .and_then(|tool| tool.output.as_ref());
         let value = self
             .executor
             .call(name.to_string(), arguments, cancel)

@@ -6,25 +6,28 @@
 //!
 //! Every reader takes this one value: the system prompt, `help`, `fn_search`, `rlm
 //! list/show/search/tools/providers`, lookup ids, the tool exports, the tool dispatcher,
-//! MCP and the JSON API. Its JSON form is built by [`FunctionSpec::json`] alone.
+//! MCP and the JSON API. Its JSON form is built by [`FunctionSpec::json`] alone, its
+//! tool form by [`function_tool`] alone and kept (see [`FunctionSpec::tool`]).
 //!
 //! ```
 //! use rlm_registry::Registry;
-//! use rlm_registry::spec::{FunctionSpec, Origin};
 //!
 //! let registry = Registry::from_map([("hi", "--- Says hi.\n---@return string\nfunction hi() return 'hi' end")])?;
-//! let function = registry.get("hi").unwrap();
-//! let spec = FunctionSpec { function, origin: Origin::Registry { dir: function.dir() } };
+//! let spec = registry.spec("hi").unwrap();
 //! assert_eq!(spec.id(), "lua:hi");
+//! assert_eq!(spec.tool().unwrap().name, "hi");
 //! assert_eq!(spec.json()["source"], "registry");
 //! assert_eq!(spec.json()["signature"], "hi()");
 //! # Ok::<(), rlm_registry::LoadError>(())
 //! ```
 
+mod tool;
+
 use serde_json::{Value, json};
 
 use crate::conventions::Function;
 pub use crate::conventions::builtins::Scope;
+pub use tool::{NotExportable, Tool, ToolCell, ToolParam, VARARGS_PROPERTY, function_tool};
 
 /// Where a callable function comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -52,9 +55,33 @@ pub struct FunctionSpec<'a> {
     pub function: &'a Function,
     /// Where it comes from.
     pub origin: Origin<'a>,
+    /// Where its tool form is kept.
+    tool: &'a ToolCell,
 }
 
 impl<'a> FunctionSpec<'a> {
+    /// The description of `function` from `origin`, its tool form kept in `tool` (the
+    /// registry's or provider's cell for that function).
+    pub fn new(function: &'a Function, origin: Origin<'a>, tool: &'a ToolCell) -> Self {
+        FunctionSpec {
+            function,
+            origin,
+            tool,
+        }
+    }
+
+    /// The same function and tool form from another origin: a provider's host function
+    /// is checked as a registry function first, then named as the provider's.
+    pub fn with_origin(self, origin: Origin<'a>) -> Self {
+        FunctionSpec { origin, ..self }
+    }
+
+    /// Its tool form (JSON Schema parameters), or why it cannot be a tool: computed the
+    /// first time any reader asks, then shared by all.
+    pub fn tool(&self) -> Result<&'a Tool, &'a NotExportable> {
+        self.tool.get_or_build(self.function)
+    }
+
     /// The global name the model calls it by.
     pub fn name(&self) -> &'a str {
         self.function.name()
@@ -109,8 +136,10 @@ impl<'a> FunctionSpec<'a> {
     /// `GET /v1/functions` lists — built here and nowhere else: `id`, `name`,
     /// `signature`, `summary`, `description`, `doc`, `params` (name, type, optional,
     /// description), `returns` (type, name, description), `file`, `line`, `dir`,
-    /// `source` (`registry`, `builtin` or `provider`), `scope`, and for host functions
-    /// `provider`.
+    /// `source` (`registry`, `builtin` or `provider`), `scope`, for host functions
+    /// `provider`; and its tool form: `tool` (whether it can be called with JSON; the
+    /// built-ins run only inside Lua), then `input_schema` and `output_schema` (when its
+    /// result has a JSON type), or `not_a_tool` with the reason.
     pub fn json(&self) -> Value {
         let function = self.function;
         let params: Vec<Value> = function
@@ -143,7 +172,28 @@ impl<'a> FunctionSpec<'a> {
         if let Origin::Provider { provider, .. } = self.origin {
             value["provider"] = provider.into();
         }
+        self.add_tool_json(&mut value);
         value
+    }
+
+    fn add_tool_json(&self, value: &mut Value) {
+        if self.is_builtin() {
+            value["tool"] = false.into();
+            return;
+        }
+        match self.tool() {
+            Ok(tool) => {
+                value["tool"] = true.into();
+                value["input_schema"] = tool.parameters.clone();
+                if let Some(output) = tool.output_schema() {
+                    value["output_schema"] = output;
+                }
+            }
+            Err(reason) => {
+                value["tool"] = false.into();
+                value["not_a_tool"] = reason.reason.clone().into();
+            }
+        }
     }
 }
 

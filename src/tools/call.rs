@@ -18,10 +18,11 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::schema::{LuaType, NotExportable, Tool, function_tool};
 use crate::Registry;
+use crate::conventions::lua_type::LuaType;
 use crate::environment::{Environment, ExecError, Limits, SetupError};
 use crate::providers::Providers;
+use crate::spec::{NotExportable, Tool};
 
 /// Why a call failed.
 #[derive(Clone, Debug, PartialEq)]
@@ -84,7 +85,7 @@ impl std::error::Error for CallError {}
 ///
 /// ```
 /// use serde_json::json;
-/// use rlm_registry::tools::{call::validate, schema::parse_type};
+/// use rlm_registry::tools::{call::validate, parse_type};
 ///
 /// let ty = parse_type("{ name: string, tags?: string[] }").unwrap();
 /// assert!(validate(&json!({"name": "a", "tags": ["x"]}), &ty, "$").is_ok());
@@ -338,7 +339,12 @@ impl ToolCaller {
             .catalog()
             .exported(builtins)
             .into_iter()
-            .map(|c| (c.function.name().to_string(), function_tool(c.function)))
+            .map(|c| {
+                (
+                    c.name().to_string(),
+                    c.tool().cloned().map_err(Clone::clone),
+                )
+            })
             .collect();
         ToolCaller { environment, tools }
     }

@@ -47,12 +47,12 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::call::{CallError, ToolCaller};
-use super::schema::NotExportable;
 use crate::Registry;
 use crate::catalog::Catalog;
 use crate::environment::{Environment, Limits, SetupError};
 use crate::llm::{ChatMessage, LlmClient, LlmError, ToolCall, ToolCompletion};
 use crate::providers::{AgentScope, Providers};
+use crate::spec::NotExportable;
 
 /// The cap [`ToolDispatcher::with_default_iterations`] uses.
 pub const DEFAULT_MAX_ITERATIONS: u32 = 10;
@@ -210,7 +210,7 @@ impl ToolDispatcher {
             .retain(|_, tool| !matches!(tool.runner, Runner::Catalog));
         let mut skipped = Vec::new();
         for callable in catalog.exported(false) {
-            match super::schema::function_tool(callable.function) {
+            match callable.tool() {
                 Ok(tool) => {
                     self.tools.insert(
                         tool.name.clone(),
@@ -220,7 +220,7 @@ impl ToolDispatcher {
                         },
                     );
                 }
-                Err(reason) => skipped.push(reason),
+                Err(reason) => skipped.push(reason.clone()),
             }
         }
         self.catalog = Some((catalog, limits));

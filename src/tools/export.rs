@@ -8,7 +8,7 @@
 //! ```
 //! use rlm_registry::{Registry, tools::export::{export, ToolFormat}};
 //!
-//! let (tools, skipped) = export(Registry::baked(), ToolFormat::OpenAi);
+//! let (tools, skipped) = export(Registry::baked().specs(), ToolFormat::OpenAi);
 //! let first = &tools.as_array().unwrap()[0];
 //! assert_eq!(first["type"], "function");
 //! assert!(first["function"]["parameters"]["properties"].is_object());
@@ -20,8 +20,7 @@ use std::str::FromStr;
 
 use serde_json::{Value, json};
 
-use super::schema::{NotExportable, Tool, function_tool};
-use crate::Function;
+use crate::spec::{FunctionSpec, NotExportable, Tool};
 
 /// A tool-list format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -92,19 +91,19 @@ impl Tool {
 }
 
 /// Every exportable function of `functions` (in their order) as a tool list in
-/// `format`, and the functions left out with the reason. Pass `registry.functions()`,
-/// or the functions of a [`Catalog`](crate::providers::Catalog) to include the
-/// built-ins and providers' host functions.
+/// `format`, and the functions left out with the reason. Pass `registry.specs()`, or
+/// the functions of a [`Catalog`](crate::catalog::Catalog) to include the built-ins and
+/// providers' host functions.
 pub fn export<'a>(
-    functions: impl IntoIterator<Item = &'a Function>,
+    functions: impl IntoIterator<Item = FunctionSpec<'a>>,
     format: ToolFormat,
 ) -> (Value, Vec<NotExportable>) {
     let mut tools = Vec::new();
     let mut skipped = Vec::new();
     for function in functions {
-        match function_tool(function) {
-            Ok(tool) => tools.push(tool),
-            Err(reason) => skipped.push(reason),
+        match function.tool() {
+            Ok(tool) => tools.push(tool.clone()),
+            Err(reason) => skipped.push(reason.clone()),
         }
     }
     (tool_list(&tools, format), skipped)

@@ -11,9 +11,9 @@
 pub mod call;
 pub mod dispatch;
 pub mod export;
-pub mod schema;
 
+pub use crate::conventions::lua_type::{LuaType, parse_type, type_schema};
+pub use crate::spec::{NotExportable, Tool};
 pub use call::{CallError, ToolCaller};
 pub use dispatch::{DispatchError, ToolDispatcher, ToolModel};
 pub use export::{ToolFormat, export};
-pub use schema::{LuaType, NotExportable, Tool, function_tool, parse_type, type_schema};

@@ -1,4 +1,6 @@
-//! LuaLS type strings → JSON Schema, and one registry [`Function`] → one [`Tool`].
+//! The one LuaLS type grammar: what a `---@param`/`---@return` type is, where it ends on
+//! a doc line ([`split_type`]), and what it means as JSON ([`LuaType::schema`]). The doc
+//! reader, the tool form and host functions all read types through this module.
 //!
 //! | LuaLS | JSON Schema |
 //! |---|---|
@@ -17,7 +19,7 @@
 //! | `fun(…)`, `function`, `userdata`, `thread`, class names | not representable |
 //!
 //! A function with a parameter whose type is not representable is not exported as a
-//! tool; [`function_tool`] says why. Varargs (`...`) become an optional array property
+//! tool; [`function_tool`](crate::spec::function_tool) says why. Varargs (`...`) become an optional array property
 //! named `args` whose items have the vararg's type; its elements are passed as the
 //! trailing positional arguments. The parameters object has `additionalProperties:
 //! false`: a call naming a parameter the function does not have is refused.
@@ -27,8 +29,6 @@
 use std::fmt;
 
 use serde_json::{Map, Value, json};
-
-use crate::Function;
 
 /// Nesting deeper than this is refused (keeps recursion bounded on any input).
 const MAX_DEPTH: usize = 32;
@@ -88,7 +88,7 @@ impl std::error::Error for TypeError {}
 /// Parses a LuaLS type string.
 ///
 /// ```
-/// use rlm_registry::tools::schema::{parse_type, LuaType};
+/// use rlm_registry::conventions::lua_type::{parse_type, LuaType};
 ///
 /// assert_eq!(parse_type("string[]").unwrap(), LuaType::Array(Box::new(LuaType::String)));
 /// assert!(parse_type("fun(x: integer): string").is_err());
@@ -114,7 +114,7 @@ pub fn parse_type(text: &str) -> Result<LuaType, TypeError> {
 ///
 /// ```
 /// use serde_json::json;
-/// use rlm_registry::tools::schema::type_schema;
+/// use rlm_registry::conventions::lua_type::type_schema;
 ///
 /// assert_eq!(type_schema("integer").unwrap(), json!({"type": "integer"}));
 /// assert_eq!(
@@ -519,118 +519,82 @@ fn map_type(key: LuaType, value: LuaType) -> Result<LuaType, TypeError> {
     }
 }
 
-/// How one JSON property maps to the function's arguments.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ToolParam {
-    /// The JSON property name: the Lua parameter name, or `args` for varargs.
-    pub name: String,
-    /// The type, `nil` removed (see `optional`).
-    pub ty: LuaType,
-    /// Not in `required`.
-    pub optional: bool,
-    /// The varargs: an array whose items are spread as trailing arguments.
-    pub vararg: bool,
-}
-
-/// A registry function as a tool: its name, description and parameters schema.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Tool {
-    /// The function name.
-    pub name: String,
-    /// The function's description.
-    pub description: String,
-    /// A JSON Schema object: `properties` from the parameters, `required` the
-    /// non-optional ones.
-    pub parameters: Value,
-    /// The parameters in call order.
-    pub params: Vec<ToolParam>,
-}
-
-/// A function that cannot be a tool, and why.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct NotExportable {
-    /// The function name.
-    pub name: String,
-    /// Why, e.g. "parameter `f`: a function (`fun(…)`) cannot be passed as JSON".
-    pub reason: String,
-}
-
-impl fmt::Display for NotExportable {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "`{}` cannot be a tool: {}", self.name, self.reason)
-    }
-}
-
-impl std::error::Error for NotExportable {}
-
-/// The property name varargs (`...`) are exposed under.
-pub const VARARGS_PROPERTY: &str = "args";
-
-/// One registry function as a [`Tool`], or why it cannot be one.
-pub fn function_tool(function: &Function) -> Result<Tool, NotExportable> {
-    let not_exportable = |reason: String| NotExportable {
-        name: function.name().to_string(),
-        reason,
-    };
-    // Tool names are identifiers; a table member (`re.find`) runs only inside Lua.
-    if function.name().contains('.') {
-        return Err(not_exportable(
-            "a member of a built-in table: call it from Lua".to_string(),
-        ));
-    }
-    let mut params = Vec::new();
-    let mut properties = Map::new();
-    let mut required = Vec::new();
-    for param in function.params() {
-        let vararg = param.name() == "...";
-        let name = if vararg {
-            VARARGS_PROPERTY
-        } else {
-            param.name()
-        };
-        let (ty, nil) = parse_type(param.ty())
-            .map_err(|error| not_exportable(format!("parameter `{}`: {error}", param.name())))?
-            .strip_nil();
-        if properties.contains_key(name) {
-            return Err(not_exportable(format!(
-                "two parameters map to the property `{name}`"
-            )));
+/// Splits a LuaLS type off the front of `text`. Types may contain spaces inside brackets
+/// (`table<string, number>`, `fun(a: number): string`, `{ k: T }`) and around `|`.
+pub(crate) fn split_type(text: &str) -> (&str, &str) {
+    let text = text.trim_start();
+    let mut depth = 0usize;
+    let mut quote = None;
+    let mut chars = text.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        if let Some(q) = quote {
+            if c == q {
+                quote = None;
+            }
+            continue;
         }
-        let optional = vararg || nil || param.optional();
-        let ty = if vararg {
-            LuaType::Array(Box::new(ty))
-        } else {
-            ty
-        };
-        let mut schema = ty.schema();
-        if !param.description().is_empty()
-            && let Value::Object(object) = &mut schema
-        {
-            object.insert(
-                "description".to_string(),
-                Value::String(param.description().to_string()),
-            );
+        match c {
+            '"' | '\'' | '`' => quote = Some(c),
+            '(' | '<' | '{' | '[' => depth += 1,
+            ')' | '>' | '}' | ']' => depth = depth.saturating_sub(1),
+            c if c.is_whitespace() && depth == 0 => {
+                let before = text[..i].trim_end();
+                let after = text[i..].trim_start();
+                let joins = before.ends_with(['|', ',', ':']) || after.starts_with('|');
+                if !joins {
+                    return (&text[..i], after);
+                }
+                while chars.peek().is_some_and(|(_, c)| c.is_whitespace()) {
+                    chars.next();
+                }
+            }
+            _ => {}
         }
-        properties.insert(name.to_string(), schema);
-        if !optional {
-            required.push(Value::String(name.to_string()));
-        }
-        params.push(ToolParam {
-            name: name.to_string(),
-            ty,
-            optional,
-            vararg,
-        });
     }
-    Ok(Tool {
-        name: function.name().to_string(),
-        description: function.description().to_string(),
-        parameters: json!({
-            "type": "object",
-            "properties": properties,
-            "required": required,
-            "additionalProperties": false,
-        }),
-        params,
-    })
+    (text, &text[text.len()..])
+}
+
+/// Whether a word is plausibly a LuaLS type rather than the first word of a description.
+pub(crate) fn looks_like_type(word: &str) -> bool {
+    const PRIMITIVES: &[&str] = &[
+        "any",
+        "nil",
+        "boolean",
+        "bool",
+        "string",
+        "number",
+        "integer",
+        "function",
+        "table",
+        "thread",
+        "userdata",
+        "lightuserdata",
+        "unknown",
+        "self",
+    ];
+    let base = word.trim_end_matches('?');
+    PRIMITIVES.contains(&base)
+        || word.contains(['[', '<', '{', '|', '"', '\'', '('])
+        || word.starts_with("fun(")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn types_with_spaces_are_kept_whole() {
+        assert_eq!(
+            split_type("table<string, number> the map"),
+            ("table<string, number>", "the map")
+        );
+        assert_eq!(split_type("string | nil maybe"), ("string | nil", "maybe"));
+        assert_eq!(
+            split_type("fun(a: number): string cb"),
+            ("fun(a: number): string", "cb")
+        );
+        assert_eq!(split_type("{ k: string } obj"), ("{ k: string }", "obj"));
+        assert_eq!(split_type("'a'|'b' mode"), ("'a'|'b'", "mode"));
+        assert_eq!(split_type("number"), ("number", ""));
+    }
 }

@@ -100,6 +100,8 @@ pub mod spec;
 #[cfg(feature = "runtime")]
 pub mod tokens;
 #[cfg(feature = "runtime")]
+pub mod trace;
+#[cfg(feature = "runtime")]
 pub mod tools;
 
 pub use conventions::{Code, Diagnostic, Function, Param, Return, Severity};

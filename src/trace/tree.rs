@@ -76,7 +76,11 @@ pub fn show_turn(trace: &Trace, id: &str, n: u32) -> Option<String> {
         newline(&mut out);
         if let Some(block) = block {
             section(&mut out, &format!("output of block {}", i + 1));
-            out.push_str(&block.output);
+            out.push_str(if block.output.is_empty() {
+                "(no output)"
+            } else {
+                &block.output
+            });
             newline(&mut out);
             if let Some(error) = &block.error {
                 section(&mut out, &format!("error in block {}", i + 1));

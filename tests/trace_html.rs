@@ -157,6 +157,12 @@ fn chromium_renders_every_turn_and_the_agent_tree_without_script_errors() {
     assert!(dom.contains("line 60"));
     assert!(dom.contains("show all 62 lines"));
 
+    // Search finds turns whether or not they are rendered.
+    let url = format!("file://{}#search=nope", page_path.display());
+    let dom = headless(browser, &profile, &url, &["--dump-dom"]);
+    assert!(dom.contains("<span class=\"where\">0:2</span>"), "search hit");
+    assert!(dom.contains("<div id=\"errors\"></div>"));
+
     let shot = dir.path().join("page.png");
     headless(
         browser,
@@ -169,4 +175,49 @@ fn chromium_renders_every_turn_and_the_agent_tree_without_script_errors() {
     if let Ok(keep) = std::env::var("RLM_TRACE_SCREENSHOT") {
         std::fs::copy(&shot, keep).unwrap();
     }
+}
+
+/// A synthetic trace of one agent with `turns` turns.
+fn long_trace(turns: u32) -> String {
+    let mut text = String::from(
+        r#"{"event":"start","agent":"0","depth":0,"question":"Q","messages":[{"role":"system","content":"S"},{"role":"user","content":"Q"}]}"#,
+    );
+    text.push('\n');
+    for n in 1..=turns {
+        let line = serde_json::json!({
+            "event": "turn", "agent": "0", "depth": 0, "turn": n, "messages_sent": 2 * n,
+            "reply": format!("```lua\nprint(line_count(context) + {n})\n```"),
+            "code_blocks": [format!("print(line_count(context) + {n})\n")],
+            "outputs": [{"block": 1, "status": "ok", "output": format!("{}\n", n + 2), "error": null, "elapsed_ms": 1}],
+            "feedback": format!("Output of block 1:\n{}\n", n + 2),
+            "final": null, "error": null, "elapsed_ms": 20 + u64::from(n % 7), "llm_ms": 15,
+            "prompt_tokens": 100 + u64::from(n), "completion_tokens": 20, "run_tokens": 120 * u64::from(n),
+        });
+        text.push_str(&line.to_string());
+        text.push('\n');
+    }
+    text
+}
+
+#[test]
+fn a_ten_thousand_turn_page_loads_with_the_first_rows_rendered() {
+    let trace = Trace::parse(&long_trace(10_000)).unwrap();
+    let page = html(&trace, "long.jsonl");
+    assert!(page.len() < 6_000_000, "{} bytes", page.len());
+    let Some(browser) = chromium() else {
+        println!("notice: chromium is not installed; skipping the headless-browser test");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let page_path = dir.path().join("long.html");
+    std::fs::write(&page_path, page).unwrap();
+    let url = format!("file://{}#turn=0:9999", page_path.display());
+    let dom = headless(browser, &dir.path().join("profile"), &url, &["--dump-dom"]);
+    assert!(dom.contains("data-loaded=\"1\""));
+    assert!(dom.contains("<div id=\"errors\"></div>"));
+    assert!(dom.contains("data-turn=\"0:1\""));
+    // Rows are rendered up to the turn asked for, not all 10,000.
+    assert!(dom.contains("data-turn=\"0:9999\""));
+    assert!(dom.contains("show 1 more turn (1 left)"));
+    assert!(!dom.contains("data-turn=\"0:10000\""));
 }

@@ -4,6 +4,7 @@
 //! layered on top (later wins), or only the directories with `--no-baked`.
 
 mod ask;
+mod ask_trace;
 mod check;
 mod exec;
 mod inspect;

@@ -78,6 +78,7 @@ struct AgentLog {
     iterations: Vec<Value>,
     /// Children that ended, waiting for the line of the turn that started them.
     children: Vec<Value>,
+    turns: usize,
     elapsed_ms: u64,
     calls: u64,
     input_tokens: u64,
@@ -144,9 +145,10 @@ impl RlmLog {
         let log = self.agents.entry(agent.to_string()).or_default();
         let children = std::mem::take(&mut log.children);
         let final_answer = event["final"].as_str().map(str::to_string);
+        log.turns += 1;
         let mut line = json!({
             "type": "iteration",
-            "iteration": log.iterations.len() + 1,
+            "iteration": log.turns,
             "timestamp": timestamp,
             "prompt": log.messages,
             "response": str_of(&event["reply"]),

@@ -100,9 +100,9 @@ pub mod spec;
 #[cfg(feature = "runtime")]
 pub mod tokens;
 #[cfg(feature = "runtime")]
-pub mod trace;
-#[cfg(feature = "runtime")]
 pub mod tools;
+#[cfg(feature = "runtime")]
+pub mod trace;
 
 pub use conventions::{Code, Diagnostic, Function, Param, Return, Severity};
 pub use registry::{Chunk, LoadError, Override, Registry};

@@ -106,7 +106,11 @@ fn check_run_metadata(v: &Value, at: &str) -> Checked {
     string(&v["backend"], at)?;
     is(v["backend_kwargs"].is_object(), at, "backend_kwargs: dict")?;
     string(&v["environment_type"], at)?;
-    is(v["environment_kwargs"].is_object(), at, "environment_kwargs: dict")?;
+    is(
+        v["environment_kwargs"].is_object(),
+        at,
+        "environment_kwargs: dict",
+    )?;
     is(
         v["other_backends"].is_null() || v["other_backends"].is_array(),
         at,
@@ -142,7 +146,9 @@ fn check_iteration(v: &Value, at: &str) -> Checked {
         at,
         "iteration_time: float | None",
     )?;
-    let blocks = v["code_blocks"].as_array().ok_or(format!("{at}: code_blocks"))?;
+    let blocks = v["code_blocks"]
+        .as_array()
+        .ok_or(format!("{at}: code_blocks"))?;
     for (i, block) in blocks.iter().enumerate() {
         let at = format!("{at}.code_blocks[{i}]");
         keys(block, &at, &["code", "result"], &[])?;
@@ -172,7 +178,9 @@ fn check_result(v: &Value, at: &str) -> Checked {
     is(v["locals"].is_object(), at, "locals: dict")?;
     number(&v["execution_time"], at)?;
     optional_string(&v["final_answer"], at)?;
-    let calls = v["rlm_calls"].as_array().ok_or(format!("{at}: rlm_calls"))?;
+    let calls = v["rlm_calls"]
+        .as_array()
+        .ok_or(format!("{at}: rlm_calls"))?;
     for (i, call) in calls.iter().enumerate() {
         check_completion(call, &format!("{at}.rlm_calls[{i}]"))?;
     }
@@ -248,7 +256,9 @@ fn check_log(text: &str) -> Checked {
 
 fn fixture(name: &str) -> String {
     std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/trace").join(name),
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/trace")
+            .join(name),
     )
     .unwrap()
 }
@@ -259,9 +269,21 @@ fn the_checker_accepts_the_reference_loggers_own_output_and_rejects_a_broken_cop
     check_log(&reference).unwrap();
     // The same log with one field missing, one mistyped, one extra: each is caught.
     let broken = [
-        ("\"iteration_time\": 0.03", "\"iteration_tim\": 0.03", "missing `iteration_time`"),
-        ("\"stdout\": \"from the child\\n\"", "\"stdout\": 3", "not a string"),
-        ("\"total_calls\": 1", "\"total_calls\": 1, \"calls\": 1", "unexpected `calls`"),
+        (
+            "\"iteration_time\": 0.03",
+            "\"iteration_tim\": 0.03",
+            "missing `iteration_time`",
+        ),
+        (
+            "\"stdout\": \"from the child\\n\"",
+            "\"stdout\": 3",
+            "not a string",
+        ),
+        (
+            "\"total_calls\": 1",
+            "\"total_calls\": 1, \"calls\": 1",
+            "unexpected `calls`",
+        ),
     ];
     for (from, to, error) in broken {
         assert!(reference.contains(from), "{from}");
@@ -336,12 +358,18 @@ fn the_export_has_every_field_of_the_reference_types_and_nests_the_child() {
     };
     let text = export_rlm(&Trace::parse(&events).unwrap(), &options);
     check_log(&text).unwrap();
-    let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     assert_eq!(lines.len(), 4, "metadata and the root's three turns");
     let meta = &lines[0];
     assert_eq!(meta["timestamp"], "2024-03-01T12:04:05.000000");
     assert_eq!(meta["root_model"], "test-model");
-    assert_eq!(meta["max_depth"], 2, "the reference counts the root as depth 1");
+    assert_eq!(
+        meta["max_depth"], 2,
+        "the reference counts the root as depth 1"
+    );
     assert_eq!(meta["max_iterations"], 10);
     // Each iteration's prompt is what the loop sent.
     let bodies = bodies(&server);
@@ -349,7 +377,10 @@ fn the_export_has_every_field_of_the_reference_types_and_nests_the_child() {
         assert_eq!(&lines[line]["prompt"], &bodies[request]["messages"]);
     }
     let first = &lines[1];
-    assert_eq!(first["response"], "```lua\nprint(rlm_query('Sub-task'))\n```");
+    assert_eq!(
+        first["response"],
+        "```lua\nprint(rlm_query('Sub-task'))\n```"
+    );
     let result = &first["code_blocks"][0]["result"];
     assert_eq!(result["stdout"], "from the child\n");
     assert_eq!(result["stderr"], "");
@@ -365,7 +396,10 @@ fn the_export_has_every_field_of_the_reference_types_and_nests_the_child() {
     assert_eq!(child_iterations[0]["final_answer"], "from the child");
     assert_eq!(child_iterations[0]["prompt"], bodies[1]["messages"]);
     let error = &lines[2]["code_blocks"][0]["result"];
-    assert!(error["stderr"].as_str().unwrap().contains("nope"), "{error}");
+    assert!(
+        error["stderr"].as_str().unwrap().contains("nope"),
+        "{error}"
+    );
     assert_eq!(lines[2]["final_answer"], Value::Null);
     assert_eq!(lines[3]["final_answer"], "done");
     assert_eq!(lines[3]["code_blocks"][0]["result"]["final_answer"], "done");
@@ -402,7 +436,11 @@ fn the_export_command_writes_the_reference_format() {
         .arg(&path)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8(out.stdout).unwrap();
     check_log(&text).unwrap();
     let first: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
@@ -418,7 +456,13 @@ mod ask {
         Command::new(env!("CARGO_BIN_EXE_rlm"))
             .arg("ask")
             .args(args)
-            .args(["--base-url", &server.base_url(), "--model", "test-model", "-q"])
+            .args([
+                "--base-url",
+                &server.base_url(),
+                "--model",
+                "test-model",
+                "-q",
+            ])
             .current_dir(dir)
             .env_remove("RLM_API_KEY")
             .env_remove("OPENAI_API_KEY")

@@ -96,7 +96,11 @@ fn the_command_writes_the_page_next_to_the_trace() {
         .args(["trace", "html", path.to_str().unwrap()])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let page = std::fs::read_to_string(dir.path().join("run.html")).unwrap();
     assert!(page.contains("<title>run.jsonl · rlm trace</title>"));
     let chosen = dir.path().join("chosen.html");
@@ -123,14 +127,20 @@ fn chromium_renders_every_turn_and_the_agent_tree_without_script_errors() {
     let profile = dir.path().join("profile");
     let dom = headless(browser, &profile, &url, &["--dump-dom"]);
 
-    assert!(dom.contains("data-loaded=\"1\""), "the script ran to its end");
+    assert!(
+        dom.contains("data-loaded=\"1\""),
+        "the script ran to its end"
+    );
     assert!(dom.contains("<div id=\"errors\"></div>"), "no script error");
     assert!(
         dom.contains("<title>run.jsonl · rlm trace</title>"),
         "model markup never runs"
     );
     assert!(!dom.contains("<img"), "model markup never becomes elements");
-    assert!(dom.contains("&lt;/script&gt;&lt;img src=x onerror="), "it stays text");
+    assert!(
+        dom.contains("&lt;/script&gt;&lt;img src=x onerror="),
+        "it stays text"
+    );
     // The agent tree, and every turn of every agent.
     for agent in &trace.agents {
         assert!(
@@ -160,7 +170,10 @@ fn chromium_renders_every_turn_and_the_agent_tree_without_script_errors() {
     // Search finds turns whether or not they are rendered.
     let url = format!("file://{}#search=nope", page_path.display());
     let dom = headless(browser, &profile, &url, &["--dump-dom"]);
-    assert!(dom.contains("<span class=\"where\">0:2</span>"), "search hit");
+    assert!(
+        dom.contains("<span class=\"where\">0:2</span>"),
+        "search hit"
+    );
     assert!(dom.contains("<div id=\"errors\"></div>"));
 
     let shot = dir.path().join("page.png");
@@ -168,7 +181,10 @@ fn chromium_renders_every_turn_and_the_agent_tree_without_script_errors() {
         browser,
         &profile,
         &format!("file://{}", page_path.display()),
-        &[&format!("--screenshot={}", shot.display()), "--window-size=1280,900"],
+        &[
+            &format!("--screenshot={}", shot.display()),
+            "--window-size=1280,900",
+        ],
     );
     let png = std::fs::read(&shot).expect("a screenshot");
     assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");

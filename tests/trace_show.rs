@@ -69,7 +69,10 @@ fn show_draws_children_under_the_turn_that_started_them_and_the_recovered_error(
         out.contains("Tokens:   60 in all · depth 0: 45 · depth 1: 15\n"),
         "{out}"
     );
-    assert!(out.contains("Calls:    4 model calls · wall time"), "{out}");
+    assert!(
+        out.contains("Calls:    4 model calls · the root's turns took"),
+        "{out}"
+    );
     let tree = &out[out.find("agent 0 ·").unwrap()..];
     let expected_order = [
         "agent 0 · 3 turns · answered: done",
@@ -114,11 +117,20 @@ fn the_turn_rebuild_equals_the_messages_the_loop_sent() {
     // The text view shows the same conversation, the reply and the full output.
     let (out, _, code) = show(&path, &["--turn", "0:3"]);
     assert_eq!(code, 0);
-    assert!(out.contains("── message 3 · assistant ──\n```lua\nprint(rlm_query('Sub-task'))\n```"), "{out}");
-    assert!(out.contains("── message 4 · user ──\nOutput of block 1:\nfrom the child"), "{out}");
+    assert!(
+        out.contains("── message 3 · assistant ──\n```lua\nprint(rlm_query('Sub-task'))\n```"),
+        "{out}"
+    );
+    assert!(
+        out.contains("── message 4 · user ──\nOutput of block 1:\nfrom the child"),
+        "{out}"
+    );
     assert!(out.contains("── final answer ──\ndone\n"), "{out}");
     let (out, _, _) = show(&path, &["--turn", "0:1"]);
-    assert!(out.contains("── started agent 0.1 ──\nSub-task · 1 turn"), "{out}");
+    assert!(
+        out.contains("── started agent 0.1 ──\nSub-task · 1 turn"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -199,10 +211,7 @@ fn a_run_that_hit_its_iteration_cap_shows_as_failed() {
     let server = OpenAiServer::start(vec![], lua("print('still looking')"));
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("cap.jsonl");
-    let result = rlm(&server, 3)
-        .trace_file(&path)
-        .unwrap()
-        .run("Q", None);
+    let result = rlm(&server, 3).trace_file(&path).unwrap().run("Q", None);
     assert!(result.is_err());
     let (out, err, code) = show(&path, &[]);
     assert_eq!(code, 0, "{err}");
@@ -235,7 +244,10 @@ fn a_truncated_last_line_is_reported_not_fatal() {
         "{out}"
     );
     assert!(out.contains("Outcome:  unfinished"), "{out}");
-    assert!(out.contains("  turn 2 · 1 block") && !out.contains("  turn 3 ·"), "{out}");
+    assert!(
+        out.contains("  turn 2 · 1 block") && !out.contains("  turn 3 ·"),
+        "{out}"
+    );
     let trace = Trace::read(&path).unwrap();
     assert_eq!(trace.problems.len(), 1);
     assert!(trace.problems[0].partial);
@@ -246,9 +258,15 @@ fn unknown_agents_turns_and_non_traces_are_errors() {
     let dir = tempfile::tempdir().unwrap();
     let (path, _server) = child_and_recovery(dir.path());
     let (_, err, code) = show(&path, &["--agent", "0.9"]);
-    assert_eq!((code, err.as_str()), (1, "error: no agent 0.9 in the trace\n"));
+    assert_eq!(
+        (code, err.as_str()),
+        (1, "error: no agent 0.9 in the trace\n")
+    );
     let (_, err, code) = show(&path, &["--turn", "0:9"]);
-    assert_eq!((code, err.as_str()), (1, "error: no turn 9 of agent 0 in the trace\n"));
+    assert_eq!(
+        (code, err.as_str()),
+        (1, "error: no turn 9 of agent 0 in the trace\n")
+    );
     let (_, err, code) = show(&path, &["--turn", "zero"]);
     assert_eq!(code, 2, "{err}");
     let not_a_trace = dir.path().join("notes.txt");

@@ -13,8 +13,8 @@ use rlm_registry::rlm::{
     PromptMode, Rlm,
 };
 
-use super::exec::{Terminal, limits, llm_client, read_context};
 use super::ask_trace::{TraceRequest, Traces};
+use super::exec::{Terminal, limits, llm_client, read_context};
 use super::{EXIT_USAGE, EXIT_VIOLATIONS, Output, SourceArgs, with_catalog};
 
 /// Options of `rlm ask`.

@@ -102,6 +102,6 @@ pub use builder::{
 pub use context::Context;
 pub use prompt_mode::{AUTO_COMPACT_ABOVE_TOKENS, PromptMode};
 pub use report::{Answer, Report, RlmError};
-pub(crate) use rlm_log::{Clock, RlmLog, RunInfo};
 pub use rlm_log::TraceFormat;
+pub(crate) use rlm_log::{Clock, RlmLog, RunInfo};
 pub use run::WARN_FROM_ITERATION;

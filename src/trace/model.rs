@@ -349,7 +349,7 @@ impl Trace {
             turns: Vec::new(),
             parent,
             spawned_in_turn,
-        children: Vec::new(),
+            children: Vec::new(),
         });
     }
 

@@ -26,7 +26,11 @@ pub(crate) fn duration(ms: u64) -> String {
 /// how many lines were left out.
 pub(crate) fn first_lines(text: &str, count: usize, width: usize) -> (Vec<String>, usize) {
     let all: Vec<&str> = text.trim_end_matches('\n').lines().collect();
-    let shown = all.iter().take(count).map(|line| cut(line, width)).collect();
+    let shown = all
+        .iter()
+        .take(count)
+        .map(|line| cut(line, width))
+        .collect();
     (shown, all.len().saturating_sub(count))
 }
 

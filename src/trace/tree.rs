@@ -21,11 +21,11 @@ pub fn show(trace: &Trace) -> String {
         agent_tree(trace, root, 0, &mut out);
     }
     // Agents whose parent is not in the trace (a trace cut at the front).
-    for orphan in trace
-        .agents
-        .iter()
-        .filter(|a| a.parent.as_deref().is_some_and(|p| trace.agent(p).is_none()))
-    {
+    for orphan in trace.agents.iter().filter(|a| {
+        a.parent
+            .as_deref()
+            .is_some_and(|p| trace.agent(p).is_none())
+    }) {
         agent_tree(trace, orphan, 0, &mut out);
     }
     out
@@ -188,7 +188,7 @@ fn header(trace: &Trace) -> String {
     out.push_str(&tokens);
     out.push('\n');
     out.push_str(&format!(
-        "Calls:    {} · wall time {}\n",
+        "Calls:    {} · the root's turns took {}\n",
         plural(model_calls, "model call"),
         duration(wall_ms)
     ));
@@ -291,12 +291,16 @@ fn excerpt(text: &str, count: usize, prefix: &str, out: &mut String) {
         out.push('\n');
     }
     if more > 0 {
-        out.push_str(&format!("{prefix}… {} more\n", plural(more, "line")));
+        let lines = if more == 1 { "line" } else { "lines" };
+        out.push_str(&format!("{prefix}… {more} more {lines}\n"));
     }
 }
 
 fn first_line(text: &str) -> &str {
-    text.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim()
+    text.lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim()
 }
 
 fn section(out: &mut String, title: &str) {

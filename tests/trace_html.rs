@@ -49,7 +49,8 @@ fn chromium() -> Option<&'static str> {
         })
 }
 
-/// Runs headless Chromium on `url` with `extra` arguments; its stdout.
+/// Runs headless Chromium on `url` with `extra` arguments; its stdout, after checking
+/// that the page wrote nothing to the console (errors, CSP violations, warnings).
 fn headless(browser: &str, profile: &Path, url: &str, extra: &[&str]) -> String {
     let out = Command::new(browser)
         .args([
@@ -62,12 +63,17 @@ fn headless(browser: &str, profile: &Path, url: &str, extra: &[&str]) -> String 
             "--disable-component-update",
             "--disable-sync",
             "--virtual-time-budget=5000",
+            "--enable-logging=stderr",
+            "--v=0",
         ])
         .arg(format!("--user-data-dir={}", profile.display()))
         .args(extra)
         .arg(url)
         .output()
         .expect("chromium runs");
+    let log = String::from_utf8_lossy(&out.stderr);
+    let console: Vec<&str> = log.lines().filter(|l| l.contains(":CONSOLE:")).collect();
+    assert!(console.is_empty(), "console messages: {console:#?}");
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 

@@ -328,6 +328,26 @@ impl Trace {
 
     fn start(&mut self, start: StartLine) {
         self.events += 1;
+        self.add_agent(start);
+    }
+
+    fn turn(&mut self, turn: Turn) {
+        self.events += 1;
+        let i = match self.index.get(&turn.agent) {
+            Some(&i) => i,
+            // A turn without a start line (a trace cut at the front): keep it.
+            None => self.add_agent(StartLine {
+                agent: turn.agent.clone(),
+                depth: turn.depth,
+                question: String::new(),
+                messages: Vec::new(),
+            }),
+        };
+        self.agents[i].turns.push(turn);
+    }
+
+    /// Adds an agent, as a child of its parent if the parent is known; its index.
+    fn add_agent(&mut self, start: StartLine) -> usize {
         let parent = start
             .agent
             .rsplit_once('.')
@@ -340,7 +360,8 @@ impl Trace {
         if let Some(p) = parent.as_deref().and_then(|p| self.index.get(p).copied()) {
             self.agents[p].children.push(start.agent.clone());
         }
-        self.index.insert(start.agent.clone(), self.agents.len());
+        let i = self.agents.len();
+        self.index.insert(start.agent.clone(), i);
         self.agents.push(Agent {
             id: start.agent,
             depth: start.depth,
@@ -351,25 +372,7 @@ impl Trace {
             spawned_in_turn,
             children: Vec::new(),
         });
-    }
-
-    fn turn(&mut self, turn: Turn) {
-        self.events += 1;
-        let i = match self.index.get(&turn.agent) {
-            Some(&i) => i,
-            None => {
-                // A turn without a start line (a trace cut at the front): keep it.
-                self.start(StartLine {
-                    agent: turn.agent.clone(),
-                    depth: turn.depth,
-                    question: String::new(),
-                    messages: Vec::new(),
-                });
-                self.events -= 1;
-                self.agents.len() - 1
-            }
-        };
-        self.agents[i].turns.push(turn);
+        i
     }
 
     /// The root agent (`0`), if the trace has started.
@@ -453,4 +456,62 @@ pub struct Summary {
     pub model_calls: usize,
     /// The root agent's turns, end to end.
     pub wall_ms: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const START: &str =
+        r#"{"event":"start","agent":"0","depth":0,"question":"Q","messages":[],"future":1}"#;
+
+    #[test]
+    fn unknown_fields_and_events_are_ignored() {
+        let text = format!(
+            "{START}\n{}\n{}\n",
+            r#"{"event":"heartbeat","agent":"0"}"#,
+            r#"{"event":"turn","agent":"0","turn":1,"final":"x","new_field":[1]}"#
+        );
+        let trace = Trace::parse(&text).unwrap();
+        assert!(trace.problems.is_empty());
+        assert_eq!(trace.events, 3);
+        assert_eq!(
+            trace.root().unwrap().outcome(),
+            Outcome::Answered("x".into())
+        );
+    }
+
+    #[test]
+    fn only_an_unterminated_last_line_is_partial() {
+        let text = format!("{START}\nnot json\n{START}\n{{\"event\":\"tu");
+        let trace = Trace::parse(&text).unwrap();
+        let problems: Vec<(usize, bool)> =
+            trace.problems.iter().map(|p| (p.line, p.partial)).collect();
+        assert_eq!(problems, [(2, false), (4, true)]);
+    }
+
+    #[test]
+    fn a_turn_without_its_start_line_is_kept_and_children_find_their_turn() {
+        let text = [
+            r#"{"event":"turn","agent":"0","turn":1}"#,
+            r#"{"event":"start","agent":"0.1","depth":1,"question":"sub"}"#,
+            r#"{"event":"turn","agent":"0.1","depth":1,"turn":1,"final":"a"}"#,
+        ]
+        .join("\n");
+        let trace = Trace::parse(&text).unwrap();
+        let root = trace.root().unwrap();
+        assert_eq!(root.children, ["0.1"]);
+        let child = trace.agent("0.1").unwrap();
+        assert_eq!(child.spawned_in_turn, Some(2), "started during turn 2");
+        assert_eq!(root.outcome(), Outcome::Unfinished);
+    }
+
+    #[test]
+    fn a_text_with_no_event_is_not_a_trace_and_an_empty_one_is_empty() {
+        assert!(matches!(
+            Trace::parse("hello\n"),
+            Err(TraceError::NotATrace(_))
+        ));
+        assert!(Trace::parse("").unwrap().agents.is_empty());
+    }
 }

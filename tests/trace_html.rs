@@ -243,3 +243,30 @@ fn a_ten_thousand_turn_page_loads_with_the_first_rows_rendered() {
     assert!(dom.contains("show 1 more turn (1 left)"));
     assert!(!dom.contains("data-turn=\"0:10000\""));
 }
+
+#[test]
+fn chromium_shows_the_children_of_a_turn_cut_short() {
+    let Some(browser) = chromium() else {
+        println!("notice: chromium is not installed; skipping the headless-browser test");
+        return;
+    };
+    // The root's turn 1 started a child, and the trace ends before that turn's line.
+    let text = [
+        r#"{"event":"start","agent":"0","depth":0,"question":"Q","messages":[]}"#,
+        r#"{"event":"start","agent":"0.1","depth":1,"question":"sub","messages":[]}"#,
+        r#"{"event":"turn","agent":"0.1","depth":1,"turn":1,"reply":"r","code_blocks":["print(1)"],"outputs":[{"block":1,"status":"ok","output":"1\n","error":null,"elapsed_ms":1}],"feedback":"f"}"#,
+        r#"{"event":"turn","agent":"0.1","dep"#,
+    ]
+    .join("\n");
+    let trace = Trace::parse(&text).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let page_path = dir.path().join("cut.html");
+    std::fs::write(&page_path, html(&trace, "cut.jsonl")).unwrap();
+    let url = format!("file://{}#all", page_path.display());
+    let dom = headless(browser, &dir.path().join("profile"), &url, &["--dump-dom"]);
+    assert!(dom.contains("<div id=\"errors\"></div>"));
+    assert!(dom.contains("turn 1 · in progress · agents started so far"));
+    assert!(dom.contains("data-turn=\"0.1:1\""));
+    assert!(dom.contains("partial last line"));
+    assert!(dom.contains("No final answer: the run is still going, or was cut short."));
+}

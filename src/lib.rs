@@ -100,6 +100,8 @@ pub mod spec;
 pub mod tokens;
 #[cfg(feature = "runtime")]
 pub mod tools;
+#[cfg(feature = "runtime")]
+pub mod trace;
 
 pub use conventions::{Code, Diagnostic, Function, Param, Return, Severity};
 pub use registry::{Chunk, LoadError, Override, Registry};

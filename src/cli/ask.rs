@@ -13,6 +13,7 @@ use rlm_registry::rlm::{
     PromptMode, Rlm,
 };
 
+use super::ask_trace::{TraceRequest, Traces};
 use super::exec::{Terminal, limits, llm_client, read_context};
 use super::{EXIT_USAGE, EXIT_VIOLATIONS, Output, SourceArgs, with_catalog};
 
@@ -42,6 +43,14 @@ pub(crate) struct AskArgs {
     /// Write the trajectory to FILE as JSON lines (a start line per agent, then one per turn), flushed as it goes.
     #[arg(long, value_name = "FILE")]
     trace: Option<PathBuf>,
+    /// The format of --trace: `events` (this tool's, which `rlm trace` reads) or `rlm`
+    /// (the reference RLM's RLMLogger JSONL, for its visualizer).
+    #[arg(long, value_name = "FORMAT", value_enum, default_value_t = TraceFormatArg::Events, requires = "trace")]
+    trace_format: TraceFormatArg,
+    /// Write the run as one self-contained HTML page when it ends (also when it fails);
+    /// see `rlm trace html`.
+    #[arg(long, value_name = "OUT.html")]
+    trace_html: Option<PathBuf>,
     /// No live view, warnings or usage summary on stderr: only the answer, or the error.
     #[arg(short, long)]
     quiet: bool,
@@ -66,6 +75,15 @@ pub(crate) struct AskArgs {
     /// How the system prompt lists the registry's functions (see `rlm prompt [--compact]`).
     #[arg(long, value_name = "MODE", value_enum, default_value_t = PromptModeArg::Full)]
     prompt_mode: PromptModeArg,
+}
+
+/// `--trace-format`.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum TraceFormatArg {
+    /// This tool's event log: a start line per agent, then one line per turn.
+    Events,
+    /// The reference RLM's log format (alexzhang13/rlm's RLMLogger).
+    Rlm,
 }
 
 /// `--prompt-mode`: the command-line names of [`PromptMode`].
@@ -121,6 +139,7 @@ pub(super) fn ask(args: &AskArgs) -> Output {
         Ok(llm) => llm,
         Err(output) => return output,
     };
+    let model = llm.config().model.clone();
     let context = match read_context(args.context.as_deref()) {
         Ok(context) => context.map(Context::Text),
         Err(output) => return output,
@@ -147,27 +166,32 @@ pub(super) fn ask(args: &AskArgs) -> Output {
         .budgets(budgets)
         .output_bytes(args.output_bytes)
         .prompt_mode(args.prompt_mode.into());
-        if let Some(path) = &args.trace {
-            rlm = match rlm.trace_file(path) {
-                Ok(rlm) => rlm,
-                Err(error) => {
-                    return Output::failure(
-                        EXIT_USAGE,
-                        format!("error: cannot create {}: {error}\n", path.display()),
-                    );
-                }
-            };
-        }
+        let request = TraceRequest {
+            file: args.trace.as_deref(),
+            rlm_format: args.trace_format == TraceFormatArg::Rlm,
+            html: args.trace_html.as_deref(),
+            model: &model,
+            max_depth: args.max_depth,
+            max_iterations: args.max_iterations,
+        };
+        let traces;
+        (rlm, traces) = match Traces::attach(rlm, &request) {
+            Ok(attached) => attached,
+            Err(output) => return output,
+        };
         if !args.quiet {
             rlm = rlm.live_view(std::io::stderr());
         }
         let report = rlm.run_report(&args.question, context, Some(Arc::new(Terminal)));
+        // Problems writing the page go to stderr even with --quiet; the exit code stays
+        // the run's.
+        let trace_notes = traces.finish();
         let summary = if args.quiet {
-            String::new()
+            trace_notes
         } else {
             let turns = report.turns;
             format!(
-                "{} after {turns} turn{} of the root agent\n{}\n",
+                "{trace_notes}{} after {turns} turn{} of the root agent\n{}\n",
                 if report.result.is_ok() {
                     "answered"
                 } else {

@@ -4,6 +4,7 @@
 //! layered on top (later wins), or only the directories with `--no-baked`.
 
 mod ask;
+mod ask_trace;
 mod check;
 mod exec;
 mod inspect;
@@ -11,6 +12,7 @@ mod meta;
 mod search;
 mod serve;
 mod tools;
+mod trace;
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -126,6 +128,11 @@ enum Command {
     /// SIGINT/SIGTERM or when the stdio client disconnects). `llm_query` in served code
     /// calls a model only when `--model` or `--base-url` is given.
     Serve(serve::ServeArgs),
+    /// Look at a run's JSONL trace (`rlm ask --trace FILE`): `show` (a tree in the
+    /// terminal), `html` (one self-contained page), `export --format rlm` (the reference
+    /// RLM's log format). Exit 0, 1 no such agent or turn, 2 unreadable trace.
+    #[command(subcommand)]
+    Trace(trace::TraceCommand),
 }
 
 /// Where the registry comes from.
@@ -256,6 +263,7 @@ pub fn run() -> ExitCode {
         Command::Ask(args) => ask::ask(&args),
         Command::Search(args) => search::run(&args),
         Command::Serve(args) => serve::run(&args),
+        Command::Trace(command) => trace::run(&command),
     };
     output.emit()
 }

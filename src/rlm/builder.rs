@@ -19,6 +19,7 @@ use super::context::Context;
 use super::prompt;
 use super::prompt_mode::PromptMode;
 use super::report::{Answer, Report, RlmError};
+use super::rlm_log::{Clock, RlmLog, RunInfo, TraceFormat};
 use super::trace::Sink;
 
 /// The iteration cap of [`Rlm::with_default_iterations`].
@@ -58,6 +59,7 @@ pub(super) struct Config {
     pub(super) budgets: Budgets,
     pub(super) prompt_mode: PromptMode,
     pub(super) trace: Option<Arc<Sink>>,
+    pub(super) trace_format: TraceFormat,
     pub(super) live: Option<Arc<Sink>>,
 }
 
@@ -74,6 +76,7 @@ impl fmt::Debug for Rlm {
             .field("budgets", &c.budgets)
             .field("prompt_mode", &c.prompt_mode)
             .field("trace", &c.trace.is_some())
+            .field("trace_format", &c.trace_format)
             .field("live_view", &c.live.is_some())
             .finish()
     }
@@ -100,6 +103,7 @@ impl Rlm {
                 budgets: Budgets::default(),
                 prompt_mode: PromptMode::Full,
                 trace: None,
+                trace_format: TraceFormat::Events,
                 live: None,
             },
         }
@@ -242,6 +246,43 @@ impl Rlm {
         Ok(self.trace(file))
     }
 
+    /// The format of the trace (default [`TraceFormat::Events`], this crate's event log);
+    /// [`TraceFormat::Rlm`] writes the reference RLM's `RLMLogger` JSONL instead, which
+    /// its visualizer reads.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use rlm_registry::Registry;
+    /// use rlm_registry::llm::{Completion, Llm, LlmError, Request};
+    /// use rlm_registry::rlm::{Rlm, TraceFormat};
+    ///
+    /// struct Answers;
+    /// impl Llm for Answers {
+    ///     fn complete(&self, _request: Request) -> Result<Completion, LlmError> {
+    ///         Ok(Completion::new("```lua\nFINAL('done')\n```"))
+    ///     }
+    /// }
+    ///
+    /// let path = std::env::temp_dir().join("rlm-trace-format-doctest.jsonl");
+    /// Rlm::new(Arc::new(Answers), Registry::baked().clone(), 5)
+    ///     .trace_file(&path)?
+    ///     .trace_format(TraceFormat::rlm("my-model"))
+    ///     .run("Q", None)
+    ///     .unwrap();
+    /// let text = std::fs::read_to_string(&path)?;
+    /// let lines: Vec<serde_json::Value> =
+    ///     text.lines().map(|line| serde_json::from_str(line).unwrap()).collect();
+    /// assert_eq!(lines[0]["type"], "metadata");
+    /// assert_eq!(lines[0]["root_model"], "my-model");
+    /// assert_eq!(lines[1]["type"], "iteration");
+    /// assert_eq!(lines[1]["final_answer"], "done");
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn trace_format(mut self, format: TraceFormat) -> Rlm {
+        self.config.trace_format = format;
+        self
+    }
+
     /// Shows each turn as it happens on `writer` (the CLI uses stderr): turn, code,
     /// output summary, tokens so far. Silent by default.
     pub fn live_view(mut self, writer: impl Write + Send + 'static) -> Rlm {
@@ -281,6 +322,15 @@ impl Rlm {
         // Decided once per run: `Auto` counts the listing's tokens, and every agent of
         // the tree, `rlm_query` children included, shares this config.
         config.prompt_mode = config.prompt_mode.resolve(&config.registry);
+        // The reference format's converter holds one run's conversations.
+        if let (Some(sink), TraceFormat::Rlm { model }) = (&config.trace, &config.trace_format) {
+            let info = RunInfo {
+                model: model.clone(),
+                max_depth: config.max_depth,
+                max_iterations: config.max_iterations,
+            };
+            config.trace = Some(Arc::new(sink.converting(RlmLog::new(info, Clock::Now))));
+        }
         let config = Arc::new(config);
         let ledger = Ledger::new(config.budgets, config.max_depth);
         let agent = Agent {

@@ -76,6 +76,7 @@
 //! - `names`: the names behind "did you mean".
 //! - `context`, `budget`, `report`: [`Context`], [`Budgets`] and usage, [`RlmError`].
 //! - `trace`, `live`: the JSONL trace and the live view.
+//! - `rlm_log`: the trace in the reference RLM's log format ([`TraceFormat::Rlm`]).
 //! - `format`: thousands separators and first lines, for all of the above.
 
 mod agent;
@@ -89,6 +90,7 @@ mod parse;
 mod prompt;
 mod prompt_mode;
 mod report;
+mod rlm_log;
 mod run;
 mod trace;
 
@@ -100,4 +102,6 @@ pub use builder::{
 pub use context::Context;
 pub use prompt_mode::{AUTO_COMPACT_ABOVE_TOKENS, PromptMode};
 pub use report::{Answer, Report, RlmError};
+pub use rlm_log::TraceFormat;
+pub(crate) use rlm_log::{Clock, RlmLog, RunInfo};
 pub use run::WARN_FROM_ITERATION;

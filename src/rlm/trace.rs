@@ -9,11 +9,13 @@
 //! (assistant) and its `feedback` (user).
 
 use std::io::{self, Write};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde::Serialize;
 
 use crate::llm::Message;
+
+use super::rlm_log::RlmLog;
 
 /// One line of the trace, tagged by its `event` field (`"start"` or `"turn"`).
 #[derive(Serialize)]
@@ -88,16 +90,32 @@ pub(crate) struct BlockRecord {
 }
 
 /// A line-oriented sink shared by every agent of a run (children write from their own
-/// threads): each line is written whole and flushed at once.
-pub(crate) struct Sink(Mutex<Box<dyn Write + Send>>);
+/// threads): each line is written whole and flushed at once. With an [`RlmLog`], event
+/// lines are converted to the reference RLM's format as they are written.
+pub(crate) struct Sink {
+    writer: Arc<Mutex<Box<dyn Write + Send>>>,
+    rlm_log: Option<Mutex<RlmLog>>,
+}
 
 impl Sink {
     pub fn new(writer: Box<dyn Write + Send>) -> Sink {
-        Sink(Mutex::new(writer))
+        Sink {
+            writer: Arc::new(Mutex::new(writer)),
+            rlm_log: None,
+        }
+    }
+
+    /// The same writer, each event converted by `log` (one per run: it holds the run's
+    /// conversations).
+    pub fn converting(&self, log: RlmLog) -> Sink {
+        Sink {
+            writer: Arc::clone(&self.writer),
+            rlm_log: Some(Mutex::new(log)),
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, Box<dyn Write + Send>> {
-        self.0
+        self.writer
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
@@ -109,8 +127,21 @@ impl Sink {
         writer.flush()
     }
 
-    /// Writes `record` as one JSON line and flushes, so a crash loses nothing written.
+    /// Writes `record` as one JSON line and flushes, so a crash loses nothing written;
+    /// converted first, if the sink converts.
     pub fn write_json(&self, record: &impl Serialize) -> io::Result<()> {
+        let Some(log) = &self.rlm_log else {
+            return self.write_line(record);
+        };
+        let event = serde_json::to_value(record).map_err(io::Error::other)?;
+        let lines = log
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .push(&event);
+        lines.iter().try_for_each(|line| self.write_line(line))
+    }
+
+    fn write_line(&self, record: &impl Serialize) -> io::Result<()> {
         let mut line = serde_json::to_string(record).map_err(io::Error::other)?;
         line.push('\n');
         self.write(&line)

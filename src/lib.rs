@@ -74,6 +74,8 @@
 //! }
 //! ```
 
+#![deny(missing_docs)]
+
 // Generated code names this crate `::rlm_registry`, inside it as well as outside.
 extern crate self as rlm_registry;
 

@@ -79,11 +79,19 @@ pub struct Execution {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ExecError {
     /// A Lua error: syntax, runtime, or one raised by `error`.
-    Lua { message: String, output: String },
+    Lua {
+        /// The error as Lua gives it, with its position.
+        message: String,
+        /// What was printed before it.
+        output: String,
+    },
     /// A limit was hit.
     Limit {
+        /// Which limit.
         kind: LimitKind,
+        /// The message the model reads.
         message: String,
+        /// What was printed before it.
         output: String,
     },
 }

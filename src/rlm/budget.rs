@@ -61,11 +61,22 @@ impl Budgets {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum BudgetExceeded {
     /// [`Budgets::total_tokens`]: `used` tokens of `limit`.
-    Tokens { limit: u64, used: u64 },
+    Tokens {
+        /// The budget.
+        limit: u64,
+        /// What the run had spent when it was stopped.
+        used: u64,
+    },
     /// [`Budgets::llm_calls`]: all `limit` calls made.
-    LlmCalls { limit: u64 },
+    LlmCalls {
+        /// The budget.
+        limit: u64,
+    },
     /// [`Budgets::wall_time`].
-    WallTime { limit: Duration },
+    WallTime {
+        /// The budget.
+        limit: Duration,
+    },
 }
 
 impl fmt::Display for BudgetExceeded {

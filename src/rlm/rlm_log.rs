@@ -19,6 +19,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 
+use crate::conventions::builtins::BuiltinId;
+
 /// The format of the trace [`Rlm::trace`](super::Rlm::trace) writes.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
@@ -223,7 +225,13 @@ fn code_blocks(event: &Value, children: Vec<Value>, final_answer: Option<&str>) 
     let ran = |i: usize| outputs.get(i).is_some_and(|o| o["status"] != "not run");
     let last_ran = (0..codes.len()).rev().find(|&i| ran(i));
     let spawner = (0..codes.len())
-        .find(|&i| ran(i) && codes[i].as_str().unwrap_or("").contains("rlm_query"))
+        .find(|&i| {
+            ran(i)
+                && codes[i]
+                    .as_str()
+                    .unwrap_or("")
+                    .contains(BuiltinId::RlmQuery.name())
+        })
         .or(last_ran);
     let mut children = Some(children);
     codes

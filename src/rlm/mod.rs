@@ -83,7 +83,7 @@ mod agent;
 mod budget;
 mod builder;
 mod context;
-mod format;
+pub(crate) mod format;
 mod live;
 mod names;
 mod parse;

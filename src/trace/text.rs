@@ -1,17 +1,6 @@
 //! Small text helpers of the renderers: numbers, durations, first lines.
 
-/// `1234567` → `"1,234,567"`.
-pub(crate) fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
+pub(crate) use crate::rlm::format::thousands;
 
 /// `850` → `"850 ms"`, `2300` → `"2.3 s"`, `65000` → `"1 min 5 s"`.
 pub(crate) fn duration(ms: u64) -> String {

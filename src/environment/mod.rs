@@ -46,6 +46,7 @@ use chunks::InternalChunk;
 
 use limits::Tripwire;
 pub use limits::{Interrupt, LimitKind, Limits};
+pub(crate) use sandbox::REMOVED_GLOBALS;
 
 use crate::Registry;
 use crate::catalog::Catalog;

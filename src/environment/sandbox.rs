@@ -26,7 +26,9 @@ fn libraries() -> StdLib {
     StdLib::COROUTINE | StdLib::TABLE | StdLib::OS | StdLib::STRING | StdLib::UTF8 | StdLib::MATH
 }
 
-const REMOVED_GLOBALS: &[&str] = &["dofile", "loadfile", "require", "io", "package", "debug"];
+/// The standard globals the sandbox removes (read by the loop's "did you mean" too).
+pub(crate) const REMOVED_GLOBALS: &[&str] =
+    &["dofile", "loadfile", "require", "io", "package", "debug"];
 const OS_KEPT: &[&str] = &["time", "clock", "date", "difftime"];
 
 /// A new Lua state with the sandbox applied; its protected calls answer to `tripwire`.

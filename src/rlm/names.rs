@@ -4,16 +4,15 @@
 
 use crate::catalog::Catalog;
 use crate::conventions::LUA_GLOBALS;
+use crate::environment::REMOVED_GLOBALS;
 use crate::spec::closest_name;
 
 /// The names a model may call: built-ins, registry functions, and the sandbox's Lua
 /// standard globals.
 pub(crate) struct Names(Vec<String>);
 
-/// Standard globals the sandbox removes: never suggested.
-const REMOVED: &[&str] = &[
-    "io", "package", "require", "debug", "dofile", "loadfile", "_ENV",
-];
+/// Not a global at all, though Lua lists it with them: never suggested.
+const NOT_CALLABLE: &str = "_ENV";
 
 impl Names {
     /// The names `catalog` offers, and the standard globals the sandbox keeps.
@@ -26,7 +25,7 @@ impl Names {
         names.extend(
             LUA_GLOBALS
                 .iter()
-                .filter(|name| !REMOVED.contains(name))
+                .filter(|name| !REMOVED_GLOBALS.contains(name) && **name != NOT_CALLABLE)
                 .map(|name| name.to_string()),
         );
         Names(names)

@@ -20,9 +20,12 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::State;
+use super::browser;
 use super::executor::RunError;
 use super::mcp::{McpHandler, code_arguments, search_arguments};
+use super::mcp_gate;
 use super::sessions::CreateError;
+use super::slots::Kind;
 use crate::environment::ExecError;
 use crate::providers;
 use crate::tools::CallError;
@@ -48,10 +51,18 @@ pub(super) fn router(state: AppState, shutdown: CancellationToken) -> Router {
         .with_state(Arc::clone(&state));
     let mcp = Router::new()
         .nest_service("/mcp", mcp_service(&state, shutdown))
+        .layer(middleware::from_fn_with_state(
+            Arc::clone(&state),
+            mcp_gate::gate,
+        ))
         .layer(middleware::from_fn(session_end_status));
+    let allowed = Arc::new(state.options.allowed_origins.clone());
+    // Outermost: a browser's preflight carries no token, and a foreign page is refused
+    // before anything else looks at its request.
     api.merge(mcp)
         .layer(DefaultBodyLimit::max(state.options.body_limit_bytes))
         .layer(middleware::from_fn_with_state(state, authorize))
+        .layer(middleware::from_fn_with_state(allowed, browser::guard))
 }
 
 fn mcp_service(
@@ -59,9 +70,11 @@ fn mcp_service(
     shutdown: CancellationToken,
 ) -> StreamableHttpService<McpHandler, LocalSessionManager> {
     let mut sessions = LocalSessionManager::default();
-    // rmcp's own idle close is a safety net for dropped connections; it comes well after
-    // ours, so an idle `run_lua` environment ends first, with a message saying so.
+    // rmcp's own idle close is a safety net; ours (the reaper) comes first and frees the
+    // session's slot and environment at the same time.
     sessions.session_config.keep_alive = Some(state.options.idle_timeout + Duration::from_secs(60));
+    let sessions = Arc::new(sessions);
+    state.mcp.set_manager(Arc::clone(&sessions));
     let mut config = StreamableHttpServerConfig::default();
     config.cancellation_token = shutdown;
     config.max_request_body_bytes = state.options.body_limit_bytes;
@@ -71,8 +84,8 @@ fn mcp_service(
     }
     let factory_state = Arc::clone(state);
     StreamableHttpService::new(
-        move || Ok(McpHandler::new(Arc::clone(&factory_state))),
-        Arc::new(sessions),
+        move || McpHandler::for_http(&factory_state),
+        sessions,
         config,
     )
 }
@@ -178,7 +191,10 @@ async fn health(Shared(state): Shared<AppState>) -> Response {
     ok(json!({
         "status": "ok",
         "functions": state.catalog.registry().len(),
-        "sessions": state.sessions.len(),
+        "sessions": state.slots.total(),
+        "mcp_sessions": state.slots.count(Kind::Mcp),
+        "api_sessions": state.slots.count(Kind::Api),
+        "max_sessions": state.slots.max(),
     }))
 }
 
@@ -352,9 +368,9 @@ async fn search(Shared(state): Shared<AppState>, query: Query<SearchQuery>) -> R
 }
 
 async fn create_session(Shared(state): Shared<AppState>) -> Response {
-    match state.new_session() {
+    match state.new_api_session() {
         Ok(id) => (StatusCode::CREATED, axum::Json(json!({"id": id}))).into_response(),
-        Err(full @ CreateError::Full(_)) => {
+        Err(full @ CreateError::Full { .. }) => {
             error(StatusCode::SERVICE_UNAVAILABLE, full.to_string())
         }
         Err(CreateError::Setup(message)) => error(StatusCode::INTERNAL_SERVER_ERROR, message),

@@ -6,7 +6,7 @@
 //! dropped connection.
 
 use std::borrow::Cow;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
@@ -21,44 +21,58 @@ use tokio_util::sync::CancellationToken;
 use super::State;
 use super::catalog::output_schema;
 use super::executor::RunError;
-use super::sessions::InUse;
+use super::mcp_gate::RESERVED;
+use super::mcp_sessions::McpSession;
+use super::sessions::{CreateError, InUse};
+use super::slots::{Kind, Slot};
 
 /// The tool that runs Lua in the session's environment.
 pub const RUN_LUA: &str = "run_lua";
 /// The tool that searches the registry.
 pub const SEARCH_FUNCTIONS: &str = "search_functions";
 
-/// One MCP session's handler: the shared server state and the session's own `run_lua`
-/// environment, created on first use and dropped with the session.
+/// One MCP session's handler: the shared server state and the session (its place under
+/// the cap, its own `run_lua` environment, created on first use, and its running calls).
 #[derive(Clone)]
 pub struct McpHandler {
     state: Arc<State>,
     session: Arc<McpSession>,
 }
 
-/// The id of the session's environment in the session table, if it has one.
-struct McpSession {
-    state: Arc<State>,
-    id: Mutex<Option<String>>,
-}
-
-impl Drop for McpSession {
-    fn drop(&mut self) {
-        if let Ok(id) = self.id.get_mut()
-            && let Some(id) = id.take()
-        {
-            self.state.sessions.remove(&id);
-        }
-    }
-}
-
 impl McpHandler {
-    pub(super) fn new(state: Arc<State>) -> McpHandler {
-        let session = Arc::new(McpSession {
-            state: Arc::clone(&state),
-            id: Mutex::new(None),
-        });
+    /// A handler holding `slot` (none when the cap was reached for a stdio session,
+    /// which is the process's only one).
+    pub(super) fn new(state: Arc<State>, slot: Option<Slot>) -> McpHandler {
+        let session = McpSession::new(Arc::clone(&state), slot);
         McpHandler { state, session }
+    }
+
+    /// The handler for a new HTTP session, with the slot the `initialize` request
+    /// reserved ([`RESERVED`]); it leaves its session there to be linked to its id.
+    /// Without a reservation it takes a slot itself, and fails past the cap.
+    pub(super) fn for_http(state: &Arc<State>) -> std::io::Result<McpHandler> {
+        let reserved = RESERVED
+            .try_with(|reserved| reserved.borrow_mut().slot.take())
+            .ok()
+            .flatten();
+        let Some(slot) = reserved.or_else(|| state.slots.take(Kind::Mcp)) else {
+            let full = CreateError::Full {
+                kind: Kind::Mcp,
+                max: state.slots.max(),
+                idle_timeout: state.options.idle_timeout,
+            };
+            return Err(std::io::Error::other(full.to_string()));
+        };
+        let handler = McpHandler::new(Arc::clone(state), Some(slot));
+        let _ = RESERVED.try_with(|reserved| {
+            reserved.borrow_mut().session = Some(Arc::clone(&handler.session));
+        });
+        Ok(handler)
+    }
+
+    /// Fired when the session ends.
+    pub(super) fn ended(&self) -> CancellationToken {
+        self.session.ended().clone()
     }
 
     fn tool_list(&self) -> Vec<McpTool> {
@@ -154,9 +168,12 @@ impl McpHandler {
     /// The session's environment, created on first use. `expired` is true (once) when
     /// the environment the session had was dropped for idleness.
     fn session_environment(&self) -> Result<(InUse, bool), String> {
+        if self.session.ended().is_cancelled() {
+            return Err("this MCP session has ended; initialize a new one".to_string());
+        }
         let mut id = self
             .session
-            .id
+            .environment
             .lock()
             .map_err(|_| "the session is unusable after an internal error".to_string())?;
         let previous = id.take();
@@ -166,7 +183,10 @@ impl McpHandler {
             *id = previous;
             return Ok((in_use, false));
         }
-        let fresh = self.state.new_session().map_err(|e| e.to_string())?;
+        let fresh = self
+            .state
+            .new_session(None)
+            .map_err(|e| e.to_string())?;
         let in_use = self
             .state
             .sessions
@@ -366,7 +386,10 @@ impl ServerHandler for McpHandler {
                 }
             })
         });
-        let result = self.call(&request.name, arguments, &context.ct).await;
+        let request_id = serde_json::to_string(&context.id).unwrap_or_default();
+        let running = self.session.begin_call(request_id, &context.ct);
+        let result = self.call(&request.name, arguments, running.token()).await;
+        drop(running);
         if let Some(progress) = progress {
             progress.abort();
         }

@@ -67,7 +67,9 @@ impl ServeArgs {
             ));
         }
         if !(self.disconnect_grace.is_finite() && self.disconnect_grace >= 0.0) {
-            return Err(usage("--disconnect-grace must be a number of seconds, 0 or more"));
+            return Err(usage(
+                "--disconnect-grace must be a number of seconds, 0 or more",
+            ));
         }
         let origins = configured_origins.iter().chain(&self.allow_origin);
         let allowed_origins = AllowedOrigins::parse(origins).map_err(|message| usage(&message))?;

@@ -56,13 +56,16 @@ pub(super) fn router(state: AppState, shutdown: CancellationToken) -> Router {
             mcp_gate::gate,
         ))
         .layer(middleware::from_fn(session_end_status));
-    let allowed = Arc::new(state.options.allowed_origins.clone());
+    let browser = Arc::new(browser::Browser {
+        allowed: state.options.allowed_origins.clone(),
+        body_limit: state.options.body_limit_bytes,
+    });
     // Outermost: a browser's preflight carries no token, and a foreign page is refused
     // before anything else looks at its request.
     api.merge(mcp)
         .layer(DefaultBodyLimit::max(state.options.body_limit_bytes))
         .layer(middleware::from_fn_with_state(state, authorize))
-        .layer(middleware::from_fn_with_state(allowed, browser::guard))
+        .layer(middleware::from_fn_with_state(browser, browser::guard))
 }
 
 fn mcp_service(

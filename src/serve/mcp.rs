@@ -183,10 +183,7 @@ impl McpHandler {
             *id = previous;
             return Ok((in_use, false));
         }
-        let fresh = self
-            .state
-            .new_session(None)
-            .map_err(|e| e.to_string())?;
+        let fresh = self.state.new_session(None).map_err(|e| e.to_string())?;
         let in_use = self
             .state
             .sessions

@@ -38,7 +38,11 @@ tokio::task_local! {
     pub(super) static RESERVED: RefCell<Reservation>;
 }
 
-pub(super) async fn gate(Shared(state): Shared<Arc<State>>, request: Request, next: Next) -> Response {
+pub(super) async fn gate(
+    Shared(state): Shared<Arc<State>>,
+    request: Request,
+    next: Next,
+) -> Response {
     let session_id = request
         .headers()
         .get(SESSION_HEADER)
@@ -61,7 +65,12 @@ pub(super) async fn gate(Shared(state): Shared<Arc<State>>, request: Request, ne
     }
 }
 
-async fn post(state: &Arc<State>, session_id: Option<String>, request: Request, next: Next) -> Response {
+async fn post(
+    state: &Arc<State>,
+    session_id: Option<String>,
+    request: Request,
+    next: Next,
+) -> Response {
     let (parts, body) = request.into_parts();
     let bytes = match axum::body::to_bytes(body, state.options.body_limit_bytes).await {
         Ok(bytes) => bytes,
@@ -93,7 +102,12 @@ async fn post(state: &Arc<State>, session_id: Option<String>, request: Request, 
                 session_id,
                 request_id,
             };
-            response.map(|body| Body::new(Watched { body, watch: Some(watch) }))
+            response.map(|body| {
+                Body::new(Watched {
+                    body,
+                    watch: Some(watch),
+                })
+            })
         }
         _ => response,
     }

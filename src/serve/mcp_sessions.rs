@@ -36,7 +36,9 @@ pub(super) struct McpSession {
 
 fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     // Every value behind these locks stays consistent if a holder panicked.
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl McpSession {
@@ -191,7 +193,9 @@ impl McpSessions {
     /// `DELETE /mcp`: ends the session before rmcp closes it, so its executions stop and
     /// its slot is free when the answer goes out.
     pub(super) fn end(&self, id: &str) {
-        let session = locked(&self.live).remove(id).and_then(|weak| weak.upgrade());
+        let session = locked(&self.live)
+            .remove(id)
+            .and_then(|weak| weak.upgrade());
         if let Some(session) = session {
             session.end();
         }

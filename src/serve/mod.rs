@@ -271,10 +271,7 @@ impl Server {
     /// A handler for one MCP session (each has its own `run_lua` environment), holding
     /// a place under the session cap while it lives.
     pub fn mcp_handler(&self) -> McpHandler {
-        McpHandler::new(
-            Arc::clone(&self.state),
-            self.state.slots.take(Kind::Mcp),
-        )
+        McpHandler::new(Arc::clone(&self.state), self.state.slots.take(Kind::Mcp))
     }
 
     /// Live sessions: MCP sessions and `/v1/sessions` together (what the cap counts).

@@ -4,3 +4,5 @@
 pub mod openai_server;
 #[cfg(feature = "runtime")]
 pub mod rlm_loop;
+#[cfg(feature = "cli")]
+pub mod serve;

@@ -300,7 +300,10 @@ pub async fn initialize(url: String, extra: &[(&str, &str)]) -> Reply {
 pub async fn open_session(url: String) -> String {
     let reply = initialize(url.clone(), &[]).await;
     assert_eq!(reply.status, 200, "{}", reply.body);
-    let id = reply.header("mcp-session-id").expect("a session id").to_string();
+    let id = reply
+        .header("mcp-session-id")
+        .expect("a session id")
+        .to_string();
     let mut headers = MCP_POST.to_vec();
     headers.push(("Mcp-Session-Id", &id));
     let note = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;

@@ -88,6 +88,7 @@ pub fn session_environment(
 /// The threads stateless calls run on and the cap on concurrent executions.
 pub struct Executor {
     permits: Arc<Semaphore>,
+    threads: usize,
     pool: mpsc::Sender<Job<ToolCaller>>,
 }
 
@@ -120,8 +121,14 @@ impl Executor {
         }
         Executor {
             permits: Arc::new(Semaphore::new(threads)),
+            threads,
             pool: sender,
         }
+    }
+
+    /// Executions running now (each holds one of the permits).
+    pub fn running(&self) -> usize {
+        self.threads - self.permits.available_permits()
     }
 
     /// Calls the registry function `name` with JSON `arguments` (checked against its

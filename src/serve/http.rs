@@ -198,6 +198,7 @@ async fn health(Shared(state): Shared<AppState>) -> Response {
         "mcp_sessions": state.slots.count(Kind::Mcp),
         "api_sessions": state.slots.count(Kind::Api),
         "max_sessions": state.slots.max(),
+        "running_executions": state.executor.running(),
     }))
 }
 

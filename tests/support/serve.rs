@@ -318,8 +318,14 @@ pub fn tool_call(id: u64, tool: &str, arguments: Value) -> String {
 }
 
 /// `tools/call` in session `session` by hand: the reply.
-pub async fn call_in(url: String, session: &str, id: u64, tool: &str, arguments: Value) -> Reply {
+pub fn call_in(
+    url: String,
+    session: &str,
+    id: u64,
+    tool: &str,
+    arguments: Value,
+) -> impl Future<Output = Reply> + Send + use<> {
     let mut headers = MCP_POST.to_vec();
     headers.push(("Mcp-Session-Id", session));
-    send("POST", url, &headers, Some(&tool_call(id, tool, arguments))).await
+    send("POST", url, &headers, Some(&tool_call(id, tool, arguments)))
 }

@@ -9,9 +9,11 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion,
-    ServerCapabilities, ServerConfig, Tool as McpTool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
+    GetPromptResponse, Implementation, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
+    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
+    ServerConfig, Tool as McpTool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -21,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 use super::State;
 use super::catalog::output_schema;
 use super::executor::RunError;
+use super::mcp_content;
 use super::mcp_gate::RESERVED;
 use super::mcp_sessions::McpSession;
 use super::sessions::{CreateError, InUse};
@@ -336,12 +339,21 @@ fn arguments_object<'a>(
 
 impl ServerHandler for McpHandler {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        // Logging is not offered: a run's output cannot be streamed while it runs, and
+        // the capability is deprecated from protocol 2026-07-28 (progress carries news).
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_resources()
+            .enable_prompts()
+            .build();
+        ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("rlm", env!("CARGO_PKG_VERSION")))
             .with_instructions(
                 "Lua functions for working over large texts. Call a function directly as a tool, \
                  find one with search_functions, or write Lua with run_lua (a sandboxed REPL \
-                 whose variables persist in this session).",
+                 whose variables persist in this session). Each function's documentation and \
+                 source are resources (rlm://functions/NAME); the prompt `rlm` starts an RLM \
+                 conversation about a question.",
             )
     }
 
@@ -359,6 +371,51 @@ impl ServerHandler for McpHandler {
     ) -> Result<ListToolsResult, ErrorData> {
         // One page, no cursor: many clients ignore `nextCursor`.
         Ok(ListToolsResult::with_all_items(self.tool_list()))
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        Ok(ListResourcesResult::with_all_items(mcp_content::resources(
+            &self.state,
+        )))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        Ok(ListResourceTemplatesResult::with_all_items(
+            mcp_content::templates(),
+        ))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        mcp_content::read(&self.state, &request.uri).map(Into::into)
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        Ok(ListPromptsResult::with_all_items(mcp_content::prompts()))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        mcp_content::get_prompt(&self.state, &request.name, request.arguments.as_ref())
+            .map(Into::into)
     }
 
     async fn call_tool(

@@ -28,6 +28,7 @@ mod catalog;
 mod executor;
 mod http;
 mod mcp;
+mod mcp_content;
 mod mcp_gate;
 mod mcp_sessions;
 mod sessions;
@@ -47,6 +48,7 @@ pub use browser::AllowedOrigins;
 pub use catalog::{Catalog, Exposed, MAX_SEARCH_RESULTS, conform, output_schema};
 pub use executor::{SessionSetup, session_environment};
 pub use mcp::{McpHandler, RUN_LUA, SEARCH_FUNCTIONS};
+pub use mcp_content::{FUNCTION_URI, RLM_PROMPT, SYSTEM_PROMPT_URI};
 
 use crate::Registry;
 use crate::environment::{ExecError, Limits};

@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use rmcp::ErrorData;
 use rmcp::model::{
-    GetPromptResult, Prompt, PromptArgument, PromptMessage,
-    ReadResourceResult, Resource, ResourceContents, ResourceTemplate, Role,
+    GetPromptResult, Prompt, PromptArgument, PromptMessage, ReadResourceResult, Resource,
+    ResourceContents, ResourceTemplate, Role,
 };
 use serde_json::{Map, Value};
 
@@ -74,11 +74,15 @@ pub(super) fn read(state: &State, uri: &str) -> Result<ReadResourceResult, Error
         })?
     } else {
         return Err(ErrorData::resource_not_found(
-            format!("no resource `{uri}`: resources are {FUNCTION_URI}NAME and {SYSTEM_PROMPT_URI}"),
+            format!(
+                "no resource `{uri}`: resources are {FUNCTION_URI}NAME and {SYSTEM_PROMPT_URI}"
+            ),
             None,
         ));
     };
-    Ok(ReadResourceResult::new(vec![ResourceContents::text(text, uri)]))
+    Ok(ReadResourceResult::new(vec![ResourceContents::text(
+        text, uri,
+    )]))
 }
 
 /// A function as Lua: its doc comment, then its definition (registry functions) or a
@@ -117,7 +121,9 @@ fn registry_prompt(state: &State) -> String {
 pub(super) fn prompts() -> Vec<Prompt> {
     vec![Prompt::new(
         RLM_PROMPT,
-        Some("Answer a question the RLM way: the RLM system prompt (rules, the registry's functions), with run_lua as the REPL"),
+        Some(
+            "Answer a question the RLM way: the RLM system prompt (rules, the registry's functions), with run_lua as the REPL",
+        ),
         Some(vec![
             PromptArgument::new("question")
                 .with_description("What to answer")
@@ -143,9 +149,16 @@ pub(super) fn get_prompt(
         .and_then(Value::as_str)
         .filter(|question| !question.trim().is_empty())
         .ok_or_else(|| {
-            ErrorData::invalid_params("the `rlm` prompt needs a `question` (a non-empty string)", None)
+            ErrorData::invalid_params(
+                "the `rlm` prompt needs a `question` (a non-empty string)",
+                None,
+            )
         })?;
-    let llm: Arc<dyn Llm> = state.options.llm.clone().unwrap_or_else(|| Arc::new(NoModel));
+    let llm: Arc<dyn Llm> = state
+        .options
+        .llm
+        .clone()
+        .unwrap_or_else(|| Arc::new(NoModel));
     let functions = state.catalog.functions();
     let rlm = Rlm::new(llm, Arc::clone(functions.registry()), 1)
         .providers(Arc::clone(functions.providers()));

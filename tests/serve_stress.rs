@@ -8,7 +8,8 @@
 //! - The memory an idle MCP session costs, without and with a `run_lua` environment.
 //!
 //! `RLM_SERVE_STRESS_SECS=10 cargo test --all-features --release --test serve_stress -- --ignored --nocapture`
-//! (default 60 s).
+//! (default 60 s; `RLM_SERVE_STRESS_ROUNDS=2` runs the load twice on one server, to tell
+//! memory the allocator keeps from memory that grows).
 
 mod support;
 
@@ -40,6 +41,7 @@ async fn serve(args: &[&str]) -> Served {
             "tests/fixtures/serve",
         ])
         .args(args)
+        .envs(std::env::var("RLM_SERVE_STRESS_MALLOC_ARENA_MAX").map(|n| ("MALLOC_ARENA_MAX", n)))
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .stderr(std::process::Stdio::piped())
         .stdout(std::process::Stdio::null())
@@ -66,13 +68,18 @@ async fn serve(args: &[&str]) -> Served {
     }
 }
 
-fn rss_kib(pid: u32) -> u64 {
+/// A number from `/proc/PID/status` (`VmRSS:` in KiB, `Threads:`).
+fn status(pid: u32, field: &str) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .unwrap()
         .lines()
-        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .find_map(|line| line.strip_prefix(field))
         .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
         .unwrap()
+}
+
+fn rss_kib(pid: u32) -> u64 {
+    status(pid, "VmRSS:")
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
@@ -192,66 +199,74 @@ async fn hundred_clients_and_ten_dropping_connections_lose_nothing_and_give_memo
     )
     .await;
     let baseline = rss_kib(pid);
+    let threads = status(pid, "Threads:");
 
-    let stop = Arc::new(AtomicBool::new(false));
-    let drops = Arc::new(AtomicU64::new(0));
-    let peak = Arc::new(AtomicU64::new(baseline));
-    let sampler = {
-        let (stop, peak) = (Arc::clone(&stop), Arc::clone(&peak));
-        tokio::spawn(async move {
-            while !stop.load(Ordering::Relaxed) {
-                peak.fetch_max(rss_kib(pid), Ordering::Relaxed);
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-        })
-    };
-    let started = Instant::now();
-    let steady: Vec<_> = (0..CLIENTS)
-        .map(|me| tokio::spawn(steady_client(url.clone(), me, Arc::clone(&stop))))
-        .collect();
-    let dropping: Vec<_> = (0..DROPPERS)
-        .map(|_| {
-            tokio::spawn(dropping_client(
-                address.clone(),
-                Arc::clone(&stop),
-                Arc::clone(&drops),
-            ))
-        })
-        .collect();
-    tokio::time::sleep(Duration::from_secs(seconds)).await;
-    stop.store(true, Ordering::Relaxed);
-    let mut latencies: Vec<Duration> = Vec::new();
-    for client in steady {
-        latencies.extend(client.await.unwrap());
+    let rounds: u64 = std::env::var("RLM_SERVE_STRESS_ROUNDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1);
+    for _ in 0..rounds {
+        let stop = Arc::new(AtomicBool::new(false));
+        let drops = Arc::new(AtomicU64::new(0));
+        let peak = Arc::new(AtomicU64::new(baseline));
+        let sampler = {
+            let (stop, peak) = (Arc::clone(&stop), Arc::clone(&peak));
+            tokio::spawn(async move {
+                while !stop.load(Ordering::Relaxed) {
+                    peak.fetch_max(rss_kib(pid), Ordering::Relaxed);
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            })
+        };
+        let started = Instant::now();
+        let steady: Vec<_> = (0..CLIENTS)
+            .map(|me| tokio::spawn(steady_client(url.clone(), me, Arc::clone(&stop))))
+            .collect();
+        let dropping: Vec<_> = (0..DROPPERS)
+            .map(|_| {
+                tokio::spawn(dropping_client(
+                    address.clone(),
+                    Arc::clone(&stop),
+                    Arc::clone(&drops),
+                ))
+            })
+            .collect();
+        tokio::time::sleep(Duration::from_secs(seconds)).await;
+        stop.store(true, Ordering::Relaxed);
+        let mut latencies: Vec<Duration> = Vec::new();
+        for client in steady {
+            latencies.extend(client.await.unwrap());
+        }
+        for client in dropping {
+            client.await.unwrap();
+        }
+        let wall = started.elapsed();
+        sampler.await.unwrap();
+        while sessions(&address).await > 0 {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        // Interrupted calls and freed environments settle; then memory is read again.
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let after = rss_kib(pid);
+        let threads_after = status(pid, "Threads:");
+        latencies.sort();
+        println!(
+            "{CLIENTS} clients + {DROPPERS} dropping, {seconds} s: {} run_lua calls, {:.0} calls/s, P50 {:.1} ms, P99 {:.1} ms, {} dropped connections; RSS baseline {} MiB, peak {} MiB, after {} MiB; threads {threads} before, {threads_after} after",
+            latencies.len(),
+            latencies.len() as f64 / wall.as_secs_f64(),
+            percentile(&latencies, 0.5).as_secs_f64() * 1000.0,
+            percentile(&latencies, 0.99).as_secs_f64() * 1000.0,
+            drops.load(Ordering::Relaxed),
+            baseline / 1024,
+            peak.load(Ordering::Relaxed) / 1024,
+            after / 1024,
+        );
+        // The allocator keeps some freed pages; 110 sessions' environments are far more.
+        assert!(
+            after < baseline + 48 * 1024,
+            "memory back near its baseline: {baseline} -> {after} KiB"
+        );
     }
-    for client in dropping {
-        client.await.unwrap();
-    }
-    let wall = started.elapsed();
-    sampler.await.unwrap();
-    while sessions(&address).await > 0 {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    // Interrupted calls and freed environments settle; then memory is read again.
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    let after = rss_kib(pid);
-    latencies.sort();
-    println!(
-        "{CLIENTS} clients + {DROPPERS} dropping, {seconds} s: {} run_lua calls, {:.0} calls/s, P50 {:.1} ms, P99 {:.1} ms, {} dropped connections; RSS baseline {} MiB, peak {} MiB, after {} MiB",
-        latencies.len(),
-        latencies.len() as f64 / wall.as_secs_f64(),
-        percentile(&latencies, 0.5).as_secs_f64() * 1000.0,
-        percentile(&latencies, 0.99).as_secs_f64() * 1000.0,
-        drops.load(Ordering::Relaxed),
-        baseline / 1024,
-        peak.load(Ordering::Relaxed) / 1024,
-        after / 1024,
-    );
-    // The allocator keeps some freed pages; 110 sessions' environments are far more.
-    assert!(
-        after < baseline + 48 * 1024,
-        "memory back near its baseline: {baseline} -> {after} KiB"
-    );
     drop(served);
 }
 

@@ -93,3 +93,98 @@ async fn sigterm_ends_a_stdio_server_with_exit_zero() {
     })
     .await;
 }
+
+#[test]
+fn serve_rejects_a_malformed_allowed_origin_from_the_flag_or_rlm_toml() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("rlm.toml");
+    std::fs::write(&config, "[serve]\nallow_origins = [\"localhost:5173\"]\n").unwrap();
+    let config = config.to_str().unwrap();
+    for args in [
+        &["serve", "--allow-origin", "localhost:5173"][..],
+        &["serve", "--allow-origin", "http://x.com/path"],
+        &["serve", "--config", config],
+    ] {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_rlm"))
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains("is not an origin"), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn an_unknown_key_under_serve_in_rlm_toml_is_an_error_with_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("rlm.toml");
+    std::fs::write(
+        &config,
+        "[serve]\nallow_origin = [\"http://localhost:5173\"]\n",
+    )
+    .unwrap();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_rlm"))
+        .args(["serve", "--config", config.to_str().unwrap()])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("allow_origin") && stderr.contains(":2:"),
+        "{stderr}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_origin_allowed_in_rlm_toml_is_let_in() {
+    use tokio::io::{AsyncBufReadExt, BufReader};
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("rlm.toml");
+    std::fs::write(
+        &config,
+        "[serve]\nallow_origins = [\"http://localhost:*\"]\n",
+    )
+    .unwrap();
+    bounded(async {
+        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_rlm"))
+            .args([
+                "serve",
+                "--http",
+                "127.0.0.1:0",
+                "--config",
+                config.to_str().unwrap(),
+            ])
+            .stderr(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let address = loop {
+            let line = lines
+                .next_line()
+                .await
+                .unwrap()
+                .expect("the server says where it listens");
+            if let Some(rest) = line.split("http://").nth(1) {
+                break rest.split("/mcp").next().unwrap().to_string();
+            }
+        };
+        let url = format!("http://{address}/healthz");
+        let allowed = send(
+            "GET",
+            url.clone(),
+            &[("Origin", "http://localhost:3000")],
+            None,
+        )
+        .await;
+        assert_eq!(allowed.status, 200);
+        let foreign = send("GET", url, &[("Origin", "http://evil.example.com")], None).await;
+        assert_eq!(foreign.status, 403);
+        child.kill().await.unwrap();
+    })
+    .await;
+}

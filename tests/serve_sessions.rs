@@ -304,3 +304,31 @@ async fn a_stdio_client_leaving_mid_call_stops_the_execution_at_once() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_json_api_request_whose_connection_drops_stops_its_execution() {
+    use tokio::io::AsyncWriteExt;
+    bounded(async {
+        let server = TestServer::start(ServeOptions {
+            limits: no_time_limit(),
+            ..ServeOptions::default()
+        })
+        .await;
+        let (_, created) = request("POST", server.url("/v1/sessions"), None, None).await;
+        let id = created["id"].as_str().unwrap();
+        let body = json!({"code": "while true do end"}).to_string();
+        let mut stream = tokio::net::TcpStream::connect(server.address).await.unwrap();
+        let head = format!(
+            "POST /v1/sessions/{id}/exec HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        stream.write_all(head.as_bytes()).await.unwrap();
+        while health(&server).await["running_executions"] == json!(0) {}
+        drop(stream);
+        // Only the interrupt ends this loop: the dropped request stopped it.
+        while health(&server).await["running_executions"] != json!(0) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+}

@@ -1,6 +1,8 @@
 //! What `rlm serve` offers MCP hosts besides tools: each function's documentation and
-//! source as a resource, the registry's system prompt as a resource, and the `rlm`
-//! prompt; through rmcp's client and through the official Python SDK's.
+//! source as a resource, the registry's system prompt as a resource, the `rlm` prompt,
+//! and `run_lua`'s output as log messages while it runs; through rmcp's client and
+//! through the official Python SDK's.
+#![allow(deprecated)] // rmcp marks MCP logging deprecated (SEP-2577); it is still served
 
 mod support;
 
@@ -23,7 +25,7 @@ async fn resources_and_prompts_are_declared_and_served_to_rmcps_client() {
         let client = server.mcp().await;
         let capabilities = &client.peer_info().unwrap().capabilities;
         assert!(capabilities.resources.is_some() && capabilities.prompts.is_some());
-        assert!(capabilities.logging.is_none(), "logging is not offered");
+        assert!(capabilities.logging.is_some());
 
         let resources = client.list_all_resources().await.unwrap();
         let uris: Vec<&str> = resources.iter().map(|r| r.uri.as_str()).collect();
@@ -102,7 +104,7 @@ fn python_with_mcp() -> Option<String> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_python_sdk_client_lists_and_reads_resources_gets_the_prompt_and_calls_tools() {
+async fn the_python_sdk_client_reads_resources_gets_the_prompt_receives_logs_and_calls_tools() {
     let Some(python) = python_with_mcp() else {
         eprintln!(
             "skipped: set RLM_MCP_PYTHON to a Python with the `mcp` package (.ci/run does) to run this test"
@@ -125,7 +127,7 @@ async fn the_python_sdk_client_lists_and_reads_resources_gets_the_prompt_and_cal
         let seen: Value = serde_json::from_slice(&output.stdout).unwrap();
         assert_eq!(
             seen["capabilities"],
-            json!({"resources": true, "prompts": true, "logging": false})
+            json!({"resources": true, "prompts": true, "logging": true})
         );
         let resources = seen["resources"].as_array().unwrap();
         assert!(resources.contains(&json!("rlm://functions/word_count")));
@@ -143,6 +145,83 @@ async fn the_python_sdk_client_lists_and_reads_resources_gets_the_prompt_and_cal
         );
         assert!(seen["prompt"].as_str().unwrap().contains("How many words?"));
         assert_eq!(seen["run_lua"], json!("3\n"));
+        assert_eq!(seen["logged"], json!([["info", "run_lua", "3\n"]]));
+    })
+    .await;
+}
+
+/// A client that keeps the log messages it receives, and whether each came before the
+/// call's result.
+#[derive(Clone, Default)]
+struct LogCollector(std::sync::Arc<std::sync::Mutex<Vec<(String, String)>>>);
+
+impl rmcp::ClientHandler for LogCollector {
+    async fn on_logging_message(
+        &self,
+        params: rmcp::model::LoggingMessageNotificationParam,
+        _context: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
+        let level = serde_json::to_value(params.level).unwrap();
+        let text = params.data.as_str().unwrap_or_default().to_string();
+        self.0
+            .lock()
+            .unwrap()
+            .push((level.as_str().unwrap().to_string(), text));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_lua_output_arrives_as_log_messages_at_the_level_the_client_set() {
+    use rmcp::ServiceExt;
+    use rmcp::model::{LoggingLevel, SetLevelRequestParams};
+    bounded(async {
+        let server = TestServer::start(options()).await;
+        let logs = LogCollector::default();
+        let transport =
+            rmcp::transport::StreamableHttpClientTransport::from_uri(server.url("/mcp"));
+        let client = logs.clone().serve(transport).await.unwrap();
+        let run = |code: &'static str| {
+            let params = rmcp::model::CallToolRequestParams::new("run_lua")
+                .with_arguments(json!({"code": code}).as_object().cloned().unwrap());
+            client.call_tool(params)
+        };
+        // Nothing before the client asks for a level.
+        run("print('unasked')").await.unwrap();
+        assert!(logs.0.lock().unwrap().is_empty());
+
+        client
+            .set_level(SetLevelRequestParams::new(LoggingLevel::Info))
+            .await
+            .unwrap();
+        let result = run("print('first') print('second', 2)").await.unwrap();
+        assert_eq!(text(&result), "first\nsecond\t2\n");
+        let seen: Vec<_> = logs.0.lock().unwrap().drain(..).collect();
+        let info: String = seen
+            .iter()
+            .filter(|(l, _)| l == "info")
+            .map(|(_, t)| t.as_str())
+            .collect();
+        assert_eq!(
+            info, "first\nsecond\t2\n",
+            "all the output, before the result: {seen:?}"
+        );
+
+        let failed = run("print('before') error('boom')").await.unwrap();
+        assert!(is_error(&failed));
+        let seen: Vec<_> = logs.0.lock().unwrap().drain(..).collect();
+        assert_eq!(seen[0], ("info".to_string(), "before\n".to_string()));
+        assert!(
+            seen[1].0 == "warning" && seen[1].1.contains("boom"),
+            "{seen:?}"
+        );
+
+        client
+            .set_level(SetLevelRequestParams::new(LoggingLevel::Warning))
+            .await
+            .unwrap();
+        run("print('quiet')").await.unwrap();
+        assert!(logs.0.lock().unwrap().is_empty(), "info is below warning");
+        client.cancel().await.unwrap();
     })
     .await;
 }

@@ -411,7 +411,7 @@ async fn exec_session(
     let cancel = CancellationToken::new();
     let result = state
         .executor
-        .execute(&in_use.session().thread, code, context, &cancel)
+        .execute(&in_use.session().thread, code, context, None, &cancel)
         .await;
     match result {
         Ok(output) => ok(json!({"output": output})),

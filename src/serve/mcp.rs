@@ -8,6 +8,8 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
+#[allow(deprecated)] // logging: see mcp_logging
+use rmcp::model::SetLevelRequestParams;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
     GetPromptResponse, Implementation, ListPromptsResult, ListResourceTemplatesResult,
@@ -16,7 +18,7 @@ use rmcp::model::{
     ServerConfig, Tool as McpTool,
 };
 use rmcp::service::RequestContext;
-use rmcp::{ErrorData, RoleServer, ServerHandler};
+use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -25,6 +27,7 @@ use super::catalog::output_schema;
 use super::executor::RunError;
 use super::mcp_content;
 use super::mcp_gate::RESERVED;
+use super::mcp_logging::LogLevel;
 use super::mcp_sessions::McpSession;
 use super::sessions::{CreateError, InUse};
 use super::slots::{Kind, Slot};
@@ -40,6 +43,7 @@ pub const SEARCH_FUNCTIONS: &str = "search_functions";
 pub struct McpHandler {
     state: Arc<State>,
     session: Arc<McpSession>,
+    log_level: LogLevel,
 }
 
 impl McpHandler {
@@ -47,7 +51,11 @@ impl McpHandler {
     /// which is the process's only one).
     pub(super) fn new(state: Arc<State>, slot: Option<Slot>) -> McpHandler {
         let session = McpSession::new(Arc::clone(&state), slot);
-        McpHandler { state, session }
+        McpHandler {
+            state,
+            session,
+            log_level: LogLevel::default(),
+        }
     }
 
     /// The handler for a new HTTP session, with the slot the `initialize` request
@@ -106,10 +114,11 @@ impl McpHandler {
         &self,
         name: &str,
         arguments: Value,
+        peer: &Peer<RoleServer>,
         cancel: &CancellationToken,
     ) -> CallToolResult {
         match name {
-            RUN_LUA => self.run_lua(arguments, cancel).await,
+            RUN_LUA => self.run_lua(arguments, peer, cancel).await,
             SEARCH_FUNCTIONS => self.search_functions(&arguments),
             _ => self.call_function(name, arguments, cancel).await,
         }
@@ -134,7 +143,12 @@ impl McpHandler {
         }
     }
 
-    async fn run_lua(&self, arguments: Value, cancel: &CancellationToken) -> CallToolResult {
+    async fn run_lua(
+        &self,
+        arguments: Value,
+        peer: &Peer<RoleServer>,
+        cancel: &CancellationToken,
+    ) -> CallToolResult {
         let (code, context) = match code_arguments(RUN_LUA, &arguments) {
             Ok(parsed) => parsed,
             Err(message) => return error_result(message),
@@ -149,11 +163,20 @@ impl McpHandler {
                 self.state.options.idle_timeout.as_secs_f64()
             ));
         }
+        let (observer, forwarding) = self.log_level.forward_output(peer).unzip();
         let result = self
             .state
             .executor
-            .execute(&in_use.session().thread, code, context, cancel)
+            .execute(&in_use.session().thread, code, context, observer, cancel)
             .await;
+        if let Some(forwarding) = forwarding {
+            // The messages go out before the result.
+            let _ = forwarding.await;
+        }
+        if let Err(RunError::Failed(error)) = &result {
+            let message = format!("the run stopped: {}", error.message());
+            self.log_level.warn(peer, &message).await;
+        }
         match result {
             Ok(output) => CallToolResult::success(vec![ContentBlock::text(output)]),
             Err(RunError::Failed(error)) => {
@@ -338,13 +361,15 @@ fn arguments_object<'a>(
 }
 
 impl ServerHandler for McpHandler {
+    #[allow(deprecated)] // enable_logging: see mcp_logging
     fn get_info(&self) -> ServerConfig {
-        // Logging is not offered: a run's output cannot be streamed while it runs, and
-        // the capability is deprecated from protocol 2026-07-28 (progress carries news).
+        // Logging is deprecated from protocol 2026-07-28, which this server does not
+        // negotiate (`supported_protocol_versions`).
         let capabilities = ServerCapabilities::builder()
             .enable_tools()
             .enable_resources()
             .enable_prompts()
+            .enable_logging()
             .build();
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("rlm", env!("CARGO_PKG_VERSION")))
@@ -371,6 +396,16 @@ impl ServerHandler for McpHandler {
     ) -> Result<ListToolsResult, ErrorData> {
         // One page, no cursor: many clients ignore `nextCursor`.
         Ok(ListToolsResult::with_all_items(self.tool_list()))
+    }
+
+    #[allow(deprecated)] // SetLevelRequestParams: see mcp_logging
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.log_level.set(request.level);
+        Ok(())
     }
 
     async fn list_resources(
@@ -442,7 +477,9 @@ impl ServerHandler for McpHandler {
         });
         let request_id = serde_json::to_string(&context.id).unwrap_or_default();
         let running = self.session.begin_call(request_id, &context.ct);
-        let result = self.call(&request.name, arguments, running.token()).await;
+        let result = self
+            .call(&request.name, arguments, &context.peer, running.token())
+            .await;
         drop(running);
         if let Some(progress) = progress {
             progress.abort();

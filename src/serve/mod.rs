@@ -4,7 +4,11 @@
 //! - [`Catalog`]: the functions the server exposes (one place: the tool list, search
 //!   and the JSON API read it).
 //! - MCP ([`McpHandler`]): every function that can be a tool, `run_lua` (a sandboxed
-//!   REPL per MCP session) and `search_functions`.
+//!   REPL per MCP session) and `search_functions`; each function as a resource, the
+//!   `rlm` prompt, and `run_lua`'s output as log messages.
+//! - Sessions: MCP and JSON-API sessions under one cap, each with an idle expiry; an
+//!   ended session's executions stop at once.
+//! - The browser next door: a foreign `Origin` gets 403, bodies must be JSON.
 //! - HTTP ([`Server::router`]): `/mcp`, `/v1/...` and `/healthz`, behind the bearer
 //!   token when one is set.
 //!
@@ -30,6 +34,7 @@ mod http;
 mod mcp;
 mod mcp_content;
 mod mcp_gate;
+mod mcp_logging;
 mod mcp_sessions;
 mod sessions;
 mod slots;

@@ -1,4 +1,5 @@
-"""Drives `rlm serve --http` with the official MCP Python SDK: resources, prompts, tools.
+"""Drives `rlm serve --http` with the official MCP Python SDK: resources, prompts,
+logging and tools.
 
 Usage: python mcp_python_client.py URL. Prints one JSON object with what it saw.
 """
@@ -12,8 +13,13 @@ from mcp.client.streamable_http import streamable_http_client
 
 
 async def main(url: str) -> None:
+    logged = []
+
+    async def on_log(params) -> None:
+        logged.append([params.level, params.logger, params.data])
+
     async with streamable_http_client(url) as (read, write):
-        async with ClientSession(read, write) as session:
+        async with ClientSession(read, write, logging_callback=on_log) as session:
             init = await session.initialize()
             caps = init.capabilities
             resources = await session.list_resources()
@@ -21,6 +27,7 @@ async def main(url: str) -> None:
             system = await session.read_resource("rlm://prompt/system")
             prompts = await session.list_prompts()
             prompt = await session.get_prompt("rlm", {"question": "How many words?"})
+            await session.set_logging_level("info")
             call = await session.call_tool("run_lua", {"code": "print(word_count('a b c'))"})
             print(json.dumps({
                 "capabilities": {
@@ -37,6 +44,7 @@ async def main(url: str) -> None:
                 ],
                 "prompt": prompt.messages[0].content.text,
                 "run_lua": call.content[0].text,
+                "logged": logged,
             }))
 
 

@@ -9,7 +9,8 @@
 //!
 //! `RLM_SERVE_STRESS_SECS=10 cargo test --all-features --release --test serve_stress -- --ignored --nocapture`
 //! (default 60 s; `RLM_SERVE_STRESS_ROUNDS=2` runs the load twice on one server, to tell
-//! memory the allocator keeps from memory that grows).
+//! memory the allocator keeps from memory that grows; `RLM_SERVE_STRESS_BIN` names the
+//! server binary to measure, e.g. `target/release/rlm`).
 
 mod support;
 
@@ -32,7 +33,10 @@ struct Served {
 }
 
 async fn serve(args: &[&str]) -> Served {
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_rlm"))
+    // RLM_SERVE_STRESS_BIN: measure another build of the server (e.g. target/release/rlm).
+    let binary = std::env::var("RLM_SERVE_STRESS_BIN")
+        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_rlm").to_string());
+    let mut child = tokio::process::Command::new(binary)
         .args([
             "serve",
             "--http",

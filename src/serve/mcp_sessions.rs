@@ -7,7 +7,7 @@
 //! disconnect grace period, then is interrupted unless the client came back.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
@@ -28,10 +28,11 @@ pub(super) struct McpSession {
     ended: CancellationToken,
     last_used: Mutex<Instant>,
     busy: AtomicUsize,
-    /// The running calls by JSON-RPC request id (as JSON text), for the disconnect grace.
-    calls: Mutex<HashMap<String, CancellationToken>>,
-    /// Bumped when the client resumes a stream: pending grace stops are called off.
-    resumptions: Arc<AtomicU64>,
+    /// The running calls by JSON-RPC request id (as JSON text), with when they started,
+    /// for the disconnect grace.
+    calls: Mutex<HashMap<String, (CancellationToken, Instant)>>,
+    /// When the client last resumed a stream: a call started before is not stopped.
+    last_resumed: Arc<Mutex<Option<Instant>>>,
 }
 
 fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -51,7 +52,7 @@ impl McpSession {
             last_used: Mutex::new(Instant::now()),
             busy: AtomicUsize::new(0),
             calls: Mutex::new(HashMap::new()),
-            resumptions: Arc::new(AtomicU64::new(0)),
+            last_resumed: Arc::new(Mutex::new(None)),
         })
     }
 
@@ -98,7 +99,7 @@ impl McpSession {
             })
         };
         self.busy.fetch_add(1, Ordering::AcqRel);
-        locked(&self.calls).insert(request_id.clone(), token.clone());
+        locked(&self.calls).insert(request_id.clone(), (token.clone(), Instant::now()));
         RunningCall {
             session: Arc::clone(self),
             request_id,
@@ -108,9 +109,10 @@ impl McpSession {
     }
 
     /// The connection that was to carry `request_id`'s answer dropped: the call keeps
-    /// running for `grace`, then stops unless the client resumed meanwhile.
+    /// running for `grace`, then stops unless the client resumed a stream of the session
+    /// since the call started (whether before or after the drop was noticed here).
     fn disconnected(&self, request_id: &str, grace: Duration) {
-        let Some(token) = locked(&self.calls).get(request_id).cloned() else {
+        let Some((token, started)) = locked(&self.calls).get(request_id).cloned() else {
             return;
         };
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
@@ -118,14 +120,14 @@ impl McpSession {
             token.cancel();
             return;
         };
-        let resumptions = Arc::clone(&self.resumptions);
-        let seen = resumptions.load(Ordering::Acquire);
+        let last_resumed = Arc::clone(&self.last_resumed);
         runtime.spawn(async move {
             tokio::select! {
                 () = tokio::time::sleep(grace) => {}
                 () = token.cancelled() => return,
             }
-            if resumptions.load(Ordering::Acquire) == seen {
+            let resumed = locked(&last_resumed).is_some_and(|at| at >= started);
+            if !resumed {
                 tracing::info!("a call's connection dropped and was not resumed: interrupting it");
                 token.cancel();
             }
@@ -133,7 +135,7 @@ impl McpSession {
     }
 
     fn resumed(&self) {
-        self.resumptions.fetch_add(1, Ordering::AcqRel);
+        *locked(&self.last_resumed) = Some(Instant::now());
     }
 }
 

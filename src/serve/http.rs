@@ -68,6 +68,9 @@ pub(super) fn router(state: AppState, shutdown: CancellationToken) -> Router {
         .layer(middleware::from_fn_with_state(browser, browser::guard))
 }
 
+/// How often an open SSE stream gets a keep-alive comment (rmcp's default is 15 s).
+const SSE_KEEP_ALIVE: Duration = Duration::from_secs(5);
+
 fn mcp_service(
     state: &AppState,
     shutdown: CancellationToken,
@@ -80,6 +83,9 @@ fn mcp_service(
     state.mcp.set_manager(Arc::clone(&sessions));
     let mut config = StreamableHttpServerConfig::default();
     config.cancellation_token = shutdown;
+    // A dropped connection is noticed at the latest when a write to it fails: the
+    // keep-alive comment every few seconds bounds how long that takes.
+    config.sse_keep_alive = Some(SSE_KEEP_ALIVE);
     config.max_request_body_bytes = state.options.body_limit_bytes;
     if state.options.token.is_some() {
         // The token guards the server; the Host check is for loopback servers without one.

@@ -1,5 +1,5 @@
 //! What the `rlm serve` tests share: a server on a loopback port, rmcp's client over
-//! stdio and streamable HTTP, and a blocking HTTP request helper for the JSON API.
+//! stdio and streamable HTTP, and blocking HTTP requests for the JSON API.
 
 use std::future::Future;
 use std::net::SocketAddr;

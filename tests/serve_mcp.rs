@@ -452,3 +452,20 @@ async fn fifty_concurrent_mcp_sessions_lose_nothing_and_answer_in_order() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stdio_session_environment_idle_past_the_timeout_is_dropped_and_the_next_call_says_so() {
+    bounded(async {
+        let client = stdio_client(&["--idle-timeout", "1"]).await;
+        run_lua(&client, "kept = 1").await;
+        // Well past the timeout and the reaper's next look (a quarter of it).
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        let expired = run_lua(&client, "print(kept)").await;
+        assert!(is_error(&expired));
+        assert!(text(&expired).contains("idle"), "{}", text(&expired));
+        let fresh = run_lua(&client, "print(kept)").await;
+        assert_eq!(text(&fresh), "nil\n", "a fresh environment");
+        client.cancel().await.unwrap();
+    })
+    .await;
+}

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
-use rlm_registry::serve::{ServeOptions, Server, check_bind, shutdown_signal};
+use rlm_registry::serve::{AllowedOrigins, ServeOptions, Server, check_bind, shutdown_signal};
 
 use super::{
     EXIT_USAGE, EXIT_VIOLATIONS, LlmArgs, Output, SourceArgs, providers_of, with_registry,
@@ -40,6 +40,15 @@ pub(crate) struct ServeArgs {
     /// Seconds a session may stay unused before its environment is dropped.
     #[arg(long, value_name = "SECONDS", default_value_t = 600)]
     idle_timeout: u64,
+    /// Seconds a call whose HTTP connection dropped keeps running for the client to
+    /// resume its stream before it is interrupted.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
+    disconnect_grace: f64,
+    /// A web origin whose pages may call the server (repeatable; also `allow_origins`
+    /// under `[serve]` in rlm.toml), e.g. http://localhost:5173 or http://localhost:*.
+    /// Requests carrying any other Origin get 403.
+    #[arg(long = "allow-origin", value_name = "URL")]
+    allow_origin: Vec<String>,
     /// The largest request body, in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = 4 * 1024 * 1024)]
     body_limit: usize,
@@ -50,13 +59,20 @@ pub(crate) struct ServeArgs {
 }
 
 impl ServeArgs {
-    fn options(&self) -> Result<ServeOptions, Output> {
+    fn options(&self, configured_origins: &[String]) -> Result<ServeOptions, Output> {
         let usage = |message: &str| Output::failure(EXIT_USAGE, format!("error: {message}\n"));
         if self.max_sessions == 0 || self.max_concurrent == 0 || self.body_limit == 0 {
             return Err(usage(
                 "--max-sessions, --max-concurrent and --body-limit must be at least 1",
             ));
         }
+        if !(self.disconnect_grace.is_finite() && self.disconnect_grace >= 0.0) {
+            return Err(usage(
+                "--disconnect-grace must be a number of seconds, 0 or more",
+            ));
+        }
+        let origins = configured_origins.iter().chain(&self.allow_origin);
+        let allowed_origins = AllowedOrigins::parse(origins).map_err(|message| usage(&message))?;
         let token = self
             .token
             .clone()
@@ -67,6 +83,8 @@ impl ServeArgs {
             max_sessions: self.max_sessions,
             max_concurrent_executions: self.max_concurrent,
             idle_timeout: Duration::from_secs(self.idle_timeout.max(1)),
+            disconnect_grace: Duration::from_secs_f64(self.disconnect_grace),
+            allowed_origins,
             body_limit_bytes: self.body_limit,
             token,
             llm: self.llm.chosen()?,
@@ -83,7 +101,11 @@ pub(crate) fn run(args: &ServeArgs) -> Output {
         .with_ansi(std::io::stderr().is_terminal())
         .with_target(false)
         .try_init();
-    let options = match args.options() {
+    let mut config = match args.source.config() {
+        Ok(config) => config,
+        Err(output) => return output,
+    };
+    let mut options = match args.options(&config.allow_origins) {
         Ok(options) => options,
         Err(output) => return output,
     };
@@ -93,11 +115,6 @@ pub(crate) fn run(args: &ServeArgs) -> Output {
         return Output::failure(EXIT_USAGE, format!("error: {message}\n"));
     }
     // The store is per session: two clients never see each other's values.
-    let mut config = match args.source.config() {
-        Ok(config) => config,
-        Err(output) => return output,
-    };
-    let mut options = options;
     options.session_store = config.store.take();
     let providers = match providers_of(&config) {
         Ok(providers) => Arc::new(providers),

@@ -164,6 +164,22 @@ pub(crate) struct Tripwire {
     llm_calls: Cell<usize>,
     pub output: RefCell<String>,
     pub interrupt: RefCell<Interrupt>,
+    /// Sees each piece of output as it is printed (a server streams it to its client).
+    pub observer: ObserverSlot,
+}
+
+/// Called with each piece of output as it is printed, on the executing thread.
+pub type OutputObserver = std::sync::Arc<dyn Fn(&str) + Send + Sync>;
+
+/// Where the [`OutputObserver`] is kept (its `Debug` says only whether one is set).
+#[derive(Default)]
+pub(crate) struct ObserverSlot(pub RefCell<Option<OutputObserver>>);
+
+impl std::fmt::Debug for ObserverSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let set = self.0.borrow().is_some();
+        f.write_str(if set { "Some(<observer>)" } else { "None" })
+    }
 }
 
 impl Tripwire {
@@ -175,6 +191,7 @@ impl Tripwire {
             llm_calls: Cell::new(0),
             output: RefCell::new(String::new()),
             interrupt: RefCell::new(Interrupt::new()),
+            observer: ObserverSlot::default(),
         })
     }
 
@@ -272,9 +289,21 @@ impl Tripwire {
                 crate::conventions::diagnostic::floor_char_boundary(text, room.min(text.len()));
             output.push_str(&text[..cut]);
             drop(output);
+            self.observe(&text[..cut]);
             return Err(self.trip(LimitKind::Output));
         }
         output.push_str(text);
+        drop(output);
+        self.observe(text);
         Ok(())
+    }
+
+    fn observe(&self, text: &str) {
+        let observer = self.observer.0.borrow().clone();
+        if let Some(observer) = observer
+            && !text.is_empty()
+        {
+            observer(text);
+        }
     }
 }

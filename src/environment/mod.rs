@@ -45,7 +45,7 @@ use mlua::{Function, HookTriggers, Lua, Table, Value, VmState};
 use chunks::InternalChunk;
 
 use limits::Tripwire;
-pub use limits::{Interrupt, LimitKind, Limits};
+pub use limits::{Interrupt, LimitKind, Limits, OutputObserver};
 pub(crate) use sandbox::REMOVED_GLOBALS;
 
 use crate::Registry;
@@ -243,6 +243,25 @@ impl Environment {
     /// its own handle, so cancelling one never stops the next.
     pub fn set_interrupt(&self, interrupt: Interrupt) {
         *self.tripwire.interrupt.borrow_mut() = interrupt;
+    }
+
+    /// Installs `observer` (or none) for the executions that follow: it sees each piece
+    /// of output as `print` writes it, while the code runs (a server streams it).
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// use rlm_registry::{Registry, environment::Environment};
+    ///
+    /// let env = Environment::builder(Registry::baked().clone()).build()?;
+    /// let seen = Arc::new(Mutex::new(Vec::new()));
+    /// let sink = Arc::clone(&seen);
+    /// env.set_output_observer(Some(Arc::new(move |text: &str| sink.lock().unwrap().push(text.to_string()))));
+    /// env.execute("print(1) print(2)")?;
+    /// assert_eq!(*seen.lock().unwrap(), ["1\n", "2\n"]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn set_output_observer(&self, observer: Option<OutputObserver>) {
+        *self.tripwire.observer.0.borrow_mut() = observer;
     }
 
     /// Sets the global `context` to `text` (any bytes: Lua strings need not be UTF-8).

@@ -19,6 +19,9 @@
 //!
 //! [providers.llm]            # built-in providers can be turned off: llm, agent, user
 //! enabled = true             # (core cannot)
+//!
+//! [serve]                    # `rlm serve`: web origins whose pages may call it
+//! allow_origins = ["http://localhost:5173"]
 //! ```
 //!
 //! Unknown providers or keys, wrong types and invalid values are errors with the file,
@@ -64,6 +67,8 @@ pub struct Config {
     pub shell: Option<ShellConfig>,
     /// Built-in providers turned off (`llm`, `agent`, `user`).
     pub disabled: Vec<String>,
+    /// `[serve] allow_origins`: web origins `rlm serve` lets in (checked by the server).
+    pub allow_origins: Vec<String>,
 }
 
 /// A configuration error, with where it is.
@@ -112,6 +117,15 @@ impl std::error::Error for ConfigError {}
 struct RawFile {
     #[serde(default)]
     providers: RawProviders,
+    #[serde(default)]
+    serve: RawServe,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawServe {
+    #[serde(default)]
+    allow_origins: Vec<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -206,7 +220,10 @@ impl Config {
         let raw: RawFile =
             toml::from_str(text).map_err(|e| error(e.span(), e.message().trim().to_string()))?;
         let p = raw.providers;
-        let mut config = Config::default();
+        let mut config = Config {
+            allow_origins: raw.serve.allow_origins,
+            ..Config::default()
+        };
         if let Some(core) = &p.core
             && !*core.enabled.get_ref()
         {

@@ -12,7 +12,7 @@ use serde_json::Value;
 use tokio::sync::{Semaphore, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use crate::environment::{Environment, ExecError, Interrupt, Limits, SetupError};
+use crate::environment::{Environment, ExecError, Interrupt, Limits, OutputObserver, SetupError};
 use crate::llm::Llm;
 use crate::providers::StoreProvider;
 use crate::tools::{CallError, ToolCaller};
@@ -88,6 +88,7 @@ pub fn session_environment(
 /// The threads stateless calls run on and the cap on concurrent executions.
 pub struct Executor {
     permits: Arc<Semaphore>,
+    threads: usize,
     pool: mpsc::Sender<Job<ToolCaller>>,
 }
 
@@ -120,8 +121,14 @@ impl Executor {
         }
         Executor {
             permits: Arc::new(Semaphore::new(threads)),
+            threads,
             pool: sender,
         }
+    }
+
+    /// Executions running now (each holds one of the permits).
+    pub fn running(&self) -> usize {
+        self.threads - self.permits.available_permits()
     }
 
     /// Calls the registry function `name` with JSON `arguments` (checked against its
@@ -143,12 +150,14 @@ impl Executor {
         .await
     }
 
-    /// Runs `code` in a session's environment (after setting `context` if given).
+    /// Runs `code` in a session's environment (after setting `context` if given);
+    /// `observer` sees its output as it is printed.
     pub async fn execute(
         &self,
         session: &SessionThread,
         code: String,
         context: Option<String>,
+        observer: Option<OutputObserver>,
         cancel: &CancellationToken,
     ) -> Result<String, RunError<ExecError>> {
         // One execution per session at a time, in arrival order (the lock is fair): a
@@ -163,7 +172,11 @@ impl Executor {
         self.run(cancel, move |interrupt, reply| {
             let job: Job<Environment> = Box::new(move |environment: &Environment| {
                 environment.set_interrupt(interrupt);
-                let _ = reply.send(run_code(environment, &code, context.as_deref()));
+                environment.set_output_observer(observer);
+                let result = run_code(environment, &code, context.as_deref());
+                // Dropping the observer here ends its stream before the answer goes out.
+                environment.set_output_observer(None);
+                let _ = reply.send(result);
             });
             sender.send(job).map_err(|_| ())
         })

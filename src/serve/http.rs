@@ -20,9 +20,12 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::State;
+use super::browser;
 use super::executor::RunError;
 use super::mcp::{McpHandler, code_arguments, search_arguments};
+use super::mcp_gate;
 use super::sessions::CreateError;
+use super::slots::Kind;
 use crate::environment::ExecError;
 use crate::providers;
 use crate::tools::CallError;
@@ -48,22 +51,41 @@ pub(super) fn router(state: AppState, shutdown: CancellationToken) -> Router {
         .with_state(Arc::clone(&state));
     let mcp = Router::new()
         .nest_service("/mcp", mcp_service(&state, shutdown))
+        .layer(middleware::from_fn_with_state(
+            Arc::clone(&state),
+            mcp_gate::gate,
+        ))
         .layer(middleware::from_fn(session_end_status));
+    let browser = Arc::new(browser::Browser {
+        allowed: state.options.allowed_origins.clone(),
+        body_limit: state.options.body_limit_bytes,
+    });
+    // Outermost: a browser's preflight carries no token, and a foreign page is refused
+    // before anything else looks at its request.
     api.merge(mcp)
         .layer(DefaultBodyLimit::max(state.options.body_limit_bytes))
         .layer(middleware::from_fn_with_state(state, authorize))
+        .layer(middleware::from_fn_with_state(browser, browser::guard))
 }
+
+/// How often an open SSE stream gets a keep-alive comment (rmcp's default is 15 s).
+const SSE_KEEP_ALIVE: Duration = Duration::from_secs(5);
 
 fn mcp_service(
     state: &AppState,
     shutdown: CancellationToken,
 ) -> StreamableHttpService<McpHandler, LocalSessionManager> {
     let mut sessions = LocalSessionManager::default();
-    // rmcp's own idle close is a safety net for dropped connections; it comes well after
-    // ours, so an idle `run_lua` environment ends first, with a message saying so.
+    // rmcp's own idle close is a safety net; ours (the reaper) comes first and frees the
+    // session's slot and environment at the same time.
     sessions.session_config.keep_alive = Some(state.options.idle_timeout + Duration::from_secs(60));
+    let sessions = Arc::new(sessions);
+    state.mcp.set_manager(Arc::clone(&sessions));
     let mut config = StreamableHttpServerConfig::default();
     config.cancellation_token = shutdown;
+    // A dropped connection is noticed at the latest when a write to it fails: the
+    // keep-alive comment every few seconds bounds how long that takes.
+    config.sse_keep_alive = Some(SSE_KEEP_ALIVE);
     config.max_request_body_bytes = state.options.body_limit_bytes;
     if state.options.token.is_some() {
         // The token guards the server; the Host check is for loopback servers without one.
@@ -71,8 +93,8 @@ fn mcp_service(
     }
     let factory_state = Arc::clone(state);
     StreamableHttpService::new(
-        move || Ok(McpHandler::new(Arc::clone(&factory_state))),
-        Arc::new(sessions),
+        move || McpHandler::for_http(&factory_state),
+        sessions,
         config,
     )
 }
@@ -178,7 +200,11 @@ async fn health(Shared(state): Shared<AppState>) -> Response {
     ok(json!({
         "status": "ok",
         "functions": state.catalog.registry().len(),
-        "sessions": state.sessions.len(),
+        "sessions": state.slots.total(),
+        "mcp_sessions": state.slots.count(Kind::Mcp),
+        "api_sessions": state.slots.count(Kind::Api),
+        "max_sessions": state.slots.max(),
+        "running_executions": state.executor.running(),
     }))
 }
 
@@ -352,9 +378,9 @@ async fn search(Shared(state): Shared<AppState>, query: Query<SearchQuery>) -> R
 }
 
 async fn create_session(Shared(state): Shared<AppState>) -> Response {
-    match state.new_session() {
+    match state.new_api_session() {
         Ok(id) => (StatusCode::CREATED, axum::Json(json!({"id": id}))).into_response(),
-        Err(full @ CreateError::Full(_)) => {
+        Err(full @ CreateError::Full { .. }) => {
             error(StatusCode::SERVICE_UNAVAILABLE, full.to_string())
         }
         Err(CreateError::Setup(message)) => error(StatusCode::INTERNAL_SERVER_ERROR, message),
@@ -391,7 +417,7 @@ async fn exec_session(
     let cancel = CancellationToken::new();
     let result = state
         .executor
-        .execute(&in_use.session().thread, code, context, &cancel)
+        .execute(&in_use.session().thread, code, context, None, &cancel)
         .await;
     match result {
         Ok(output) => ok(json!({"output": output})),

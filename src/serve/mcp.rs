@@ -6,58 +6,83 @@
 //! dropped connection.
 
 use std::borrow::Cow;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
+#[allow(deprecated)] // logging: see mcp_logging
+use rmcp::model::SetLevelRequestParams;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion,
-    ServerCapabilities, ServerConfig, Tool as McpTool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
+    GetPromptResponse, Implementation, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
+    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
+    ServerConfig, Tool as McpTool,
 };
 use rmcp::service::RequestContext;
-use rmcp::{ErrorData, RoleServer, ServerHandler};
+use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::State;
 use super::executor::RunError;
-use super::sessions::InUse;
+use super::mcp_content;
+use super::mcp_gate::RESERVED;
+use super::mcp_logging::LogLevel;
+use super::mcp_sessions::McpSession;
+use super::sessions::{CreateError, InUse};
+use super::slots::{Kind, Slot};
 
 /// The tool that runs Lua in the session's environment.
 pub const RUN_LUA: &str = "run_lua";
 /// The tool that searches the registry.
 pub const SEARCH_FUNCTIONS: &str = "search_functions";
 
-/// One MCP session's handler: the shared server state and the session's own `run_lua`
-/// environment, created on first use and dropped with the session.
+/// One MCP session's handler: the shared server state and the session (its place under
+/// the cap, its own `run_lua` environment, created on first use, and its running calls).
 #[derive(Clone)]
 pub struct McpHandler {
     state: Arc<State>,
     session: Arc<McpSession>,
-}
-
-/// The id of the session's environment in the session table, if it has one.
-struct McpSession {
-    state: Arc<State>,
-    id: Mutex<Option<String>>,
-}
-
-impl Drop for McpSession {
-    fn drop(&mut self) {
-        if let Ok(id) = self.id.get_mut()
-            && let Some(id) = id.take()
-        {
-            self.state.sessions.remove(&id);
-        }
-    }
+    log_level: LogLevel,
 }
 
 impl McpHandler {
-    pub(super) fn new(state: Arc<State>) -> McpHandler {
-        let session = Arc::new(McpSession {
-            state: Arc::clone(&state),
-            id: Mutex::new(None),
+    /// A handler holding `slot` (none when the cap was reached for a stdio session,
+    /// which is the process's only one).
+    pub(super) fn new(state: Arc<State>, slot: Option<Slot>) -> McpHandler {
+        let session = McpSession::new(Arc::clone(&state), slot);
+        McpHandler {
+            state,
+            session,
+            log_level: LogLevel::default(),
+        }
+    }
+
+    /// The handler for a new HTTP session, with the slot the `initialize` request
+    /// reserved ([`RESERVED`]); it leaves its session there to be linked to its id.
+    /// Without a reservation it takes a slot itself, and fails past the cap.
+    pub(super) fn for_http(state: &Arc<State>) -> std::io::Result<McpHandler> {
+        let reserved = RESERVED
+            .try_with(|reserved| reserved.borrow_mut().slot.take())
+            .ok()
+            .flatten();
+        let Some(slot) = reserved.or_else(|| state.slots.take(Kind::Mcp)) else {
+            let full = CreateError::Full {
+                kind: Kind::Mcp,
+                max: state.slots.max(),
+                idle_timeout: state.options.idle_timeout,
+            };
+            return Err(std::io::Error::other(full.to_string()));
+        };
+        let handler = McpHandler::new(Arc::clone(state), Some(slot));
+        let _ = RESERVED.try_with(|reserved| {
+            reserved.borrow_mut().session = Some(Arc::clone(&handler.session));
         });
-        McpHandler { state, session }
+        Ok(handler)
+    }
+
+    /// Fired when the session ends.
+    pub(super) fn ended(&self) -> CancellationToken {
+        self.session.ended().clone()
     }
 
     fn tool_list(&self) -> Vec<McpTool> {
@@ -88,10 +113,11 @@ impl McpHandler {
         &self,
         name: &str,
         arguments: Value,
+        peer: &Peer<RoleServer>,
         cancel: &CancellationToken,
     ) -> CallToolResult {
         match name {
-            RUN_LUA => self.run_lua(arguments, cancel).await,
+            RUN_LUA => self.run_lua(arguments, peer, cancel).await,
             SEARCH_FUNCTIONS => self.search_functions(&arguments),
             _ => self.call_function(name, arguments, cancel).await,
         }
@@ -116,7 +142,12 @@ impl McpHandler {
         }
     }
 
-    async fn run_lua(&self, arguments: Value, cancel: &CancellationToken) -> CallToolResult {
+    async fn run_lua(
+        &self,
+        arguments: Value,
+        peer: &Peer<RoleServer>,
+        cancel: &CancellationToken,
+    ) -> CallToolResult {
         let (code, context) = match code_arguments(RUN_LUA, &arguments) {
             Ok(parsed) => parsed,
             Err(message) => return error_result(message),
@@ -131,11 +162,20 @@ impl McpHandler {
                 self.state.options.idle_timeout.as_secs_f64()
             ));
         }
+        let (observer, forwarding) = self.log_level.forward_output(peer).unzip();
         let result = self
             .state
             .executor
-            .execute(&in_use.session().thread, code, context, cancel)
+            .execute(&in_use.session().thread, code, context, observer, cancel)
             .await;
+        if let Some(forwarding) = forwarding {
+            // The messages go out before the result.
+            let _ = forwarding.await;
+        }
+        if let Err(RunError::Failed(error)) = &result {
+            let message = format!("the run stopped: {}", error.message());
+            self.log_level.warn(peer, &message).await;
+        }
         match result {
             Ok(output) => CallToolResult::success(vec![ContentBlock::text(output)]),
             Err(RunError::Failed(error)) => {
@@ -153,9 +193,12 @@ impl McpHandler {
     /// The session's environment, created on first use. `expired` is true (once) when
     /// the environment the session had was dropped for idleness.
     fn session_environment(&self) -> Result<(InUse, bool), String> {
+        if self.session.ended().is_cancelled() {
+            return Err("this MCP session has ended; initialize a new one".to_string());
+        }
         let mut id = self
             .session
-            .id
+            .environment
             .lock()
             .map_err(|_| "the session is unusable after an internal error".to_string())?;
         let previous = id.take();
@@ -165,7 +208,7 @@ impl McpHandler {
             *id = previous;
             return Ok((in_use, false));
         }
-        let fresh = self.state.new_session().map_err(|e| e.to_string())?;
+        let fresh = self.state.new_session(None).map_err(|e| e.to_string())?;
         let in_use = self
             .state
             .sessions
@@ -317,13 +360,24 @@ fn arguments_object<'a>(
 }
 
 impl ServerHandler for McpHandler {
+    #[allow(deprecated)] // enable_logging: see mcp_logging
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        // Logging is deprecated from protocol 2026-07-28, which this server does not
+        // negotiate (`supported_protocol_versions`).
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_resources()
+            .enable_prompts()
+            .enable_logging()
+            .build();
+        ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("rlm", env!("CARGO_PKG_VERSION")))
             .with_instructions(
                 "Lua functions for working over large texts. Call a function directly as a tool, \
                  find one with search_functions, or write Lua with run_lua (a sandboxed REPL \
-                 whose variables persist in this session).",
+                 whose variables persist in this session). Each function's documentation and \
+                 source are resources (rlm://functions/NAME); the prompt `rlm` starts an RLM \
+                 conversation about a question.",
             )
     }
 
@@ -341,6 +395,61 @@ impl ServerHandler for McpHandler {
     ) -> Result<ListToolsResult, ErrorData> {
         // One page, no cursor: many clients ignore `nextCursor`.
         Ok(ListToolsResult::with_all_items(self.tool_list()))
+    }
+
+    #[allow(deprecated)] // SetLevelRequestParams: see mcp_logging
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.log_level.set(request.level);
+        Ok(())
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        Ok(ListResourcesResult::with_all_items(mcp_content::resources(
+            &self.state,
+        )))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        Ok(ListResourceTemplatesResult::with_all_items(
+            mcp_content::templates(),
+        ))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        mcp_content::read(&self.state, &request.uri).map(Into::into)
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        Ok(ListPromptsResult::with_all_items(mcp_content::prompts()))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        mcp_content::get_prompt(&self.state, &request.name, request.arguments.as_ref())
+            .map(Into::into)
     }
 
     async fn call_tool(
@@ -365,7 +474,12 @@ impl ServerHandler for McpHandler {
                 }
             })
         });
-        let result = self.call(&request.name, arguments, &context.ct).await;
+        let request_id = serde_json::to_string(&context.id).unwrap_or_default();
+        let running = self.session.begin_call(request_id, &context.ct);
+        let result = self
+            .call(&request.name, arguments, &context.peer, running.token())
+            .await;
+        drop(running);
         if let Some(progress) = progress {
             progress.abort();
         }

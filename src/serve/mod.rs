@@ -4,7 +4,11 @@
 //! - [`Catalog`]: the functions the server exposes (one place: the tool list, search
 //!   and the JSON API read it).
 //! - MCP ([`McpHandler`]): every function that can be a tool, `run_lua` (a sandboxed
-//!   REPL per MCP session) and `search_functions`.
+//!   REPL per MCP session) and `search_functions`; each function as a resource, the
+//!   `rlm` prompt, and `run_lua`'s output as log messages.
+//! - Sessions: MCP and JSON-API sessions under one cap, each with an idle expiry; an
+//!   ended session's executions stop at once.
+//! - The browser next door: a foreign `Origin` gets 403, bodies must be JSON.
 //! - HTTP ([`Server::router`]): `/mcp`, `/v1/...` and `/healthz`, behind the bearer
 //!   token when one is set.
 //!
@@ -23,11 +27,18 @@
 //! # }
 //! ```
 
+mod browser;
 mod catalog;
 mod executor;
 mod http;
 mod mcp;
+mod mcp_content;
+mod mcp_gate;
+mod mcp_logging;
+mod mcp_sessions;
 mod sessions;
+mod slots;
+mod stdio;
 
 use std::future::Future;
 use std::io;
@@ -38,9 +49,11 @@ use std::time::Duration;
 use rmcp::ServiceExt;
 use serde_json::Value;
 
+pub use browser::AllowedOrigins;
 pub use catalog::{Catalog, MAX_SEARCH_RESULTS, conform};
 pub use executor::{SessionSetup, session_environment};
 pub use mcp::{McpHandler, RUN_LUA, SEARCH_FUNCTIONS};
+pub use mcp_content::{FUNCTION_URI, RLM_PROMPT, SYSTEM_PROMPT_URI};
 
 use crate::Registry;
 use crate::environment::{ExecError, Limits};
@@ -48,7 +61,9 @@ use crate::llm::Llm;
 use crate::providers::{AgentScope, Providers};
 use crate::tools::CallError;
 use executor::{Executor, RunError, SessionThread};
+use mcp_sessions::McpSessions;
 use sessions::{CreateError, Sessions};
+use slots::{Kind, Slot, Slots};
 
 /// How a server runs.
 ///
@@ -63,12 +78,21 @@ use sessions::{CreateError, Sessions};
 pub struct ServeOptions {
     /// Limits of every execution (time, memory, output...).
     pub limits: Limits,
-    /// Live sessions at most (`run_lua` environments and `/v1/sessions`; default 64).
+    /// Live sessions at most, MCP sessions (from `initialize` to their end) and
+    /// `/v1/sessions` together (default 64); past it a new one is refused.
     pub max_sessions: usize,
     /// Executions running at once, sessions and calls together (default 8); more wait.
     pub max_concurrent_executions: usize,
-    /// A session unused this long is dropped with its environment (default 10 min).
+    /// A session (MCP or JSON API) unused this long ends with its environment
+    /// (default 10 min).
     pub idle_timeout: Duration,
+    /// How long a call whose HTTP connection dropped keeps running for the client to
+    /// resume its stream (`GET /mcp` with `Last-Event-ID`) before it is interrupted
+    /// (default 30 s).
+    pub disconnect_grace: Duration,
+    /// Web origins whose pages may call the server (default none: a request carrying
+    /// any other `Origin` gets 403).
+    pub allowed_origins: AllowedOrigins,
     /// The largest request body accepted, in bytes (default 4 MiB).
     pub body_limit_bytes: usize,
     /// The bearer token every HTTP route requires; required on a non-loopback address.
@@ -94,6 +118,8 @@ impl std::fmt::Debug for ServeOptions {
             .field("max_sessions", &self.max_sessions)
             .field("max_concurrent_executions", &self.max_concurrent_executions)
             .field("idle_timeout", &self.idle_timeout)
+            .field("disconnect_grace", &self.disconnect_grace)
+            .field("allowed_origins", &self.allowed_origins)
             .field("body_limit_bytes", &self.body_limit_bytes)
             .field("token", &self.token.as_ref().map(|_| "<set>"))
             .field("progress_interval", &self.progress_interval)
@@ -121,6 +147,8 @@ impl Default for ServeOptions {
             max_sessions: 64,
             max_concurrent_executions: 8,
             idle_timeout: Duration::from_secs(600),
+            disconnect_grace: Duration::from_secs(30),
+            allowed_origins: AllowedOrigins::default(),
             body_limit_bytes: 4 * 1024 * 1024,
             token: None,
             progress_interval: Duration::from_secs(10),
@@ -135,6 +163,10 @@ pub(crate) struct State {
     catalog: Catalog,
     executor: Executor,
     sessions: Sessions,
+    /// The cap on MCP and JSON-API sessions together.
+    slots: Arc<Slots>,
+    /// The live HTTP MCP sessions.
+    mcp: McpSessions,
     options: ServeOptions,
 }
 
@@ -183,12 +215,23 @@ impl State {
         }
     }
 
-    /// A new session in the table; its id.
-    fn new_session(&self) -> Result<String, CreateError> {
+    /// A new environment in the table, holding `slot` (a JSON-API session's; an MCP
+    /// session's environment lives under the MCP session's slot); its id.
+    fn new_session(&self, slot: Option<Slot>) -> Result<String, CreateError> {
         let functions = self.catalog.functions();
         let setup = self.options.session_setup();
         self.sessions
-            .create(|| SessionThread::start(functions, setup))
+            .create(slot, || SessionThread::start(functions, setup))
+    }
+
+    /// A new JSON-API session, under the cap; its id.
+    fn new_api_session(&self) -> Result<String, CreateError> {
+        let slot = self.slots.take(Kind::Api).ok_or(CreateError::Full {
+            kind: Kind::Api,
+            max: self.slots.max(),
+            idle_timeout: self.options.idle_timeout,
+        })?;
+        self.new_session(Some(slot))
     }
 }
 
@@ -220,7 +263,9 @@ impl Server {
         let state = State {
             catalog: Catalog::new(functions),
             executor,
-            sessions: Sessions::new(options.max_sessions, options.idle_timeout),
+            sessions: Sessions::new(options.idle_timeout),
+            slots: Slots::new(options.max_sessions),
+            mcp: McpSessions::default(),
             options,
         };
         Server {
@@ -233,13 +278,19 @@ impl Server {
         &self.state.catalog
     }
 
-    /// A handler for one MCP session (each has its own `run_lua` environment).
+    /// A handler for one MCP session (each has its own `run_lua` environment), holding
+    /// a place under the session cap while it lives.
     pub fn mcp_handler(&self) -> McpHandler {
-        McpHandler::new(Arc::clone(&self.state))
+        McpHandler::new(Arc::clone(&self.state), self.state.slots.take(Kind::Mcp))
     }
 
-    /// Live sessions (`run_lua` environments and `/v1/sessions`).
+    /// Live sessions: MCP sessions and `/v1/sessions` together (what the cap counts).
     pub fn live_sessions(&self) -> usize {
+        self.state.slots.total()
+    }
+
+    /// Live Lua environments (`run_lua` environments and `/v1/sessions`).
+    pub fn live_environments(&self) -> usize {
         self.state.sessions.len()
     }
 
@@ -257,6 +308,7 @@ impl Server {
         let outcome = self.run_stdio(shutdown).await;
         reaper.abort();
         self.state.sessions.clear();
+        self.state.mcp.clear();
         outcome
     }
 
@@ -264,7 +316,12 @@ impl Server {
         // `shutdown` is polled from the start, not only after the handshake: a signal
         // handler installed on first poll must exist before the client hears from us.
         let mut shutdown = std::pin::pin!(shutdown);
-        let handshake = self.mcp_handler().serve(rmcp::transport::stdio());
+        let handler = self.mcp_handler();
+        // The client leaving (stdin at its end) ends the session at once: rmcp would
+        // let running calls go on for a few seconds while it drains answers.
+        let (stdin, stdout) = rmcp::transport::stdio();
+        let stdin = stdio::EndOnEof::new(stdin, handler.ended());
+        let handshake = handler.serve((stdin, stdout));
         let running = tokio::select! {
             running = handshake => running.map_err(io::Error::other)?,
             () = &mut shutdown => return Ok(()),
@@ -297,6 +354,7 @@ impl Server {
             })
             .await;
         reaper.abort();
+        self.state.mcp.clear();
         self.state.sessions.clear();
         result
     }
@@ -309,7 +367,11 @@ impl Server {
                 tick.tick().await;
                 let reaped = state.sessions.reap();
                 if reaped > 0 {
-                    tracing::info!("dropped {reaped} idle session(s)");
+                    tracing::info!("dropped {reaped} idle environment(s)");
+                }
+                let ended = state.mcp.reap(state.options.idle_timeout).await;
+                if ended > 0 {
+                    tracing::info!("ended {ended} idle MCP session(s)");
                 }
             }
         })

@@ -1,6 +1,8 @@
-//! Live sessions (JSON API sessions and MCP sessions that used `run_lua`): a table with a
-//! cap, and an idle timeout enforced by a reaper task. Removing a session from the table
-//! drops its thread and environment once no request holds it.
+//! Live Lua environments (JSON API sessions and MCP sessions that used `run_lua`): a
+//! table with an idle timeout enforced by a reaper task. The cap is not kept here but by
+//! [`Slots`](super::slots::Slots): a JSON-API session's entry holds its slot, an MCP
+//! session's environment lives under its MCP session's slot. Removing a session from the
+//! table drops its thread and environment once no request holds it.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -8,6 +10,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use super::executor::SessionThread;
+use super::slots::{Kind, Slot};
 
 /// One live session.
 pub struct Session {
@@ -15,6 +18,8 @@ pub struct Session {
     pub thread: SessionThread,
     last_used: Mutex<Instant>,
     running: AtomicUsize,
+    /// A JSON-API session's place under the cap, freed with the entry.
+    _slot: Option<Slot>,
 }
 
 /// Marks a session busy while alive (the reaper leaves busy sessions alone) and
@@ -57,7 +62,14 @@ impl Session {
 #[derive(Debug, PartialEq, Eq)]
 pub enum CreateError {
     /// The cap on live sessions is reached.
-    Full(usize),
+    Full {
+        /// The protocol the refused session came by (the advice differs).
+        kind: Kind,
+        /// The cap, MCP and JSON-API sessions together.
+        max: usize,
+        /// How long a session may stay idle before it ends.
+        idle_timeout: Duration,
+    },
     /// The thread or environment could not be created.
     Setup(String),
 }
@@ -65,10 +77,25 @@ pub enum CreateError {
 impl std::fmt::Display for CreateError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            CreateError::Full(max) => write!(
-                f,
-                "too many live sessions (at most {max}): end one (DELETE /v1/sessions/ID) or wait for one to time out"
-            ),
+            CreateError::Full {
+                kind,
+                max,
+                idle_timeout,
+            } => {
+                let idle = idle_timeout.as_secs_f64();
+                let advice = match kind {
+                    Kind::Mcp => format!(
+                        "close an MCP session you no longer need (DELETE /mcp with its Mcp-Session-Id header; MCP clients do this when they close) or wait until one has been idle for {idle} s"
+                    ),
+                    Kind::Api => format!(
+                        "end one (DELETE /v1/sessions/ID) or wait until one has been idle for {idle} s"
+                    ),
+                };
+                write!(
+                    f,
+                    "too many live sessions (at most {max}, MCP and JSON-API sessions together): {advice}"
+                )
+            }
             CreateError::Setup(message) => f.write_str(message),
         }
     }
@@ -77,16 +104,14 @@ impl std::fmt::Display for CreateError {
 /// The table of live sessions.
 pub struct Sessions {
     live: Mutex<HashMap<String, Arc<Session>>>,
-    max: usize,
     idle_timeout: Duration,
 }
 
 impl Sessions {
-    /// A table of at most `max` sessions, each dropped after `idle_timeout` unused.
-    pub fn new(max: usize, idle_timeout: Duration) -> Sessions {
+    /// A table whose sessions are dropped after `idle_timeout` unused.
+    pub fn new(idle_timeout: Duration) -> Sessions {
         Sessions {
             live: Mutex::new(HashMap::new()),
-            max,
             idle_timeout,
         }
     }
@@ -98,26 +123,22 @@ impl Sessions {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Creates a session with `start`'s thread; returns its id.
+    /// Creates a session with `start`'s thread, holding `slot` (a JSON-API session's
+    /// place under the cap; none for an MCP session's environment); returns its id.
     pub fn create(
         &self,
+        slot: Option<Slot>,
         start: impl FnOnce() -> Result<SessionThread, String>,
     ) -> Result<String, CreateError> {
-        if self.len() >= self.max {
-            return Err(CreateError::Full(self.max));
-        }
         let thread = start().map_err(CreateError::Setup)?;
-        let mut live = self.live();
-        if live.len() >= self.max {
-            return Err(CreateError::Full(self.max));
-        }
         let id = uuid::Uuid::new_v4().simple().to_string();
         let session = Session {
             thread,
             last_used: Mutex::new(Instant::now()),
             running: AtomicUsize::new(0),
+            _slot: slot,
         };
-        live.insert(id.clone(), Arc::new(session));
+        self.live().insert(id.clone(), Arc::new(session));
         Ok(id)
     }
 

@@ -8,3 +8,5 @@ pub mod rlm_loop;
 #[cfg(feature = "runtime")]
 pub mod search_modes;
 pub mod tools;
+#[cfg(feature = "cli")]
+pub mod serve;

@@ -155,6 +155,21 @@ async fn the_python_sdk_client_reads_resources_gets_the_prompt_receives_logs_and
 #[derive(Clone, Default)]
 struct LogCollector(std::sync::Arc<std::sync::Mutex<Vec<(String, String)>>>);
 
+impl LogCollector {
+    /// The messages received so far, once `done` holds of them (or after 5 s): the
+    /// server sends them before the result, but the client may hand them to this
+    /// handler after it has returned the result.
+    async fn take(&self, done: impl Fn(&[(String, String)]) -> bool) -> Vec<(String, String)> {
+        for _ in 0..500 {
+            if done(&self.0.lock().unwrap()) {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        self.0.lock().unwrap().drain(..).collect()
+    }
+}
+
 impl rmcp::ClientHandler for LogCollector {
     async fn on_logging_message(
         &self,
@@ -195,20 +210,25 @@ async fn run_lua_output_arrives_as_log_messages_at_the_level_the_client_set() {
             .unwrap();
         let result = run("print('first') print('second', 2)").await.unwrap();
         assert_eq!(text(&result), "first\nsecond\t2\n");
-        let seen: Vec<_> = logs.0.lock().unwrap().drain(..).collect();
+        let info_text = |seen: &[(String, String)]| -> String {
+            seen.iter()
+                .filter(|(l, _)| l == "info")
+                .map(|(_, t)| t.as_str())
+                .collect()
+        };
+        let seen = logs
+            .take(|seen| info_text(seen) == "first\nsecond\t2\n")
+            .await;
         let info: String = seen
             .iter()
             .filter(|(l, _)| l == "info")
             .map(|(_, t)| t.as_str())
             .collect();
-        assert_eq!(
-            info, "first\nsecond\t2\n",
-            "all the output, before the result: {seen:?}"
-        );
+        assert_eq!(info, "first\nsecond\t2\n", "all the output: {seen:?}");
 
         let failed = run("print('before') error('boom')").await.unwrap();
         assert!(is_error(&failed));
-        let seen: Vec<_> = logs.0.lock().unwrap().drain(..).collect();
+        let seen = logs.take(|seen| seen.len() >= 2).await;
         assert_eq!(seen[0], ("info".to_string(), "before\n".to_string()));
         assert!(
             seen[1].0 == "warning" && seen[1].1.contains("boom"),

@@ -7,6 +7,6 @@ pub mod openai_server;
 pub mod rlm_loop;
 #[cfg(feature = "runtime")]
 pub mod search_modes;
-pub mod tools;
 #[cfg(feature = "cli")]
 pub mod serve;
+pub mod tools;

@@ -86,6 +86,8 @@ pub mod conventions;
 #[cfg(feature = "runtime")]
 pub mod environment;
 #[cfg(feature = "runtime")]
+pub mod eval;
+#[cfg(feature = "runtime")]
 pub mod llm;
 #[cfg(feature = "runtime")]
 pub mod providers;

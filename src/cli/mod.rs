@@ -5,6 +5,7 @@
 
 mod ask;
 mod check;
+mod eval;
 mod exec;
 mod inspect;
 mod meta;
@@ -126,6 +127,11 @@ enum Command {
     /// SIGINT/SIGTERM or when the stdio client disconnects). `llm_query` in served code
     /// calls a model only when `--model` or `--base-url` is given.
     Serve(serve::ServeArgs),
+    /// Measure answer quality: generated tasks modelled on the RLM paper's (niah,
+    /// aggregate, pairs, logs) or your own (`--tasks FILE.jsonl`), answered by each method
+    /// (rlm, direct, rlm-bare); results, summary.md and report.html in `--out DIR`, resumed
+    /// when run again. `rlm eval generate` writes the tasks as JSONL.
+    Eval(eval::EvalArgs),
 }
 
 /// Where the registry comes from.
@@ -256,6 +262,7 @@ pub fn run() -> ExitCode {
         Command::Ask(args) => ask::ask(&args),
         Command::Search(args) => search::run(&args),
         Command::Serve(args) => serve::run(&args),
+        Command::Eval(args) => eval::run(&args),
     };
     output.emit()
 }

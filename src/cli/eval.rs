@@ -76,9 +76,9 @@ struct RunArgs {
     /// Tasks run at once.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
     jobs: u32,
-    /// The model's context window for the `direct` method, in tokens; longer contexts
-    /// are cut, with a note.
-    #[arg(long, value_name = "TOKENS", default_value_t = 128_000)]
+    /// The model's context window for the `direct` method, in tokens (`32k`, `128000`);
+    /// longer contexts are cut, with a note.
+    #[arg(long, value_name = "TOKENS", default_value = "128k", value_parser = window)]
     context_window: usize,
     /// Price per million prompt tokens, for the cost column.
     #[arg(long, value_name = "PRICE", default_value_t = 0.0)]
@@ -105,6 +105,13 @@ struct RunArgs {
     llm: LlmArgs,
     #[command(flatten)]
     source: SourceArgs,
+}
+
+/// `--context-window`: a [`Size`].
+fn window(text: &str) -> Result<usize, String> {
+    text.parse::<Size>()
+        .map(|size| size.tokens() as usize)
+        .map_err(|e| e.to_string())
 }
 
 pub(super) fn run(args: &EvalArgs) -> Output {

@@ -42,9 +42,58 @@ pub fn ask_direct(
     question: &str,
     context_window: usize,
 ) -> Result<Completion, LlmError> {
+    llm.complete(direct_request(context, question, context_window))
+}
+
+/// The one request of the `direct` method.
+pub fn direct_request(context: &str, question: &str, context_window: usize) -> Request {
     let prompt = direct_prompt(context, question, context_window);
-    llm.complete(Request::new(vec![
+    Request::new(vec![
         Message::system(DIRECT_SYSTEM),
         Message::user(prompt),
-    ]))
+    ])
+}
+
+/// Characters of each message kept in a `direct` trace: the context itself is in the
+/// task, and a trace per task of a 1M-token run would otherwise weigh megabytes.
+const TRACED_CHARS: usize = 4_000;
+
+/// The trace of a `direct` run, in the loop's JSONL trace format: a `start` line with
+/// the messages (each cut to a few thousand characters, with a note) and one `turn`.
+pub(super) fn direct_trace(
+    question: &str,
+    request: &Request,
+    outcome: &Result<Completion, LlmError>,
+    elapsed_ms: u64,
+) -> String {
+    let messages: Vec<serde_json::Value> = request
+        .messages
+        .iter()
+        .map(|m| {
+            let content = match m.content.char_indices().nth(TRACED_CHARS) {
+                Some((at, _)) => format!(
+                    "{}\n[… {} more bytes not kept in the trace]",
+                    &m.content[..at],
+                    m.content.len() - at
+                ),
+                None => m.content.clone(),
+            };
+            serde_json::json!({"role": m.role, "content": content})
+        })
+        .collect();
+    let start = serde_json::json!({
+        "event": "start", "agent": "0", "depth": 0, "question": question, "messages": messages,
+    });
+    let (reply, error, prompt_tokens, completion_tokens) = match outcome {
+        Ok(c) => (Some(c.content.as_str()), None, c.prompt_tokens, c.completion_tokens),
+        Err(e) => (None, Some(e.to_string()), 0, 0),
+    };
+    let turn = serde_json::json!({
+        "event": "turn", "agent": "0", "depth": 0, "turn": 1, "messages_sent": 2,
+        "reply": reply, "code_blocks": [], "outputs": [], "feedback": null, "final": reply,
+        "error": error, "elapsed_ms": elapsed_ms, "llm_ms": elapsed_ms,
+        "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+        "run_tokens": prompt_tokens + completion_tokens,
+    });
+    format!("{start}\n{turn}\n")
 }

@@ -13,7 +13,7 @@ use crate::providers::Providers;
 use crate::registry::Registry;
 use crate::rlm::{Budgets, Context, PromptMode, Rlm};
 
-use super::direct::ask_direct;
+use super::direct::{direct_request, direct_trace};
 use super::method::Method;
 use super::results::{DepthTokens, ResultWriter, TaskResult, read_results};
 use super::task::Task;
@@ -244,7 +244,10 @@ impl Runner {
         match task.context_text(&self.task_base) {
             Err(error) => result.error = Some(error.to_string()),
             Ok(context) => match method {
-                Method::Direct => self.direct(task, &context, &mut result),
+                Method::Direct => {
+                    self.direct(task, &context, &self.out.join(&trace), &mut result);
+                    result.trace = Some(trace);
+                }
                 Method::Rlm | Method::RlmBare => {
                     self.rlm(task, method, context, &self.out.join(&trace), &mut result);
                     result.trace = Some(trace);
@@ -266,15 +269,19 @@ impl Runner {
         result
     }
 
-    fn direct(&self, task: &Task, context: &str, result: &mut TaskResult) {
+    fn direct(&self, task: &Task, context: &str, trace: &Path, result: &mut TaskResult) {
         result.turns = 1;
         result.model_calls = 1;
-        match ask_direct(
-            self.llm.as_ref(),
-            context,
-            &task.question,
-            self.options.context_window,
-        ) {
+        let request = direct_request(context, &task.question, self.options.context_window);
+        let started = Instant::now();
+        let outcome = self.llm.complete(request.clone());
+        let elapsed_ms = started.elapsed().as_millis() as u64;
+        let lines = direct_trace(&task.question, &request, &outcome, elapsed_ms);
+        if let Err(error) = std::fs::write(trace, lines) {
+            result.error = Some(format!("cannot write {}: {error}", trace.display()));
+            return;
+        }
+        match outcome {
             Ok(completion) => {
                 result.tokens = vec![DepthTokens {
                     prompt: completion.prompt_tokens,

@@ -20,7 +20,9 @@ fn tokens() -> u64 {
 fn benches(c: &mut Criterion) {
     let size = Size::new(tokens());
     let mut group = c.benchmark_group(format!("eval_generate_{size}"));
-    group.sample_size(10).measurement_time(Duration::from_secs(5));
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(5));
     for family in Family::ALL {
         let task = generate_task(family, size, 1, 0);
         let context = task.context.unwrap_or_default();

@@ -48,10 +48,7 @@ pub fn ask_direct(
 /// The one request of the `direct` method.
 pub fn direct_request(context: &str, question: &str, context_window: usize) -> Request {
     let prompt = direct_prompt(context, question, context_window);
-    Request::new(vec![
-        Message::system(DIRECT_SYSTEM),
-        Message::user(prompt),
-    ])
+    Request::new(vec![Message::system(DIRECT_SYSTEM), Message::user(prompt)])
 }
 
 /// Characters of each message kept in a `direct` trace: the context itself is in the
@@ -85,7 +82,12 @@ pub(super) fn direct_trace(
         "event": "start", "agent": "0", "depth": 0, "question": question, "messages": messages,
     });
     let (reply, error, prompt_tokens, completion_tokens) = match outcome {
-        Ok(c) => (Some(c.content.as_str()), None, c.prompt_tokens, c.completion_tokens),
+        Ok(c) => (
+            Some(c.content.as_str()),
+            None,
+            c.prompt_tokens,
+            c.completion_tokens,
+        ),
         Err(e) => (None, Some(e.to_string()), 0, 0),
     };
     let turn = serde_json::json!({

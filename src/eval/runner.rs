@@ -314,7 +314,7 @@ impl Runner {
             rlm = rlm.providers(Arc::clone(providers));
         }
         if let Some(limits) = &options.limits {
-            rlm = rlm.limits(limits.clone());
+            rlm = rlm.limits(*limits);
         }
         rlm = match rlm.trace_file(trace) {
             Ok(rlm) => rlm,

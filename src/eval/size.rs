@@ -91,9 +91,9 @@ impl std::str::FromStr for Size {
 impl fmt::Display for Size {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let n = self.0;
-        if n >= 1_000_000 && n % 1_000_000 == 0 {
+        if n >= 1_000_000 && n.is_multiple_of(1_000_000) {
             write!(f, "{}m", n / 1_000_000)
-        } else if n >= 1_000 && n % 1_000 == 0 {
+        } else if n >= 1_000 && n.is_multiple_of(1_000) {
             write!(f, "{}k", n / 1_000)
         } else {
             write!(f, "{n}")
@@ -138,7 +138,7 @@ pub fn fit_lines<T>(
                 spare.push(item);
             }
         }
-        let joined: String = items.iter().map(|item| text(item)).collect();
+        let joined: String = items.iter().map(&text).collect();
         let count = tokens::count(&joined).max(1);
         if count.abs_diff(target) <= slack {
             break;

@@ -125,6 +125,14 @@ mod tests {
     }
 
     #[test]
+    fn tiny_sizes_give_tasks_without_panicking() {
+        for family in Family::ALL {
+            let task = generate_task(family, Size::new(0), 1, 0);
+            assert!(!task.answer.is_empty());
+        }
+    }
+
+    #[test]
     fn different_seeds_and_indices_give_different_tasks() {
         let a = generate_task(Family::Aggregate, Size::new(2_000), 1, 0);
         let b = generate_task(Family::Aggregate, Size::new(2_000), 2, 0);

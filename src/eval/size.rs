@@ -109,7 +109,7 @@ pub fn parse_sizes(list: &str) -> Result<Vec<Size>, SizeError> {
         .collect()
 }
 
-/// Takes lines from `next` (each ending in `\n`) until their concatenation has
+/// Takes lines from `next` (each ending in `\n`; at least one) until their concatenation has
 /// `target` tokens, within half of [`SIZE_TOLERANCE`] when the lines are small enough
 /// to allow it. The lines are a prefix of the stream: asking again with the same
 /// stream and target gives the same lines.
@@ -127,7 +127,8 @@ pub fn fit_lines<T>(
     let slack = (target as f64 * SIZE_TOLERANCE / 2.0) as usize;
     for _ in 0..8 {
         let want = (target as f64 * bytes_per_token) as usize;
-        while bytes < want {
+        // At least one line, whatever the target: callers index into the result.
+        while bytes < want || items.is_empty() {
             let item = spare.pop().unwrap_or_else(&mut next);
             bytes += text(&item).len();
             items.push(item);
@@ -166,6 +167,11 @@ mod tests {
         for bad in ["", "k", "-8k", "0", "12q", "999", "1.0001k", "200m"] {
             assert!(bad.parse::<Size>().is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_zero_target_still_gets_one_line() {
+        assert_eq!(fit_lines(0, || "x\n".to_string(), |s| s.as_str()).len(), 1);
     }
 
     #[test]

@@ -18,7 +18,8 @@ pub const DIRECT_SYSTEM: &str = "Answer the question about the context below. Re
 ///
 /// let context = "word ".repeat(5_000);
 /// let prompt = direct_prompt(&context, "How many words?", 2_024);
-/// assert!(prompt.contains("[The context was cut to its first 1000 of 5000 tokens"));
+/// // 2,024 tokens less 1,024 reserved and 4 for the question.
+/// assert!(prompt.contains("[The context was cut to its first 996 of 5001 tokens"));
 /// assert!(prompt.ends_with("Question: How many words?"));
 /// ```
 pub fn direct_prompt(context: &str, question: &str, context_window: usize) -> String {

@@ -13,7 +13,7 @@
 //!
 //! ```text
 //! conventions → spec → registry → search → providers → catalog
-//!             → environment → tools → rlm → serve → cli        (llm, tokens: leaves)
+//!             → environment → tools → rlm → eval → serve → cli (llm, tokens: leaves)
 //! ```
 //!
 //! 1. [`conventions`]: the rules a registry file must follow (E001–E011) and the
@@ -59,7 +59,9 @@
 //!    calls and the bounded tool-calling loop.
 //! 9. `rlm` (runtime): the loop — the model writes Lua over the context until `FINAL` —
 //!    with child agents, budgets and JSONL trajectories.
-//! 10. `serve` (feature `serve`): MCP (stdio, streamable HTTP) and the JSON HTTP API.
+//! 10. `eval` (runtime): answer quality on generated tasks (needle in a haystack,
+//!     OOLONG-style aggregation and pairs, logs), the RLM loop beside the direct baseline.
+//! 11. `serve` (feature `serve`): MCP (stdio, streamable HTTP) and the JSON HTTP API.
 //!
 //! Beside them: `llm`, the OpenAI-compatible client (a leaf every layer above `search`
 //! may use); `tokens`, exact `o200k_base` counts; `codegen` (feature `build`), the
@@ -87,6 +89,8 @@ pub mod codegen;
 pub mod conventions;
 #[cfg(feature = "runtime")]
 pub mod environment;
+#[cfg(feature = "runtime")]
+pub mod eval;
 #[cfg(feature = "runtime")]
 pub mod llm;
 #[cfg(feature = "runtime")]

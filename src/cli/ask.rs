@@ -88,7 +88,7 @@ enum TraceFormatArg {
 
 /// `--prompt-mode`: the command-line names of [`PromptMode`].
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-enum PromptModeArg {
+pub(super) enum PromptModeArg {
     /// Every function with its full documentation.
     Full,
     /// Names and one-line summaries; the model looks functions up with fn_search and help.

@@ -6,6 +6,7 @@
 mod ask;
 mod ask_trace;
 mod check;
+mod eval;
 mod exec;
 mod inspect;
 mod meta;
@@ -133,6 +134,11 @@ enum Command {
     /// RLM's log format). Exit 0, 1 no such agent or turn, 2 unreadable trace.
     #[command(subcommand)]
     Trace(trace::TraceCommand),
+    /// Measure answer quality: generated tasks modelled on the RLM paper's (niah,
+    /// aggregate, pairs, logs) or your own (`--tasks FILE.jsonl`), answered by each method
+    /// (rlm, direct, rlm-bare); results, summary.md and report.html in `--out DIR`, resumed
+    /// when run again. `rlm eval generate` writes the tasks as JSONL.
+    Eval(eval::EvalArgs),
 }
 
 /// Where the registry comes from.
@@ -264,6 +270,7 @@ pub fn run() -> ExitCode {
         Command::Search(args) => search::run(&args),
         Command::Serve(args) => serve::run(&args),
         Command::Trace(command) => trace::run(&command),
+        Command::Eval(args) => eval::run(&args),
     };
     output.emit()
 }

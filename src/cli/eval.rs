@@ -1,0 +1,287 @@
+//! `rlm eval`: generated (or the user's own) tasks answered by each method, results in
+//! an output directory; `rlm eval generate` writes the generated tasks as JSONL.
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::{Args, Subcommand};
+
+use rlm_registry::eval::{
+    self, EvalOptions, Family, Method, Prices, Progress, RESULTS_FILE, Runner, Size, Task,
+};
+use rlm_registry::rlm::Budgets;
+
+use super::ask::PromptModeArg;
+use super::{EXIT_USAGE, EXIT_VIOLATIONS, LlmArgs, Output, SourceArgs, with_catalog};
+
+/// Options of `rlm eval`.
+#[derive(Args, Debug, Clone)]
+#[command(args_conflicts_with_subcommands = true)]
+pub(crate) struct EvalArgs {
+    #[command(subcommand)]
+    command: Option<EvalCommand>,
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+#[derive(Subcommand, Debug, Clone)]
+enum EvalCommand {
+    /// Write the generated tasks as JSONL (`{"id", "question", "context", "answer",
+    /// "scorer", "family", "size"}`), to give the same tasks to another system.
+    Generate(GenerateArgs),
+}
+
+/// Which tasks to generate.
+#[derive(Args, Debug, Clone)]
+struct SuiteArgs {
+    /// Task families, comma-separated: niah, aggregate, pairs, logs.
+    #[arg(long, value_name = "LIST", default_value = "niah,aggregate,pairs,logs")]
+    suite: String,
+    /// Context sizes in tokens, comma-separated (8k, 128k, 1m, …).
+    #[arg(long, value_name = "LIST", default_value = "8k")]
+    sizes: String,
+    /// Tasks per family and size.
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    n: usize,
+    /// The seed: the same seed gives the same tasks, byte for byte.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    seed: u64,
+}
+
+#[derive(Args, Debug, Clone)]
+struct GenerateArgs {
+    #[command(flatten)]
+    suite: SuiteArgs,
+    /// The JSONL file to write (`-` for standard output).
+    #[arg(long, value_name = "FILE")]
+    out: PathBuf,
+}
+
+#[derive(Args, Debug, Clone)]
+struct RunArgs {
+    #[command(flatten)]
+    suite: SuiteArgs,
+    /// Run the tasks of this JSONL file instead of generated ones.
+    #[arg(long, value_name = "FILE")]
+    tasks: Option<PathBuf>,
+    /// Methods, comma-separated: rlm, direct, rlm-bare.
+    #[arg(long, value_name = "LIST", default_value = "rlm,direct")]
+    methods: String,
+    /// The output directory: results.jsonl, traces/, summary.md, report.html. Running
+    /// the same command again skips the results already there.
+    #[arg(long, value_name = "DIR", default_value = "eval-out")]
+    out: PathBuf,
+    /// Tasks run at once.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
+    jobs: u32,
+    /// The model's context window for the `direct` method, in tokens (`32k`, `128000`);
+    /// longer contexts are cut, with a note.
+    #[arg(long, value_name = "TOKENS", default_value = "128k", value_parser = window)]
+    context_window: usize,
+    /// Price per million prompt tokens, for the cost column.
+    #[arg(long, value_name = "PRICE", default_value_t = 0.0)]
+    price_in: f64,
+    /// Price per million completion tokens.
+    #[arg(long, value_name = "PRICE", default_value_t = 0.0)]
+    price_out: f64,
+    /// Turns of each agent before giving up.
+    #[arg(long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
+    max_iterations: u32,
+    /// How deep `rlm_query` children may go.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    max_depth: usize,
+    /// How the system prompt lists the registry's functions.
+    #[arg(long, value_name = "MODE", value_enum, default_value_t = PromptModeArg::Full)]
+    prompt_mode: PromptModeArg,
+    /// Stop a (task, method) run once it has used this many tokens.
+    #[arg(long, value_name = "N")]
+    max_tokens: Option<u64>,
+    /// No progress bar.
+    #[arg(short, long)]
+    quiet: bool,
+    #[command(flatten)]
+    llm: LlmArgs,
+    #[command(flatten)]
+    source: SourceArgs,
+}
+
+/// `--context-window`: a [`Size`].
+fn window(text: &str) -> Result<usize, String> {
+    text.parse::<Size>()
+        .map(|size| size.tokens() as usize)
+        .map_err(|e| e.to_string())
+}
+
+pub(super) fn run(args: &EvalArgs) -> Output {
+    match &args.command {
+        Some(EvalCommand::Generate(generate)) => write_generated(generate),
+        None => evaluate(&args.run),
+    }
+}
+
+fn usage(message: impl std::fmt::Display) -> Output {
+    Output::failure(EXIT_USAGE, format!("error: {message}\n"))
+}
+
+/// Parses a comma-separated list.
+fn list<T: std::str::FromStr<Err = String>>(text: &str) -> Result<Vec<T>, Output> {
+    let items: Vec<T> = text
+        .split(',')
+        .filter(|s| !s.trim().is_empty())
+        .map(str::parse)
+        .collect::<Result<_, _>>()
+        .map_err(usage)?;
+    if items.is_empty() {
+        return Err(usage(format!("the list `{text}` is empty")));
+    }
+    Ok(items)
+}
+
+fn generated(suite: &SuiteArgs) -> Result<Vec<Task>, Output> {
+    let families: Vec<Family> = list(&suite.suite)?;
+    let sizes: Vec<Size> = eval::parse_sizes(&suite.sizes).map_err(usage)?;
+    if sizes.is_empty() {
+        return Err(usage("--sizes is empty"));
+    }
+    Ok(eval::generate(&families, &sizes, suite.n, suite.seed))
+}
+
+fn write_generated(args: &GenerateArgs) -> Output {
+    let tasks = match generated(&args.suite) {
+        Ok(tasks) => tasks,
+        Err(output) => return output,
+    };
+    if args.out.as_os_str() == "-" {
+        let mut out = Vec::new();
+        let _ = eval::write_tasks(&mut out, &tasks);
+        return Output::success(String::from_utf8_lossy(&out).into_owned());
+    }
+    let written = std::fs::File::create(&args.out)
+        .and_then(|file| eval::write_tasks(std::io::BufWriter::new(file), &tasks));
+    match written {
+        Ok(()) => Output {
+            stdout: String::new(),
+            stderr: format!("wrote {} tasks to {}\n", tasks.len(), args.out.display()),
+            code: 0,
+        },
+        Err(error) => usage(format!("cannot write {}: {error}", args.out.display())),
+    }
+}
+
+/// The tasks of `--tasks FILE`, with the directory their `context_file`s are relative to.
+fn task_file(path: &Path) -> Result<(Vec<Task>, PathBuf), Output> {
+    let file = std::fs::File::open(path)
+        .map_err(|e| usage(format!("cannot read {}: {e}", path.display())))?;
+    let tasks = eval::read_tasks(std::io::BufReader::new(file))
+        .map_err(|e| usage(format!("{}: {e}", path.display())))?;
+    let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    Ok((tasks, base))
+}
+
+fn evaluate(args: &RunArgs) -> Output {
+    let methods: Vec<Method> = match list(&args.methods) {
+        Ok(methods) => methods,
+        Err(output) => return output,
+    };
+    let loaded = match &args.tasks {
+        Some(path) => task_file(path),
+        None => generated(&args.suite).map(|tasks| (tasks, PathBuf::from("."))),
+    };
+    let (tasks, base) = match loaded {
+        Ok(loaded) => loaded,
+        Err(output) => return output,
+    };
+    if !(args.price_in >= 0.0 && args.price_out >= 0.0) {
+        return usage("--price-in and --price-out must be non-negative numbers");
+    }
+    let llm = match args.llm.client() {
+        Ok(llm) => Arc::new(llm),
+        Err(output) => return output,
+    };
+    let prices = Prices {
+        input: args.price_in,
+        output: args.price_out,
+    };
+    with_catalog(&args.source, |catalog| {
+        let options = EvalOptions {
+            methods,
+            jobs: args.jobs as usize,
+            max_iterations: args.max_iterations,
+            max_depth: args.max_depth,
+            prompt_mode: args.prompt_mode.into(),
+            context_window: args.context_window,
+            budgets: Budgets {
+                total_tokens: args.max_tokens,
+                ..Budgets::default()
+            },
+            registry: Arc::clone(catalog.registry()),
+            providers: Some(Arc::clone(catalog.providers())),
+            limits: None,
+        };
+        let runner = Runner::new(llm, options, &args.out).task_base(base);
+        let bar = !args.quiet && std::io::stderr().is_terminal();
+        let results = runner.run(&tasks, |_, progress| {
+            if bar {
+                draw(progress);
+            }
+        });
+        if bar {
+            eprintln!();
+        }
+        let results = match results {
+            Ok(results) => results,
+            Err(error) => {
+                return Output::failure(
+                    EXIT_VIOLATIONS,
+                    format!(
+                        "error: {}: {error}\n",
+                        args.out.join(RESULTS_FILE).display()
+                    ),
+                );
+            }
+        };
+        let summary = eval::summary_markdown(&results, prices);
+        let html = eval::report_html(&results, prices);
+        let written = std::fs::write(args.out.join("summary.md"), &summary)
+            .and_then(|()| std::fs::write(args.out.join("report.html"), html));
+        match written {
+            Ok(()) => Output {
+                stdout: summary,
+                stderr: format!(
+                    "results in {}: {RESULTS_FILE}, summary.md, report.html, traces/\n",
+                    args.out.display()
+                ),
+                code: 0,
+            },
+            Err(error) => Output::failure(
+                EXIT_VIOLATIONS,
+                format!("error: cannot write into {}: {error}\n", args.out.display()),
+            ),
+        }
+    })
+}
+
+/// One line on stderr, redrawn: a bar, tasks done, the score so far, tokens and time.
+fn draw(progress: &Progress) {
+    const WIDTH: usize = 30;
+    let filled = WIDTH * progress.done / progress.total.max(1);
+    let bar: String = "#".repeat(filled) + &"-".repeat(WIDTH - filled);
+    let mut stderr = std::io::stderr();
+    let _ = write!(
+        stderr,
+        "\r[{bar}] {}/{} · score {:.3} · {} tokens · {}",
+        progress.done,
+        progress.total,
+        progress.mean_score(),
+        progress.tokens,
+        elapsed(progress.elapsed)
+    );
+    let _ = stderr.flush();
+}
+
+fn elapsed(time: Duration) -> String {
+    let s = time.as_secs();
+    format!("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+}

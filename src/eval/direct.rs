@@ -1,0 +1,102 @@
+//! The `direct` baseline: the context in the prompt, cut to the context window with a
+//! note when longer, and one model call.
+
+use crate::llm::{Completion, Llm, LlmError, Message, Request};
+use crate::tokens;
+
+/// Tokens kept free in the window for the instructions, the question and the answer.
+pub const RESERVED_TOKENS: usize = 1_024;
+
+/// The system prompt of the `direct` method.
+pub const DIRECT_SYSTEM: &str = "Answer the question about the context below. Reply with the answer only, as the question asks for it, with no explanation.";
+
+/// The user message: the context (cut to fit `context_window` tokens, with a note
+/// saying so), then the question.
+///
+/// ```
+/// use rlm_registry::eval::direct_prompt;
+///
+/// let context = "word ".repeat(5_000);
+/// let prompt = direct_prompt(&context, "How many words?", 2_024);
+/// // 2,024 tokens less 1,024 reserved and 4 for the question.
+/// assert!(prompt.contains("[The context was cut to its first 996 of 5001 tokens"));
+/// assert!(prompt.ends_with("Question: How many words?"));
+/// ```
+pub fn direct_prompt(context: &str, question: &str, context_window: usize) -> String {
+    let room = context_window
+        .saturating_sub(RESERVED_TOKENS)
+        .saturating_sub(tokens::count(question));
+    let total = tokens::count(context);
+    if total <= room {
+        return format!("Context:\n{context}\n\nQuestion: {question}");
+    }
+    let kept = tokens::truncate(context, room);
+    format!(
+        "Context:\n{kept}\n[The context was cut to its first {room} of {total} tokens to fit the context window; the rest is not shown.]\n\nQuestion: {question}"
+    )
+}
+
+/// Asks `llm` the question with the context in the prompt.
+pub fn ask_direct(
+    llm: &dyn Llm,
+    context: &str,
+    question: &str,
+    context_window: usize,
+) -> Result<Completion, LlmError> {
+    llm.complete(direct_request(context, question, context_window))
+}
+
+/// The one request of the `direct` method.
+pub fn direct_request(context: &str, question: &str, context_window: usize) -> Request {
+    let prompt = direct_prompt(context, question, context_window);
+    Request::new(vec![Message::system(DIRECT_SYSTEM), Message::user(prompt)])
+}
+
+/// Characters of each message kept in a `direct` trace: the context itself is in the
+/// task, and a trace per task of a 1M-token run would otherwise weigh megabytes.
+const TRACED_CHARS: usize = 4_000;
+
+/// The trace of a `direct` run, in the loop's JSONL trace format: a `start` line with
+/// the messages (each cut to a few thousand characters, with a note) and one `turn`.
+pub(super) fn direct_trace(
+    question: &str,
+    request: &Request,
+    outcome: &Result<Completion, LlmError>,
+    elapsed_ms: u64,
+) -> String {
+    let messages: Vec<serde_json::Value> = request
+        .messages
+        .iter()
+        .map(|m| {
+            let content = match m.content.char_indices().nth(TRACED_CHARS) {
+                Some((at, _)) => format!(
+                    "{}\n[… {} more bytes not kept in the trace]",
+                    &m.content[..at],
+                    m.content.len() - at
+                ),
+                None => m.content.clone(),
+            };
+            serde_json::json!({"role": m.role, "content": content})
+        })
+        .collect();
+    let start = serde_json::json!({
+        "event": "start", "agent": "0", "depth": 0, "question": question, "messages": messages,
+    });
+    let (reply, error, prompt_tokens, completion_tokens) = match outcome {
+        Ok(c) => (
+            Some(c.content.as_str()),
+            None,
+            c.prompt_tokens,
+            c.completion_tokens,
+        ),
+        Err(e) => (None, Some(e.to_string()), 0, 0),
+    };
+    let turn = serde_json::json!({
+        "event": "turn", "agent": "0", "depth": 0, "turn": 1, "messages_sent": 2,
+        "reply": reply, "code_blocks": [], "outputs": [], "feedback": null, "final": reply,
+        "error": error, "elapsed_ms": elapsed_ms, "llm_ms": elapsed_ms,
+        "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+        "run_tokens": prompt_tokens + completion_tokens,
+    });
+    format!("{start}\n{turn}\n")
+}

@@ -280,6 +280,14 @@ fn the_cli_writes_results_summary_and_report() {
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(html.contains("<a href=\"traces/q0.rlm.jsonl\">trace</a>"));
     assert!(out.join("traces/q0.rlm.jsonl").is_file());
+    // Each task's run links to its page, for the rlm and the direct method alike.
+    assert!(html.contains("<a href=\"traces/q0.rlm.html\">page</a>"));
+    for result in results_of(&out) {
+        let trace = result["trace"].as_str().unwrap();
+        let page = std::fs::read_to_string(out.join(trace.replace(".jsonl", ".html"))).unwrap();
+        assert!(page.contains("<html"), "{trace}");
+        assert!(result["error"].is_null(), "{result}");
+    }
 }
 
 #[test]

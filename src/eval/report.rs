@@ -162,7 +162,15 @@ pub fn report_html(results: &[TaskResult], prices: Prices) -> String {
     html.push_str("</table>\n<h2>Tasks</h2>\n<table id=\"tasks\"><tr><th>task</th><th>method</th><th>score</th><th>answer</th><th>expected</th><th>turns</th><th>tokens</th><th>time (s)</th><th>error</th><th>trace</th></tr>\n");
     for r in results {
         let trace = r.trace.as_deref().map_or_else(String::new, |t| {
-            format!("<a href=\"{}\">trace</a>", escape(t))
+            let page = t.strip_suffix(".jsonl").map(|stem| format!("{stem}.html"));
+            match page {
+                Some(page) => format!(
+                    "<a href=\"{}\">page</a> <a href=\"{}\">trace</a>",
+                    escape(&page),
+                    escape(t)
+                ),
+                None => format!("<a href=\"{}\">trace</a>", escape(t)),
+            }
         });
         let _ = writeln!(
             html,
@@ -227,6 +235,7 @@ mod tests {
         let html = report_html(&results, Prices::default());
         assert_eq!(html.matches("class=\"method-line\"").count(), 2);
         assert!(html.contains("<a href=\"traces/t.rlm.jsonl\">trace</a>"));
+        assert!(html.contains("<a href=\"traces/t.rlm.html\">page</a>"));
         assert!(html.contains("&lt;b&gt;") && !html.contains("<b>"));
         assert!(
             !html.contains("http://")

@@ -254,6 +254,9 @@ impl Runner {
                 }
             },
         }
+        if let Some(trace) = &result.trace {
+            write_trace_page(&self.out.join(trace), &task.id, &mut result);
+        }
         if let Some(answer) = &result.answer {
             match task.scorer.score(
                 &task.question,
@@ -362,4 +365,25 @@ fn file_safe(id: &str) -> String {
             }
         })
         .collect()
+}
+
+/// The trace's page (`rlm trace html`) beside it, `.html` for `.jsonl`, so the report can
+/// link each task to a view of its run; a trace that cannot be read or written is the
+/// result's error only if it has none yet.
+fn write_trace_page(trace: &Path, task: &str, result: &mut TaskResult) {
+    let page = trace.with_extension("html");
+    let written = crate::trace::Trace::read(trace)
+        .map_err(|error| error.to_string())
+        .and_then(|run| {
+            let html = crate::trace::html(&run, &format!("eval task {task}"));
+            std::fs::write(&page, html).map_err(|error| error.to_string())
+        });
+    if let Err(error) = written
+        && result.error.is_none()
+    {
+        result.error = Some(format!(
+            "cannot write the trace page {}: {error}",
+            page.display()
+        ));
+    }
 }

@@ -8,7 +8,7 @@ use crate::Registry;
 use crate::conventions::Function;
 use crate::providers::{AgentScope, Providers};
 use crate::search::{FunctionSearch, SearchOptions, SearchResult};
-use crate::spec::{FunctionSpec, Origin, Scope, closest_name};
+use crate::spec::{FunctionSpec, Origin, Scope, Tool, closest_name};
 
 /// The functions one agent may call.
 ///
@@ -93,6 +93,34 @@ impl Catalog {
         let mut functions = self.functions();
         functions.retain(|f| with_builtins || !f.is_builtin());
         functions
+    }
+
+    /// The functions that are tools (those [`exported`](Self::exported) whose parameters
+    /// JSON can carry), in name order: what the MCP tool list offers.
+    ///
+    /// ```
+    /// use rlm_registry::{Registry, catalog::Catalog};
+    ///
+    /// let catalog = Catalog::of_registry(Registry::baked().clone());
+    /// # #[cfg(feature = "text")]
+    /// assert!(catalog.tools().iter().any(|tool| tool.name == "word_count"));
+    /// assert!(catalog.tool("print").is_none()); // built-ins run only inside Lua
+    /// ```
+    pub fn tools(&self) -> Vec<&Tool> {
+        let mut tools: Vec<&Tool> = self
+            .exported(false)
+            .into_iter()
+            .filter_map(|f| f.tool().ok())
+            .collect();
+        tools.sort_by(|a, b| a.name.cmp(&b.name));
+        tools
+    }
+
+    /// The tool `name`, if it is one ([`tools`](Self::tools) lists them).
+    pub fn tool(&self, name: &str) -> Option<&Tool> {
+        self.get(name)
+            .filter(|f| !f.is_builtin())
+            .and_then(|f| f.tool().ok())
     }
 
     /// The host functions in scope, in provider order.

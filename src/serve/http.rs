@@ -22,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 use super::State;
 use super::browser;
 use super::executor::RunError;
+use super::functions;
 use super::mcp::{McpHandler, code_arguments, search_arguments};
 use super::mcp_gate;
 use super::sessions::CreateError;
@@ -199,7 +200,7 @@ async fn not_found() -> Response {
 async fn health(Shared(state): Shared<AppState>) -> Response {
     ok(json!({
         "status": "ok",
-        "functions": state.catalog.registry().len(),
+        "functions": state.functions.registry().len(),
         "sessions": state.slots.total(),
         "mcp_sessions": state.slots.count(Kind::Mcp),
         "api_sessions": state.slots.count(Kind::Api),
@@ -209,11 +210,11 @@ async fn health(Shared(state): Shared<AppState>) -> Response {
 }
 
 async fn list_functions(Shared(state): Shared<AppState>) -> Response {
-    ok(json!({"functions": state.catalog.list()}))
+    ok(json!({"functions": functions::function_list(&state.functions)}))
 }
 
 async fn describe_function(Shared(state): Shared<AppState>, Path(name): Path<String>) -> Response {
-    match state.catalog.describe(&name) {
+    match state.functions.get(&name).map(|f| f.json()) {
         Some(description) => ok(description),
         None => unknown_function(&state, &name),
     }
@@ -222,7 +223,7 @@ async fn describe_function(Shared(state): Shared<AppState>, Path(name): Path<Str
 fn unknown_function(state: &State, name: &str) -> Response {
     let error = CallError::UnknownFunction {
         name: name.to_string(),
-        suggestion: state.catalog.closest_name(name).map(str::to_string),
+        suggestion: state.functions.closest_name(name).map(str::to_string),
     };
     self::error(StatusCode::NOT_FOUND, error.to_string())
 }
@@ -252,7 +253,7 @@ async fn call_function(
     Path(name): Path<String>,
     JsonBody(arguments): JsonBody,
 ) -> Response {
-    if state.catalog.is_builtin(&name) {
+    if state.functions.get(&name).is_some_and(|f| f.is_builtin()) {
         return error(
             StatusCode::BAD_REQUEST,
             format!(
@@ -286,13 +287,11 @@ struct SearchQuery {
 }
 
 async fn list_providers(Shared(state): Shared<AppState>) -> Response {
-    ok(json!({"providers": state.catalog.providers()}))
+    ok(json!({"providers": functions::provider_list(&state.functions)}))
 }
 
 async fn describe_provider(Shared(state): Shared<AppState>, Path(name): Path<String>) -> Response {
-    match state
-        .catalog
-        .providers()
+    match functions::provider_list(&state.functions)
         .into_iter()
         .find(|p| p["name"] == name)
     {
@@ -323,7 +322,7 @@ async fn provider_route(
         Ok(JsonBody(body)) => body,
         Err(failure) => return failure.into_response(),
     };
-    let providers = Arc::clone(state.catalog.functions().providers());
+    let providers = Arc::clone(state.functions.providers());
     let request = providers::RouteRequest {
         query,
         body,
@@ -370,9 +369,9 @@ async fn search(Shared(state): Shared<AppState>, query: Query<SearchQuery>) -> R
     };
     let arguments = json!({"query": q, "max_results": max_results, "capability": capability});
     match search_arguments(&arguments) {
-        Ok((query, max_results, capability)) => {
-            ok(json!({"results": state.catalog.search(&query, max_results, capability)}))
-        }
+        Ok((query, max_results, capability)) => ok(
+            json!({"results": functions::search(&state.functions, &query, max_results, capability)}),
+        ),
         Err(message) => error(StatusCode::BAD_REQUEST, message),
     }
 }

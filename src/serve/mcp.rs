@@ -88,8 +88,9 @@ impl McpHandler {
     fn tool_list(&self) -> Vec<McpTool> {
         let mut tools: Vec<McpTool> = self
             .state
-            .catalog
+            .functions
             .tools()
+            .into_iter()
             // The server's own tools win over registry functions of the same name.
             .filter(|tool| tool.name != RUN_LUA && tool.name != SEARCH_FUNCTIONS)
             .map(|tool| {
@@ -221,7 +222,12 @@ impl McpHandler {
     fn search_functions(&self, arguments: &Value) -> CallToolResult {
         match search_arguments(arguments) {
             Ok((query, max_results, capability)) => {
-                let results = self.state.catalog.search(&query, max_results, capability);
+                let results = super::functions::search(
+                    &self.state.functions,
+                    &query,
+                    max_results,
+                    capability,
+                );
                 CallToolResult::structured(json!({"results": results}))
             }
             Err(message) => error_result(message),
@@ -260,7 +266,7 @@ fn search_functions_tool() -> McpTool {
         "type": "object",
         "properties": {
             "query": {"type": "string", "description": "What you want to do, in words, or a function name"},
-            "max_results": {"type": "integer", "minimum": 1, "maximum": super::catalog::MAX_SEARCH_RESULTS, "description": "The most results (default 5)"},
+            "max_results": {"type": "integer", "minimum": 1, "maximum": super::functions::MAX_SEARCH_RESULTS, "description": "The most results (default 5)"},
             "capability": {"type": "string", "description": "Keep only functions with this capability, e.g. \"search\""},
         },
         "required": ["query"],

@@ -32,7 +32,7 @@ pub(super) fn resources(state: &State) -> Vec<Resource> {
             )
             .with_mime_type("text/markdown"),
     ];
-    let mut functions = state.catalog.functions().functions();
+    let mut functions = state.functions.functions();
     functions.sort_by(|a, b| a.function.name().cmp(b.function.name()));
     resources.extend(functions.iter().map(|spec| {
         let name = spec.function.name();
@@ -66,7 +66,7 @@ pub(super) fn read(state: &State, uri: &str) -> Result<ReadResourceResult, Error
     } else if let Some(name) = uri.strip_prefix(FUNCTION_URI) {
         function_text(state, name).ok_or_else(|| {
             let hint = state
-                .catalog
+                .functions
                 .closest_name(name)
                 .map(|close| format!(" (did you mean {FUNCTION_URI}{close}?)"))
                 .unwrap_or_default();
@@ -88,12 +88,12 @@ pub(super) fn read(state: &State, uri: &str) -> Result<ReadResourceResult, Error
 /// A function as Lua: its doc comment, then its definition (registry functions) or a
 /// note that the host implements it.
 fn function_text(state: &State, name: &str) -> Option<String> {
-    let functions = state.catalog.functions();
+    let functions = &state.functions;
     let spec = functions.get(name)?;
     let mut text = format!("-- {} ({})\n", spec.function.signature(), spec.source());
     text.push_str(spec.function.doc().trim_end());
     text.push('\n');
-    match state.catalog.registry().get(name) {
+    match state.functions.registry().get(name) {
         Some(function) if spec.source() == "registry" => {
             text = format!("-- {}:{}\n{text}", function.file(), function.line());
             text.push_str(function.source());
@@ -106,7 +106,7 @@ fn function_text(state: &State, name: &str) -> Option<String> {
 
 /// The registry's section of the system prompt, then the host's functions.
 fn registry_prompt(state: &State) -> String {
-    let functions = state.catalog.functions();
+    let functions = &state.functions;
     let mut text = PromptMode::Full.listing(functions.registry()).into_owned();
     let providers = functions.provider_prompt();
     if !providers.is_empty() {
@@ -159,7 +159,7 @@ pub(super) fn get_prompt(
         .llm
         .clone()
         .unwrap_or_else(|| Arc::new(NoModel));
-    let functions = state.catalog.functions();
+    let functions = &state.functions;
     let rlm = Rlm::new(llm, Arc::clone(functions.registry()), 1)
         .providers(Arc::clone(functions.providers()));
     let text = format!(

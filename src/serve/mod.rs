@@ -28,8 +28,8 @@
 //! ```
 
 mod browser;
-mod catalog;
 mod executor;
+mod functions;
 mod http;
 mod mcp;
 mod mcp_content;
@@ -50,12 +50,13 @@ use rmcp::ServiceExt;
 use serde_json::Value;
 
 pub use browser::AllowedOrigins;
-pub use catalog::{Catalog, MAX_SEARCH_RESULTS, conform};
 pub use executor::{SessionSetup, session_environment};
+pub use functions::{MAX_SEARCH_RESULTS, conform};
 pub use mcp::{McpHandler, RUN_LUA, SEARCH_FUNCTIONS};
 pub use mcp_content::{FUNCTION_URI, RLM_PROMPT, SYSTEM_PROMPT_URI};
 
 use crate::Registry;
+use crate::catalog::Catalog;
 use crate::environment::{ExecError, Limits};
 use crate::llm::Llm;
 use crate::providers::{AgentScope, Providers};
@@ -160,7 +161,7 @@ impl Default for ServeOptions {
 
 /// What every handler shares.
 pub(crate) struct State {
-    catalog: Catalog,
+    functions: Catalog,
     executor: Executor,
     sessions: Sessions,
     /// The cap on MCP and JSON-API sessions together.
@@ -190,7 +191,7 @@ impl State {
         cancel: &tokio_util::sync::CancellationToken,
     ) -> Result<Called, RunError<CallError>> {
         let output = self
-            .catalog
+            .functions
             .tool(name)
             .and_then(|tool| tool.output.as_ref());
         let value = self
@@ -218,7 +219,7 @@ impl State {
     /// A new environment in the table, holding `slot` (a JSON-API session's; an MCP
     /// session's environment lives under the MCP session's slot); its id.
     fn new_session(&self, slot: Option<Slot>) -> Result<String, CreateError> {
-        let functions = self.catalog.functions();
+        let functions = &self.functions;
         let setup = self.options.session_setup();
         self.sessions
             .create(slot, || SessionThread::start(functions, setup))
@@ -254,14 +255,14 @@ impl Server {
         providers: Arc<Providers>,
         options: ServeOptions,
     ) -> Server {
-        let functions = crate::catalog::Catalog::new(registry, providers, AgentScope::TOP);
+        let functions = Catalog::new(registry, providers, AgentScope::TOP);
         let stateless = SessionSetup {
             store_bytes: None,
             ..options.session_setup()
         };
         let executor = Executor::new(&functions, stateless, options.max_concurrent_executions);
         let state = State {
-            catalog: Catalog::new(functions),
+            functions,
             executor,
             sessions: Sessions::new(options.idle_timeout),
             slots: Slots::new(options.max_sessions),
@@ -273,9 +274,9 @@ impl Server {
         }
     }
 
-    /// The functions this server exposes.
+    /// The functions this server exposes: a top-level agent's [`Catalog`].
     pub fn catalog(&self) -> &Catalog {
-        &self.state.catalog
+        &self.state.functions
     }
 
     /// A handler for one MCP session (each has its own `run_lua` environment), holding

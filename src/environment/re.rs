@@ -28,9 +28,9 @@ use std::rc::Rc;
 use mlua::{Function, Lua, LuaString, MultiValue, Table, Value};
 use regex::bytes::{CaptureLocations, Captures, Regex, RegexBuilder};
 
+use super::budget::{Budget, optional_string_sequence, string_sequence};
 use super::builtins::raise_plain_errors;
 use super::limits::Tripwire;
-use super::text::{Budget, optional_string_sequence, string_sequence};
 
 /// The name of the built-in table.
 pub(crate) const NAME: &str = "re";

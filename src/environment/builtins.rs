@@ -437,19 +437,21 @@ fn lua_message(error: &mlua::Error) -> String {
     }
 }
 
-/// `print(...)`: `tostring` of each argument, tab-separated, into the captured output.
+/// `print(...)`: `tostring` of each argument, tab-separated, into the captured output
+/// (every byte kept: see [`super::output`]).
 fn print(lua: &Lua, session: Rc<Session>) -> mlua::Result<Function> {
     let tostring: Function = lua.globals().get("tostring")?;
     lua.create_function(move |_, args: MultiValue| {
-        let mut line = String::new();
+        let mut line = Vec::new();
         for (i, value) in args.into_iter().enumerate() {
             if i > 0 {
-                line.push('\t');
+                line.push(b'\t');
             }
             let text: mlua::LuaString = tostring.call(value)?;
-            line.push_str(&text.to_string_lossy());
+            line.extend_from_slice(&text.as_bytes());
         }
-        line.push('\n');
+        line.push(b'\n');
+        // Bytes, not text: see `environment::output`.
         session.tripwire.append_output(&line)
     })
 }

@@ -8,6 +8,7 @@ use std::ffi::{c_int, c_void};
 use mlua::{Function, LightUserData, Lua, MultiValue, Value, ffi};
 
 use super::functions::piece;
+use super::gsub::{CALL_MARKER, INDEX_MARKER, MARKERS, STEP_MARKER};
 use super::limits::Tripwire;
 use super::matcher::{CaptureValue, Matcher, find_bytes, start_position};
 use super::plan::{Plan, Searcher, anchor, has_specials};
@@ -29,7 +30,7 @@ pub(super) fn fail_marker() -> Value {
 /// # Safety
 /// Called from a `lua_CFunction` with the results on the stack; may `lua_error`
 /// (a `longjmp`), so the caller must hold nothing that needs dropping.
-unsafe fn finish(state: *mut ffi::lua_State) -> c_int {
+pub(super) unsafe fn finish(state: *mut ffi::lua_State) -> c_int {
     unsafe {
         let results = ffi::lua_gettop(state);
         let failed = results >= 3
@@ -57,6 +58,55 @@ pub(super) unsafe extern "C-unwind" fn front(state: *mut ffi::lua_State) -> c_in
         ffi::lua_rotate(state, 1, 1);
         ffi::lua_call(state, n, ffi::LUA_MULTRET);
         finish(state)
+    }
+}
+
+/// Whether the value at `index` is the [`gsub`](super::gsub) marker `which`.
+unsafe fn is_marker(state: *mut ffi::lua_State, index: c_int, which: usize) -> bool {
+    unsafe {
+        ffi::lua_type(state, index) == ffi::LUA_TLIGHTUSERDATA
+            && ffi::lua_touserdata(state, index)
+                == std::ptr::addr_of!(MARKERS[which]) as *mut c_void
+    }
+}
+
+/// `string.gsub`: the Rust function in upvalue 1 gives the result, or a step function
+/// and its first request. A request is served here, in this C function's frame as in C
+/// Lua (a function called, a table indexed with its metamethods, errors passing through
+/// untouched), and its value handed to the step function, until the result comes.
+pub(super) unsafe extern "C-unwind" fn gsub_front(state: *mut ffi::lua_State) -> c_int {
+    unsafe {
+        let n = ffi::lua_gettop(state);
+        ffi::luaL_checkstack(state, 1, std::ptr::null());
+        ffi::lua_pushvalue(state, ffi::lua_upvalueindex(1));
+        ffi::lua_rotate(state, 1, 1);
+        ffi::lua_call(state, n, ffi::LUA_MULTRET);
+        if !is_marker(state, 1, STEP_MARKER) {
+            return finish(state);
+        }
+        ffi::lua_rotate(state, 1, -1);
+        ffi::lua_pop(state, 1); // stack: step, request marker, function or table, ...
+        loop {
+            if is_marker(state, 2, CALL_MARKER) {
+                let arguments = ffi::lua_gettop(state) - 3;
+                ffi::lua_call(state, arguments, 1);
+            } else if is_marker(state, 2, INDEX_MARKER) {
+                ffi::lua_gettable(state, 3);
+                ffi::lua_rotate(state, 3, -1);
+                ffi::lua_pop(state, 1);
+            } else {
+                ffi::lua_rotate(state, 1, -1);
+                ffi::lua_pop(state, 1);
+                return finish(state);
+            }
+            // stack: step, request marker, value
+            ffi::lua_rotate(state, 2, -1);
+            ffi::lua_pop(state, 1);
+            ffi::luaL_checkstack(state, 1, std::ptr::null());
+            ffi::lua_pushvalue(state, 1);
+            ffi::lua_rotate(state, 2, 1);
+            ffi::lua_call(state, 1, ffi::LUA_MULTRET);
+        }
     }
 }
 
@@ -174,7 +224,6 @@ fn search(src: &[u8], pat: &[u8], init: i64, find: bool, check: Check) -> Quick 
         Ok(None) => Quick::Missing,
         Err(Failure::Raise(message)) => Quick::Error(message, true),
         Err(Failure::Host(error)) => Quick::Error(error.to_string(), false),
-        Err(Failure::Rethrow(_)) => Quick::Error("unexpected error value".to_string(), false),
     }
 }
 

@@ -7,8 +7,8 @@ use std::rc::Rc;
 
 use mlua::{Function, LightUserData, Lua, LuaString, MultiValue, Table, Value};
 
-use super::front::{c_closure, fail_marker, find_front, front, gmatch_front, match_front};
-use super::gsub::{Helpers, gsub};
+use super::front::{c_closure, fail_marker, find_front, gmatch_front, gsub_front, match_front};
+use super::gsub::gsub;
 use super::limits::Tripwire;
 use super::matcher::{CaptureValue, Matcher, start_position};
 use super::plan::{Searcher, anchor};
@@ -39,18 +39,7 @@ pub(crate) fn install(lua: &Lua, tripwire: Rc<Tripwire>) -> mlua::Result<()> {
     };
     let core_gsub = {
         let tripwire = Rc::clone(&tripwire);
-        let pcall: Function = globals.get("pcall")?;
-        let index: Function = lua
-            .load("return function(t, k) return t[k] end")
-            .set_name("=patterns")
-            .eval()?;
-        lua.create_function(move |lua, args: MultiValue| {
-            let helpers = Helpers {
-                pcall: &pcall,
-                index: &index,
-            };
-            report(lua, gsub(lua, &tripwire, &args, &helpers))
-        })?
+        lua.create_function(move |lua, args: MultiValue| report(lua, gsub(lua, &tripwire, &args)))?
     };
     let check = {
         let tripwire = Rc::clone(&tripwire);
@@ -75,7 +64,7 @@ pub(crate) fn install(lua: &Lua, tripwire: Rc<Tripwire>) -> mlua::Result<()> {
         gmatch_front,
         vec![Value::Function(core_gmatch), Value::Function(check)],
     )?;
-    let gsub = c_closure(lua, front, vec![Value::Function(core_gsub)])?;
+    let gsub = c_closure(lua, gsub_front, vec![Value::Function(core_gsub)])?;
     let string: Table = globals.get("string")?;
     string.raw_set("find", find)?;
     string.raw_set("match", r#match)?;
@@ -84,12 +73,11 @@ pub(crate) fn install(lua: &Lua, tripwire: Rc<Tripwire>) -> mlua::Result<()> {
 }
 
 /// Turns a result into what the C function in front (`front::finish`) expects: the values, or `FAIL, value, level`.
-fn report(lua: &Lua, result: Result<MultiValue, Failure>) -> mlua::Result<MultiValue> {
+pub(super) fn report(lua: &Lua, result: Result<MultiValue, Failure>) -> mlua::Result<MultiValue> {
     let (value, level) = match result {
         Ok(values) => return Ok(values),
         Err(Failure::Host(error)) => return Err(error),
         Err(Failure::Raise(message)) => (Value::String(lua.create_string(message)?), 2),
-        Err(Failure::Rethrow(value)) => (value, 0),
     };
     Ok(MultiValue::from_vec(vec![
         fail_marker(),
@@ -98,7 +86,7 @@ fn report(lua: &Lua, result: Result<MultiValue, Failure>) -> mlua::Result<MultiV
     ]))
 }
 
-fn one(value: Value) -> MultiValue {
+pub(super) fn one(value: Value) -> MultiValue {
     MultiValue::from_vec(vec![value])
 }
 

@@ -26,8 +26,9 @@
 //! and a small C function in front of each ([`front`]) raises it with `lua_error`, the message
 //! prefixed with the caller's position by `luaL_where` as `luaL_error` does; no Lua frame stands
 //! between the caller and the string function, so even a tail call reports the same position as C
-//! Lua. Errors thrown by a `gsub` replacement function (or `__index`) are caught with `pcall` and
-//! re-thrown unchanged, whatever their type. Only limit errors travel as mlua errors.
+//! Lua. A `gsub` replacement function (or `__index`) is called from the C function in front
+//! too, as C Lua calls it from `gsub`'s frame, so its errors pass through untouched and
+//! error levels count the same frames. Only limit errors travel as mlua errors.
 //!
 //! The files: [`matcher`] (the port), [`plan`] (the fast paths), [`front`] (the C functions in
 //! front), [`functions`] (argument checks, `find`, `match`, `gmatch`, [`install`]) and [`gsub`].
@@ -37,8 +38,6 @@ mod functions;
 mod gsub;
 mod matcher;
 mod plan;
-
-use mlua::Value;
 
 use super::limits;
 
@@ -65,8 +64,6 @@ pub(crate) type Check<'a> = &'a dyn Fn(usize) -> mlua::Result<()>;
 pub(crate) enum Failure {
     /// A Lua error message, raised at the caller's position (like `luaL_error`).
     Raise(String),
-    /// A value thrown by a replacement function or `__index`, re-thrown unchanged.
-    Rethrow(Value),
     /// A limit tripped, or Lua itself failed (memory): propagated as is.
     Host(mlua::Error),
 }
@@ -89,7 +86,6 @@ impl Failure {
     pub(crate) fn into_lua_error(self) -> mlua::Error {
         match self {
             Failure::Raise(message) => mlua::Error::RuntimeError(message),
-            Failure::Rethrow(value) => mlua::Error::RuntimeError(format!("{value:?}")),
             Failure::Host(error) => error,
         }
     }

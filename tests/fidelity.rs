@@ -329,3 +329,22 @@ fn protected_calls_count_error_levels_as_c_lua_does() {
         b"print(pcall(error, setmetatable({}, {__tostring = function() return 'obj' end})))",
     ]);
 }
+
+#[test]
+fn gmatch_over_long_subjects_matches_c_lua() {
+    let mut cases = Vec::new();
+    for pattern in [
+        "[^\\n]+", "%a+", "%d", "a+", "a", ".", "[%w_]+", "%s+", "\\n", "[^a]", "%A+", "x+",
+    ] {
+        for init in ["1", "100", "-50", "5000"] {
+            cases.push(format!(
+                "local s = ('ab\\n12 x_y\\r\\n\\naaa'):rep(600) .. 'tail'\n\
+                 local n, total, last = 0, 0, '' \
+                 for w in s:gmatch('{pattern}', {init}) do n = n + 1 total = total + #w last = w end \
+                 print(n, total, last)"
+            ));
+        }
+    }
+    let cases: Vec<&[u8]> = cases.iter().map(|c| c.as_bytes()).collect();
+    assert_same_as_c_lua(&cases);
+}

@@ -28,6 +28,7 @@
 
 mod budget;
 pub mod builtins;
+mod grep;
 mod json;
 mod lauxlib;
 mod limits;

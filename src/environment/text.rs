@@ -25,6 +25,7 @@ use mlua::{Lua, LuaString, Table};
 
 use super::budget::{Budget, CHECK_BYTES, VALUE_COST, string_sequence};
 use super::builtins::raise_plain_errors;
+use super::grep::{LineMatcher, matching_lines, result_table};
 use super::limits::Tripwire;
 use super::patterns;
 use super::re::RegexCache;
@@ -151,100 +152,6 @@ fn find_all(lua: &Lua, text: &[u8], needle: &[u8], budget: &mut Budget) -> mlua:
         from = start + 1;
     }
     Ok(positions)
-}
-
-/// How `grep` matches a line.
-// One per `grep` call, on the stack.
-#[allow(clippy::large_enum_variant)]
-enum LineMatcher<'a> {
-    Plain(memmem::Finder<'a>),
-    Pattern(&'a [u8]),
-    Regex(regex::bytes::Regex),
-}
-
-impl LineMatcher<'_> {
-    fn matches(&self, line: &[u8], budget: &Budget) -> mlua::Result<bool> {
-        match self {
-            LineMatcher::Plain(finder) => Ok(finder.find(line).is_some()),
-            LineMatcher::Pattern(pattern) => {
-                let check = |held: usize| budget.check_holding(held);
-                patterns::find_in(line, pattern, &check)
-                    .map(|found| found.is_some())
-                    .map_err(patterns::Failure::into_lua_error)
-            }
-            LineMatcher::Regex(regex) => Ok(regex.is_match(line)),
-        }
-    }
-}
-
-/// The 0-based indices of the lines that match.
-fn matching_lines(
-    text: &[u8],
-    all: &[Line],
-    matcher: &LineMatcher,
-    budget: &mut Budget,
-) -> mlua::Result<Vec<usize>> {
-    let mut found = Vec::new();
-    if let LineMatcher::Plain(finder) = matcher {
-        // One search over the whole text, then the line of each hit.
-        let mut from = 0;
-        while let Some(at) = text.get(from..).and_then(|rest| finder.find(rest)) {
-            let start = from + at;
-            budget.spend(at)?;
-            let index = all.partition_point(|line| line.end < start + finder.needle().len());
-            match all.get(index) {
-                Some(line) if line.start <= start => {
-                    found.push(index);
-                    budget.hold(found.capacity() * 8 + all.len() * 16);
-                    from = line.end.max(start + 1);
-                }
-                _ => from = start + 1,
-            }
-        }
-        found.dedup();
-        return Ok(found);
-    }
-    for (index, &line) in all.iter().enumerate() {
-        budget.spend(line.end - line.start + 1)?;
-        if matcher.matches(slice(text, line), budget)? {
-            found.push(index);
-        }
-    }
-    Ok(found)
-}
-
-/// `grep`'s result: `{ line, text, before, after }` per matching line.
-fn grep(
-    lua: &Lua,
-    text: &[u8],
-    matcher: &LineMatcher,
-    context: usize,
-    budget: &mut Budget,
-) -> mlua::Result<Table> {
-    let all = line_table(text, budget)?;
-    let found = matching_lines(text, &all, matcher, budget)?;
-    let matches = lua.create_table_with_capacity(found.len(), 0)?;
-    let line_text = |index: usize| lua.create_string(slice(text, all[index]));
-    for (n, &index) in found.iter().enumerate() {
-        let first = index.saturating_sub(context);
-        let last = (index + context).min(all.len() - 1);
-        let before = lua.create_table_with_capacity(index - first, 0)?;
-        for (i, other) in (first..index).enumerate() {
-            before.raw_set(i + 1, line_text(other)?)?;
-        }
-        let after = lua.create_table_with_capacity(last - index, 0)?;
-        for (i, other) in (index + 1..=last).enumerate() {
-            after.raw_set(i + 1, line_text(other)?)?;
-        }
-        let entry = lua.create_table_with_capacity(0, 4)?;
-        entry.raw_set("line", index + 1)?;
-        entry.raw_set("text", line_text(index)?)?;
-        entry.raw_set("before", before)?;
-        entry.raw_set("after", after)?;
-        matches.raw_set(n + 1, entry)?;
-        budget.spend(VALUE_COST * (last - first + 4))?;
-    }
-    Ok(matches)
 }
 
 /// `chunk_by_lines(text, n, overlap)` (arguments already checked).
@@ -512,9 +419,11 @@ fn grep_function(
             let matcher = match mode.as_str() {
                 _ if plain => LineMatcher::Plain(memmem::Finder::new(&pattern_bytes)),
                 "regex" => LineMatcher::Regex(cache.get("grep", &pattern_bytes, "")?),
-                _ => LineMatcher::Pattern(&pattern_bytes),
+                _ => LineMatcher::pattern(&pattern_bytes),
             };
-            grep(lua, &text.as_bytes(), &matcher, count(context), &mut budget)
+            let text = text.as_bytes();
+            let hits = matching_lines(&text, &matcher, &mut budget)?;
+            result_table(lua, &text, &hits, count(context), &mut budget)
         },
     )
 }

@@ -552,9 +552,24 @@ pub(super) fn start_position(pos: i64, len: usize) -> usize {
 }
 
 /// `memmem`, or `memchr` for one byte (no searcher to build).
+/// A short haystack (a line) is searched with `memchr` on the needle's first byte: cheaper
+/// there than building a `memmem` searcher.
 pub(super) fn find_bytes(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    const SHORT: usize = 256;
     match needle {
+        [] => Some(0),
         [byte] => memchr::memchr(*byte, haystack),
+        [first, rest @ ..] if haystack.len() < SHORT => {
+            let mut from = 0;
+            while let Some(at) = memchr::memchr(*first, haystack.get(from..)?) {
+                let start = from + at;
+                if haystack.get(start + 1..start + needle.len())? == rest {
+                    return Some(start);
+                }
+                from = start + 1;
+            }
+            None
+        }
         _ => memchr::memmem::find(haystack, needle),
     }
 }

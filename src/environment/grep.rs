@@ -3,10 +3,10 @@
 //! lines around it.
 //!
 //! A line is what `lines` gives: text up to a `"\n"`, without a `"\r"` before it. The text
-//! is never split into a table of lines. A plain string, and a Lua pattern that starts
-//! with literal characters, is searched for in the whole text at once (`memmem`) and the
-//! line around each hit found by scanning for its newlines, as ripgrep does; only that
-//! line is then matched. Other patterns and regular expressions are matched line by line
+//! is never split into a table of lines. A plain string, or the longest run of literal
+//! characters every match of a Lua pattern holds, is searched for in the whole text at
+//! once (`memmem`) and the line around each hit found by scanning for its newlines, as
+//! ripgrep does; only that line is then matched. Other patterns and regular expressions are matched line by line
 //! as the lines are found. The result is built in one protected call with the Lua C API
 //! (no per-value crossing of the Rust/Lua boundary), the collector paused meanwhile as
 //! every value is kept; `before` and `after` are built only when `context` asks for lines
@@ -23,7 +23,7 @@ use super::patterns;
 pub(crate) enum LineMatcher<'a> {
     /// A plain substring.
     Plain(memmem::Finder<'a>),
-    /// A Lua pattern, with the literal text every match starts with, if any.
+    /// A Lua pattern, with literal text every match contains, if any.
     Pattern {
         pattern: &'a [u8],
         prefix: Option<memmem::Finder<'static>>,
@@ -33,9 +33,9 @@ pub(crate) enum LineMatcher<'a> {
 }
 
 impl<'a> LineMatcher<'a> {
-    /// A Lua pattern, prefiltered by its literal prefix.
+    /// A Lua pattern, prefiltered by the literal every match contains.
     pub(crate) fn pattern(pattern: &'a [u8]) -> Self {
-        let prefix = literal_prefix(pattern);
+        let prefix = patterns::required_literal(pattern);
         LineMatcher::Pattern {
             pattern,
             prefix: (!prefix.is_empty()).then(|| memmem::Finder::new(&prefix).into_owned()),
@@ -67,47 +67,6 @@ impl<'a> LineMatcher<'a> {
             _ => None,
         }
     }
-}
-
-/// The literal characters every match of a Lua pattern starts with (after a `^` anchor
-/// and opening captures, which match no text): escaped punctuation counts, the last
-/// character is dropped when it may be absent (`*`, `?`, `-`). Empty when there are none,
-/// or when a newline is among them (no line holds one).
-pub(crate) fn literal_prefix(pattern: &[u8]) -> Vec<u8> {
-    let mut p = pattern.strip_prefix(b"^").unwrap_or(pattern);
-    let mut captures = 0;
-    while let Some(rest) = p.strip_prefix(b"(") {
-        p = rest.strip_prefix(b")").unwrap_or(rest);
-        captures += 1;
-        if captures >= 32 {
-            return Vec::new(); // "too many captures" must still be raised on every line
-        }
-    }
-    let mut prefix = Vec::new();
-    let mut i = 0;
-    while let Some(&c) = p.get(i) {
-        let (literal, width) = match c {
-            b'%' => match p.get(i + 1) {
-                Some(&escaped) if !escaped.is_ascii_alphanumeric() => (escaped, 2),
-                _ => break,
-            },
-            b'^' | b'$' | b'*' | b'+' | b'?' | b'.' | b'(' | b')' | b'[' | b'-' => break,
-            _ => (c, 1),
-        };
-        match p.get(i + width) {
-            Some(b'*' | b'?' | b'-') => break,
-            Some(b'+') => {
-                prefix.push(literal);
-                break;
-            }
-            _ => prefix.push(literal),
-        }
-        i += width;
-    }
-    if prefix.contains(&b'\n') {
-        prefix.clear();
-    }
-    prefix
 }
 
 /// A matching line: its 1-based number, where its text is, and where it stops (the
@@ -354,23 +313,6 @@ unsafe fn push_lines(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn literal_prefixes_are_what_every_match_starts_with() {
-        let prefix = |p: &str| String::from_utf8(literal_prefix(p.as_bytes())).unwrap();
-        assert_eq!(prefix("timeout after %d+ ms"), "timeout after ");
-        assert_eq!(prefix("^ERROR,service%-1%d,"), "ERROR,service-1");
-        assert_eq!(prefix("(%w+)=x"), "");
-        assert_eq!(prefix("()ab(c)"), "ab");
-        assert_eq!(prefix("abc*"), "ab");
-        assert_eq!(prefix("abc+"), "abc");
-        assert_eq!(prefix("ab%.c?"), "ab.");
-        assert_eq!(prefix("a.b"), "a");
-        assert_eq!(prefix("[ab]c"), "");
-        assert_eq!(prefix("%d+"), "");
-        assert_eq!(prefix("a\nb%d"), "");
-        assert_eq!(prefix(&"(".repeat(40)), "");
-    }
 
     #[test]
     fn neighbouring_lines_follow_the_line_rules() {

@@ -42,7 +42,7 @@ mod plan;
 use super::limits;
 
 pub(crate) use functions::install;
-pub(crate) use plan::{find_in, has_specials};
+pub(crate) use plan::{find_in, has_specials, required_literal};
 
 /// `LUA_MAXCAPTURES`.
 const MAX_CAPTURES: usize = 32;

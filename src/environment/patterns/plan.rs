@@ -222,6 +222,97 @@ pub(crate) fn find_in(
     Ok(found)
 }
 
+fn no_check(_: usize) -> mlua::Result<()> {
+    Ok(())
+}
+
+/// The longest run of literal characters that every match of `pat` contains: in a Lua
+/// pattern a quantifier applies to one item and there is no alternation, so an item that
+/// is one literal character (or escaped punctuation), not followed by `*`, `?` or `-`,
+/// is in every match, next to its mandatory neighbours (captures match no text). Items
+/// that could raise an error when reached (a malformed set, `%b`, `%f`, a back-reference,
+/// an unbalanced `)`) end the scan: only literals before them are used, so that a line
+/// skipped for lacking the literal could not have raised that error. No newline is in
+/// the result (no line holds one). `grep` searches the whole text for it.
+pub(crate) fn required_literal(pat: &[u8]) -> Vec<u8> {
+    let (_, pat) = anchor(pat);
+    let check = no_check;
+    let matcher = Matcher::new(b"", pat, &check);
+    let (mut best, mut run): (Vec<u8>, Vec<u8>) = (Vec::new(), Vec::new());
+    let mut finish = |run: &mut Vec<u8>| {
+        if run.len() > best.len() {
+            best = std::mem::take(run);
+        }
+        run.clear();
+    };
+    let (mut p, mut open, mut captures) = (0, 0usize, 0);
+    while p < pat.len() {
+        match pat[p] {
+            b'(' => {
+                captures += 1;
+                if captures >= MAX_CAPTURES {
+                    break;
+                }
+                if pat.get(p + 1) == Some(&b')') {
+                    p += 2;
+                } else {
+                    open += 1;
+                    p += 1;
+                }
+                continue;
+            }
+            b')' if open == 0 => break,
+            b')' => {
+                open -= 1;
+                p += 1;
+                continue;
+            }
+            b'$' if p + 1 == pat.len() => break,
+            ESCAPE if !matches!(pat.get(p + 1), Some(c) if !matches!(c, b'b' | b'f' | b'0'..=b'9')) =>
+            {
+                break;
+            }
+            _ => {}
+        }
+        let Ok(ep) = matcher.class_end(p) else { break };
+        let literal = match (pat[p], ep - p) {
+            (b'.' | b'[', _) => None,
+            (ESCAPE, 2) if !pat[p + 1].is_ascii_alphanumeric() => Some(pat[p + 1]),
+            (ESCAPE, _) => None,
+            (c, 1) => Some(c),
+            _ => None,
+        }
+        .filter(|&c| c != b'\n');
+        match (pat.get(ep), literal) {
+            (Some(b'*' | b'?' | b'-'), _) => {
+                finish(&mut run);
+                p = ep + 1;
+            }
+            (Some(b'+'), Some(c)) => {
+                // `c+`: a run ends with one `c`, and the next starts with another.
+                run.push(c);
+                finish(&mut run);
+                run.push(c);
+                p = ep + 1;
+            }
+            (Some(b'+'), None) => {
+                finish(&mut run);
+                p = ep + 1;
+            }
+            (_, Some(c)) => {
+                run.push(c);
+                p = ep;
+            }
+            (_, None) => {
+                finish(&mut run);
+                p = ep;
+            }
+        }
+    }
+    finish(&mut run);
+    best
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -271,5 +362,28 @@ mod tests {
         ] {
             assert_eq!(plan(general), Plan::General, "{general:?}");
         }
+    }
+
+    #[test]
+    fn required_literals_are_in_every_match() {
+        let literal = |p: &str| String::from_utf8(required_literal(p.as_bytes())).unwrap();
+        assert_eq!(literal("timeout after %d+ ms"), "timeout after ");
+        assert_eq!(literal("%d+ ms user=[a-c]"), " ms user=");
+        assert_eq!(literal("^ERROR,service%-1%d,"), "ERROR,service-1");
+        assert_eq!(literal("(%w+)=x"), "=x");
+        assert_eq!(literal("()ab(c)"), "abc");
+        assert_eq!(literal("abc*"), "ab");
+        assert_eq!(literal("xa+b"), "xa");
+        assert_eq!(literal("ab%.c?"), "ab.");
+        assert_eq!(literal("a.b"), "a");
+        assert_eq!(literal("[ab]c"), "c");
+        assert_eq!(literal("%d+"), "");
+        assert_eq!(literal("ab\ncd"), "ab");
+        assert_eq!(literal("x[a%d+ ms"), "x");
+        assert_eq!(literal("ab)cdef"), "ab");
+        assert_eq!(literal("ab%1cdef"), "ab");
+        assert_eq!(literal("a%bxycdef"), "a");
+        assert_eq!(literal("abc$"), "abc");
+        assert_eq!(literal(&"(".repeat(40)), "");
     }
 }

@@ -200,6 +200,27 @@ const LIBRARY: &[(&str, &str)] = &[
         "grep(context, [[ERROR,service-1\\d,]], 0, 'regex')",
         "r = re.compile(r'ERROR,service-1\\d,'); [(i + 1, l) for i, l in enumerate(s.split('\\n')) if r.search(l)]",
     ),
+    // Low (1%) and high (~38-40%) densities of matching lines, for each way of matching.
+    (
+        "grep(context, ',ERROR,service-1', 0, true)",
+        "[(i + 1, l) for i, l in enumerate(s.split('\\n')) if ',ERROR,service-1' in l]",
+    ),
+    (
+        "grep(context, 'path=/api/', 0, true)",
+        "[(i + 1, l) for i, l in enumerate(s.split('\\n')) if 'path=/api/' in l]",
+    ),
+    (
+        "grep(context, 'handled in %d+ ms user=[a-c]')",
+        "r = re.compile(r'handled in \\d+ ms user=[a-c]'); [(i + 1, l) for i, l in enumerate(s.split('\\n')) if r.search(l)]",
+    ),
+    (
+        "grep(context, '%d+ ms user=[a-c]')",
+        "r = re.compile(r'\\d+ ms user=[a-c]'); [(i + 1, l) for i, l in enumerate(s.split('\\n')) if r.search(l)]",
+    ),
+    (
+        "grep(context, [[handled in \\d+ ms user=[a-c] ]], 0, 'regex')",
+        "r = re.compile(r'handled in \\d+ ms user=[a-c] '); [(i + 1, l) for i, l in enumerate(s.split('\\n')) if r.search(l)]",
+    ),
     (
         "find_all(context, ',ERROR,')",
         "out = []\ni = s.find(',ERROR,')\nwhile i >= 0:\n    out.append(i + 1); i = s.find(',ERROR,', i + 1)",

@@ -531,3 +531,22 @@ fn meta_into_an_unwritable_place_is_a_usage_error() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("cannot write"), "{}", stderr(&out));
 }
+
+#[test]
+fn run_accepts_source_that_is_not_utf8_and_writes_the_bytes_printed() {
+    let dir = std::env::temp_dir().join(format!("rlm-latin1-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("latin1.lua");
+    std::fs::write(&file, b"print('caf\xe9', #'\xe9t\xe9', '\\200')").unwrap();
+    let out = rlm(&["run", file.to_str().unwrap()]);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(out.stdout, b"caf\xe9\t3\t\xc8\n");
+}
+
+#[test]
+fn exec_writes_the_bytes_printed() {
+    let out = rlm(&["exec", "print('\\200')"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(out.stdout, b"\xc8\n");
+}

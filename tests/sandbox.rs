@@ -142,10 +142,14 @@ mod bytecode {
     }
 
     #[test]
-    fn load_ignores_a_binary_mode_and_stays_in_the_sandbox() {
+    fn load_refuses_text_in_binary_mode_and_stays_in_the_sandbox() {
         let env = env();
         assert_eq!(
-            output(&env, "print(load('return io', 'x', 'b')())"),
+            output(&env, "print(load('return io', 'x', 'b'))"),
+            "nil\tattempt to load a text chunk (mode is 'b')\n"
+        );
+        assert_eq!(
+            output(&env, "print(load('return io', 'x', 't')())"),
             "nil\n"
         );
         assert_eq!(

@@ -208,7 +208,7 @@ pub(super) fn ask(args: &AskArgs) -> Output {
                     stdout.push('\n');
                 }
                 Output {
-                    stdout,
+                    stdout: stdout.into(),
                     stderr: summary,
                     code: 0,
                 }

@@ -27,7 +27,7 @@ pub(super) fn run(source: &SourceArgs, format: Format) -> Output {
     };
     let code = if outcome.ok { 0 } else { EXIT_VIOLATIONS };
     Output {
-        stdout,
+        stdout: stdout.into(),
         stderr: String::new(),
         code,
     }

@@ -162,7 +162,7 @@ fn write_generated(args: &GenerateArgs) -> Output {
         .and_then(|file| eval::write_tasks(std::io::BufWriter::new(file), &tasks));
     match written {
         Ok(()) => Output {
-            stdout: String::new(),
+            stdout: Vec::new(),
             stderr: format!("wrote {} tasks to {}\n", tasks.len(), args.out.display()),
             code: 0,
         },
@@ -248,7 +248,7 @@ fn evaluate(args: &RunArgs) -> Output {
             .and_then(|()| std::fs::write(args.out.join("report.html"), html));
         match written {
             Ok(()) => Output {
-                stdout: summary,
+                stdout: summary.into_bytes(),
                 stderr: format!(
                     "results in {}: {RESULTS_FILE}, summary.md, report.html, traces/\n",
                     args.out.display()

@@ -93,16 +93,17 @@ pub(super) fn read_context(path: Option<&Path>) -> Result<Option<Vec<u8>>, Outpu
     }
 }
 
-pub(super) fn exec(args: &RunArgs, code: &str) -> Output {
+pub(super) fn exec(args: &RunArgs, code: &[u8]) -> Output {
     execute(args, code)
 }
 
+/// Lua source is bytes: a file need not be UTF-8 (Latin-1 string literals are legal Lua).
 pub(super) fn run_file(args: &RunArgs, file: &Path) -> Output {
     let code = if file == Path::new("-") {
-        let mut code = String::new();
-        std::io::stdin().read_to_string(&mut code).map(|_| code)
+        let mut code = Vec::new();
+        std::io::stdin().read_to_end(&mut code).map(|_| code)
     } else {
-        std::fs::read_to_string(file)
+        std::fs::read(file)
     };
     match code {
         Ok(code) => execute(args, &code),
@@ -113,7 +114,7 @@ pub(super) fn run_file(args: &RunArgs, file: &Path) -> Output {
     }
 }
 
-fn execute(args: &RunArgs, code: &str) -> Output {
+fn execute(args: &RunArgs, code: &[u8]) -> Output {
     let limits = match args.limits() {
         Ok(limits) => limits,
         Err(output) => return output,
@@ -145,10 +146,11 @@ fn execute(args: &RunArgs, code: &str) -> Output {
                 format!("error: cannot load the context: {error}\n"),
             );
         }
-        match env.execute(code) {
-            Ok(run) => Output::success(run.output),
+        match env.execute_bytes(code) {
+            // The bytes printed, not the text the model reads (see `escape_output`).
+            Ok(_) => Output::success(env.last_output_bytes()),
             Err(error) => Output {
-                stdout: error.output().to_string(),
+                stdout: env.last_output_bytes(),
                 stderr: format!("error: {}\n", error.message()),
                 code: EXIT_VIOLATIONS,
             },

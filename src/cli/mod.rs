@@ -86,8 +86,8 @@ enum Command {
     },
     /// Run Lua code in the sandbox and print its captured output (exit 1 on a Lua error or limit).
     Exec {
-        /// The Lua code.
-        code: String,
+        /// The Lua code (any bytes: Lua source need not be UTF-8).
+        code: std::ffi::OsString,
         #[command(flatten)]
         run: exec::RunArgs,
     },
@@ -200,15 +200,16 @@ pub(crate) const EXIT_USAGE: u8 = 2;
 /// What a command prints and how it exits. Commands build their output as text and
 /// `run` writes it, so a closed pipe (`rlm list | head`) is not a crash.
 pub(crate) struct Output {
-    pub stdout: String,
+    /// Bytes: `rlm exec`/`run` write exactly what the program printed.
+    pub stdout: Vec<u8>,
     pub stderr: String,
     pub code: u8,
 }
 
 impl Output {
-    pub fn success(stdout: String) -> Self {
+    pub fn success(stdout: impl Into<Vec<u8>>) -> Self {
         Output {
-            stdout,
+            stdout: stdout.into(),
             stderr: String::new(),
             code: 0,
         }
@@ -216,7 +217,7 @@ impl Output {
 
     pub fn failure(code: u8, stderr: String) -> Self {
         Output {
-            stdout: String::new(),
+            stdout: Vec::new(),
             stderr,
             code,
         }
@@ -224,7 +225,7 @@ impl Output {
 
     fn emit(self) -> ExitCode {
         // A reader that went away (broken pipe) is not an error worth reporting.
-        let _ = std::io::stdout().write_all(self.stdout.as_bytes());
+        let _ = std::io::stdout().write_all(&self.stdout);
         let _ = std::io::stdout().flush();
         let _ = std::io::stderr().write_all(self.stderr.as_bytes());
         ExitCode::from(self.code)
@@ -264,7 +265,7 @@ pub fn run() -> ExitCode {
         Command::Meta { source, out } => {
             with_catalog(&source, |c| meta::write(c, &source.paths, &out))
         }
-        Command::Exec { code, run } => exec::exec(&run, &code),
+        Command::Exec { code, run } => exec::exec(&run, &code.into_encoded_bytes()),
         Command::Run { file, run } => exec::run_file(&run, &file),
         Command::Ask(args) => ask::ask(&args),
         Command::Search(args) => search::run(&args),

@@ -166,7 +166,7 @@ fn run_one(searcher: &Searcher, query: &str, as_json: bool) -> Output {
         );
     }
     Output {
-        stdout,
+        stdout: stdout.into(),
         stderr: warnings(&found),
         code: 0,
     }

@@ -39,7 +39,7 @@ pub(super) fn tools(catalog: &Catalog, format: Format, all: bool) -> Output {
         );
     }
     Output {
-        stdout,
+        stdout: stdout.into(),
         stderr,
         code: 0,
     }

@@ -162,7 +162,10 @@ pub(crate) struct Tripwire {
     deadline: Cell<Option<Instant>>,
     tripped: Cell<Option<LimitKind>>,
     llm_calls: Cell<usize>,
-    pub output: RefCell<String>,
+    /// The bytes `print` wrote in this execution.
+    pub output: RefCell<Vec<u8>>,
+    /// The bytes of the last execution's output, once taken.
+    pub last_output: RefCell<Vec<u8>>,
     pub interrupt: RefCell<Interrupt>,
     /// Sees each piece of output as it is printed (a server streams it to its client).
     pub observer: ObserverSlot,
@@ -189,7 +192,8 @@ impl Tripwire {
             deadline: Cell::new(None),
             tripped: Cell::new(None),
             llm_calls: Cell::new(0),
-            output: RefCell::new(String::new()),
+            output: RefCell::new(Vec::new()),
+            last_output: RefCell::new(Vec::new()),
             interrupt: RefCell::new(Interrupt::new()),
             observer: ObserverSlot::default(),
         })
@@ -281,29 +285,47 @@ impl Tripwire {
     }
 
     /// Appends captured output, tripping the output limit if it grows too large.
-    pub fn append_output(&self, text: &str) -> mlua::Result<()> {
+    pub fn append_output(&self, bytes: &[u8]) -> mlua::Result<()> {
         let mut output = self.output.borrow_mut();
-        if output.len() + text.len() > self.limits.output_bytes {
+        if output.len() + bytes.len() > self.limits.output_bytes {
             let room = self.limits.output_bytes.saturating_sub(output.len());
-            let cut =
-                crate::conventions::diagnostic::floor_char_boundary(text, room.min(text.len()));
-            output.push_str(&text[..cut]);
+            let cut = match std::str::from_utf8(bytes) {
+                Ok(text) => {
+                    crate::conventions::diagnostic::floor_char_boundary(text, room.min(text.len()))
+                }
+                Err(_) => room.min(bytes.len()),
+            };
+            output.extend_from_slice(&bytes[..cut]);
             drop(output);
-            self.observe(&text[..cut]);
+            self.observe(&bytes[..cut]);
             return Err(self.trip(LimitKind::Output));
         }
-        output.push_str(text);
+        output.extend_from_slice(bytes);
         drop(output);
-        self.observe(text);
+        self.observe(bytes);
         Ok(())
     }
 
-    fn observe(&self, text: &str) {
+    /// Shows `bytes` to the observer, as text ([`escape_output`]).
+    ///
+    /// [`escape_output`]: super::escape_output
+    fn observe(&self, bytes: &[u8]) {
         let observer = self.observer.0.borrow().clone();
         if let Some(observer) = observer
-            && !text.is_empty()
+            && !bytes.is_empty()
         {
-            observer(text);
+            observer(&super::output::escape_output(bytes));
         }
+    }
+
+    /// Takes the output printed so far, as text ([`escape_output`]), keeping its bytes
+    /// as the last output.
+    ///
+    /// [`escape_output`]: super::escape_output
+    pub fn take_output(&self) -> String {
+        let bytes = std::mem::take(&mut *self.output.borrow_mut());
+        let text = super::output::escape_output(&bytes).into_owned();
+        *self.last_output.borrow_mut() = bytes;
+        text
     }
 }

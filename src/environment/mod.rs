@@ -26,12 +26,18 @@
 //! exactly as if every file had run in load order: a file's private helpers work, and a
 //! call to an overridden name reaches the winner.
 
+mod budget;
 pub mod builtins;
 mod chunks;
 mod errors;
+mod grep;
 mod json;
+mod lauxlib;
 mod limits;
+mod load;
+mod output;
 mod patterns;
+mod protected;
 mod re;
 mod sandbox;
 mod text;
@@ -46,6 +52,7 @@ use chunks::InternalChunk;
 
 use limits::Tripwire;
 pub use limits::{Interrupt, LimitKind, Limits, OutputObserver};
+pub use output::escape_output;
 pub(crate) use sandbox::REMOVED_GLOBALS;
 
 use crate::Registry;
@@ -72,7 +79,8 @@ pub struct Environment {
 /// What a successful execution printed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Execution {
-    /// Everything `print` wrote, in order.
+    /// Everything `print` wrote, in order; bytes that are not UTF-8 are shown as `\xNN`
+    /// ([`escape_output`]); [`Environment::last_output_bytes`] gives the exact bytes.
     pub output: String,
 }
 
@@ -276,6 +284,12 @@ impl Environment {
     /// Runs `code` in the session: globals persist from one execution to the next.
     /// Returns what `print` wrote, or the error with the output printed before it.
     pub fn execute(&self, code: &str) -> Result<Execution, ExecError> {
+        self.execute_bytes(code.as_bytes())
+    }
+
+    /// [`Environment::execute`] for source that need not be UTF-8: Lua source is bytes,
+    /// and its string literals may hold any (Latin-1 text, say).
+    pub fn execute_bytes(&self, code: &[u8]) -> Result<Execution, ExecError> {
         self.tripwire.start();
         let result = self.lua.load(code).set_name("=input").exec();
         // Reclaim what a failed execution left behind, so the next one starts fresh.
@@ -367,7 +381,14 @@ impl Environment {
     }
 
     fn take_output(&self) -> String {
-        std::mem::take(&mut *self.tripwire.output.borrow_mut())
+        self.tripwire.take_output()
+    }
+
+    /// The exact bytes the last execution printed (before its error, if it failed):
+    /// [`Execution::output`] and [`ExecError::output`] show bytes that are not UTF-8 as
+    /// `\xNN` ([`escape_output`]). `rlm exec` and `rlm run` write these bytes.
+    pub fn last_output_bytes(&self) -> Vec<u8> {
+        self.tripwire.last_output.borrow().clone()
     }
 
     fn limit_error(&self, kind: LimitKind) -> ExecError {

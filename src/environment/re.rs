@@ -28,8 +28,8 @@ use std::rc::Rc;
 use mlua::{Function, Lua, LuaString, MultiValue, Table, Value};
 use regex::bytes::{CaptureLocations, Captures, Regex, RegexBuilder};
 
+use super::budget::{Budget, optional_string_sequence, string_sequence};
 use super::limits::Tripwire;
-use super::text::{Budget, optional_string_sequence, string_sequence};
 use crate::conventions::builtins::BuiltinId;
 
 /// The largest compiled program (and lazy DFA cache) one pattern may use, in bytes.

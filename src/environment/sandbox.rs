@@ -15,11 +15,13 @@
 //! | `pcall`, `xpcall`, `coroutine.resume` | cannot swallow a limit error |
 //! | `__gc` metamethods | deferred: run at the end of the execution, under its limits |
 
+use std::ffi::c_int;
 use std::rc::Rc;
 
-use mlua::{Function, Lua, LuaOptions, MultiValue, StdLib, Table, Value};
+use mlua::{Function, Lua, LuaOptions, StdLib, Table, Value, ffi};
 
-use super::limits::{LimitKind, Tripwire};
+use super::lauxlib::type_error;
+use super::limits::Tripwire;
 
 /// The libraries opened at all: no `io`, `package` or `debug`.
 fn libraries() -> StdLib {
@@ -41,11 +43,15 @@ pub(crate) fn new_state(tripwire: Rc<Tripwire>) -> mlua::Result<Lua> {
     restrict_os(&lua, &globals)?;
     let string: Table = globals.get("string")?;
     string.raw_set("dump", Value::Nil)?;
-    globals.raw_set("load", safe_load(&lua)?)?;
-    globals.raw_set("collectgarbage", count_only_collectgarbage(&lua)?)?;
+    globals.raw_set("load", super::load::safe_load(&lua)?)?;
+    globals.raw_set(
+        "collectgarbage",
+        // SAFETY: a `lua_CFunction` that only uses the Lua API on its own stack.
+        unsafe { lua.create_c_function(count_only_collectgarbage)? },
+    )?;
     lock_string_metatable(&lua)?;
     defer_finalizers(&lua)?;
-    guard_protected_calls(&lua, tripwire)?;
+    super::protected::guard_protected_calls(&lua, tripwire)?;
     Ok(lua)
 }
 
@@ -58,67 +64,56 @@ fn restrict_os(lua: &Lua, globals: &Table) -> mlua::Result<()> {
     globals.raw_set("os", kept)
 }
 
-/// `load(chunk [, chunkname [, mode [, env]]])` with mode forced to text and the
-/// environment defaulting to the sandbox's globals.
-fn safe_load(lua: &Lua) -> mlua::Result<Function> {
-    lua.create_function(
-        |lua, (chunk, name, _mode, env): (Value, Option<String>, Value, Option<Table>)| {
-            let source = match chunk {
-                Value::String(s) => s.as_bytes().to_vec(),
-                Value::Function(reader) => read_all(reader)?,
-                other => {
-                    return Ok((
-                        Value::Nil,
-                        Some(format!(
-                            "bad argument to load: string or function expected, got {}",
-                            other.type_name()
-                        )),
-                    ));
-                }
-            };
-            if source.first() == Some(&0x1b) {
-                return Ok((
-                    Value::Nil,
-                    Some("attempt to load a binary chunk (mode is 't')".to_string()),
-                ));
-            }
-            let env = env.unwrap_or_else(|| lua.globals());
-            let name = name.unwrap_or_else(|| "=(load)".to_string());
-            match lua
-                .load(source)
-                .set_name(name)
-                .set_mode(mlua::chunk::ChunkMode::Text)
-                .set_environment(env)
-                .into_function()
-            {
-                Ok(function) => Ok((Value::Function(function), None)),
-                Err(error) => Ok((Value::Nil, Some(error.to_string()))),
-            }
-        },
-    )
-}
-
-/// The pieces returned by a `load` reader function, concatenated.
-fn read_all(reader: Function) -> mlua::Result<Vec<u8>> {
-    let mut source = Vec::new();
-    loop {
-        match reader.call::<Value>(())? {
-            Value::String(piece) if !piece.as_bytes().is_empty() => {
-                source.extend_from_slice(&piece.as_bytes())
-            }
-            _ => return Ok(source),
+/// `collectgarbage`: only `"count"`. A C function, so that its errors are strings raised
+/// at the caller's position, as the C library's are.
+unsafe extern "C-unwind" fn count_only_collectgarbage(state: *mut ffi::lua_State) -> c_int {
+    unsafe {
+        let mut len = 0;
+        let option = ffi::luaL_optlstring(state, 1, c"collect".as_ptr(), &mut len);
+        let option = std::slice::from_raw_parts(option.cast::<u8>(), len);
+        if option == b"count" {
+            let kilobytes = ffi::lua_gc(state, ffi::LUA_GCCOUNT, 0);
+            let bytes = ffi::lua_gc(state, ffi::LUA_GCCOUNTB, 0);
+            ffi::lua_pushnumber(state, f64::from(kilobytes) + f64::from(bytes) / 1024.0);
+            return 1;
         }
+        let shown = if ffi::lua_isnoneornil(state, 1) != 0 {
+            String::new()
+        } else {
+            format!("\"{}\"", String::from_utf8_lossy(option))
+        };
+        let message =
+            format!("collectgarbage({shown}) is not available in the sandbox; only \"count\" is");
+        ffi::luaL_where(state, 1);
+        ffi::lua_pushlstring(state, message.as_ptr().cast(), message.len());
+        drop(message);
+        ffi::lua_concat(state, 2);
+        ffi::lua_error(state)
     }
 }
 
-fn count_only_collectgarbage(lua: &Lua) -> mlua::Result<Function> {
-    lua.create_function(|lua, option: Option<String>| match option.as_deref() {
-        Some("count") => Ok(lua.used_memory() as f64 / 1024.0),
-        other => Err(mlua::Error::RuntimeError(format!(
-            "collectgarbage({}) is not available in the sandbox; only \"count\" is",
-            other.map_or("".to_string(), |o| format!("\"{o}\""))
-        ))),
-    })
+/// `setmetatable(t, mt)` as `luaB_setmetatable` (same checks and messages, raised at the
+/// caller's position and naming `setmetatable`), with a `__gc` first handed to the Lua
+/// function in upvalue 1, which swaps it for a stand-in (see [`defer_finalizers`]).
+unsafe extern "C-unwind" fn guarded_setmetatable(state: *mut ffi::lua_State) -> c_int {
+    unsafe {
+        let kind = ffi::lua_type(state, 2);
+        ffi::luaL_checktype(state, 1, ffi::LUA_TTABLE);
+        if kind != ffi::LUA_TNIL && kind != ffi::LUA_TTABLE {
+            type_error(state, 2, "nil or table");
+        }
+        if ffi::luaL_getmetafield(state, 1, c"__metatable".as_ptr()) != ffi::LUA_TNIL {
+            return ffi::luaL_error(state, c"cannot change a protected metatable".as_ptr());
+        }
+        ffi::lua_settop(state, 2);
+        if kind == ffi::LUA_TTABLE {
+            ffi::lua_pushvalue(state, ffi::lua_upvalueindex(1));
+            ffi::lua_pushvalue(state, 2);
+            ffi::lua_call(state, 1, 0);
+        }
+        ffi::lua_setmetatable(state, 1);
+        1
+    }
 }
 
 /// `getmetatable("")` returns `false`, so the string metatable (and through its
@@ -134,88 +129,24 @@ fn lock_string_metatable(lua: &Lua) -> mlua::Result<()> {
     .exec()
 }
 
-/// Wraps `pcall`, `xpcall`, `coroutine.resume` and `coroutine.close`: when a limit has
-/// tripped inside the protected call, or the call failed for lack of memory, the limit
-/// error is raised again instead of being returned.
-fn guard_protected_calls(lua: &Lua, tripwire: Rc<Tripwire>) -> mlua::Result<()> {
-    let check = lua.create_function(move |_, results: MultiValue| {
-        if is_memory_failure(&results) {
-            return Err(tripwire.trip(LimitKind::Memory));
-        }
-        match tripwire.tripped() {
-            Some(_) => Err(tripwire.error()),
-            None => Ok(results),
-        }
-    })?;
-    let wrap: Function = lua
-        .load(
-            r#"
-            local check, pcall, xpcall, resume, close = ...
-            local function guarded_pcall(f, ...) return check(pcall(f, ...)) end
-            -- Lua runs a message handler with hooks off when the error came from a hook,
-            -- so once a limit has tripped the user's handler is not called at all.
-            local function guarded_xpcall(f, handler, ...)
-              local function guarded_handler(e)
-                if not check(true) then return e end
-                return handler(e)
-              end
-              return check(xpcall(f, guarded_handler, ...))
-            end
-            local function guarded_resume(co, ...) return check(resume(co, ...)) end
-            local function guarded_close(co) return check(close(co)) end
-            return guarded_pcall, guarded_xpcall, guarded_resume, guarded_close
-            "#,
-        )
-        .set_name("=sandbox")
-        .into_function()?;
-    let globals = lua.globals();
-    let coroutine: Table = globals.get("coroutine")?;
-    let (pcall, xpcall, resume, close): (Function, Function, Function, Function) = wrap.call((
-        check,
-        globals.get::<Function>("pcall")?,
-        globals.get::<Function>("xpcall")?,
-        coroutine.get::<Function>("resume")?,
-        coroutine.get::<Function>("close")?,
-    ))?;
-    globals.raw_set("pcall", pcall)?;
-    globals.raw_set("xpcall", xpcall)?;
-    coroutine.raw_set("resume", resume)?;
-    coroutine.raw_set("close", close)
-}
-
-/// `false, "not enough memory"`: what a protected call returns when an allocation failed.
-fn is_memory_failure(results: &MultiValue) -> bool {
-    let mut values = results.iter();
-    let failed = matches!(values.next(), Some(Value::Boolean(false)));
-    let memory = match values.next() {
-        Some(Value::String(s)) => s.as_bytes().as_ref() == b"not enough memory",
-        Some(Value::Error(e)) => matches!(**e, mlua::Error::MemoryError(_)),
-        _ => false,
-    };
-    failed && memory
-}
-
 /// Lua runs `__gc` metamethods with hooks disabled, so a finalizer that loops could never
 /// be stopped. `setmetatable` therefore swaps a `__gc` for a stand-in that only queues the
 /// object; the queue is run by `rlm.run_finalizers` at the end of each execution, as
 /// ordinary Lua under the execution's limits. At drop the queue is simply discarded.
 fn defer_finalizers(lua: &Lua) -> mlua::Result<()> {
-    let (setmetatable, run): (Function, Function) = lua
+    let (defer_gc, run): (Function, Function) = lua
         .load(
             r#"
-            local raw_setmetatable, rawget, rawset, pcall, type = setmetatable, rawget, rawset, pcall, type
+            local rawget, rawset, pcall, setmetatable = rawget, rawset, pcall, setmetatable
             local pending = {}
             local stand_ins = setmetatable({}, { __mode = "k" })
-            local function guarded_setmetatable(t, mt)
-              if type(mt) == "table" then
-                local gc = rawget(mt, "__gc")
-                if gc ~= nil and not stand_ins[gc] then
-                  local function stand_in(object) pending[#pending + 1] = { gc, object } end
-                  stand_ins[stand_in] = true
-                  rawset(mt, "__gc", stand_in)
-                end
+            local function defer_gc(mt)
+              local gc = rawget(mt, "__gc")
+              if gc ~= nil and not stand_ins[gc] then
+                local function stand_in(object) pending[#pending + 1] = { gc, object } end
+                stand_ins[stand_in] = true
+                rawset(mt, "__gc", stand_in)
               end
-              return raw_setmetatable(t, mt)
             end
             local function run_finalizers(tripped)
               while #pending > 0 do
@@ -229,11 +160,17 @@ fn defer_finalizers(lua: &Lua) -> mlua::Result<()> {
                 end
               end
             end
-            return guarded_setmetatable, run_finalizers
+            return defer_gc, run_finalizers
             "#,
         )
         .set_name("=sandbox")
         .call(())?;
+    // SAFETY: `exec_raw` runs the closure protected, with the upvalue on the stack.
+    let setmetatable: Function = unsafe {
+        lua.exec_raw(defer_gc, |state| {
+            ffi::lua_pushcclosure(state, guarded_setmetatable, 1);
+        })?
+    };
     lua.globals().raw_set("setmetatable", setmetatable)?;
     lua.set_named_registry_value("rlm.run_finalizers", run)
 }

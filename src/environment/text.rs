@@ -21,115 +21,14 @@
 use std::rc::Rc;
 
 use memchr::memmem;
-use mlua::{Lua, LuaString, Table, ffi};
+use mlua::{Lua, LuaString, Table};
 
+use super::budget::{Budget, CHECK_BYTES, VALUE_COST, string_sequence};
 use super::errors::raise_plain_errors;
+use super::grep::{LineMatcher, matching_lines, result_table};
 use super::limits::Tripwire;
 use super::patterns;
 use super::re::RegexCache;
-
-/// Bytes scanned between two checks of the limits: a check costs tens of nanoseconds,
-/// scanning a MiB a few dozen microseconds, so a runaway scan stops within a millisecond.
-const CHECK_BYTES: usize = 1 << 20;
-/// What one value put in a result table counts for against [`CHECK_BYTES`].
-const VALUE_COST: usize = 64;
-
-/// Counts the work done and checks the limits every [`CHECK_BYTES`] of it.
-pub(crate) struct Budget<'a> {
-    lua: &'a Lua,
-    tripwire: &'a Tripwire,
-    done: usize,
-    /// Bytes the caller holds outside Lua's allocator, counted with Lua's memory.
-    held: usize,
-}
-
-impl<'a> Budget<'a> {
-    pub(crate) fn new(lua: &'a Lua, tripwire: &'a Tripwire) -> Self {
-        Budget {
-            lua,
-            tripwire,
-            done: 0,
-            held: 0,
-        }
-    }
-
-    /// Records `work` bytes' worth of work, checking the limits when enough has been done.
-    #[inline]
-    pub(crate) fn spend(&mut self, work: usize) -> mlua::Result<()> {
-        self.done += work;
-        if self.done >= CHECK_BYTES {
-            self.done = 0;
-            return self.check();
-        }
-        Ok(())
-    }
-
-    /// Records that the caller now holds `bytes` outside Lua.
-    pub(crate) fn hold(&mut self, bytes: usize) {
-        self.held = bytes;
-    }
-
-    pub(crate) fn check(&self) -> mlua::Result<()> {
-        self.tripwire
-            .check(self.lua.used_memory().saturating_add(self.held))
-    }
-}
-
-/// A sequence of strings built in one protected call: mlua's per-value calls cost more
-/// than copying a short line, and `lines(context)` makes a million of them. The limits
-/// are checked as it goes; an allocation past the memory limit fails as any other.
-/// `expected` pieces are made room for up front. The collector pauses meanwhile: every
-/// piece is kept, so a collection would only walk the growing table again and again
-/// (allocations are still counted against the memory limit).
-pub(crate) fn string_sequence<'t>(
-    lua: &Lua,
-    pieces: impl Iterator<Item = &'t [u8]>,
-    expected: usize,
-    budget: &mut Budget,
-) -> mlua::Result<Table> {
-    optional_string_sequence(lua, pieces.map(Some), expected, budget)
-}
-
-/// [`string_sequence`] where a missing piece is `false`.
-pub(crate) fn optional_string_sequence<'t>(
-    lua: &Lua,
-    pieces: impl Iterator<Item = Option<&'t [u8]>>,
-    expected: usize,
-    budget: &mut Budget,
-) -> mlua::Result<Table> {
-    let mut stopped = None;
-    let collecting = lua.gc_is_running();
-    lua.gc_stop();
-    let expected = std::ffi::c_int::try_from(expected).unwrap_or(0);
-    // SAFETY: the closure runs protected, pushes one table and only pushes strings into
-    // it; if an allocation fails, Lua unwinds past it, and it owns nothing to drop.
-    let table = unsafe {
-        lua.exec_raw::<Table>((), |state| {
-            ffi::lua_createtable(state, expected, 0);
-            for (n, piece) in pieces.enumerate() {
-                match piece {
-                    Some(piece) => {
-                        ffi::lua_pushlstring(state, piece.as_ptr().cast(), piece.len());
-                    }
-                    None => ffi::lua_pushboolean(state, 0),
-                }
-                ffi::lua_rawseti(state, -2, n as ffi::lua_Integer + 1);
-                if let Err(error) = budget.spend(piece.map_or(0, <[u8]>::len) + VALUE_COST) {
-                    stopped = Some(error);
-                    return;
-                }
-            }
-        })
-    };
-    if collecting {
-        lua.gc_restart();
-    }
-    let table = table?;
-    match stopped {
-        Some(error) => Err(error),
-        None => Ok(table),
-    }
-}
 
 /// Where one line is: `start..end` without its terminator (`"\n"` or `"\r\n"`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -250,104 +149,6 @@ fn find_all(lua: &Lua, text: &[u8], needle: &[u8], budget: &mut Budget) -> mlua:
         from = start + 1;
     }
     Ok(positions)
-}
-
-/// How `grep` matches a line.
-// One per `grep` call, on the stack.
-#[allow(clippy::large_enum_variant)]
-enum LineMatcher<'a> {
-    Plain(memmem::Finder<'a>),
-    Pattern(&'a [u8]),
-    Regex(regex::bytes::Regex),
-}
-
-impl LineMatcher<'_> {
-    fn matches(&self, line: &[u8], budget: &Budget) -> mlua::Result<bool> {
-        match self {
-            LineMatcher::Plain(finder) => Ok(finder.find(line).is_some()),
-            LineMatcher::Pattern(pattern) => {
-                let check = |held: usize| {
-                    budget
-                        .tripwire
-                        .check(budget.lua.used_memory().saturating_add(held))
-                };
-                patterns::find_in(line, pattern, &check)
-                    .map(|found| found.is_some())
-                    .map_err(patterns::Failure::into_lua_error)
-            }
-            LineMatcher::Regex(regex) => Ok(regex.is_match(line)),
-        }
-    }
-}
-
-/// The 0-based indices of the lines that match.
-fn matching_lines(
-    text: &[u8],
-    all: &[Line],
-    matcher: &LineMatcher,
-    budget: &mut Budget,
-) -> mlua::Result<Vec<usize>> {
-    let mut found = Vec::new();
-    if let LineMatcher::Plain(finder) = matcher {
-        // One search over the whole text, then the line of each hit.
-        let mut from = 0;
-        while let Some(at) = text.get(from..).and_then(|rest| finder.find(rest)) {
-            let start = from + at;
-            budget.spend(at)?;
-            let index = all.partition_point(|line| line.end < start + finder.needle().len());
-            match all.get(index) {
-                Some(line) if line.start <= start => {
-                    found.push(index);
-                    budget.hold(found.capacity() * 8 + all.len() * 16);
-                    from = line.end.max(start + 1);
-                }
-                _ => from = start + 1,
-            }
-        }
-        found.dedup();
-        return Ok(found);
-    }
-    for (index, &line) in all.iter().enumerate() {
-        budget.spend(line.end - line.start + 1)?;
-        if matcher.matches(slice(text, line), budget)? {
-            found.push(index);
-        }
-    }
-    Ok(found)
-}
-
-/// `grep`'s result: `{ line, text, before, after }` per matching line.
-fn grep(
-    lua: &Lua,
-    text: &[u8],
-    matcher: &LineMatcher,
-    context: usize,
-    budget: &mut Budget,
-) -> mlua::Result<Table> {
-    let all = line_table(text, budget)?;
-    let found = matching_lines(text, &all, matcher, budget)?;
-    let matches = lua.create_table_with_capacity(found.len(), 0)?;
-    let line_text = |index: usize| lua.create_string(slice(text, all[index]));
-    for (n, &index) in found.iter().enumerate() {
-        let first = index.saturating_sub(context);
-        let last = (index + context).min(all.len() - 1);
-        let before = lua.create_table_with_capacity(index - first, 0)?;
-        for (i, other) in (first..index).enumerate() {
-            before.raw_set(i + 1, line_text(other)?)?;
-        }
-        let after = lua.create_table_with_capacity(last - index, 0)?;
-        for (i, other) in (index + 1..=last).enumerate() {
-            after.raw_set(i + 1, line_text(other)?)?;
-        }
-        let entry = lua.create_table_with_capacity(0, 4)?;
-        entry.raw_set("line", index + 1)?;
-        entry.raw_set("text", line_text(index)?)?;
-        entry.raw_set("before", before)?;
-        entry.raw_set("after", after)?;
-        matches.raw_set(n + 1, entry)?;
-        budget.spend(VALUE_COST * (last - first + 4))?;
-    }
-    Ok(matches)
 }
 
 /// `chunk_by_lines(text, n, overlap)` (arguments already checked).
@@ -615,9 +416,11 @@ fn grep_function(
             let matcher = match mode.as_str() {
                 _ if plain => LineMatcher::Plain(memmem::Finder::new(&pattern_bytes)),
                 "regex" => LineMatcher::Regex(cache.get("grep", &pattern_bytes, "")?),
-                _ => LineMatcher::Pattern(&pattern_bytes),
+                _ => LineMatcher::pattern(&pattern_bytes),
             };
-            grep(lua, &text.as_bytes(), &matcher, count(context), &mut budget)
+            let text = text.as_bytes();
+            let hits = matching_lines(&text, &matcher, &mut budget)?;
+            result_table(lua, &text, &hits, count(context), &mut budget)
         },
     )
 }

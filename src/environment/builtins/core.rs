@@ -10,19 +10,20 @@ use super::state::BuiltinState;
 use crate::conventions::builtins::BuiltinId;
 use crate::tokens;
 
-/// `print(...)`: `tostring` of each argument, tab-separated, into the captured output.
+/// `print(...)`: `tostring` of each argument, tab-separated, into the captured output
+/// (every byte kept: see [`escape_output`](crate::environment::escape_output)).
 pub(super) fn print(lua: &Lua, state: Rc<BuiltinState>) -> mlua::Result<Function> {
     let tostring: Function = lua.globals().get("tostring")?;
     lua.create_function(move |_, args: MultiValue| {
-        let mut line = String::new();
+        let mut line = Vec::new();
         for (i, value) in args.into_iter().enumerate() {
             if i > 0 {
-                line.push('\t');
+                line.push(b'\t');
             }
             let text: mlua::LuaString = tostring.call(value)?;
-            line.push_str(&text.to_string_lossy());
+            line.extend_from_slice(&text.as_bytes());
         }
-        line.push('\n');
+        line.push(b'\n');
         state.tripwire.append_output(&line)
     })
 }

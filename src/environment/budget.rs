@@ -1,0 +1,116 @@
+//! Counting the work a text function does against the execution's limits ([`Budget`]), and
+//! building the sequences of strings those functions return in one protected call. Shared
+//! by the text primitives (`text.rs`) and the `re` built-in (`re.rs`), below both.
+
+use mlua::{Lua, Table, ffi};
+
+use super::limits::Tripwire;
+
+/// Bytes scanned between two checks of the limits: a check costs tens of nanoseconds,
+/// scanning a MiB a few dozen microseconds, so a runaway scan stops within a millisecond.
+pub(crate) const CHECK_BYTES: usize = 1 << 20;
+/// What one value put in a result table counts for against [`CHECK_BYTES`].
+pub(crate) const VALUE_COST: usize = 64;
+
+/// Counts the work done and checks the limits every [`CHECK_BYTES`] of it.
+pub(crate) struct Budget<'a> {
+    lua: &'a Lua,
+    tripwire: &'a Tripwire,
+    done: usize,
+    /// Bytes the caller holds outside Lua's allocator, counted with Lua's memory.
+    held: usize,
+}
+
+impl<'a> Budget<'a> {
+    pub(crate) fn new(lua: &'a Lua, tripwire: &'a Tripwire) -> Self {
+        Budget {
+            lua,
+            tripwire,
+            done: 0,
+            held: 0,
+        }
+    }
+
+    /// Records `work` bytes' worth of work, checking the limits when enough has been done.
+    #[inline]
+    pub(crate) fn spend(&mut self, work: usize) -> mlua::Result<()> {
+        self.done += work;
+        if self.done >= CHECK_BYTES {
+            self.done = 0;
+            return self.check();
+        }
+        Ok(())
+    }
+
+    /// Records that the caller now holds `bytes` outside Lua.
+    pub(crate) fn hold(&mut self, bytes: usize) {
+        self.held = bytes;
+    }
+
+    /// Checks the limits now.
+    pub(crate) fn check(&self) -> mlua::Result<()> {
+        self.check_holding(self.held)
+    }
+
+    /// Checks the limits now, with `held` bytes held outside Lua (a matcher's own count).
+    pub(crate) fn check_holding(&self, held: usize) -> mlua::Result<()> {
+        self.tripwire
+            .check(self.lua.used_memory().saturating_add(held))
+    }
+}
+
+/// A sequence of strings built in one protected call: mlua's per-value calls cost more
+/// than copying a short line, and `lines(context)` makes a million of them. The limits
+/// are checked as it goes; an allocation past the memory limit fails as any other.
+/// `expected` pieces are made room for up front. The collector pauses meanwhile: every
+/// piece is kept, so a collection would only walk the growing table again and again
+/// (allocations are still counted against the memory limit).
+pub(crate) fn string_sequence<'t>(
+    lua: &Lua,
+    pieces: impl Iterator<Item = &'t [u8]>,
+    expected: usize,
+    budget: &mut Budget,
+) -> mlua::Result<Table> {
+    optional_string_sequence(lua, pieces.map(Some), expected, budget)
+}
+
+/// [`string_sequence`] where a missing piece is `false`.
+pub(crate) fn optional_string_sequence<'t>(
+    lua: &Lua,
+    pieces: impl Iterator<Item = Option<&'t [u8]>>,
+    expected: usize,
+    budget: &mut Budget,
+) -> mlua::Result<Table> {
+    let mut stopped = None;
+    let collecting = lua.gc_is_running();
+    lua.gc_stop();
+    let expected = std::ffi::c_int::try_from(expected).unwrap_or(0);
+    // SAFETY: the closure runs protected, pushes one table and only pushes strings into
+    // it; if an allocation fails, Lua unwinds past it, and it owns nothing to drop.
+    let table = unsafe {
+        lua.exec_raw::<Table>((), |state| {
+            ffi::lua_createtable(state, expected, 0);
+            for (n, piece) in pieces.enumerate() {
+                match piece {
+                    Some(piece) => {
+                        ffi::lua_pushlstring(state, piece.as_ptr().cast(), piece.len());
+                    }
+                    None => ffi::lua_pushboolean(state, 0),
+                }
+                ffi::lua_rawseti(state, -2, n as ffi::lua_Integer + 1);
+                if let Err(error) = budget.spend(piece.map_or(0, <[u8]>::len) + VALUE_COST) {
+                    stopped = Some(error);
+                    return;
+                }
+            }
+        })
+    };
+    if collecting {
+        lua.gc_restart();
+    }
+    let table = table?;
+    match stopped {
+        Some(error) => Err(error),
+        None => Ok(table),
+    }
+}

@@ -16,7 +16,7 @@ use memchr::memmem;
 use mlua::{Lua, Table, ffi};
 use regex::bytes::Regex;
 
-use super::budget::{Budget, CHECK_BYTES, VALUE_COST};
+use super::meter::{CHECK_BYTES, VALUE_COST, WorkMeter};
 use super::patterns;
 
 /// How `grep` matches a line.
@@ -43,11 +43,11 @@ impl<'a> LineMatcher<'a> {
     }
 
     /// Whether `line` matches.
-    fn matches(&self, line: &[u8], budget: &Budget) -> mlua::Result<bool> {
+    fn matches(&self, line: &[u8], meter: &WorkMeter) -> mlua::Result<bool> {
         match self {
             LineMatcher::Plain(finder) => Ok(finder.find(line).is_some()),
             LineMatcher::Pattern { pattern, .. } => {
-                let check = |held: usize| budget.check_holding(held);
+                let check = |held: usize| meter.check_holding(held);
                 patterns::find_in(line, pattern, &check)
                     .map(|found| found.is_some())
                     .map_err(patterns::Failure::into_lua_error)
@@ -96,12 +96,12 @@ fn line_end(text: &[u8], start: usize) -> (usize, usize) {
 pub(crate) fn matching_lines(
     text: &[u8],
     matcher: &LineMatcher,
-    budget: &mut Budget,
+    meter: &mut WorkMeter,
 ) -> mlua::Result<Vec<Hit>> {
     let mut hits = Vec::new();
     match matcher.prefilter() {
-        Some(finder) => search_whole_text(text, matcher, finder, &mut hits, budget)?,
-        None => search_line_by_line(text, matcher, &mut hits, budget)?,
+        Some(finder) => search_whole_text(text, matcher, finder, &mut hits, meter)?,
+        None => search_line_by_line(text, matcher, &mut hits, meter)?,
     }
     Ok(hits)
 }
@@ -110,15 +110,15 @@ fn search_line_by_line(
     text: &[u8],
     matcher: &LineMatcher,
     hits: &mut Vec<Hit>,
-    budget: &mut Budget,
+    meter: &mut WorkMeter,
 ) -> mlua::Result<()> {
     let mut start = 0;
     let mut number = 1;
     while start < text.len() {
         let (end, stop) = line_end(text, start);
-        budget.spend(stop - start + 1)?;
-        if matcher.matches(&text[start..end], budget)? {
-            push_hit(hits, budget, number, start, end, stop);
+        meter.spend(stop - start + 1)?;
+        if matcher.matches(&text[start..end], meter)? {
+            push_hit(hits, meter, number, start, end, stop);
         }
         start = stop + 1;
         number += 1;
@@ -133,27 +133,27 @@ fn search_whole_text(
     matcher: &LineMatcher,
     finder: &memmem::Finder,
     hits: &mut Vec<Hit>,
-    budget: &mut Budget,
+    meter: &mut WorkMeter,
 ) -> mlua::Result<()> {
     let needle = finder.needle().len();
     let plain = matches!(matcher, LineMatcher::Plain(_));
     // The line that starts at `line_start` is line `number`.
     let (mut line_start, mut number) = (0, 1);
     let mut from = 0;
-    while let Some(hit) = next_hit(text, finder, from, budget)? {
+    while let Some(hit) = next_hit(text, finder, from, meter)? {
         let skipped = text.get(line_start..hit).unwrap_or_default();
         if let Some(last) = memchr::memrchr(b'\n', skipped) {
             number += memchr::memchr_iter(b'\n', skipped).count();
             line_start += last + 1;
         }
         let (end, stop) = line_end(text, line_start);
-        budget.spend(stop.saturating_sub(hit) + 1)?;
+        meter.spend(stop.saturating_sub(hit) + 1)?;
         if hit + needle > end {
             from = hit + 1; // across the line's end: not in this line's text
             continue;
         }
-        if plain || matcher.matches(&text[line_start..end], budget)? {
-            push_hit(hits, budget, number, line_start, end, stop);
+        if plain || matcher.matches(&text[line_start..end], meter)? {
+            push_hit(hits, meter, number, line_start, end, stop);
         }
         // The line is decided: go on with the next one.
         line_start = stop + 1;
@@ -172,17 +172,17 @@ fn next_hit(
     text: &[u8],
     finder: &memmem::Finder,
     from: usize,
-    budget: &mut Budget,
+    meter: &mut WorkMeter,
 ) -> mlua::Result<Option<usize>> {
     let needle = finder.needle().len();
     let mut from = from;
     while from < text.len() {
         let stop = from.saturating_add(CHECK_BYTES + needle).min(text.len());
         if let Some(at) = finder.find(&text[from..stop]) {
-            budget.spend(at)?;
+            meter.spend(at)?;
             return Ok(Some(from + at));
         }
-        budget.spend(CHECK_BYTES)?;
+        meter.spend(CHECK_BYTES)?;
         from += CHECK_BYTES;
     }
     Ok(None)
@@ -190,7 +190,7 @@ fn next_hit(
 
 fn push_hit(
     hits: &mut Vec<Hit>,
-    budget: &mut Budget,
+    meter: &mut WorkMeter,
     number: usize,
     start: usize,
     end: usize,
@@ -202,7 +202,7 @@ fn push_hit(
         end,
         stop,
     });
-    budget.hold(hits.capacity() * std::mem::size_of::<Hit>());
+    meter.hold(hits.capacity() * std::mem::size_of::<Hit>());
 }
 
 /// The lines before the line starting at `start`, nearest first.
@@ -237,7 +237,7 @@ pub(crate) fn result_table(
     text: &[u8],
     hits: &[Hit],
     context: usize,
-    budget: &mut Budget,
+    meter: &mut WorkMeter,
 ) -> mlua::Result<Table> {
     let mut stopped = None;
     let collecting = lua.gc_is_running();
@@ -263,7 +263,7 @@ pub(crate) fn result_table(
                 ffi::lua_setfield(state, -2, c"after".as_ptr());
                 ffi::lua_rawseti(state, -2, n as ffi::lua_Integer + 1);
                 let work = VALUE_COST * (before + after + 4);
-                if let Err(error) = budget.spend(work) {
+                if let Err(error) = meter.spend(work) {
                     stopped = Some(error);
                     return;
                 }

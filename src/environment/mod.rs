@@ -26,7 +26,6 @@
 //! exactly as if every file had run in load order: a file's private helpers work, and a
 //! call to an overridden name reaches the winner.
 
-mod budget;
 pub mod builtins;
 mod chunks;
 mod errors;
@@ -35,6 +34,7 @@ mod json;
 mod lauxlib;
 mod limits;
 mod load;
+mod meter;
 mod output;
 mod patterns;
 mod protected;

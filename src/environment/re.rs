@@ -28,8 +28,8 @@ use std::rc::Rc;
 use mlua::{Function, Lua, LuaString, MultiValue, Table, Value};
 use regex::bytes::{CaptureLocations, Captures, Regex, RegexBuilder};
 
-use super::budget::{Budget, optional_string_sequence, string_sequence};
 use super::limits::Tripwire;
+use super::meter::{WorkMeter, optional_string_sequence, string_sequence};
 use crate::conventions::builtins::BuiltinId;
 
 /// The largest compiled program (and lazy DFA cache) one pattern may use, in bytes.
@@ -185,8 +185,8 @@ impl Call<'_> {
         self.cache.get(function, &pattern.as_bytes(), &flags)
     }
 
-    fn budget(&self) -> Budget<'_> {
-        Budget::new(self.lua, self.tripwire)
+    fn meter(&self) -> WorkMeter<'_> {
+        WorkMeter::new(self.lua, self.tripwire)
     }
 }
 
@@ -278,7 +278,7 @@ fn gmatch(
     let last_end = Cell::new(None);
     let tripwire = Rc::clone(tripwire);
     lua.create_function(move |lua, ()| {
-        Budget::new(lua, &tripwire).check()?;
+        WorkMeter::new(lua, &tripwire).check()?;
         let bytes = text.as_bytes();
         if position.get() > bytes.len() {
             return Ok(MultiValue::from_vec(vec![Value::Nil]));
@@ -313,19 +313,19 @@ fn find_all(
 ) -> mlua::Result<Table> {
     let regex = call.regex(BuiltinId::ReFindAll.name(), &pattern, flags.as_ref())?;
     let lua = call.lua;
-    let mut budget = call.budget();
+    let mut meter = call.meter();
     let bytes = text.as_bytes();
     match regex.captures_len() {
         // Whole matches, or one group's text: strings built in one call.
         1 => {
             let matches = regex.find_iter(&bytes).map(|m| m.as_bytes());
-            return string_sequence(lua, matches, 0, &mut budget);
+            return string_sequence(lua, matches, 0, &mut meter);
         }
         2 => {
             let groups = regex
                 .captures_iter(&bytes)
                 .map(|c| c.get(1).map(|m| m.as_bytes()));
-            return optional_string_sequence(lua, groups, 0, &mut budget);
+            return optional_string_sequence(lua, groups, 0, &mut meter);
         }
         _ => {}
     }
@@ -333,7 +333,7 @@ fn find_all(
     let mut previous = 0;
     for (n, captures) in regex.captures_iter(&bytes).enumerate() {
         let end = captures.get(0).map_or(previous, |m| m.end());
-        budget.spend(end.saturating_sub(previous) + 64)?;
+        meter.spend(end.saturating_sub(previous) + 64)?;
         previous = end;
         let entry = lua.create_table_with_capacity(captures.len() - 1, 0)?;
         for i in 1..captures.len() {
@@ -350,12 +350,12 @@ fn count(
     (text, pattern, flags): (LuaString, LuaString, Option<LuaString>),
 ) -> mlua::Result<usize> {
     let regex = call.regex(BuiltinId::ReCount.name(), &pattern, flags.as_ref())?;
-    let mut budget = call.budget();
+    let mut meter = call.meter();
     let bytes = text.as_bytes();
     let mut previous = 0;
     let mut n = 0;
     for m in regex.find_iter(&bytes) {
-        budget.spend(m.end().saturating_sub(previous) + 1)?;
+        meter.spend(m.end().saturating_sub(previous) + 1)?;
         previous = m.end();
         n += 1;
     }
@@ -370,13 +370,13 @@ fn split(
 ) -> mlua::Result<Table> {
     let regex = call.regex(BuiltinId::ReSplit.name(), &pattern, flags.as_ref())?;
     let lua = call.lua;
-    let mut budget = call.budget();
+    let mut meter = call.meter();
     let bytes = text.as_bytes();
     let limit = match max {
         Some(max) if max >= 0 => usize::try_from(max).unwrap_or(usize::MAX).saturating_add(1),
         _ => usize::MAX,
     };
-    string_sequence(lua, regex.splitn(&bytes, limit), 0, &mut budget)
+    string_sequence(lua, regex.splitn(&bytes, limit), 0, &mut meter)
 }
 
 /// What `re.gsub` puts in place of a match.
@@ -455,15 +455,15 @@ fn gsub(
     let regex = call.regex(BuiltinId::ReGsub.name(), &pattern, flags.as_ref())?;
     let replacement = Replacement::from_value(replacement)?;
     let lua = call.lua;
-    let mut budget = call.budget();
+    let mut meter = call.meter();
     let bytes = text.as_bytes();
     let max = max.map_or(usize::MAX, |m| usize::try_from(m).unwrap_or(0));
     let mut out = Vec::new();
     let mut copied = 0;
     let mut n = 0;
     let mut advance = |out: &mut Vec<u8>, start: usize, end: usize| -> mlua::Result<()> {
-        budget.hold(out.capacity());
-        budget.spend(end - copied + 1)?;
+        meter.hold(out.capacity());
+        meter.spend(end - copied + 1)?;
         out.extend_from_slice(bytes.get(copied..start).unwrap_or_default());
         copied = end;
         n += 1;
@@ -491,8 +491,8 @@ fn gsub(
         return Ok((text.clone(), 0));
     }
     out.extend_from_slice(bytes.get(copied..).unwrap_or_default());
-    budget.hold(out.capacity());
-    budget.check()?;
+    meter.hold(out.capacity());
+    meter.check()?;
     Ok((lua.create_string(&out)?, n))
 }
 

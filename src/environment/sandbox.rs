@@ -20,6 +20,8 @@ use std::rc::Rc;
 
 use mlua::{Function, Lua, LuaOptions, StdLib, Table, Value, ffi};
 
+use super::chunks::InternalChunk;
+
 use super::lauxlib::type_error;
 use super::limits::Tripwire;
 
@@ -119,14 +121,7 @@ unsafe extern "C-unwind" fn guarded_setmetatable(state: *mut ffi::lua_State) -> 
 /// `getmetatable("")` returns `false`, so the string metatable (and through its
 /// `__index`, the real `string` table) cannot be reached or replaced from Lua.
 fn lock_string_metatable(lua: &Lua) -> mlua::Result<()> {
-    lua.load(
-        r#"
-        local mt = getmetatable("")
-        mt.__metatable = false
-        "#,
-    )
-    .set_name("=sandbox")
-    .exec()
+    LOCK_STRING_METATABLE.function(lua)?.call::<()>(())
 }
 
 /// Lua runs `__gc` metamethods with hooks disabled, so a finalizer that loops could never
@@ -134,9 +129,36 @@ fn lock_string_metatable(lua: &Lua) -> mlua::Result<()> {
 /// object; the queue is run by `rlm.run_finalizers` at the end of each execution, as
 /// ordinary Lua under the execution's limits. At drop the queue is simply discarded.
 fn defer_finalizers(lua: &Lua) -> mlua::Result<()> {
-    let (defer_gc, run): (Function, Function) = lua
-        .load(
-            r#"
+    let (defer_gc, run): (Function, Function) = DEFER_FINALIZERS.function(lua)?.call(())?;
+    // SAFETY: `exec_raw` runs the closure protected, with the upvalue on the stack.
+    let setmetatable: Function = unsafe {
+        lua.exec_raw(defer_gc, |state| {
+            ffi::lua_pushcclosure(state, guarded_setmetatable, 1);
+        })?
+    };
+    lua.globals().raw_set("setmetatable", setmetatable)?;
+    lua.set_named_registry_value("rlm.run_finalizers", run)
+}
+
+/// Runs the finalizers queued by `defer_finalizers`, or drops them once a limit tripped.
+pub(crate) fn run_finalizers(lua: &Lua, tripwire: &Rc<Tripwire>) -> mlua::Result<()> {
+    let run: Function = lua.named_registry_value("rlm.run_finalizers")?;
+    let tripwire = Rc::clone(tripwire);
+    let tripped = lua.create_function(move |_, ()| Ok(tripwire.tripped().is_some()))?;
+    run.call(tripped)
+}
+
+static LOCK_STRING_METATABLE: InternalChunk = InternalChunk::new(
+    "=sandbox",
+    r#"
+        local mt = getmetatable("")
+        mt.__metatable = false
+        "#,
+);
+
+static DEFER_FINALIZERS: InternalChunk = InternalChunk::new(
+    "=sandbox",
+    r#"
             local rawget, rawset, pcall, setmetatable = rawget, rawset, pcall, setmetatable
             local pending = {}
             local stand_ins = setmetatable({}, { __mode = "k" })
@@ -162,23 +184,4 @@ fn defer_finalizers(lua: &Lua) -> mlua::Result<()> {
             end
             return defer_gc, run_finalizers
             "#,
-        )
-        .set_name("=sandbox")
-        .call(())?;
-    // SAFETY: `exec_raw` runs the closure protected, with the upvalue on the stack.
-    let setmetatable: Function = unsafe {
-        lua.exec_raw(defer_gc, |state| {
-            ffi::lua_pushcclosure(state, guarded_setmetatable, 1);
-        })?
-    };
-    lua.globals().raw_set("setmetatable", setmetatable)?;
-    lua.set_named_registry_value("rlm.run_finalizers", run)
-}
-
-/// Runs the finalizers queued by `defer_finalizers`, or drops them once a limit tripped.
-pub(crate) fn run_finalizers(lua: &Lua, tripwire: &Rc<Tripwire>) -> mlua::Result<()> {
-    let run: Function = lua.named_registry_value("rlm.run_finalizers")?;
-    let tripwire = Rc::clone(tripwire);
-    let tripped = lua.create_function(move |_, ()| Ok(tripwire.tripped().is_some()))?;
-    run.call(tripped)
-}
+);

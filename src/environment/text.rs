@@ -23,10 +23,10 @@ use std::rc::Rc;
 use memchr::memmem;
 use mlua::{Lua, LuaString, Table};
 
-use super::budget::{Budget, CHECK_BYTES, VALUE_COST, string_sequence};
 use super::errors::raise_plain_errors;
 use super::grep::{LineMatcher, matching_lines, result_table};
 use super::limits::Tripwire;
+use super::meter::{CHECK_BYTES, VALUE_COST, WorkMeter, string_sequence};
 use super::patterns;
 use super::re::RegexCache;
 
@@ -66,22 +66,22 @@ fn slice(text: &[u8], line: Line) -> &[u8] {
 }
 
 /// Every line's position, checking the limits (the vector lives outside Lua).
-fn line_table(text: &[u8], budget: &mut Budget) -> mlua::Result<Vec<Line>> {
+fn line_table(text: &[u8], meter: &mut WorkMeter) -> mlua::Result<Vec<Line>> {
     let mut all = Vec::new();
     for line in lines_of(text) {
         all.push(line);
-        budget.hold(all.capacity() * std::mem::size_of::<Line>());
-        budget.spend(line.end - line.start + 1)?;
+        meter.hold(all.capacity() * std::mem::size_of::<Line>());
+        meter.spend(line.end - line.start + 1)?;
     }
     Ok(all)
 }
 
 /// `line_count(text)`: newlines, plus one for a last line without one.
-fn line_count(text: &[u8], budget: &mut Budget) -> mlua::Result<usize> {
+fn line_count(text: &[u8], meter: &mut WorkMeter) -> mlua::Result<usize> {
     let mut count = 0;
     for piece in text.chunks(CHECK_BYTES) {
         count += memchr::memchr_iter(b'\n', piece).count();
-        budget.spend(piece.len())?;
+        meter.spend(piece.len())?;
     }
     if text.last().is_some_and(|&b| b != b'\n') {
         count += 1;
@@ -95,7 +95,7 @@ fn join_lines(
     text: &[u8],
     first: usize,
     last: usize,
-    budget: &mut Budget,
+    meter: &mut WorkMeter,
 ) -> mlua::Result<Vec<u8>> {
     let mut out = Vec::new();
     for (index, line) in lines_of(text).enumerate() {
@@ -103,13 +103,13 @@ fn join_lines(
         if number > last {
             break;
         }
-        budget.spend(line.end - line.start + 1)?;
+        meter.spend(line.end - line.start + 1)?;
         if number >= first {
             if number > first {
                 out.push(b'\n');
             }
             out.extend_from_slice(slice(text, line));
-            budget.hold(out.capacity());
+            meter.hold(out.capacity());
         }
     }
     Ok(out)
@@ -121,7 +121,7 @@ fn is_space(byte: u8) -> bool {
 }
 
 /// `word_count(text)`: runs of bytes that are not whitespace.
-fn word_count(text: &[u8], budget: &mut Budget) -> mlua::Result<usize> {
+fn word_count(text: &[u8], meter: &mut WorkMeter) -> mlua::Result<usize> {
     let mut count = 0;
     let mut in_word = false;
     for piece in text.chunks(CHECK_BYTES) {
@@ -130,13 +130,13 @@ fn word_count(text: &[u8], budget: &mut Budget) -> mlua::Result<usize> {
             count += usize::from(word && !in_word);
             in_word = word;
         }
-        budget.spend(piece.len())?;
+        meter.spend(piece.len())?;
     }
     Ok(count)
 }
 
 /// `find_all(text, needle)`: 1-based starts of every occurrence, overlapping ones too.
-fn find_all(lua: &Lua, text: &[u8], needle: &[u8], budget: &mut Budget) -> mlua::Result<Table> {
+fn find_all(lua: &Lua, text: &[u8], needle: &[u8], meter: &mut WorkMeter) -> mlua::Result<Table> {
     let positions = lua.create_table()?;
     let finder = memmem::Finder::new(needle);
     let mut from = 0;
@@ -145,7 +145,7 @@ fn find_all(lua: &Lua, text: &[u8], needle: &[u8], budget: &mut Budget) -> mlua:
         let start = from + at;
         n += 1;
         positions.raw_set(n, start + 1)?;
-        budget.spend(at + VALUE_COST)?;
+        meter.spend(at + VALUE_COST)?;
         from = start + 1;
     }
     Ok(positions)
@@ -157,9 +157,9 @@ fn chunk_by_lines(
     text: &[u8],
     n: usize,
     overlap: usize,
-    budget: &mut Budget,
+    meter: &mut WorkMeter,
 ) -> mlua::Result<Table> {
-    let all = line_table(text, budget)?;
+    let all = line_table(text, meter)?;
     let chunks = lua.create_table()?;
     let mut joined = Vec::new();
     let mut first = 0;
@@ -173,8 +173,8 @@ fn chunk_by_lines(
             }
             joined.extend_from_slice(slice(text, line));
         }
-        budget.hold(joined.capacity() + all.len() * 16);
-        budget.spend(joined.len() + VALUE_COST)?;
+        meter.hold(joined.capacity() + all.len() * 16);
+        meter.spend(joined.len() + VALUE_COST)?;
         count += 1;
         chunks.raw_set(count, lua.create_string(&joined)?)?;
         if last == all.len() - 1 {
@@ -191,13 +191,13 @@ fn chunk_by_separator(
     text: &[u8],
     separator: &[u8],
     max_size: Option<usize>,
-    budget: &mut Budget,
+    meter: &mut WorkMeter,
 ) -> mlua::Result<Table> {
     let chunks = lua.create_table()?;
     let mut count = 0;
-    let mut push = |piece: &[u8], budget: &mut Budget| -> mlua::Result<()> {
+    let mut push = |piece: &[u8], meter: &mut WorkMeter| -> mlua::Result<()> {
         count += 1;
-        budget.spend(piece.len() + VALUE_COST)?;
+        meter.spend(piece.len() + VALUE_COST)?;
         chunks.raw_set(count, lua.create_string(piece)?)
     };
     let pieces = memmem::find_iter(text, separator)
@@ -210,7 +210,7 @@ fn chunk_by_separator(
         .filter(|piece| !piece.is_empty());
     let Some(max_size) = max_size else {
         for piece in pieces {
-            push(piece, budget)?;
+            push(piece, meter)?;
         }
         return Ok(chunks);
     };
@@ -223,14 +223,14 @@ fn chunk_by_separator(
             }
             _ => {
                 if let Some(done) = current.replace(piece.to_vec()) {
-                    push(&done, budget)?;
+                    push(&done, meter)?;
                 }
             }
         }
-        budget.hold(current.as_ref().map_or(0, Vec::capacity));
+        meter.hold(current.as_ref().map_or(0, Vec::capacity));
     }
     if let Some(done) = current {
-        push(&done, budget)?;
+        push(&done, meter)?;
     }
     Ok(chunks)
 }
@@ -292,46 +292,46 @@ pub(crate) fn table(
     let primitives = lua.create_table()?;
     let add = |name: &str, function: mlua::Function| primitives.raw_set(name, function);
     macro_rules! primitive {
-        (|$lua:ident, $budget:ident, $args:tt : $ty:ty| $body:expr) => {{
+        (|$lua:ident, $meter:ident, $args:tt : $ty:ty| $body:expr) => {{
             let tripwire = Rc::clone(tripwire);
             lua.create_function(move |$lua, $args: $ty| {
-                let mut $budget = Budget::new($lua, &tripwire);
+                let mut $meter = WorkMeter::new($lua, &tripwire);
                 $body
             })?
         }};
     }
     add(
         "line_count",
-        primitive!(|_lua, budget, text: LuaString| line_count(&text.as_bytes(), &mut budget)),
+        primitive!(|_lua, meter, text: LuaString| line_count(&text.as_bytes(), &mut meter)),
     )?;
     add(
         "lines",
-        primitive!(|lua, budget, text: LuaString| {
+        primitive!(|lua, meter, text: LuaString| {
             let text = text.as_bytes();
-            let expected = line_count(&text, &mut budget)?;
+            let expected = line_count(&text, &mut meter)?;
             string_sequence(
                 lua,
                 lines_of(&text).map(|line| slice(&text, line)),
                 expected,
-                &mut budget,
+                &mut meter,
             )
         }),
     )?;
     add(
         "join_lines",
-        primitive!(|lua, budget, (text, first, last): (LuaString, i64, i64)| {
-            let joined = join_lines(&text.as_bytes(), count(first), count(last), &mut budget)?;
+        primitive!(|lua, meter, (text, first, last): (LuaString, i64, i64)| {
+            let joined = join_lines(&text.as_bytes(), count(first), count(last), &mut meter)?;
             lua.create_string(joined)
         }),
     )?;
     add(
         "word_count",
-        primitive!(|_lua, budget, text: LuaString| word_count(&text.as_bytes(), &mut budget)),
+        primitive!(|_lua, meter, text: LuaString| word_count(&text.as_bytes(), &mut meter)),
     )?;
     add(
         "find_all",
-        primitive!(|lua, budget, (text, needle): (LuaString, LuaString)| {
-            find_all(lua, &text.as_bytes(), &needle.as_bytes(), &mut budget)
+        primitive!(|lua, meter, (text, needle): (LuaString, LuaString)| {
+            find_all(lua, &text.as_bytes(), &needle.as_bytes(), &mut meter)
         }),
     )?;
     add("grep", grep_function(lua, tripwire, cache)?)?;
@@ -339,13 +339,13 @@ pub(crate) fn table(
     add(
         "find_all_regex",
         lua.create_function(move |lua, (text, pattern): (LuaString, LuaString)| {
-            let mut budget = Budget::new(lua, &regex_tripwire);
+            let mut meter = WorkMeter::new(lua, &regex_tripwire);
             let regex = regex_cache.get("find_all", &pattern.as_bytes(), "")?;
             let text = text.as_bytes();
             let positions = lua.create_table()?;
             let mut previous = 0;
             for (n, found) in regex.find_iter(&text).enumerate() {
-                budget.spend(found.start().saturating_sub(previous) + VALUE_COST)?;
+                meter.spend(found.start().saturating_sub(previous) + VALUE_COST)?;
                 previous = found.start();
                 positions.raw_set(n + 1, found.start() + 1)?;
             }
@@ -354,45 +354,43 @@ pub(crate) fn table(
     )?;
     add(
         "chunk_by_lines",
-        primitive!(|lua, budget, (text, n, overlap): (LuaString, i64, i64)| {
+        primitive!(|lua, meter, (text, n, overlap): (LuaString, i64, i64)| {
             chunk_by_lines(
                 lua,
                 &text.as_bytes(),
                 count(n).max(1),
                 count(overlap),
-                &mut budget,
+                &mut meter,
             )
         }),
     )?;
     add(
         "chunk_by_separator",
         primitive!(
-            |lua, budget, (text, separator, max): (LuaString, LuaString, Option<i64>)| {
+            |lua, meter, (text, separator, max): (LuaString, LuaString, Option<i64>)| {
                 chunk_by_separator(
                     lua,
                     &text.as_bytes(),
                     &separator.as_bytes(),
                     max.map(count),
-                    &mut budget,
+                    &mut meter,
                 )
             }
         ),
     )?;
     add(
         "chunk_by_size",
-        primitive!(
-            |lua, budget, (text, size, overlap): (LuaString, i64, i64)| {
-                let text = text.as_bytes();
-                let chunks = size_chunks(&text, count(size).max(4), count(overlap));
-                let expected = text.len() / count(size).max(4) + 1;
-                string_sequence(
-                    lua,
-                    chunks.map(|(start, end)| text.get(start..end).unwrap_or_default()),
-                    expected,
-                    &mut budget,
-                )
-            }
-        ),
+        primitive!(|lua, meter, (text, size, overlap): (LuaString, i64, i64)| {
+            let text = text.as_bytes();
+            let chunks = size_chunks(&text, count(size).max(4), count(overlap));
+            let expected = text.len() / count(size).max(4) + 1;
+            string_sequence(
+                lua,
+                chunks.map(|(start, end)| text.get(start..end).unwrap_or_default()),
+                expected,
+                &mut meter,
+            )
+        }),
     )?;
     raise_plain_errors(lua, &primitives, &[])?;
     Ok(primitives)
@@ -408,7 +406,7 @@ fn grep_function(
     let cache = Rc::clone(cache);
     lua.create_function(
         move |lua, (text, pattern, context, mode): (LuaString, LuaString, i64, String)| {
-            let mut budget = Budget::new(lua, &tripwire);
+            let mut meter = WorkMeter::new(lua, &tripwire);
             let pattern_bytes = pattern.as_bytes();
             // As in `string.find`, a pattern without special characters is plain text.
             let plain =
@@ -419,8 +417,8 @@ fn grep_function(
                 _ => LineMatcher::pattern(&pattern_bytes),
             };
             let text = text.as_bytes();
-            let hits = matching_lines(&text, &matcher, &mut budget)?;
-            result_table(lua, &text, &hits, count(context), &mut budget)
+            let hits = matching_lines(&text, &matcher, &mut meter)?;
+            result_table(lua, &text, &hits, count(context), &mut meter)
         },
     )
 }

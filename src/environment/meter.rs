@@ -1,4 +1,4 @@
-//! Counting the work a text function does against the execution's limits ([`Budget`]), and
+//! Counting the work a text function does against the execution's limits ([`WorkMeter`]), and
 //! building the sequences of strings those functions return in one protected call. Shared
 //! by the text primitives (`text.rs`) and the `re` built-in (`re.rs`), below both.
 
@@ -13,7 +13,7 @@ pub(crate) const CHECK_BYTES: usize = 1 << 20;
 pub(crate) const VALUE_COST: usize = 64;
 
 /// Counts the work done and checks the limits every [`CHECK_BYTES`] of it.
-pub(crate) struct Budget<'a> {
+pub(crate) struct WorkMeter<'a> {
     lua: &'a Lua,
     tripwire: &'a Tripwire,
     done: usize,
@@ -21,9 +21,9 @@ pub(crate) struct Budget<'a> {
     held: usize,
 }
 
-impl<'a> Budget<'a> {
+impl<'a> WorkMeter<'a> {
     pub(crate) fn new(lua: &'a Lua, tripwire: &'a Tripwire) -> Self {
-        Budget {
+        WorkMeter {
             lua,
             tripwire,
             done: 0,
@@ -69,9 +69,9 @@ pub(crate) fn string_sequence<'t>(
     lua: &Lua,
     pieces: impl Iterator<Item = &'t [u8]>,
     expected: usize,
-    budget: &mut Budget,
+    meter: &mut WorkMeter,
 ) -> mlua::Result<Table> {
-    optional_string_sequence(lua, pieces.map(Some), expected, budget)
+    optional_string_sequence(lua, pieces.map(Some), expected, meter)
 }
 
 /// [`string_sequence`] where a missing piece is `false`.
@@ -79,7 +79,7 @@ pub(crate) fn optional_string_sequence<'t>(
     lua: &Lua,
     pieces: impl Iterator<Item = Option<&'t [u8]>>,
     expected: usize,
-    budget: &mut Budget,
+    meter: &mut WorkMeter,
 ) -> mlua::Result<Table> {
     let mut stopped = None;
     let collecting = lua.gc_is_running();
@@ -98,7 +98,7 @@ pub(crate) fn optional_string_sequence<'t>(
                     None => ffi::lua_pushboolean(state, 0),
                 }
                 ffi::lua_rawseti(state, -2, n as ffi::lua_Integer + 1);
-                if let Err(error) = budget.spend(piece.map_or(0, <[u8]>::len) + VALUE_COST) {
+                if let Err(error) = meter.spend(piece.map_or(0, <[u8]>::len) + VALUE_COST) {
                     stopped = Some(error);
                     return;
                 }

@@ -70,9 +70,25 @@ fn show_draws_children_under_the_turn_that_started_them_and_the_recovered_error(
         "{out}"
     );
     assert!(
-        out.contains("Calls:    4 model calls · the root's turns took"),
+        out.contains("Calls:    4 model calls · wall time "),
         "{out}"
     );
+    // Every line says when it was written; the wall time is the last turn's end, which
+    // no turn of the root can exceed.
+    let trace = rlm_registry::trace::Trace::read(&path).unwrap();
+    let lines = std::fs::read_to_string(&path).unwrap();
+    for line in lines.lines() {
+        let event: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert!(event["at_ms"].is_u64(), "{line}");
+    }
+    let root_turns: u64 = trace
+        .root()
+        .unwrap()
+        .turns
+        .iter()
+        .map(|t| t.elapsed_ms)
+        .sum();
+    assert!(trace.summary().wall_ms >= root_turns.saturating_sub(5));
     let tree = &out[out.find("agent 0 ·").unwrap()..];
     let expected_order = [
         "agent 0 · 3 turns · answered: done",

@@ -10,6 +10,7 @@
 
 use std::io::{self, Write};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
 
 use serde::Serialize;
 
@@ -59,6 +60,7 @@ pub(crate) struct StartRecord<'a> {
 /// | `elapsed_ms`, `llm_ms` | the whole turn, and the model call |
 /// | `prompt_tokens`, `completion_tokens` | of this turn's model call |
 /// | `run_tokens` | tokens spent by the whole run so far, every agent included |
+/// | `at_ms` | when the line was written, in milliseconds since the run began (on every line) |
 #[derive(Serialize)]
 pub(crate) struct TurnRecord<'a> {
     pub agent: &'a str,
@@ -95,6 +97,9 @@ pub(crate) struct BlockRecord {
 pub(crate) struct Sink {
     writer: Arc<Mutex<Box<dyn Write + Send>>>,
     rlm_log: Option<Mutex<RlmLog>>,
+    /// When the run began: each event line says how long after it was written (`at_ms`),
+    /// so a reader knows the run's wall time.
+    started: Instant,
 }
 
 impl Sink {
@@ -102,6 +107,7 @@ impl Sink {
         Sink {
             writer: Arc::new(Mutex::new(writer)),
             rlm_log: None,
+            started: Instant::now(),
         }
     }
 
@@ -111,6 +117,7 @@ impl Sink {
         Sink {
             writer: Arc::clone(&self.writer),
             rlm_log: Some(Mutex::new(log)),
+            started: self.started,
         }
     }
 
@@ -130,10 +137,14 @@ impl Sink {
     /// Writes `record` as one JSON line and flushes, so a crash loses nothing written;
     /// converted first, if the sink converts.
     pub fn write_json(&self, record: &impl Serialize) -> io::Result<()> {
+        let mut event = serde_json::to_value(record).map_err(io::Error::other)?;
+        if let serde_json::Value::Object(fields) = &mut event {
+            let at_ms = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+            fields.insert("at_ms".into(), at_ms.into());
+        }
         let Some(log) = &self.rlm_log else {
-            return self.write_line(record);
+            return self.write_line(&event);
         };
-        let event = serde_json::to_value(record).map_err(io::Error::other)?;
         let lines = log
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())

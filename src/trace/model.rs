@@ -97,6 +97,10 @@ pub struct Turn {
     /// Tokens the whole run had spent when this turn ended.
     #[serde(default)]
     pub run_tokens: u64,
+    /// When the turn ended, in milliseconds since the run began (traces written before
+    /// this field existed have none).
+    #[serde(default)]
+    pub at_ms: Option<u64>,
 }
 
 impl Turn {
@@ -398,6 +402,16 @@ impl Trace {
             .filter(move |child| child.spawned_in_turn == Some(n))
     }
 
+    /// The run's wall time: when its last turn ended (`at_ms`), or for a trace without
+    /// that field the time of the root's turns (children run inside them).
+    fn wall_ms(&self) -> u64 {
+        let turns = self.agents.iter().flat_map(|a| &a.turns);
+        match turns.filter_map(|turn| turn.at_ms).max() {
+            Some(last) => last,
+            None => self.root().map_or(0, Agent::elapsed_ms),
+        }
+    }
+
     /// Figures for the header: outcome, turns, tokens per depth, model calls, wall time.
     pub fn summary(&self) -> Summary {
         let mut tokens_by_depth: Vec<u64> = Vec::new();
@@ -428,7 +442,7 @@ impl Trace {
             run_tokens: run_tokens.max(turn_tokens),
             sub_call_tokens: run_tokens.saturating_sub(turn_tokens),
             model_calls,
-            wall_ms: root.map_or(0, Agent::elapsed_ms),
+            wall_ms: self.wall_ms(),
         }
     }
 }

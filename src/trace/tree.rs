@@ -188,7 +188,7 @@ fn header(trace: &Trace) -> String {
     out.push_str(&tokens);
     out.push('\n');
     out.push_str(&format!(
-        "Calls:    {} · the root's turns took {}\n",
+        "Calls:    {} · wall time {}\n",
         plural(model_calls, "model call"),
         duration(wall_ms)
     ));

@@ -2,7 +2,7 @@
 
 use std::ffi::c_int;
 
-use mlua::ffi;
+use mlua::{Value, ffi};
 
 /// `luaL_typeerror(L, arg, expected)`: "bad argument #arg to 'f' (expected expected, got
 /// T)", `T` the `__name` of the value's metatable if it is a string, else its type.
@@ -29,5 +29,19 @@ pub(crate) unsafe fn type_error(state: *mut ffi::lua_State, arg: c_int, expected
         drop((message, got));
         // The message lives on the stack until the error is raised.
         ffi::luaL_argerror(state, arg, ffi::lua_tostring(state, -1))
+    }
+}
+
+/// `luaL_typename`: the type name Lua's own messages use.
+pub(crate) fn type_name(value: &Value) -> &'static str {
+    match value {
+        Value::Nil => "nil",
+        Value::Boolean(_) => "boolean",
+        Value::Integer(_) | Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Table(_) => "table",
+        Value::Function(_) => "function",
+        Value::Thread(_) => "thread",
+        _ => "userdata",
     }
 }

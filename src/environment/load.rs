@@ -4,6 +4,9 @@
 
 use mlua::{Function, Lua, MultiValue, Table, Value};
 
+use super::errors::lua_message;
+use super::lauxlib::type_name;
+
 /// The first byte of a precompiled chunk (`LUA_SIGNATURE`).
 const BINARY_SIGNATURE: u8 = 0x1b;
 /// How a chunk read from a reader function is named by default, as in C Lua.
@@ -103,37 +106,7 @@ fn read_all(reader: &Function) -> Result<Vec<u8>, String> {
             Ok(Value::String(piece)) => source.extend_from_slice(&piece.as_bytes()),
             Ok(Value::Integer(i)) => source.extend_from_slice(i.to_string().as_bytes()),
             Ok(_) => return Err("reader function must return a string".to_string()),
-            Err(error) => return Err(plain_message(&error)),
+            Err(error) => return Err(lua_message(&error)),
         }
-    }
-}
-
-/// An error's message without mlua's wrapping and traceback.
-fn plain_message(error: &mlua::Error) -> String {
-    let text = match error {
-        mlua::Error::CallbackError { cause, .. } => return plain_message(cause),
-        mlua::Error::RuntimeError(message) | mlua::Error::SyntaxError { message, .. } => {
-            message.clone()
-        }
-        other => other.to_string(),
-    };
-    match text.find("\nstack traceback:") {
-        Some(end) => text[..end].to_string(),
-        None => text,
-    }
-}
-
-/// `luaL_typename`.
-fn type_name(value: &Value) -> &'static str {
-    match value {
-        Value::Nil => "nil",
-        Value::Boolean(_) => "boolean",
-        Value::LightUserData(_) | Value::UserData(_) => "userdata",
-        Value::Integer(_) | Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Table(_) => "table",
-        Value::Function(_) => "function",
-        Value::Thread(_) => "thread",
-        _ => "userdata",
     }
 }

@@ -13,6 +13,7 @@ use super::limits::Tripwire;
 use super::matcher::{CaptureValue, Matcher, start_position};
 use super::plan::{Searcher, anchor};
 use super::{Failure, SPECIALS, raise};
+use crate::environment::lauxlib::type_name;
 
 /// Replaces `string.find`, `string.match`, `string.gmatch` and `string.gsub` (also
 /// reached as string methods) with the interruptible port, checking `tripwire`.
@@ -176,20 +177,6 @@ impl Args<'_> {
         }
         let name = name.unwrap_or_else(|| format!("string.{}", self.function));
         raise(format!("bad argument #{n} to '{name}' ({extra})"))
-    }
-}
-
-/// `luaL_typename`.
-pub(super) fn type_name(value: &Value) -> &'static str {
-    match value {
-        Value::Nil => "nil",
-        Value::Boolean(_) => "boolean",
-        Value::Integer(_) | Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Table(_) => "table",
-        Value::Function(_) => "function",
-        Value::Thread(_) => "thread",
-        _ => "userdata",
     }
 }
 

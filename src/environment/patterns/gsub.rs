@@ -15,13 +15,12 @@ use std::rc::Rc;
 
 use mlua::{Function, LightUserData, Lua, LuaString, MultiValue, Table, Value};
 
-use super::functions::{
-    Args, capture_value, limits_check, one, piece, push_captures, report, type_name,
-};
+use super::functions::{Args, capture_value, limits_check, one, piece, push_captures, report};
 use super::limits::Tripwire;
 use super::matcher::{CaptureValue, Matcher};
 use super::plan::{Searcher, anchor};
 use super::{ESCAPE, Failure, raise};
+use crate::environment::lauxlib::type_name;
 
 /// Distinct addresses for the markers of [`Gsub`]'s replies (one static each could be
 /// merged; elements of one array cannot).

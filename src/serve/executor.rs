@@ -5,6 +5,7 @@
 //! at once, and each one gets its own [`Interrupt`], fired when the request is cancelled.
 
 use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 
@@ -305,10 +306,12 @@ impl SessionThread {
                     }
                 };
                 let _ = ready.send(Ok(()));
+                let _live = LiveSession::enter();
                 // Jobs run in order: a session's results come back in the order sent.
                 while let Ok(job) = receiver.recv() {
                     job(&environment);
                 }
+                drop(environment);
             })
             .map_err(|error| format!("cannot start a session thread: {error}"))?;
         created
@@ -318,5 +321,40 @@ impl SessionThread {
             sender,
             turn: tokio::sync::Mutex::new(()),
         })
+    }
+}
+
+/// Session threads whose environment is alive.
+static LIVE_SESSIONS: AtomicUsize = AtomicUsize::new(0);
+
+/// Counts one live session thread; when the last one ends, the memory its environments
+/// freed is handed back to the operating system, so a server idle after a burst of
+/// sessions returns to its baseline (glibc otherwise keeps freed pages in each thread's
+/// arena).
+struct LiveSession;
+
+impl LiveSession {
+    fn enter() -> LiveSession {
+        LIVE_SESSIONS.fetch_add(1, Ordering::AcqRel);
+        LiveSession
+    }
+}
+
+impl Drop for LiveSession {
+    fn drop(&mut self) {
+        if LIVE_SESSIONS.fetch_sub(1, Ordering::AcqRel) == 1 {
+            release_freed_memory();
+        }
+    }
+}
+
+/// Returns freed heap pages to the operating system (glibc's `malloc_trim`); nothing
+/// elsewhere.
+fn release_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only releases memory the allocator holds free; it takes no
+    // pointer and is safe to call from any thread at any time.
+    unsafe {
+        libc::malloc_trim(0);
     }
 }

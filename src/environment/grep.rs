@@ -16,7 +16,7 @@ use memchr::memmem;
 use mlua::{Lua, Table, ffi};
 use regex::bytes::Regex;
 
-use super::meter::{CHECK_BYTES, VALUE_COST, WorkMeter};
+use super::meter::{CHECK_BYTES, VALUE_COST, WorkMeter, table_in_one_call};
 use super::patterns;
 
 /// How `grep` matches a line.
@@ -239,15 +239,10 @@ pub(crate) fn result_table(
     context: usize,
     meter: &mut WorkMeter,
 ) -> mlua::Result<Table> {
-    let mut stopped = None;
-    let collecting = lua.gc_is_running();
-    lua.gc_stop();
     let size = std::ffi::c_int::try_from(hits.len()).unwrap_or(0);
-    // SAFETY: the closure runs protected and pushes one table, only tables, strings and
-    // integers into it; if an allocation fails, Lua unwinds past it, and it owns nothing
-    // to drop.
-    let table = unsafe {
-        lua.exec_raw::<Table>((), |state| {
+    // SAFETY: `fill` pushes one table and only tables, strings and integers into it.
+    unsafe {
+        table_in_one_call(lua, |state| {
             ffi::lua_createtable(state, size, 0);
             for (n, hit) in hits.iter().enumerate() {
                 ffi::lua_createtable(state, 0, 4);
@@ -262,21 +257,10 @@ pub(crate) fn result_table(
                 push_lines(state, text, lines_after(text, hit.stop), after, false);
                 ffi::lua_setfield(state, -2, c"after".as_ptr());
                 ffi::lua_rawseti(state, -2, n as ffi::lua_Integer + 1);
-                let work = VALUE_COST * (before + after + 4);
-                if let Err(error) = meter.spend(work) {
-                    stopped = Some(error);
-                    return;
-                }
+                meter.spend(VALUE_COST * (before + after + 4))?;
             }
+            Ok(())
         })
-    };
-    if collecting {
-        lua.gc_restart();
-    }
-    let table = table?;
-    match stopped {
-        Some(error) => Err(error),
-        None => Ok(table),
     }
 }
 

@@ -81,14 +81,10 @@ pub(crate) fn optional_string_sequence<'t>(
     expected: usize,
     meter: &mut WorkMeter,
 ) -> mlua::Result<Table> {
-    let mut stopped = None;
-    let collecting = lua.gc_is_running();
-    lua.gc_stop();
     let expected = std::ffi::c_int::try_from(expected).unwrap_or(0);
-    // SAFETY: the closure runs protected, pushes one table and only pushes strings into
-    // it; if an allocation fails, Lua unwinds past it, and it owns nothing to drop.
-    let table = unsafe {
-        lua.exec_raw::<Table>((), |state| {
+    // SAFETY: `fill` pushes one table and only strings and booleans into it.
+    unsafe {
+        table_in_one_call(lua, |state| {
             ffi::lua_createtable(state, expected, 0);
             for (n, piece) in pieces.enumerate() {
                 match piece {
@@ -98,19 +94,34 @@ pub(crate) fn optional_string_sequence<'t>(
                     None => ffi::lua_pushboolean(state, 0),
                 }
                 ffi::lua_rawseti(state, -2, n as ffi::lua_Integer + 1);
-                if let Err(error) = meter.spend(piece.map_or(0, <[u8]>::len) + VALUE_COST) {
-                    stopped = Some(error);
-                    return;
-                }
+                meter.spend(piece.map_or(0, <[u8]>::len) + VALUE_COST)?;
             }
+            Ok(())
         })
-    };
+    }
+}
+
+/// The table `fill` pushes, built in one protected call with the collector paused:
+/// every value is kept, so a collection would only walk the growing table again and
+/// again (allocations still count against the memory limit). An `Err` from `fill`
+/// (a limit the meter tripped) stops it and is returned once the collector runs again.
+///
+/// # Safety
+/// `fill` must push exactly one table, and only values that own nothing on the Rust side
+/// (strings, numbers, booleans, tables of them): if an allocation fails, Lua unwinds past
+/// it.
+pub(crate) unsafe fn table_in_one_call(
+    lua: &Lua,
+    fill: impl FnOnce(*mut ffi::lua_State) -> mlua::Result<()>,
+) -> mlua::Result<Table> {
+    let mut filled = Ok(());
+    let collecting = lua.gc_is_running();
+    lua.gc_stop();
+    // SAFETY: as the caller promises of `fill`.
+    let table = unsafe { lua.exec_raw::<Table>((), |state| filled = fill(state)) };
     if collecting {
         lua.gc_restart();
     }
     let table = table?;
-    match stopped {
-        Some(error) => Err(error),
-        None => Ok(table),
-    }
+    filled.map(|()| table)
 }

@@ -140,7 +140,6 @@ fn an_unknown_key_under_serve_in_rlm_toml_is_an_error_with_its_line() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_origin_allowed_in_rlm_toml_is_let_in() {
-    use tokio::io::{AsyncBufReadExt, BufReader};
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("rlm.toml");
     std::fs::write(
@@ -149,30 +148,16 @@ async fn an_origin_allowed_in_rlm_toml_is_let_in() {
     )
     .unwrap();
     bounded(async {
-        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_rlm"))
-            .args([
-                "serve",
-                "--http",
-                "127.0.0.1:0",
-                "--config",
-                config.to_str().unwrap(),
-            ])
-            .stderr(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap();
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let address = loop {
-            let line = lines
-                .next_line()
-                .await
-                .unwrap()
-                .expect("the server says where it listens");
-            if let Some(rest) = line.split("http://").nth(1) {
-                break rest.split("/mcp").next().unwrap().to_string();
-            }
-        };
+        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_rlm"));
+        command.args([
+            "serve",
+            "--http",
+            "127.0.0.1:0",
+            "--config",
+            config.to_str().unwrap(),
+        ]);
+        let mut served = ServedProcess::spawn(command).await;
+        let address = served.address.clone();
         let url = format!("http://{address}/healthz");
         let allowed = send(
             "GET",
@@ -184,7 +169,7 @@ async fn an_origin_allowed_in_rlm_toml_is_let_in() {
         assert_eq!(allowed.status, 200);
         let foreign = send("GET", url, &[("Origin", "http://evil.example.com")], None).await;
         assert_eq!(foreign.status, 403);
-        child.kill().await.unwrap();
+        served.child.kill().await.unwrap();
     })
     .await;
 }

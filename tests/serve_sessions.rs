@@ -77,30 +77,14 @@ fn rss_kib(pid: u32) -> u64 {
 #[cfg(target_os = "linux")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_thousand_initializes_leave_at_most_the_cap_live_and_memory_bounded() {
-    use tokio::io::{AsyncBufReadExt, BufReader};
     bounded(async {
-        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_rlm"))
+        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_rlm"));
+        command
             .args(["serve", "--http", "127.0.0.1:0", "--max-sessions", "4"])
             .args(["--path", "tests/fixtures/serve"])
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .stderr(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap();
-        let pid = child.id().unwrap();
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let address = loop {
-            let line = lines
-                .next_line()
-                .await
-                .unwrap()
-                .expect("the server says where it listens");
-            if let Some(rest) = line.split("http://").nth(1) {
-                break rest.split("/mcp").next().unwrap().to_string();
-            }
-        };
-        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+            .current_dir(env!("CARGO_MANIFEST_DIR"));
+        let mut served = ServedProcess::spawn(command).await;
+        let (pid, address) = (served.pid, served.address.clone());
         let url = format!("http://{address}/mcp");
         // Warm up (the first requests allocate the runtime's buffers), then measure.
         for _ in 0..20 {
@@ -131,7 +115,7 @@ async fn two_thousand_initializes_leave_at_most_the_cap_live_and_memory_bounded(
             grown < 16 * 1024,
             "memory grew by {grown} KiB over 2,000 refused initializes"
         );
-        child.kill().await.unwrap();
+        served.child.kill().await.unwrap();
     })
     .await;
 }

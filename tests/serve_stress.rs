@@ -20,23 +20,17 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use support::serve::*;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const CLIENTS: usize = 100;
 const DROPPERS: usize = 10;
 
-/// A served process, its pid and address.
-struct Served {
-    _child: tokio::process::Child,
-    pid: u32,
-    address: String,
-}
-
-async fn serve(args: &[&str]) -> Served {
+async fn serve(args: &[&str]) -> ServedProcess {
     // RLM_SERVE_STRESS_BIN: measure another build of the server (e.g. target/release/rlm).
     let binary = std::env::var("RLM_SERVE_STRESS_BIN")
         .unwrap_or_else(|_| env!("CARGO_BIN_EXE_rlm").to_string());
-    let mut child = tokio::process::Command::new(binary)
+    let mut command = tokio::process::Command::new(binary);
+    command
         .args([
             "serve",
             "--http",
@@ -46,30 +40,8 @@ async fn serve(args: &[&str]) -> Served {
         ])
         .args(args)
         .envs(std::env::var("RLM_SERVE_STRESS_MALLOC_ARENA_MAX").map(|n| ("MALLOC_ARENA_MAX", n)))
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .stderr(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let pid = child.id().unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let address = loop {
-        let line = lines
-            .next_line()
-            .await
-            .unwrap()
-            .expect("the server says where it listens");
-        if let Some(rest) = line.split("http://").nth(1) {
-            break rest.split("/mcp").next().unwrap().to_string();
-        }
-    };
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    Served {
-        _child: child,
-        pid,
-        address,
-    }
+        .current_dir(env!("CARGO_MANIFEST_DIR"));
+    ServedProcess::spawn(command).await
 }
 
 /// A number from `/proc/PID/status` (`VmRSS:` in KiB, `Threads:`).

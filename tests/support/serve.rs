@@ -329,3 +329,46 @@ pub fn call_in(
     headers.push(("Mcp-Session-Id", session));
     send("POST", url, &headers, Some(&tool_call(id, tool, arguments)))
 }
+
+/// An `rlm serve --http` child process: killed when dropped, its stderr drained in the
+/// background once it has said where it listens.
+pub struct ServedProcess {
+    /// The process (kept so that dropping this kills it).
+    pub child: tokio::process::Child,
+    /// Its pid, to read its memory and threads.
+    pub pid: u32,
+    /// `host:port` it listens on.
+    pub address: String,
+}
+
+impl ServedProcess {
+    /// Spawns `command` (an `rlm serve --http 127.0.0.1:0 …`) and waits for the line that
+    /// names its address.
+    pub async fn spawn(mut command: tokio::process::Command) -> ServedProcess {
+        use tokio::io::{AsyncBufReadExt, BufReader};
+        let mut child = command
+            .stderr(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let pid = child.id().unwrap();
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let address = loop {
+            let line = lines
+                .next_line()
+                .await
+                .unwrap()
+                .expect("the server says where it listens");
+            if let Some(rest) = line.split("http://").nth(1) {
+                break rest.split("/mcp").next().unwrap().to_string();
+            }
+        };
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        ServedProcess {
+            child,
+            pid,
+            address,
+        }
+    }
+}

@@ -169,6 +169,26 @@ fn load_names_reports_and_returns_as_c_lua_does() {
 }
 
 #[test]
+fn load_raises_on_bad_arguments_and_takes_any_env_as_c_lua_does() {
+    assert_same_as_c_lua(&[
+        b"print(pcall(load, {}))",
+        b"print(pcall(load, true))",
+        b"print(pcall(load))",
+        b"local function f() return load(nil) end\nprint(pcall(f))",
+        b"print(pcall(load, 'return 1', {}))",
+        b"print(pcall(load, 'return 1', 'n', {}))",
+        b"print(pcall(load, 'return 1', 'n', true))",
+        b"print(load('return 1', 7, 't')())",
+        b"print(pcall(load('return x', 'n', 't', nil)))",
+        b"print(pcall(load('return x', 'n', 't', 5)))",
+        b"print(load('return 1', 'n', 't', 5)())",
+        b"print(pcall(load('x = 1', '=n', 't', 'text')))",
+        b"local env = setmetatable({}, {__index = function(_, k) return k .. '!' end})\nprint(load('return hello', 'n', 't', env)())",
+        b"print(load('local a = 1 return a', 'n', 't', nil)())",
+    ]);
+}
+
+#[test]
 fn print_writes_the_bytes_printed() {
     assert_same_as_c_lua(&[
         b"print('\\200')",

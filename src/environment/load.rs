@@ -2,7 +2,9 @@
 //! argument, one result on success, `nil` and the bare message on failure), except that
 //! binary chunks are always refused (they can crash the VM).
 
-use mlua::{Function, Lua, MultiValue, Table, Value};
+use std::ffi::c_int;
+
+use mlua::{Function, Lua, MultiValue, Value, ffi};
 
 use super::errors::lua_message;
 use super::lauxlib::type_name;
@@ -12,8 +14,39 @@ const BINARY_SIGNATURE: u8 = 0x1b;
 /// How a chunk read from a reader function is named by default, as in C Lua.
 const READER_CHUNK_NAME: &str = "=(load)";
 
-/// `load(chunk [, chunkname [, mode [, env]]])`.
+/// `load(chunk [, chunkname [, mode [, env]]])`. A C function checks the arguments, so
+/// that their errors are C Lua's, at the caller's position even in a tail call; it then
+/// calls the Rust implementation in its upvalue with the same arguments.
 pub(crate) fn safe_load(lua: &Lua) -> mlua::Result<Function> {
+    let implementation = load_function(lua)?;
+    // SAFETY: `exec_raw` runs the closure protected, with the upvalue on the stack.
+    unsafe {
+        lua.exec_raw(implementation, |state| {
+            ffi::lua_pushcclosure(state, checked_load, 1);
+        })
+    }
+}
+
+/// `luaB_load`'s argument checks, then the call to the implementation in upvalue 1.
+unsafe extern "C-unwind" fn checked_load(state: *mut ffi::lua_State) -> c_int {
+    unsafe {
+        if ffi::lua_type(state, 1) != ffi::LUA_TSTRING && ffi::lua_isnumber(state, 1) == 0 {
+            ffi::luaL_checktype(state, 1, ffi::LUA_TFUNCTION);
+        }
+        for optional_string in [2, 3] {
+            if ffi::lua_isnoneornil(state, optional_string) == 0 {
+                ffi::luaL_checklstring(state, optional_string, std::ptr::null_mut());
+            }
+        }
+        let arguments = ffi::lua_gettop(state);
+        ffi::lua_pushvalue(state, ffi::lua_upvalueindex(1));
+        ffi::lua_insert(state, 1);
+        ffi::lua_call(state, arguments, ffi::LUA_MULTRET);
+        ffi::lua_gettop(state)
+    }
+}
+
+fn load_function(lua: &Lua) -> mlua::Result<Function> {
     lua.create_function(|lua, args: MultiValue| {
         let arg = |n: usize| args.get(n).cloned().unwrap_or(Value::Nil);
         let (source, default_name) = match arg(0) {
@@ -27,20 +60,14 @@ pub(crate) fn safe_load(lua: &Lua) -> mlua::Result<Function> {
                 Ok(text) => (text, READER_CHUNK_NAME.to_string()),
                 Err(message) => return failure(lua, message),
             },
-            other => {
-                let message = format!(
-                    "bad argument #1 to 'load' (function expected, got {})",
-                    type_name(&other)
-                );
-                return failure(lua, message);
-            }
+            other => return Err(bad_argument(1, "function", &other)),
         };
-        let name = match lua.coerce_string(arg(1))? {
-            Some(name) => chunk_name_of(&name.as_bytes()),
+        let name = match optional_string(lua, 2, arg(1))? {
+            Some(name) => chunk_name_of(&name),
             None => default_name,
         };
-        let mode = match lua.coerce_string(arg(2))? {
-            Some(mode) => mode.to_string_lossy(),
+        let mode = match optional_string(lua, 3, arg(2))? {
+            Some(mode) => String::from_utf8_lossy(&mode).into_owned(),
             None => "bt".to_string(),
         };
         let binary = source.first() == Some(&BINARY_SIGNATURE);
@@ -57,28 +84,72 @@ pub(crate) fn safe_load(lua: &Lua) -> mlua::Result<Function> {
                 "attempt to load a binary chunk (the sandbox loads text chunks only)".to_string(),
             );
         }
-        let env = match arg(3) {
-            Value::Table(env) => env,
-            _ => lua.globals(),
-        };
+        // As C Lua: an `env` argument, even an explicit nil, becomes the chunk's `_ENV`.
+        let env = (args.len() > 3).then(|| arg(3));
         load_text(lua, source, name, env)
     })
 }
 
 /// Compiles a text chunk: the function alone, or `nil` and Lua's own message.
-fn load_text(lua: &Lua, source: Vec<u8>, name: String, env: Table) -> mlua::Result<MultiValue> {
+fn load_text(
+    lua: &Lua,
+    source: Vec<u8>,
+    name: String,
+    env: Option<Value>,
+) -> mlua::Result<MultiValue> {
     let loaded = lua
         .load(source)
         .set_name(name)
         .set_mode(mlua::chunk::ChunkMode::Text)
-        .set_environment(env)
         .into_function();
     match loaded {
-        Ok(function) => Ok(MultiValue::from_vec(vec![Value::Function(function)])),
+        Ok(function) => {
+            let function = match env {
+                Some(env) => with_environment(lua, function, env)?,
+                None => function,
+            };
+            Ok(MultiValue::from_vec(vec![Value::Function(function)]))
+        }
         Err(mlua::Error::SyntaxError { message, .. }) => failure(lua, message),
         Err(mlua::Error::MemoryError(message)) => Err(mlua::Error::MemoryError(message)),
         Err(other) => failure(lua, other.to_string()),
     }
+}
+
+/// Sets a loaded chunk's first upvalue (its `_ENV`) to any value, as `load_aux` does:
+/// a table, but also nil or a number, whose every global access then fails as in C Lua.
+fn with_environment(lua: &Lua, function: Function, env: Value) -> mlua::Result<Function> {
+    // SAFETY: the stack holds the function (1) and the value (2); `lua_setupvalue` pops
+    // the value it assigns and raises no error, and one value, the function, is left.
+    unsafe {
+        lua.exec_raw::<Function>((function, env), |state| {
+            ffi::lua_pushvalue(state, 2);
+            if ffi::lua_setupvalue(state, 1, 1).is_null() {
+                ffi::lua_pop(state, 1);
+            }
+            ffi::lua_settop(state, 1);
+        })
+    }
+}
+
+/// `luaL_optstring`: nil or absent is `None`, a string or number its bytes, anything
+/// else an argument error.
+fn optional_string(lua: &Lua, position: usize, value: Value) -> mlua::Result<Option<Vec<u8>>> {
+    match value {
+        Value::Nil => Ok(None),
+        Value::String(_) | Value::Integer(_) | Value::Number(_) => Ok(lua
+            .coerce_string(value)?
+            .map(|text| text.as_bytes().to_vec())),
+        other => Err(bad_argument(position, "string", &other)),
+    }
+}
+
+/// `luaL_typeerror`'s message for `load`.
+fn bad_argument(position: usize, expected: &str, got: &Value) -> mlua::Error {
+    mlua::Error::RuntimeError(format!(
+        "bad argument #{position} to 'load' ({expected} expected, got {})",
+        type_name(got)
+    ))
 }
 
 /// `nil, message`, as `load` reports a chunk it cannot load.

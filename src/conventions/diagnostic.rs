@@ -41,13 +41,15 @@ pub enum Code {
     Unreadable,
     /// E011: `from_map` key does not match the single function its definition defines.
     MapKeyMismatch,
+    /// E012: an example in a doc comment does not compile (or its fence is not closed).
+    BrokenExample,
     /// N001: a function overrides one loaded earlier (a note, not an error).
     Override,
 }
 
 impl Code {
     /// Every code, in catalogue order.
-    pub const ALL: [Code; 12] = [
+    pub const ALL: [Code; 13] = [
         Code::Syntax,
         Code::MissingDoc,
         Code::MissingDescription,
@@ -59,10 +61,11 @@ impl Code {
         Code::Duplicate,
         Code::Unreadable,
         Code::MapKeyMismatch,
+        Code::BrokenExample,
         Code::Override,
     ];
 
-    /// The code as printed: `E001` … `E011`, `N001`.
+    /// The code as printed: `E001` … `E012`, `N001`.
     pub const fn as_str(self) -> &'static str {
         match self {
             Code::Syntax => "E001",
@@ -76,6 +79,7 @@ impl Code {
             Code::Duplicate => "E009",
             Code::Unreadable => "E010",
             Code::MapKeyMismatch => "E011",
+            Code::BrokenExample => "E012",
             Code::Override => "N001",
         }
     }

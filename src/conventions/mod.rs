@@ -27,6 +27,7 @@ mod context;
 mod depth;
 pub mod diagnostic;
 mod doc;
+pub mod examples;
 mod function;
 pub mod lua_type;
 mod names;
@@ -171,6 +172,7 @@ fn check_definition(ctx: &mut FileContext<'_>, def: &Definition<'_>) -> Option<F
     rules::doc_comment::require_description(ctx, def, &block, &parsed.description);
     rules::params::check(ctx, def, &parsed);
     rules::returns::check(ctx, def, &parsed);
+    rules::examples::check(ctx, def, &block);
     Some(to_function(ctx, def, &block, parsed))
 }
 

@@ -9,6 +9,7 @@ use std::path::Path;
 use walkdir::WalkDir;
 
 use super::{Chunk, LoadError, Override, Registry, prompt};
+use crate::conventions::examples::is_test_file;
 use crate::conventions::{Code, Diagnostic, Function, Severity, check_files};
 
 /// One Lua source to load: which directory it came from, its name, its text.
@@ -18,7 +19,7 @@ pub(crate) struct Input {
     pub source: String,
 }
 
-/// Reads every `.lua` file under `paths`, in order: each directory recursively, in
+/// Reads every `.lua` file but test files (`*_test.lua`) under `paths`, in order: each directory recursively, in
 /// sorted path order. A path may also name a single `.lua` file. Problems become E010.
 pub(crate) fn read_paths<P: AsRef<Path>>(
     paths: impl IntoIterator<Item = P>,
@@ -44,7 +45,8 @@ pub(crate) fn read_paths<P: AsRef<Path>>(
                     continue;
                 }
             };
-            let is_lua = entry.path().extension().is_some_and(|e| e == "lua");
+            let is_lua = entry.path().extension().is_some_and(|e| e == "lua")
+                && !is_test_file(entry.path());
             if entry.file_type().is_file() && is_lua {
                 let file = entry.path().display().to_string();
                 if let Some(source) = read_utf8(entry.path(), &file, diagnostics) {

@@ -10,12 +10,14 @@
 //! | [`side_effects`] | E007 |
 //! | [`reserved`] | E008 |
 //! | [`duplicates`] | E009 |
+//! | [`examples`] | E012 |
 //!
 //! E010 (unreadable files) and E011 (`from_map` keys) concern whole inputs and live
 //! with the loader in `registry::load`.
 
 pub(crate) mod doc_comment;
 pub(crate) mod duplicates;
+pub(crate) mod examples;
 pub(crate) mod params;
 pub(crate) mod reserved;
 pub(crate) mod returns;

@@ -55,6 +55,8 @@
 //!    # }
 //!    # Ok::<(), Box<dyn std::error::Error>>(())
 //!    ```
+//!    `testing` (runtime) runs the examples in doc comments and `*_test.lua` files
+//!    there (`rlm test`).
 //! 8. `tools` (runtime): functions as JSON-Schema tools (OpenAI, Anthropic, MCP), JSON
 //!    calls and the bounded tool-calling loop.
 //! 9. `rlm` (runtime): the loop — the model writes Lua over the context until `FINAL` —
@@ -102,6 +104,8 @@ pub mod search;
 #[cfg(feature = "serve")]
 pub mod serve;
 pub mod spec;
+#[cfg(feature = "runtime")]
+pub mod testing;
 #[cfg(feature = "runtime")]
 pub mod tokens;
 #[cfg(feature = "runtime")]

@@ -16,7 +16,7 @@ const LAYERS: &[&[&str]] = &[
     &["providers"],
     &["catalog"],
     &["environment"],
-    &["tools"],
+    &["testing", "tools"],
     &["rlm"],
     &["trace"],
     &["eval"],

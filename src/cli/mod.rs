@@ -12,6 +12,7 @@ mod inspect;
 mod meta;
 mod search;
 mod serve;
+mod test;
 mod tools;
 mod trace;
 
@@ -83,6 +84,17 @@ enum Command {
         /// model to fn_search and help (what `rlm ask --prompt-mode compact` sends).
         #[arg(long)]
         compact: bool,
+    },
+    /// Run the examples in the registry's doc comments and the `*_test.lua` files under
+    /// `--path` in the sandbox (`llm_query` echoes its prompt); with no `--path`, the
+    /// baked registry's examples. Exit 0 all passed, 1 a failure or an error, 2 usage or
+    /// a registry that does not load.
+    Test {
+        #[command(flatten)]
+        source: SourceArgs,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Human)]
+        format: Format,
     },
     /// Run Lua code in the sandbox and print its captured output (exit 1 on a Lua error or limit).
     Exec {
@@ -247,6 +259,7 @@ pub fn run() -> ExitCode {
     };
     let output = match cli.command {
         Command::Check { source, format } => check::run(&source, format),
+        Command::Test { source, format } => test::run(&source, format),
         Command::List { source, json, all } => {
             with_catalog(&source, |c| inspect::list(c, json, all))
         }

@@ -22,7 +22,7 @@
 //! );
 //! ```
 
-/// The name the example chunk gives its checking function (its first argument).
+/// The global function an example's chunk calls to check an expectation.
 pub const EXPECT_FUNCTION: &str = "__rlm_expect";
 
 /// Whether a file is a test file (`*_test.lua`): `rlm test` runs it, and loading a
@@ -111,35 +111,49 @@ pub fn examples_in(doc_lines: &[&str]) -> Result<Vec<Example>, UnclosedExample> 
 
 impl Example {
     /// The Lua chunk that runs the example, with `padding` empty lines first so that
-    /// its line numbers are the file's. It receives the checking function as `...`:
-    /// `check(actual_values, expected_values)`, with both packed by `table.pack`.
+    /// its line numbers are the file's. An expectation becomes a call of the global
+    /// [`EXPECT_FUNCTION`] with both sides packed by `table.pack` and the expression's
+    /// source; the runner defines it.
     ///
     /// ```
     /// use rlm_registry::conventions::examples::examples_in;
     ///
     /// let lines = ["--- ```lua", "--- local t = {1}", "--- #t --> 1", "--- ```"];
     /// let chunk = examples_in(&lines).unwrap()[0].chunk(0);
-    /// assert_eq!(
-    ///     chunk,
-    ///     "local __rlm_expect = ...; local t = {1}\n__rlm_expect(table.pack(#t), table.pack(1))"
-    /// );
+    /// assert_eq!(chunk, "local t = {1}\n__rlm_expect(table.pack(#t), table.pack(1), \"#t\")");
     /// ```
     pub fn chunk(&self, padding: usize) -> String {
-        let mut chunk = "\n".repeat(padding);
-        chunk.push_str(&format!("local {EXPECT_FUNCTION} = ...; "));
         let body: Vec<String> = self
             .lines
             .iter()
             .map(|line| match Expectation::of(line) {
                 Some(Expectation { actual, expected }) => format!(
-                    "{EXPECT_FUNCTION}(table.pack({actual}), table.pack({expected}))"
+                    "{EXPECT_FUNCTION}(table.pack({actual}), table.pack({expected}), {})",
+                    lua_string(actual)
                 ),
                 None => line.clone(),
             })
             .collect();
-        chunk.push_str(&body.join("\n"));
-        chunk
+        "\n".repeat(padding) + &body.join("\n")
     }
+}
+
+/// `text` as a double-quoted Lua string literal.
+fn lua_string(text: &str) -> String {
+    let mut quoted = String::with_capacity(text.len() + 2);
+    quoted.push('"');
+    for c in text.chars() {
+        match c {
+            '"' | '\\' => {
+                quoted.push('\\');
+                quoted.push(c);
+            }
+            c if c.is_ascii_control() => quoted.push_str(&format!("\\{:03}", c as u32)),
+            c => quoted.push(c),
+        }
+    }
+    quoted.push('"');
+    quoted
 }
 
 /// A doc line's text: `---` or `--` and one space removed.
@@ -211,8 +225,14 @@ mod tests {
         let doc = "--- A.\n--- ```lua\n--- f(1) --> 2\n--- ```\n--- ```text\n--- f(0) --> 9\n--- ```\n--- ```lua\n---   g()\n--- ```";
         let found = examples_in(&lines(doc)).unwrap();
         assert_eq!(found.len(), 2);
-        assert_eq!((found[0].first_line, found[0].lines.clone()), (2, vec!["f(1) --> 2".to_string()]));
-        assert_eq!((found[1].first_line, found[1].lines.clone()), (8, vec!["  g()".to_string()]));
+        assert_eq!(
+            (found[0].first_line, found[0].lines.clone()),
+            (2, vec!["f(1) --> 2".to_string()])
+        );
+        assert_eq!(
+            (found[1].first_line, found[1].lines.clone()),
+            (8, vec!["  g()".to_string()])
+        );
     }
 
     #[test]
@@ -238,7 +258,9 @@ mod tests {
             first_line: 0,
             lines: vec!["f() --> 1, 'b'".to_string()],
         };
-        assert!(example.chunk(2).ends_with("__rlm_expect(table.pack(f()), table.pack(1, 'b'))"));
-        assert!(example.chunk(2).starts_with("\n\nlocal __rlm_expect = ...; "));
+        assert_eq!(
+            example.chunk(2),
+            "\n\n__rlm_expect(table.pack(f()), table.pack(1, 'b'), \"f()\")"
+        );
     }
 }

@@ -290,8 +290,23 @@ impl Environment {
     /// [`Environment::execute`] for source that need not be UTF-8: Lua source is bytes,
     /// and its string literals may hold any (Latin-1 text, say).
     pub fn execute_bytes(&self, code: &[u8]) -> Result<Execution, ExecError> {
+        self.execute_named(code, "=input")
+    }
+
+    /// [`Environment::execute_bytes`] under another chunk name, in Lua's notation:
+    /// `@file.lua` makes error positions read `file.lua:LINE:`, `=name` `name:LINE:`.
+    ///
+    /// ```
+    /// use rlm_registry::{Registry, environment::{Environment, Limits}};
+    ///
+    /// let env = Environment::new(Registry::baked().clone(), Limits::default())?;
+    /// let error = env.execute_named(b"\nerror('boom')", "@lua/demo.lua").unwrap_err();
+    /// assert_eq!(error.message(), "lua/demo.lua:2: boom");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn execute_named(&self, code: &[u8], chunk_name: &str) -> Result<Execution, ExecError> {
         self.tripwire.start();
-        let result = self.lua.load(code).set_name("=input").exec();
+        let result = self.lua.load(code).set_name(chunk_name).exec();
         // Reclaim what a failed execution left behind, so the next one starts fresh.
         if result.is_err() || self.tripwire.tripped().is_some() {
             let _ = self.lua.gc_collect();

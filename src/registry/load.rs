@@ -45,8 +45,8 @@ pub(crate) fn read_paths<P: AsRef<Path>>(
                     continue;
                 }
             };
-            let is_lua = entry.path().extension().is_some_and(|e| e == "lua")
-                && !is_test_file(entry.path());
+            let is_lua =
+                entry.path().extension().is_some_and(|e| e == "lua") && !is_test_file(entry.path());
             if entry.file_type().is_file() && is_lua {
                 let file = entry.path().display().to_string();
                 if let Some(source) = read_utf8(entry.path(), &file, diagnostics) {

@@ -49,16 +49,19 @@ fn check_example(
             ctx,
             block,
             doc_line,
-            format!(
-                "an example of `{}` does not compile: {message}",
-                def.name
-            ),
+            format!("an example of `{}` does not compile: {message}", def.name),
             "an example is Lua; a line `EXPR --> EXPECTED` needs an expression on each side",
         );
     }
 }
 
-fn report(ctx: &mut FileContext<'_>, block: &DocBlock<'_>, line: usize, message: String, help: &str) {
+fn report(
+    ctx: &mut FileContext<'_>,
+    block: &DocBlock<'_>,
+    line: usize,
+    message: String,
+    help: &str,
+) {
     let (offset, text) = block.lines[line.min(block.lines.len() - 1)];
     let diagnostic = Diagnostic::at(
         Code::BrokenExample,

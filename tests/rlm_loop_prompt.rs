@@ -196,3 +196,13 @@ fn in_compact_mode_fn_search_and_help_tell_the_model_what_it_needs() {
         "{feedback}"
     );
 }
+
+#[test]
+fn the_baked_registry_is_listed_in_full_under_the_auto_mode() {
+    let registry = Registry::baked();
+    let listing = rlm_registry::tokens::count(registry.system_prompt());
+    assert!(
+        !PromptMode::auto().is_compact_for(registry),
+        "the baked listing is {listing} tokens, over the auto threshold of {AUTO_COMPACT_ABOVE_TOKENS}"
+    );
+}

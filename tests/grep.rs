@@ -52,6 +52,7 @@ const TEXTS: &[&str] = &[
     "x\nab\nab\nab\nx\n",
     "abab ab\n\nyab\r\rab\r",
     "line one\nab\r\nthree ab\nfour\nab five\n\n\nab",
+    "req 12 ms user=b ab\n3 ms user=d\n ms user=a\nab 7 ms user=c.\r\n",
 ];
 
 const SEARCHES: &[(&str, &str)] = &[
@@ -74,6 +75,15 @@ const SEARCHES: &[(&str, &str)] = &[
     ("'a(b)%1?'", "false"),
     ("'[ab]b\\r?'", "false"),
     ("'ab\\r'", "false"),
+    ("'%d+ ms user=[a-c]'", "false"),
+    ("'^%d+ ms'", "false"),
+    ("'[^%s]b'", "false"),
+    ("'%Wab'", "false"),
+    ("'a-b$'", "false"),
+    ("'()ms()'", "false"),
+    ("'%f[%a]ab'", "false"),
+    ("'%b()'", "false"),
+    ("'[%]a]b'", "false"),
     ("[[ab$]]", "'regex'"),
     ("[[^ab]]", "'regex'"),
     ("[[a.]]", "'regex'"),

@@ -6,8 +6,10 @@
 //! is never split into a table of lines. A plain string, or the longest run of literal
 //! characters every match of a Lua pattern holds, is searched for in the whole text at
 //! once (`memmem`) and the line around each hit found by scanning for its newlines, as
-//! ripgrep does; only that line is then matched. Other patterns and regular expressions are matched line by line
-//! as the lines are found. The result is built in one protected call with the Lua C API
+//! ripgrep does; only that line is then matched. Other patterns and regular expressions are
+//! matched line by line as the lines are found. A Lua pattern that is regular (no `%b`,
+//! `%f` or back-reference) is matched by an equivalent regular expression
+//! (`patterns/regular.rs`): `grep` only asks whether a line matches. The result is built in one protected call with the Lua C API
 //! (no per-value crossing of the Rust/Lua boundary), the collector paused meanwhile as
 //! every value is kept; `before` and `after` are built only when `context` asks for lines
 //! (empty tables otherwise, as before).
@@ -23,22 +25,31 @@ use super::patterns;
 pub(crate) enum LineMatcher<'a> {
     /// A plain substring.
     Plain(memmem::Finder<'a>),
-    /// A Lua pattern, with literal text every match contains, if any.
+    /// A Lua pattern the matcher runs, with literal text every match contains, if any.
     Pattern {
         pattern: &'a [u8],
         prefix: Option<memmem::Finder<'static>>,
     },
     /// A regular expression.
     Regex(Regex),
+    /// A Lua pattern translated to a regular expression matching the same lines, with
+    /// literal text every match contains, if any.
+    Translated {
+        regex: Regex,
+        prefix: Option<memmem::Finder<'static>>,
+    },
 }
 
 impl<'a> LineMatcher<'a> {
-    /// A Lua pattern, prefiltered by the literal every match contains.
+    /// A Lua pattern, prefiltered by the literal every match contains: translated to a
+    /// regular expression when it is regular and cannot raise an error, run by the
+    /// matcher otherwise.
     pub(crate) fn pattern(pattern: &'a [u8]) -> Self {
         let prefix = patterns::required_literal(pattern);
-        LineMatcher::Pattern {
-            pattern,
-            prefix: (!prefix.is_empty()).then(|| memmem::Finder::new(&prefix).into_owned()),
+        let prefix = (!prefix.is_empty()).then(|| memmem::Finder::new(&prefix).into_owned());
+        match patterns::as_regex(pattern) {
+            Some(regex) => LineMatcher::Translated { regex, prefix },
+            None => LineMatcher::Pattern { pattern, prefix },
         }
     }
 
@@ -52,7 +63,9 @@ impl<'a> LineMatcher<'a> {
                     .map(|found| found.is_some())
                     .map_err(patterns::Failure::into_lua_error)
             }
-            LineMatcher::Regex(regex) => Ok(regex.is_match(line)),
+            LineMatcher::Regex(regex) | LineMatcher::Translated { regex, .. } => {
+                Ok(regex.is_match(line))
+            }
         }
     }
 
@@ -61,6 +74,10 @@ impl<'a> LineMatcher<'a> {
         match self {
             LineMatcher::Plain(finder) if !finder.needle().is_empty() => Some(finder),
             LineMatcher::Pattern {
+                prefix: Some(prefix),
+                ..
+            }
+            | LineMatcher::Translated {
                 prefix: Some(prefix),
                 ..
             } => Some(prefix),

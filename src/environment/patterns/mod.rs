@@ -31,18 +31,21 @@
 //! error levels count the same frames. Only limit errors travel as mlua errors.
 //!
 //! The files: [`matcher`] (the port), [`plan`] (the fast paths), [`front`] (the C functions in
-//! front), [`functions`] (argument checks, `find`, `match`, `gmatch`, [`install`]) and [`gsub`].
+//! front), [`functions`] (argument checks, `find`, `match`, `gmatch`, [`install`]), [`gsub`] and
+//! [`regular`] (a regular pattern as a regex, for `grep`).
 
 mod front;
 mod functions;
 mod gsub;
 mod matcher;
 mod plan;
+mod regular;
 
 use super::limits;
 
 pub(crate) use functions::install;
 pub(crate) use plan::{find_in, has_specials, required_literal};
+pub(crate) use regular::as_regex;
 
 /// `LUA_MAXCAPTURES`.
 const MAX_CAPTURES: usize = 32;

@@ -159,6 +159,11 @@ fn builder_bakes_another_crates_directory_and_reruns_only_on_lua_changes() {
         "lua/bad.lua",
         "local x = 1\nfunction no_doc()\nend\nprint(x)\n",
     );
+    // An example in a doc comment that does not compile fails the build at its line.
+    consumer.write(
+        "lua/bad_example.lua",
+        "--- Doubles.\n---\n--- ```lua\n--- twice(2) --> = 4\n--- ```\n---@param x number\n---@return number\nfunction twice(x) return 2 * x end\n",
+    );
     let out = consumer.cargo(&["build"]);
     assert!(!out.status.success(), "bad Lua must fail the build");
     let log = String::from_utf8_lossy(&out.stderr);
@@ -166,6 +171,8 @@ fn builder_bakes_another_crates_directory_and_reruns_only_on_lua_changes() {
     assert!(log.contains("--> lua/bad.lua:2:1"), "{log}");
     assert!(log.contains("error[E007]"), "{log}");
     assert!(log.contains("--> lua/bad.lua:4:1"), "{log}");
+    assert!(log.contains("error[E012]"), "{log}");
+    assert!(log.contains("--> lua/bad_example.lua:4:1"), "{log}");
     assert!(
         log.contains("2 | function no_doc()"),
         "source line shown: {log}"

@@ -464,7 +464,7 @@ fn errors_of_rust_builtins_are_plain_strings_like_lua_c_functions() {
         out,
         "false\tstring\t[input:3: token_truncate: n must\n\
          false\tstring\t[input:4: re.find: bad pattern \"\n\
-         false\tstring\t[bad argument #1: error converti\n\
+         false\tstring\t[bad argument #1 to 'lines' (str\n\
          input:11: boom\n"
     );
 }

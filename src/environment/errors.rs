@@ -50,10 +50,11 @@ pub(crate) fn raise_plain_errors(lua: &Lua, functions: &Table, keep: &[&str]) ->
 fn plain_error_wrapper(lua: &Lua) -> mlua::Result<Function> {
     // A Rust error's message is raised at the caller's line, like a C function's; a Lua
     // error passing through (from a callback) keeps its own position.
-    let message = lua.create_function(|lua, value: Value| {
+    let message = lua.create_function(|lua, (value, function): (Value, String)| {
         Ok(match value {
             Value::Error(error) if !is_memory_error(&error) => {
-                let message = lua_message(&error);
+                let message =
+                    argument_message(&error, &function).unwrap_or_else(|| lua_message(&error));
                 let level = if has_position(&message) { 0 } else { 2 };
                 (Value::String(lua.create_string(message)?), level)
             }
@@ -95,6 +96,36 @@ fn table_function(lua: &Lua, name: &str) -> mlua::Result<Function> {
     lua.globals().get::<Table>("table")?.get(name)
 }
 
+/// An argument that did not convert, worded as `luaL_typeerror` words it: `bad argument
+/// #1 to 'word_count' (string expected, got nil)`, not mlua's "error converting Lua nil
+/// to String".
+fn argument_message(error: &mlua::Error, function: &str) -> Option<String> {
+    match error {
+        mlua::Error::CallbackError { cause, .. } => argument_message(cause, function),
+        mlua::Error::BadArgument { pos, cause, .. } => match &**cause {
+            mlua::Error::FromLuaConversionError { from, to, .. } => Some(format!(
+                "bad argument #{pos} to '{function}' ({} expected, got {from})",
+                lua_type_of(to)
+            )),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// The Lua type a Rust conversion target stands for, in messages.
+fn lua_type_of(rust_type: &str) -> &str {
+    match rust_type {
+        "String" | "string" | "LuaString" | "BString" | "str" => "string",
+        "i8" | "i16" | "i32" | "i64" | "isize" | "u8" | "u16" | "u32" | "u64" | "usize" => "number",
+        "f32" | "f64" | "integer" | "number" => "number",
+        "Table" => "table",
+        "Function" => "function",
+        "bool" => "boolean",
+        other => other,
+    }
+}
+
 /// The message of a Lua error without mlua's wrapping and traceback.
 pub(crate) fn lua_message(error: &mlua::Error) -> String {
     let text = match error {
@@ -128,16 +159,16 @@ static PLAIN_ERRORS: InternalChunk = InternalChunk::new(
     "=builtin",
     r#"
         local pcall, error, pack, unpack, message, next, type = ...
-        local function wrap(inner)
+        local function wrap(inner, name)
           return function(...)
             local results = pack(pcall(inner, ...))
             if results[1] then return unpack(results, 2, results.n) end
-            error(message(results[2]))
+            error(message(results[2], name))
           end
         end
         return function(functions, keep)
           for name, value in next, functions do
-            if type(value) == "function" and not keep[name] then functions[name] = wrap(value) end
+            if type(value) == "function" and not keep[name] then functions[name] = wrap(value, name) end
           end
         end
         "#,

@@ -121,7 +121,7 @@ fn sandbox(limits: Limits) -> Environment {
 fn run_sandbox(env: &Environment, code: &str) -> Outcome {
     match env.execute(code) {
         Ok(run) => Ok(run.output),
-        Err(ExecError::Lua { message, output }) => Err((message, output)),
+        Err(ExecError::Lua { message, output, .. }) => Err((message, output)),
         Err(limit) => panic!("`{code}` hit a limit: {limit}"),
     }
 }

@@ -1,0 +1,317 @@
+//! Python written on the line an error points at, found in its code alone (strings and
+//! comments removed): each case is something valid Lua never holds, so it fires only on
+//! a line that is Python, whatever the error said.
+
+/// The code of one line, split into what the cases look at.
+pub(crate) struct Line<'a> {
+    /// The code, trimmed.
+    code: &'a str,
+    /// Its names (identifiers and keywords) that are not a field (`x.name`, `x:name`).
+    words: Vec<&'a str>,
+}
+
+impl<'a> Line<'a> {
+    /// `code` as the scanner gave it (strings blanked, comments dropped).
+    pub(crate) fn new(code: &'a str) -> Line<'a> {
+        let code = code.trim();
+        Line {
+            code,
+            words: words(code),
+        }
+    }
+
+    fn has(&self, word: &str) -> bool {
+        self.words.contains(&word)
+    }
+
+    fn starts_with_word(&self, word: &str) -> bool {
+        self.words.first() == Some(&word) && self.code.starts_with(word)
+    }
+
+    /// A block header in Python's form: `keyword …:`, on a line of its own or followed
+    /// by its body, where Lua would need `opener` (`then`, `do`).
+    fn is_block(&self, keyword: &str, opener: &str) -> bool {
+        self.starts_with_word(keyword)
+            && (self.code.ends_with(':') || (self.code.contains(':') && !self.has(opener)))
+    }
+}
+
+/// A Python habit and the Lua way, one line.
+pub(crate) struct Case {
+    /// What the model wrote, as the README table shows it.
+    pub(crate) python: &'static str,
+    /// Whether the line holds it.
+    found: fn(&Line) -> bool,
+    /// The Lua way.
+    pub(crate) hint: &'static str,
+}
+
+/// The cases, most specific first: the first that matches gives the hint.
+pub(crate) const CASES: &[Case] = &[
+    Case {
+        python: "a != b",
+        found: |l| l.code.contains("!="),
+        hint: "Lua writes not-equal as `~=`: `a ~= b`.",
+    },
+    Case {
+        python: "a && b, a || b",
+        found: |l| l.code.contains("&&") || l.code.contains("||"),
+        hint: "Lua writes `and`, `or` and `not` as words: `a and b`, `a or b`, `not a`.",
+    },
+    Case {
+        python: "!x",
+        found: |l| l.code.contains('!'),
+        hint: "Lua writes `not x`; not-equal is `~=`.",
+    },
+    Case {
+        python: "x += 1",
+        found: |l| compound_assignment(l.code),
+        hint: "Lua has no `+=`, `-=` or `*=`: write `x = x + 1`.",
+    },
+    Case {
+        python: "x ** 2",
+        found: |l| l.code.contains("**"),
+        hint: "Lua writes powers with `^`: `x ^ 2` (a float; `x * x` keeps an integer).",
+    },
+    Case {
+        python: "\"\"\"text\"\"\"",
+        found: |l| l.code.contains("\"\"\"") || l.code.contains("'''"),
+        hint: "Lua has no triple-quoted strings: text over several lines goes in `[[ … ]]`.",
+    },
+    Case {
+        python: "\", \".join(parts)",
+        found: |l| l.code.contains("\"\".join") || l.code.contains("''.join"),
+        hint: "Lua joins with `table.concat(parts, \", \")`.",
+    },
+    Case {
+        python: "def f(x):",
+        found: |l| l.starts_with_word("def") && l.words.len() > 1 && l.code.contains('('),
+        hint: "Lua defines functions as `local function f(x) … end`.",
+    },
+    Case {
+        python: "lambda x: x * 2",
+        found: |l| l.has("lambda") && l.code.contains(':'),
+        hint: "Lua writes `lambda x: x * 2` as `function(x) return x * 2 end`.",
+    },
+    Case {
+        python: "elif c:",
+        found: |l| l.starts_with_word("elif"),
+        hint: "Lua writes `elseif c then`.",
+    },
+    Case {
+        python: "[f(x) for x in xs]",
+        found: |l| comprehension(l.code),
+        hint: "Lua has no comprehensions: fill a table in a loop, `local out = {} for _, x in ipairs(xs) do out[#out + 1] = f(x) end`.",
+    },
+    Case {
+        python: "import re / from x import y",
+        found: |l| {
+            l.starts_with_word("import") || (l.starts_with_word("from") && l.has("import"))
+        },
+        hint: "Nothing is imported in Lua here: the functions are globals already (`help()` lists them).",
+    },
+    Case {
+        python: "try: / except E:",
+        found: |l| {
+            l.is_block("try", "do")
+                || l.is_block("finally", "do")
+                || (l.starts_with_word("except") && l.code.ends_with(':'))
+        },
+        hint: "Lua catches errors with `local ok, err = pcall(f, arg)` and raises them with `error(\"message\")`.",
+    },
+    Case {
+        python: "raise ValueError(...)",
+        found: |l| l.starts_with_word("raise") && l.words.len() > 1,
+        hint: "Lua raises errors with `error(\"message\")`.",
+    },
+    Case {
+        python: "for x in xs:",
+        found: |l| l.is_block("for", "do"),
+        hint: "Lua loops are `for _, x in ipairs(xs) do … end` (`pairs(t)` for keys and values, `for i = 1, n do` to count).",
+    },
+    Case {
+        python: "while c:",
+        found: |l| l.is_block("while", "do"),
+        hint: "Lua writes `while c do … end`.",
+    },
+    Case {
+        python: "if c: / else:",
+        found: |l| l.is_block("if", "then") || l.code == "else:",
+        hint: "Lua writes `if c then … elseif d then … else … end`, no colons.",
+    },
+    Case {
+        python: "class C:",
+        found: |l| l.is_block("class", "do") || l.is_block("with", "do"),
+        hint: "Lua has no `class` or `with`: a table of fields and functions does the work.",
+    },
+    Case {
+        python: "x = [1, 2, 3]",
+        found: |l| list_literal(l.code),
+        hint: "Lua tables use braces: `{1, 2, 3}`, `{key = value}`.",
+    },
+    Case {
+        python: "{\"key\": value}",
+        found: |l| l.code.contains("{\"\":") || l.code.contains("{'':"),
+        hint: "Lua tables are `{key = value}` or `{[\"some key\"] = value}`.",
+    },
+    Case {
+        python: "s[1:3]",
+        found: |l| slice(l.code),
+        hint: "Lua has no slices: `s:sub(i, j)` for text (from 1, both ends included), `{table.unpack(t, i, j)}` for a table.",
+    },
+    Case {
+        python: "# comment",
+        found: |l| l.code.starts_with("# ") || l.code.starts_with("##") || l.code == "#",
+        hint: "Lua comments start with `--` (`#x` is the length of `x`).",
+    },
+    Case {
+        python: "x is None",
+        found: |l| followed_by(&l.words, "is", &["None", "not"]),
+        hint: "Lua compares with `==` and `~=`: `x == nil`, `x ~= nil`.",
+    },
+    Case {
+        python: "x if c else y",
+        found: |l| {
+            !l.starts_with_word("if") && l.has("if") && l.has("else") && !l.has("then")
+        },
+        hint: "Lua's conditional expression is `c and x or y` (when `x` is neither false nor nil).",
+    },
+    Case {
+        python: "x in t, x not in t",
+        found: |l| !l.has("for") && l.has("in"),
+        hint: "Lua's `in` belongs to `for`: test a key with `t[x] ~= nil`, a list with a loop.",
+    },
+    Case {
+        python: "pass",
+        found: |l| l.code == "pass",
+        hint: "Lua needs no `pass`: a block may be empty.",
+    },
+    Case {
+        python: "True, False, None",
+        found: |l| l.has("True") || l.has("False") || l.has("None"),
+        hint: "Lua writes `true`, `false` and `nil` in lower case.",
+    },
+];
+
+/// The hint for the first case `code` holds.
+pub(crate) fn hint(code: &str) -> Option<&'static str> {
+    let line = Line::new(code);
+    CASES
+        .iter()
+        .find(|case| (case.found)(&line))
+        .map(|case| case.hint)
+}
+
+/// The names of `code` that are not fields: a word after `.` or `:` is a field or a
+/// method, and a word inside a number (`0x1F`, `1e5`) is not one.
+fn words(code: &str) -> Vec<&str> {
+    let bytes = code.as_bytes();
+    let mut words = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if b.is_ascii_alphanumeric() || b == b'_' {
+            let start = i;
+            while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_') {
+                i += 1;
+            }
+            let field = start > 0 && matches!(bytes[start - 1], b'.' | b':');
+            if !b.is_ascii_digit() && !field {
+                words.push(&code[start..i]);
+            }
+        } else {
+            i += 1;
+        }
+    }
+    words
+}
+
+/// `x += 1` and its kin: an arithmetic operator right before `=` (not `==`, `~=`, `<=`,
+/// `>=`, which are Lua's).
+fn compound_assignment(code: &str) -> bool {
+    code.match_indices('=').any(|(at, _)| {
+        let before = code[..at].trim_end_matches(' ');
+        let next = code[at + 1..].chars().next();
+        next != Some('=') && before.ends_with(['+', '-', '*', '/', '%'])
+    })
+}
+
+/// `[… for … in …]`: `for` inside square brackets, where Lua allows only an expression.
+fn comprehension(code: &str) -> bool {
+    code.match_indices('[').any(|(at, _)| {
+        let inside = &code[at + 1..];
+        let inside = &inside[..inside.find(']').unwrap_or(inside.len())];
+        let words = words(inside);
+        words.contains(&"for") && words.contains(&"in")
+    })
+}
+
+/// `[` where Lua expects a value: after `=` (not `==`), `(`, `return`, or opening the line.
+fn list_literal(code: &str) -> bool {
+    code.match_indices('[').any(|(at, _)| {
+        let before = code[..at].trim_end();
+        before.is_empty()
+            || before.ends_with('(')
+            || (before.ends_with('=') && !before.ends_with("=="))
+            || before.ends_with(" return")
+            || before == "return"
+    })
+}
+
+/// `t[i:j]`, `s[:3]`, `s[-2:]`: a colon inside brackets that is not a method call.
+fn slice(code: &str) -> bool {
+    code.match_indices('[').any(|(at, _)| {
+        let inside = &code[at + 1..];
+        let inside = &inside[..inside.find(']').unwrap_or(inside.len())];
+        inside.match_indices(':').any(|(colon, _)| {
+            let after = inside[colon + 1..].trim_start();
+            let name_len = after
+                .bytes()
+                .take_while(|b| b.is_ascii_alphanumeric() || *b == b'_')
+                .count();
+            let is_method_call = name_len > 0
+                && !after.as_bytes()[0].is_ascii_digit()
+                && after[name_len..]
+                    .trim_start()
+                    .starts_with(['(', '"', '\'', '{']);
+            !is_method_call
+        })
+    })
+}
+
+/// Whether `word` is followed by one of `next` somewhere in `words`.
+fn followed_by(words: &[&str], word: &str, next: &[&str]) -> bool {
+    words
+        .windows(2)
+        .any(|pair| pair[0] == word && next.contains(&pair[1]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_case_finds_its_own_example() {
+        for case in CASES {
+            let code = &crate::environment::hints::scan::code_lines(case.python, 1)[0];
+            assert_eq!(hint(code), Some(case.hint), "{}", case.python);
+        }
+    }
+
+    #[test]
+    fn lua_operators_are_not_compound_assignments() {
+        assert!(compound_assignment("x += 1"));
+        assert!(compound_assignment("x -= 1"));
+        assert!(!compound_assignment("a ~= b and c <= d and e >= f and g == h"));
+        assert!(!compound_assignment("x = -1"));
+    }
+
+    #[test]
+    fn method_calls_in_brackets_are_not_slices() {
+        assert!(slice("s[1:3]"));
+        assert!(slice("s[:3]"));
+        assert!(slice("s[-2:]"));
+        assert!(!slice("t[s:len()]"));
+        assert!(!slice("t[s:upper\"\"]"));
+    }
+}

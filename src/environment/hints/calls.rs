@@ -66,7 +66,7 @@ const FUNCTIONS: &[Case] = &[
         lua: "`table.sort(t)` sorts in place (`table.sort(t, function(a, b) return a > b end)` for another order).",
         library: Some((
             "sort_by",
-            "`sort_by(t, key)` returns a sorted copy; `table.sort(t)` sorts in place.",
+            "`table.sort(t)` sorts in place; `sort_by(t, key)` returns a sorted copy.",
         )),
     },
     Case {
@@ -91,8 +91,8 @@ const FUNCTIONS: &[Case] = &[
     },
     Case {
         python: &["Counter"],
-        lua: "Lua counts in a table: `counts[x] = (counts[x] or 0) + 1`.",
-        library: Some(("count", "`count(xs)` counts like `Counter`.")),
+        lua: "Lua has no `Counter`: count in a table, `counts[x] = (counts[x] or 0) + 1`.",
+        library: Some(("count", "Lua has no `Counter`: `count(xs)` counts the same way.")),
     },
     Case {
         python: &["isinstance"],
@@ -130,7 +130,7 @@ const FUNCTIONS: &[Case] = &[
 const METHODS: &[Case] = &[
     Case {
         python: &["split"],
-        lua: "Lua strings have no `split`: `for part in s:gmatch(\"[^,]+\") do … end`.",
+        lua: "Lua strings have no `split` method: `for part in s:gmatch(\"[^,]+\") do … end`.",
         library: Some((
             "split",
             "Lua strings have no `split` method: call `split(s, \",\")`.",
@@ -138,7 +138,7 @@ const METHODS: &[Case] = &[
     },
     Case {
         python: &["strip", "lstrip", "rstrip"],
-        lua: "Lua trims with `s:match(\"^%s*(.-)%s*$\")`.",
+        lua: "Lua strings have no `strip` method: `s:match(\"^%s*(.-)%s*$\")` trims.",
         library: Some((
             "strip",
             "Lua strings have no `strip` method: call `strip(s)`.",
@@ -146,7 +146,7 @@ const METHODS: &[Case] = &[
     },
     Case {
         python: &["startswith"],
-        lua: "Lua tests a prefix with `s:sub(1, #prefix) == prefix`.",
+        lua: "Lua strings have no `startswith` method: `s:sub(1, #prefix) == prefix`.",
         library: Some((
             "startswith",
             "Lua strings have no `startswith` method: call `startswith(s, prefix)`.",
@@ -154,7 +154,7 @@ const METHODS: &[Case] = &[
     },
     Case {
         python: &["endswith"],
-        lua: "Lua tests a suffix with `suffix == \"\" or s:sub(-#suffix) == suffix`.",
+        lua: "Lua strings have no `endswith` method: `suffix == \"\" or s:sub(-#suffix) == suffix`.",
         library: Some((
             "endswith",
             "Lua strings have no `endswith` method: call `endswith(s, suffix)`.",
@@ -162,7 +162,7 @@ const METHODS: &[Case] = &[
     },
     Case {
         python: &["replace"],
-        lua: "Lua replaces with `s:gsub(old, new)` (`old` is a pattern: escape `%-.+*?[]^$()` with `%`).",
+        lua: "Lua strings have no `replace` method: `s:gsub(old, new)` (`old` is a pattern: escape `%-.+*?[]^$()` with `%`).",
         library: Some((
             "replace",
             "Lua strings have no `replace` method: call `replace(s, old, new)` (plain text).",
@@ -195,13 +195,13 @@ const METHODS: &[Case] = &[
     },
     Case {
         python: &["keys"],
-        lua: "Lua walks the keys with `for k in pairs(t) do … end`.",
-        library: Some(("keys", "Tables have no methods: call `keys(t)`.")),
+        lua: "Tables have no `keys` method: `for k in pairs(t) do … end`.",
+        library: Some(("keys", "Tables have no `keys` method: call `keys(t)`.")),
     },
     Case {
         python: &["values"],
-        lua: "Lua walks the values with `for _, v in pairs(t) do … end`.",
-        library: Some(("values", "Tables have no methods: call `values(t)`.")),
+        lua: "Tables have no `values` method: `for _, v in pairs(t) do … end`.",
+        library: Some(("values", "Tables have no `values` method: call `values(t)`.")),
     },
     Case {
         python: &["items"],

@@ -96,8 +96,11 @@ pub fn hint(source: &str, message: &str, names: &Names) -> Option<String> {
     let code = lines.get(line.wrapping_sub(1)).map_or("", String::as_str);
     // A syntax error may be reported lines after the Python that caused it (`for x in
     // xs:` parses on as a method call): the nearest Python line above it is the cause.
+    // A nil value may come from `None` written lines above.
     let from_source = if is_syntax_error(detail) {
         lines.iter().rev().find_map(|code| syntax::hint(code))
+    } else if detail.contains("a nil value") {
+        syntax::hint(code).or_else(|| lines.iter().rev().find_map(|code| syntax::nil_hint(code)))
     } else {
         syntax::hint(code)
     };

@@ -37,71 +37,85 @@ impl<'a> Line<'a> {
 }
 
 /// A Python habit and the Lua way, one line.
-pub(crate) struct Case {
+struct Case {
     /// What the model wrote, as the README table shows it.
-    pub(crate) python: &'static str,
+    #[allow(dead_code)] // Read by the test that each case finds its own example.
+    python: &'static str,
     /// Whether the line holds it.
     found: fn(&Line) -> bool,
     /// The Lua way.
-    pub(crate) hint: &'static str,
+    hint: &'static str,
+    /// Whether it is valid Lua that reads a nil global: it fails later, on another line.
+    makes_nil: bool,
 }
 
 /// The cases, most specific first: the first that matches gives the hint.
-pub(crate) const CASES: &[Case] = &[
+const CASES: &[Case] = &[
     Case {
         python: "a != b",
         found: |l| l.code.contains("!="),
         hint: "Lua writes not-equal as `~=`: `a ~= b`.",
+        makes_nil: false,
     },
     Case {
         python: "a && b, a || b",
         found: |l| l.code.contains("&&") || l.code.contains("||"),
         hint: "Lua writes `and`, `or` and `not` as words: `a and b`, `a or b`, `not a`.",
+        makes_nil: false,
     },
     Case {
         python: "!x",
         found: |l| l.code.contains('!'),
         hint: "Lua writes `not x`; not-equal is `~=`.",
+        makes_nil: false,
     },
     Case {
         python: "x += 1",
         found: |l| compound_assignment(l.code),
         hint: "Lua has no `+=`, `-=` or `*=`: write `x = x + 1`.",
+        makes_nil: false,
     },
     Case {
         python: "x ** 2",
         found: |l| l.code.contains("**"),
         hint: "Lua writes powers with `^`: `x ^ 2` (a float; `x * x` keeps an integer).",
+        makes_nil: false,
     },
     Case {
         python: "\"\"\"text\"\"\"",
         found: |l| l.code.contains("\"\"\"") || l.code.contains("'''"),
         hint: "Lua has no triple-quoted strings: text over several lines goes in `[[ … ]]`.",
+        makes_nil: false,
     },
     Case {
         python: "\", \".join(parts)",
         found: |l| l.code.contains("\"\".join") || l.code.contains("''.join"),
         hint: "Lua joins with `table.concat(parts, \", \")`.",
+        makes_nil: false,
     },
     Case {
         python: "def f(x):",
         found: |l| l.starts_with_word("def") && l.words.len() > 1 && l.code.contains('('),
         hint: "Lua defines functions as `local function f(x) … end`.",
+        makes_nil: false,
     },
     Case {
         python: "lambda x: x * 2",
         found: |l| l.has("lambda") && l.code.contains(':'),
         hint: "Lua writes `lambda x: x * 2` as `function(x) return x * 2 end`.",
+        makes_nil: false,
     },
     Case {
         python: "elif c:",
         found: |l| l.starts_with_word("elif"),
         hint: "Lua writes `elseif c then`.",
+        makes_nil: false,
     },
     Case {
         python: "[f(x) for x in xs]",
         found: |l| comprehension(l.code),
         hint: "Lua has no comprehensions: fill a table in a loop, `local out = {} for _, x in ipairs(xs) do out[#out + 1] = f(x) end`.",
+        makes_nil: false,
     },
     Case {
         python: "import re / from x import y",
@@ -109,6 +123,7 @@ pub(crate) const CASES: &[Case] = &[
             l.starts_with_word("import") || (l.starts_with_word("from") && l.has("import"))
         },
         hint: "Nothing is imported in Lua here: the functions are globals already (`help()` lists them).",
+        makes_nil: false,
     },
     Case {
         python: "try: / except E:",
@@ -118,56 +133,67 @@ pub(crate) const CASES: &[Case] = &[
                 || (l.starts_with_word("except") && l.code.ends_with(':'))
         },
         hint: "Lua catches errors with `local ok, err = pcall(f, arg)` and raises them with `error(\"message\")`.",
+        makes_nil: false,
     },
     Case {
         python: "raise ValueError(...)",
         found: |l| l.starts_with_word("raise") && l.words.len() > 1,
         hint: "Lua raises errors with `error(\"message\")`.",
+        makes_nil: false,
     },
     Case {
         python: "for x in xs:",
         found: |l| l.is_block("for", "do"),
         hint: "Lua loops are `for _, x in ipairs(xs) do … end` (`pairs(t)` for keys and values, `for i = 1, n do` to count).",
+        makes_nil: false,
     },
     Case {
         python: "while c:",
         found: |l| l.is_block("while", "do"),
         hint: "Lua writes `while c do … end`.",
+        makes_nil: false,
     },
     Case {
         python: "if c: / else:",
         found: |l| l.is_block("if", "then") || l.code == "else:",
         hint: "Lua writes `if c then … elseif d then … else … end`, no colons.",
+        makes_nil: false,
     },
     Case {
         python: "class C:",
         found: |l| l.is_block("class", "do") || l.is_block("with", "do"),
         hint: "Lua has no `class` or `with`: a table of fields and functions does the work.",
+        makes_nil: false,
     },
     Case {
         python: "x = [1, 2, 3]",
         found: |l| list_literal(l.code),
         hint: "Lua tables use braces: `{1, 2, 3}`, `{key = value}`.",
+        makes_nil: false,
     },
     Case {
         python: "{\"key\": value}",
         found: |l| l.code.contains("{\"\":") || l.code.contains("{'':"),
         hint: "Lua tables are `{key = value}` or `{[\"some key\"] = value}`.",
+        makes_nil: false,
     },
     Case {
         python: "s[1:3]",
         found: |l| slice(l.code),
         hint: "Lua has no slices: `s:sub(i, j)` for text (from 1, both ends included), `{table.unpack(t, i, j)}` for a table.",
+        makes_nil: false,
     },
     Case {
         python: "# comment",
         found: |l| l.code.starts_with("# ") || l.code.starts_with("##") || l.code == "#",
         hint: "Lua comments start with `--` (`#x` is the length of `x`).",
+        makes_nil: false,
     },
     Case {
         python: "x is None",
         found: |l| followed_by(&l.words, "is", &["None", "not"]),
         hint: "Lua compares with `==` and `~=`: `x == nil`, `x ~= nil`.",
+        makes_nil: false,
     },
     Case {
         python: "x if c else y",
@@ -175,21 +201,25 @@ pub(crate) const CASES: &[Case] = &[
             !l.starts_with_word("if") && l.has("if") && l.has("else") && !l.has("then")
         },
         hint: "Lua's conditional expression is `c and x or y` (when `x` is neither false nor nil).",
+        makes_nil: false,
     },
     Case {
         python: "x in t, x not in t",
         found: |l| !l.has("for") && l.has("in"),
         hint: "Lua's `in` belongs to `for`: test a key with `t[x] ~= nil`, a list with a loop.",
+        makes_nil: false,
     },
     Case {
         python: "pass",
         found: |l| l.code == "pass",
         hint: "Lua needs no `pass`: a block may be empty.",
+        makes_nil: false,
     },
     Case {
         python: "True, False, None",
         found: |l| l.has("True") || l.has("False") || l.has("None"),
         hint: "Lua writes `true`, `false` and `nil` in lower case.",
+        makes_nil: true,
     },
 ];
 
@@ -199,6 +229,16 @@ pub(crate) fn hint(code: &str) -> Option<&'static str> {
     CASES
         .iter()
         .find(|case| (case.found)(&line))
+        .map(|case| case.hint)
+}
+
+/// The hint for the first case `code` holds that makes a nil value (`None`), for a nil
+/// value met on a later line.
+pub(crate) fn nil_hint(code: &str) -> Option<&'static str> {
+    let line = Line::new(code);
+    CASES
+        .iter()
+        .find(|case| case.makes_nil && (case.found)(&line))
         .map(|case| case.hint)
 }
 

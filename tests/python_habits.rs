@@ -83,6 +83,11 @@ const CORPUS: &[(&str, &str)] = &[
     ("local d = {} print(d.get(\"k\"))", "`t[k] or default`"),
     ("print(max(1, 2))", "`math.max(a, b)`"),
     ("print(abs(-1))", "`math.abs`"),
+    ("print(\"%d items\" % 3)", "Lua formats with `string.format("),
+    ("print(\"{} items\".format(3))", "Lua formats with `string.format("),
+    ("print(1, end=\"\")", "Lua has no keyword arguments"),
+    ("table.sort(xs, key=len)", "Lua has no keyword arguments"),
+    ("print(\"ab\" * 3)", "`s:rep(n)`"),
     ("print(countlines(context))", "Did you mean `line_count`?"),
     ("print(wordcount(context))", "Did you mean `word_count`?"),
     ("print(count_lines(context))", "Did you mean `line_count`?"),
@@ -189,6 +194,39 @@ fn lua_files() -> Vec<PathBuf> {
         .collect()
 }
 
+/// The ```` ```lua ```` blocks of the repository's Markdown files (README, docs).
+fn markdown_lua_blocks() -> Vec<(PathBuf, String)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut blocks = Vec::new();
+    for entry in walkdir::WalkDir::new(root)
+        .into_iter()
+        .filter_entry(|entry| {
+            let name = entry.file_name().to_string_lossy();
+            !(entry.depth() == 1 && (name == "target" || name.starts_with('.')))
+        })
+        .filter_map(Result::ok)
+        .filter(|entry| entry.path().extension().is_some_and(|ext| ext == "md"))
+    {
+        let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
+        let mut block: Option<String> = None;
+        for line in text.lines() {
+            match (&mut block, line.trim_start()) {
+                (None, "```lua") => block = Some(String::new()),
+                (Some(code), "```") => {
+                    blocks.push((entry.path().to_path_buf(), std::mem::take(code)));
+                    block = None;
+                }
+                (Some(code), _) => {
+                    code.push_str(line);
+                    code.push('\n');
+                }
+                (None, _) => {}
+            }
+        }
+    }
+    blocks
+}
+
 /// Whether `source` is Lua 5.4 (compiles).
 fn compiles(source: &[u8]) -> bool {
     mlua::Lua::new().load(source).into_function().is_ok()
@@ -232,6 +270,14 @@ fn valid_lua_in_the_repository_never_gets_a_hint() {
         let hints = hints_on_every_line(&source, &names);
         assert!(hints.is_empty(), "{}: {hints:?}", path.display());
         checked_files += 1;
+        checked_lines += source.lines().count();
+    }
+    for (path, source) in markdown_lua_blocks() {
+        if !compiles(source.as_bytes()) {
+            continue; // A sketch with `…` in it, say.
+        }
+        let hints = hints_on_every_line(&source, &names);
+        assert!(hints.is_empty(), "{}: {source}\n{hints:?}", path.display());
         checked_lines += source.lines().count();
     }
     assert!(checked_files >= 20, "{checked_files} files checked");

@@ -140,7 +140,7 @@ fn from_error(detail: &str, code: &str, names: &Names) -> Option<String> {
     if detail.starts_with("bad argument #")
         && let Some(name) = quoted(detail, " to '")
         && detail.ends_with("got no value)")
-        && code.contains(&format!(".{name}("))
+        && called_with_a_dot(code, name)
     {
         return Some(format!(
             "Call a string's methods with a colon: `s:{name}(…)`."
@@ -161,10 +161,30 @@ fn from_error(detail: &str, code: &str, names: &Names) -> Option<String> {
     {
         return Some("Lua joins strings with `..`: `\"total: \" .. n`.".to_string());
     }
+    if detail.starts_with("attempt to mod a 'string'") {
+        return Some(syntax::FORMAT.to_string());
+    }
+    if detail.starts_with("attempt to mul a 'string'") && code.contains('*') {
+        return Some("Lua repeats a string with `s:rep(n)`.".to_string());
+    }
     if detail.contains("(for iterator 'for iterator')") && detail.contains("table value") {
         return Some("Lua walks a list with `for _, x in ipairs(xs) do … end`.".to_string());
     }
     None
+}
+
+/// Whether `code` calls `x.name(…)` on a value `x`, not on the `string` library.
+fn called_with_a_dot(code: &str, name: &str) -> bool {
+    let call = format!(".{name}(");
+    code.match_indices(&call).any(|(at, _)| {
+        let before = code[..at].trim_end();
+        let owner_len = before
+            .bytes()
+            .rev()
+            .take_while(|b| b.is_ascii_alphanumeric() || *b == b'_')
+            .count();
+        &before[before.len() - owner_len..] != "string"
+    })
 }
 
 /// The "did you mean" for an unknown function `name`.

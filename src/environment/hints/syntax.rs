@@ -49,6 +49,10 @@ struct Case {
     makes_nil: bool,
 }
 
+/// How Lua formats, for `"…".format(…)` and `"…" % x`.
+pub(crate) const FORMAT: &str =
+    "Lua formats with `string.format(\"%s: %d\", name, n)` (`%s`, `%d`, `%.2f`; no `{}`).";
+
 /// The cases, most specific first: the first that matches gives the hint.
 const CASES: &[Case] = &[
     Case {
@@ -91,6 +95,18 @@ const CASES: &[Case] = &[
         python: "\", \".join(parts)",
         found: |l| l.code.contains("\"\".join") || l.code.contains("''.join"),
         hint: "Lua joins with `table.concat(parts, \", \")`.",
+        makes_nil: false,
+    },
+    Case {
+        python: "\"{}: {}\".format(name, n)",
+        found: |l| l.code.contains("\"\".format") || l.code.contains("''.format"),
+        hint: FORMAT,
+        makes_nil: false,
+    },
+    Case {
+        python: "print(x, end=\"\")",
+        found: |l| keyword_argument(l.code),
+        hint: "Lua has no keyword arguments (`key=…`, `end=\"\"`): pass the values in order, or one table `f{key = k}`.",
         makes_nil: false,
     },
     Case {
@@ -276,6 +292,48 @@ fn compound_assignment(code: &str) -> bool {
     })
 }
 
+/// `f(x, key=value)`: an argument that is an assignment, which Lua never allows. Tables
+/// (`f{key = v}`, `f({key = v})`) and functions written in the call are left alone.
+fn keyword_argument(code: &str) -> bool {
+    code.match_indices('(').any(|(open, _)| {
+        let mut depth = 0usize;
+        let mut argument_start = true;
+        let mut rest = &code[open + 1..];
+        while let Some(c) = rest.chars().next() {
+            if c.is_ascii_alphabetic() || c == '_' {
+                let len = rest
+                    .bytes()
+                    .take_while(|b| b.is_ascii_alphanumeric() || *b == b'_')
+                    .count();
+                if &rest[..len] == "function" {
+                    return false;
+                }
+                let after = rest[len..].trim_start();
+                if depth == 0
+                    && argument_start
+                    && after.starts_with('=')
+                    && !after.starts_with("==")
+                {
+                    return true;
+                }
+                argument_start = false;
+                rest = &rest[len..];
+                continue;
+            }
+            match c {
+                '(' | '[' | '{' => depth += 1,
+                ')' | ']' | '}' if depth == 0 => return false,
+                ')' | ']' | '}' => depth -= 1,
+                ',' if depth == 0 => argument_start = true,
+                c if c.is_whitespace() => {}
+                _ => argument_start = false,
+            }
+            rest = &rest[c.len_utf8()..];
+        }
+        false
+    })
+}
+
 /// `[… for … in …]`: `for` inside square brackets, where Lua allows only an expression.
 fn comprehension(code: &str) -> bool {
     code.match_indices('[').any(|(at, _)| {
@@ -344,6 +402,15 @@ mod tests {
         assert!(compound_assignment("x -= 1"));
         assert!(!compound_assignment("a ~= b and c <= d and e >= f and g == h"));
         assert!(!compound_assignment("x = -1"));
+    }
+
+    #[test]
+    fn only_assignments_as_arguments_are_keyword_arguments() {
+        assert!(keyword_argument("print(x, end=\"\")"));
+        assert!(keyword_argument("sorted(xs, key=len, reverse=True)"));
+        assert!(!keyword_argument("f(a == b, c <= d, {e = 1})"));
+        assert!(!keyword_argument("pcall(function() x = 1 end)"));
+        assert!(!keyword_argument("f(t[i], g(h))"));
     }
 
     #[test]

@@ -19,36 +19,87 @@ use support::serve::{TestServer, bounded, is_error, options, request, run_lua, t
 
 /// What a model writes, and a piece of the hint it must get.
 const CORPUS: &[(&str, &str)] = &[
-    ("if n != 0 then print(n) end", "Lua writes not-equal as `~=`"),
-    ("print(len(context))", "the length of a string or a sequence as `#x`"),
-    ("local parts = context.split(\",\")", "Lua strings have no `split`"),
-    ("local parts = context:split(\",\")", "Lua strings have no `split`"),
-    ("local s = (\"  a \").strip()", "Lua strings have no `strip`"),
+    (
+        "if n != 0 then print(n) end",
+        "Lua writes not-equal as `~=`",
+    ),
+    (
+        "print(len(context))",
+        "the length of a string or a sequence as `#x`",
+    ),
+    (
+        "local parts = context.split(\",\")",
+        "Lua strings have no `split`",
+    ),
+    (
+        "local parts = context:split(\",\")",
+        "Lua strings have no `split`",
+    ),
+    (
+        "local s = (\"  a \").strip()",
+        "Lua strings have no `strip`",
+    ),
     ("local t = {} t.append(1)", "`t[#t + 1] = x`"),
-    ("print(\", \".join({\"a\", \"b\"}))", "`table.concat(parts, \", \")`"),
-    ("local t = {\"a\"} print(t.join(\",\"))", "`table.concat(parts, sep)`"),
+    (
+        "print(\", \".join({\"a\", \"b\"}))",
+        "`table.concat(parts, \", \")`",
+    ),
+    (
+        "local t = {\"a\"} print(t.join(\",\"))",
+        "`table.concat(parts, sep)`",
+    ),
     ("import json", "Nothing is imported"),
     ("from collections import Counter", "Nothing is imported"),
     ("def f(x):\n    return x", "`local function f(x) … end`"),
     ("if x then\nelif y then end", "`elseif c then`"),
-    ("local ok = True\nprint(ok.x)", "`true`, `false` and `nil` in lower case"),
-    ("local v = None\nprint(v.x)", "`true`, `false` and `nil` in lower case"),
+    (
+        "local ok = True\nprint(ok.x)",
+        "`true`, `false` and `nil` in lower case",
+    ),
+    (
+        "local v = None\nprint(v.x)",
+        "`true`, `false` and `nil` in lower case",
+    ),
     ("print(f\"{context}\")", "Lua has no f-strings"),
     ("for i in range(3) do end", "`for i = 1, n do … end`"),
-    ("for i in range(3):\n    print(i)", "`for _, x in ipairs(xs) do … end`"),
+    (
+        "for i in range(3):\n    print(i)",
+        "`for _, x in ipairs(xs) do … end`",
+    ),
     ("local n = 1\nn += 1", "Lua has no `+=`"),
     ("local n = 1\nn -= 1", "Lua has no `+=`, `-=`"),
     ("local n = 1\nn *= 2", "Lua has no `+=`, `-=` or `*=`"),
-    ("xs = {1, 2}\nfor x in xs:\n    print(x)", "`for _, x in ipairs(xs) do … end`"),
-    ("for x in {1, 2} do print(x) end", "`for _, x in ipairs(xs) do … end`"),
+    (
+        "xs = {1, 2}\nfor x in xs:\n    print(x)",
+        "`for _, x in ipairs(xs) do … end`",
+    ),
+    (
+        "for x in {1, 2} do print(x) end",
+        "`for _, x in ipairs(xs) do … end`",
+    ),
     ("local xs = {} print(xs[0] + 1)", "Lua sequences start at 1"),
     ("local xs = {} print(xs[-1] .. \"\")", "the last `t[#t]`"),
-    ("# count the lines\nprint(1)", "Lua comments start with `--`"),
-    ("print(string.upper(\"x\").lower())", "with a colon: `s:lower(…)`"),
-    ("local s = \"x\" print(s.upper())", "with a colon: `s:upper(…)`"),
+    (
+        "# count the lines\nprint(1)",
+        "Lua comments start with `--`",
+    ),
+    (
+        "print(string.upper(\"x\").lower())",
+        "with a colon: `s:lower(…)`",
+    ),
+    (
+        "local s = \"x\" print(s.upper())",
+        "with a colon: `s:upper(…)`",
+    ),
     ("try:\n    x = 1", "pcall(f, arg)"),
-    ("local ok, e = pcall(error)\nexcept Exception:", "pcall(f, arg)"),
-    ("local f = lambda x: x * 2", "`function(x) return x * 2 end`"),
+    (
+        "local ok, e = pcall(error)\nexcept Exception:",
+        "pcall(f, arg)",
+    ),
+    (
+        "local f = lambda x: x * 2",
+        "`function(x) return x * 2 end`",
+    ),
     ("if a && b then end", "`and`, `or` and `not` as words"),
     ("if a || b then end", "`and`, `or` and `not` as words"),
     ("if !a then end", "Lua writes `not x`"),
@@ -57,11 +108,23 @@ const CORPUS: &[(&str, &str)] = &[
     ("print(str(1))", "`tostring(x)`"),
     ("print(int(\"1\"))", "`tonumber(s)`"),
     ("print(float(\"1.5\"))", "`tonumber(s)`"),
-    ("for k, v in ({}).items() do end", "`for k, v in pairs(t) do … end`"),
-    ("local d = {} for k in d.keys() do end", "Tables have no `keys` method"),
-    ("for i, x in enumerate({1}) do end", "`for i, x in ipairs(xs) do … end`"),
+    (
+        "for k, v in ({}).items() do end",
+        "`for k, v in pairs(t) do … end`",
+    ),
+    (
+        "local d = {} for k in d.keys() do end",
+        "Tables have no `keys` method",
+    ),
+    (
+        "for i, x in enumerate({1}) do end",
+        "`for i, x in ipairs(xs) do … end`",
+    ),
     ("local xs = [x for x in t]", "Lua has no comprehensions"),
-    ("local s = \"\"\"text\"\"\"", "Lua has no triple-quoted strings"),
+    (
+        "local s = \"\"\"text\"\"\"",
+        "Lua has no triple-quoted strings",
+    ),
     ("print(2 ** 3)", "Lua writes powers with `^`"),
     ("print(sorted({3, 1}))", "`table.sort(t)` sorts in place"),
     ("local xs = [1, 2, 3]", "Lua tables use braces"),
@@ -70,21 +133,42 @@ const CORPUS: &[(&str, &str)] = &[
     ("local v = 1 if x else 2", "`c and x or y`"),
     ("if 1 in t then end", "Lua's `in` belongs to `for`"),
     ("while true:\n    break", "`while c do … end`"),
-    ("if x:\n    print(x)", "`if c then … elseif d then … else … end`"),
+    (
+        "if x:\n    print(x)",
+        "`if c then … elseif d then … else … end`",
+    ),
     ("raise ValueError(\"bad\")", "`error(\"message\")`"),
     ("print(\"total: \" + 1)", "Lua joins strings with `..`"),
-    ("local c = collections.Counter({})", "There is no `collections` module"),
+    (
+        "local c = collections.Counter({})",
+        "There is no `collections` module",
+    ),
     ("print(isinstance(1, int))", "`type(x) == \"string\"`"),
-    ("print(context.startswith(\"a\"))", "Lua strings have no `startswith`"),
-    ("print(context.endswith(\"a\"))", "Lua strings have no `endswith`"),
-    ("print(context.replace(\"a\", \"b\"))", "Lua strings have no `replace`"),
+    (
+        "print(context.startswith(\"a\"))",
+        "Lua strings have no `startswith`",
+    ),
+    (
+        "print(context.endswith(\"a\"))",
+        "Lua strings have no `endswith`",
+    ),
+    (
+        "print(context.replace(\"a\", \"b\"))",
+        "Lua strings have no `replace`",
+    ),
     ("local t = {} t.pop()", "`table.remove(t)`"),
     ("local t = {} t.sort()", "`table.sort(t)`"),
     ("local d = {} print(d.get(\"k\"))", "`t[k] or default`"),
     ("print(max(1, 2))", "`math.max(a, b)`"),
     ("print(abs(-1))", "`math.abs`"),
-    ("print(\"%d items\" % 3)", "Lua formats with `string.format("),
-    ("print(\"{} items\".format(3))", "Lua formats with `string.format("),
+    (
+        "print(\"%d items\" % 3)",
+        "Lua formats with `string.format(",
+    ),
+    (
+        "print(\"{} items\".format(3))",
+        "Lua formats with `string.format(",
+    ),
     ("print(1, end=\"\")", "Lua has no keyword arguments"),
     ("table.sort(xs, key=len)", "Lua has no keyword arguments"),
     ("print(\"ab\" * 3)", "`s:rep(n)`"),
@@ -155,7 +239,10 @@ fn the_session_own_functions_are_suggested_too() {
     env.execute("function tally_words(s) return 1 end").unwrap();
     let error = env.execute("print(tallywords(context))").unwrap_err();
     assert!(
-        error.hint().unwrap().contains("Did you mean `tally_words`?"),
+        error
+            .hint()
+            .unwrap()
+            .contains("Did you mean `tally_words`?"),
         "{:?}",
         error.hint()
     );
@@ -343,7 +430,10 @@ async fn the_json_api_shows_the_hint() {
         let server = TestServer::start(options()).await;
         let (status, created) = request("POST", server.url("/v1/sessions"), None, None).await;
         assert_eq!(status, 201);
-        let exec = server.url(&format!("/v1/sessions/{}/exec", created["id"].as_str().unwrap()));
+        let exec = server.url(&format!(
+            "/v1/sessions/{}/exec",
+            created["id"].as_str().unwrap()
+        ));
         let body = json!({"code": HABIT, "context": "abc"}).to_string();
         let (status, failed) = request("POST", exec, Some(&body), None).await;
         assert_eq!(status, 422);

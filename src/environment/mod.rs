@@ -475,10 +475,16 @@ impl Environment {
     fn names(&self) -> hints::Names {
         let mut names = hints::Names::of(&self.catalog);
         let globals = self.lua.globals();
-        names.extend(globals.pairs::<Value, Value>().filter_map(|pair| match pair {
-            Ok((Value::String(name), Value::Function(_))) => name.to_str().ok().map(|n| n.to_string()),
-            _ => None,
-        }));
+        names.extend(
+            globals
+                .pairs::<Value, Value>()
+                .filter_map(|pair| match pair {
+                    Ok((Value::String(name), Value::Function(_))) => {
+                        name.to_str().ok().map(|n| n.to_string())
+                    }
+                    _ => None,
+                }),
+        );
         names
     }
 }

@@ -491,9 +491,7 @@ mod tests {
             message: "time limit exceeded".into(),
             output: String::new(),
         };
-        assert!(
-            describe_error(3, "", &error, 100).starts_with("Block 3 hit the time limit")
-        );
+        assert!(describe_error(3, "", &error, 100).starts_with("Block 3 hit the time limit"));
         let error = ExecError::Lua {
             message: "input:999: boom".into(),
             hint: None,

@@ -92,7 +92,10 @@ const FUNCTIONS: &[Case] = &[
     Case {
         python: &["Counter"],
         lua: "Lua has no `Counter`: count in a table, `counts[x] = (counts[x] or 0) + 1`.",
-        library: Some(("count", "Lua has no `Counter`: `count(xs)` counts the same way.")),
+        library: Some((
+            "count",
+            "Lua has no `Counter`: `count(xs)` counts the same way.",
+        )),
     },
     Case {
         python: &["isinstance"],
@@ -201,7 +204,10 @@ const METHODS: &[Case] = &[
     Case {
         python: &["values"],
         lua: "Tables have no `values` method: `for _, v in pairs(t) do … end`.",
-        library: Some(("values", "Tables have no `values` method: call `values(t)`.")),
+        library: Some((
+            "values",
+            "Tables have no `values` method: call `values(t)`.",
+        )),
     },
     Case {
         python: &["items"],

@@ -146,9 +146,7 @@ fn from_error(detail: &str, code: &str, names: &Names) -> Option<String> {
             "Call a string's methods with a colon: `s:{name}(…)`."
         ));
     }
-    if detail.contains("a nil value (field '")
-        && (code.contains("[0]") || code.contains("[-1]"))
-    {
+    if detail.contains("a nil value (field '") && (code.contains("[0]") || code.contains("[-1]")) {
         return Some(
             "Lua sequences start at 1: the first element is `t[1]`, the last `t[#t]` (a string's characters: `s:sub(i, i)`)."
                 .to_string(),
@@ -193,7 +191,9 @@ fn did_you_mean(name: &str, names: &Names) -> String {
         Some(suggestion) => format!(
             "`{name}` is not a function here. Did you mean `{suggestion}`? (help(\"{suggestion}\") shows how to call it.)"
         ),
-        None => format!("`{name}` is not a function here. help() lists every function you can call."),
+        None => {
+            format!("`{name}` is not a function here. help() lists every function you can call.")
+        }
     }
 }
 

@@ -45,8 +45,8 @@ fn scan(text: &str, mut state: State) -> (String, State) {
             }
             State::Code => {
                 let rest = &text[i..];
-                if rest.starts_with("--") {
-                    match long_open(&rest[2..]) {
+                if let Some(comment) = rest.strip_prefix("--") {
+                    match long_open(comment) {
                         Some((level, len)) => {
                             i += 2 + len;
                             state = State::LongComment(level);
@@ -76,9 +76,7 @@ fn scan(text: &str, mut state: State) -> (String, State) {
 fn long_open(text: &str) -> Option<(usize, usize)> {
     let rest = text.strip_prefix('[')?;
     let level = rest.bytes().take_while(|&b| b == b'=').count();
-    rest[level..]
-        .starts_with('[')
-        .then_some((level, level + 2))
+    rest[level..].starts_with('[').then_some((level, level + 2))
 }
 
 /// The offset just past the closing bracket of `level` in `text`.
@@ -109,10 +107,7 @@ mod tests {
     fn strings_are_blanked_and_comments_dropped() {
         let source = "x = 'a != b' .. \"c\\\"d\" -- e != f\ny = [[\nno != here\n]] ~= z --[==[ c\nstill ]==] w";
         let lines = code_lines(source, 10);
-        assert_eq!(
-            lines,
-            ["x = '' .. \"\" ", "y = ", "", "\"\" ~= z ", " w"]
-        );
+        assert_eq!(lines, ["x = '' .. \"\" ", "y = ", "", "\"\" ~= z ", " w"]);
         assert_eq!(code_lines(source, 2).len(), 2);
     }
 }

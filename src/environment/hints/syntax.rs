@@ -135,9 +135,7 @@ const CASES: &[Case] = &[
     },
     Case {
         python: "import re / from x import y",
-        found: |l| {
-            l.starts_with_word("import") || (l.starts_with_word("from") && l.has("import"))
-        },
+        found: |l| l.starts_with_word("import") || (l.starts_with_word("from") && l.has("import")),
         hint: "Nothing is imported in Lua here: the functions are globals already (`help()` lists them).",
         makes_nil: false,
     },
@@ -213,9 +211,7 @@ const CASES: &[Case] = &[
     },
     Case {
         python: "x if c else y",
-        found: |l| {
-            !l.starts_with_word("if") && l.has("if") && l.has("else") && !l.has("then")
-        },
+        found: |l| !l.starts_with_word("if") && l.has("if") && l.has("else") && !l.has("then"),
         hint: "Lua's conditional expression is `c and x or y` (when `x` is neither false nor nil).",
         makes_nil: false,
     },
@@ -400,7 +396,9 @@ mod tests {
     fn lua_operators_are_not_compound_assignments() {
         assert!(compound_assignment("x += 1"));
         assert!(compound_assignment("x -= 1"));
-        assert!(!compound_assignment("a ~= b and c <= d and e >= f and g == h"));
+        assert!(!compound_assignment(
+            "a ~= b and c <= d and e >= f and g == h"
+        ));
         assert!(!compound_assignment("x = -1"));
     }
 

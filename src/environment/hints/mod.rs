@@ -3,11 +3,13 @@
 //! the error of every failed execution ([`ExecError::Lua`](super::ExecError::Lua)), so
 //! the loop, `rlm exec`/`rlm run`, MCP `run_lua` and the JSON API all show it.
 //!
-//! A hint needs a failure: the error's message and the code that raised it. Two kinds of
-//! cases, each a table in its own file:
+//! A hint needs a failure: the error's message and the code that raised it. Three kinds
+//! of cases, each a table in its own file:
 //! - `syntax`: Python syntax on the line the error points at (`!=`, `elif`, `x += 1`, a
 //!   `# comment`, …), looked for in the line's code with strings and comments removed.
 //!   Each is something valid Lua never holds.
+//! - `runtime`: Python that runs and then fails (`xs[0] + 1`, `"n: " + n`), found from
+//!   the runtime error and the failing line together.
 //! - `calls`: Python's functions and methods (`len(x)`, `s.split(",")`, `t.append(x)`),
 //!   found from the error Lua raised on calling them ("attempt to call a nil value
 //!   (global 'len')"), naming a library function when the environment has it.
@@ -25,6 +27,7 @@
 //! ```
 
 mod calls;
+mod runtime;
 mod scan;
 mod syntax;
 
@@ -146,29 +149,7 @@ fn from_error(detail: &str, code: &str, names: &Names) -> Option<String> {
             "Call a string's methods with a colon: `s:{name}(…)`."
         ));
     }
-    if detail.contains("a nil value (field '") && (code.contains("[0]") || code.contains("[-1]")) {
-        return Some(
-            "Lua sequences start at 1: the first element is `t[1]`, the last `t[#t]` (a string's characters: `s:sub(i, i)`)."
-                .to_string(),
-        );
-    }
-    if code.contains('+')
-        && (detail.starts_with("attempt to perform arithmetic on a string value")
-            || detail.starts_with("attempt to add a 'string'")
-            || detail.ends_with("with a 'string'"))
-    {
-        return Some("Lua joins strings with `..`: `\"total: \" .. n`.".to_string());
-    }
-    if detail.starts_with("attempt to mod a 'string'") {
-        return Some(syntax::FORMAT.to_string());
-    }
-    if detail.starts_with("attempt to mul a 'string'") && code.contains('*') {
-        return Some("Lua repeats a string with `s:rep(n)`.".to_string());
-    }
-    if detail.contains("(for iterator 'for iterator')") && detail.contains("table value") {
-        return Some("Lua walks a list with `for _, x in ipairs(xs) do … end`.".to_string());
-    }
-    None
+    runtime::hint(detail, code).map(str::to_string)
 }
 
 /// Whether `code` calls `x.name(…)` on a value `x`, not on the `string` library.

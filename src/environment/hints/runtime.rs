@@ -17,7 +17,7 @@ const CASES: &[Case] = &[
     Case {
         found: |detail, code| {
             detail.contains("a nil value (field '")
-                && (code.contains("[0]") || code.contains("[-1]"))
+                && (indexes(code, "[0]") || indexes(code, "[-1]"))
         },
         hint: "Lua sequences start at 1: the first element is `t[1]`, the last `t[#t]` (a string's characters: `s:sub(i, i)`).",
     },
@@ -56,4 +56,26 @@ pub(crate) fn hint(detail: &str, code: &str) -> Option<&'static str> {
         .iter()
         .find(|case| (case.found)(detail, code))
         .map(|case| case.hint)
+}
+
+/// Whether `code` indexes a value with `key` (`xs[0]`, `f()[0]`), not a table
+/// constructor's key (`{[0] = x}`).
+fn indexes(code: &str, key: &str) -> bool {
+    code.match_indices(key).any(|(at, _)| {
+        code[..at]
+            .trim_end()
+            .ends_with(|c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | ')' | ']'))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_constructor_key_is_not_an_index() {
+        assert!(indexes("print(xs[0] + 1)", "[0]"));
+        assert!(indexes("f()[-1]", "[-1]"));
+        assert!(!indexes("t = {[0] = 1, [-1] = 2}", "[0]"));
+    }
 }

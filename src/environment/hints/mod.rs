@@ -60,6 +60,15 @@ impl Names {
 
     /// What `catalog` offers (built-ins, providers' and registry functions) and the
     /// standard globals the sandbox keeps.
+    ///
+    /// ```
+    /// use rlm_registry::{Registry, catalog::Catalog, environment::hints::Names};
+    ///
+    /// let catalog = Catalog::of_registry(Registry::baked().clone());
+    /// let names = Names::of(&catalog);
+    /// assert!(names.contains("llm_query") && names.contains("line_count") && names.contains("tostring"));
+    /// assert!(!names.contains("require"), "removed by the sandbox");
+    /// ```
     pub fn of(catalog: &Catalog) -> Names {
         let mut names: Vec<String> = catalog
             .functions()
@@ -93,6 +102,19 @@ impl Names {
 
 /// The hint for the failure `message` raised by `source`, in one line, if there is one.
 /// Only an error in the code itself (`input:LINE: …`) gets one.
+///
+/// ```
+/// use rlm_registry::environment::hints::{Names, hint};
+///
+/// let names = Names::new(["split"]);
+/// let failed = "input:1: attempt to call a nil value (method 'split')";
+/// assert_eq!(
+///     hint("for _, w in ipairs(s:split(',')) do end", failed, &names).as_deref(),
+///     Some("Lua strings have no `split` method: call `split(s, \",\")`."),
+/// );
+/// // The same code failing for another reason gets no hint.
+/// assert_eq!(hint("print(s:split(','))", "input:1: boom", &names), None);
+/// ```
 pub fn hint(source: &str, message: &str, names: &Names) -> Option<String> {
     let (line, detail) = position(message)?;
     let lines = scan::code_lines(source, line);

@@ -172,6 +172,18 @@ const CORPUS: &[(&str, &str)] = &[
     ("print(1, end=\"\")", "Lua has no keyword arguments"),
     ("table.sort(xs, key=len)", "Lua has no keyword arguments"),
     ("print(\"ab\" * 3)", "`s:rep(n)`"),
+    ("print(*{1, 2})", "`table.unpack(xs)`"),
+    (
+        "local x = 1\nassert x > 0, \"positive\"",
+        "`assert(x, \"message\")`",
+    ),
+    ("print context", "`print(x)`"),
+    ("local t = {a = 1}\ndel t[\"a\"]", "`t[k] = nil`"),
+    (
+        "for i = 1, 3 do\n  if i == 2 then\n    continue\n  end\nend",
+        "`goto continue`",
+    ),
+    ("print(\"abc\".upper())", "`(\"abc\"):upper()`"),
     ("print(countlines(context))", "Did you mean `line_count`?"),
     ("print(wordcount(context))", "Did you mean `word_count`?"),
     ("print(count_lines(context))", "Did you mean `line_count`?"),
@@ -340,6 +352,10 @@ fn hints_on_every_line(source: &str, names: &Names) -> Vec<(usize, String)> {
         .collect()
 }
 
+/// Valid Lua written to look like Python (`"a".."b"`, `{[0] = x}`, `1 +\n # t`, Python in
+/// strings and comments), beside the repository's ordinary Lua.
+const LOOKALIKE: &str = "tests/fixtures/python_habits/valid_lua_that_looks_like_python.lua";
+
 #[test]
 fn valid_lua_in_the_repository_never_gets_a_hint() {
     let names = rlm_registry::environment::hints::Names::new(
@@ -347,11 +363,15 @@ fn valid_lua_in_the_repository_never_gets_a_hint() {
     );
     let mut checked_lines = 0;
     let mut checked_files = 0;
+    let mut lookalike_checked = false;
     for path in lua_files() {
         let bytes = std::fs::read(&path).unwrap();
+        let lookalike = path.ends_with(LOOKALIKE);
+        assert!(!lookalike || compiles(&bytes), "{LOOKALIKE} must be valid Lua");
         if !compiles(&bytes) {
             continue; // A fixture of broken Lua: not valid Lua, nothing to hold to.
         }
+        lookalike_checked |= lookalike;
         // As the environment reads source that is not UTF-8.
         let source = String::from_utf8_lossy(&bytes);
         let hints = hints_on_every_line(&source, &names);
@@ -367,6 +387,7 @@ fn valid_lua_in_the_repository_never_gets_a_hint() {
         assert!(hints.is_empty(), "{}: {source}\n{hints:?}", path.display());
         checked_lines += source.lines().count();
     }
+    assert!(lookalike_checked, "{LOOKALIKE} was checked");
     assert!(checked_files >= 20, "{checked_files} files checked");
     assert!(checked_lines >= 1_000, "{checked_lines} lines checked");
 }

@@ -198,8 +198,8 @@ const CASES: &[Case] = &[
         makes_nil: false,
     },
     Case {
-        python: "# comment",
-        found: |l| l.code.starts_with("# ") || l.code.starts_with("##") || l.code == "#",
+        python: "# a comment",
+        found: |l| hash_comment(l.code),
         hint: "Lua comments start with `--` (`#x` is the length of `x`).",
         makes_nil: false,
     },
@@ -219,6 +219,38 @@ const CASES: &[Case] = &[
         python: "x in t, x not in t",
         found: |l| !l.has("for") && l.has("in"),
         hint: "Lua's `in` belongs to `for`: test a key with `t[x] ~= nil`, a list with a loop.",
+        makes_nil: false,
+    },
+    Case {
+        python: "print(*xs)",
+        found: |l| l.code.contains("(*") || l.code.contains(", *"),
+        hint: "Lua spreads a list into arguments with `table.unpack(xs)`.",
+        makes_nil: false,
+    },
+    Case {
+        python: "assert x, \"message\"",
+        found: |l| {
+            called_without_parentheses(l, "assert") || called_without_parentheses(l, "print")
+        },
+        hint: "`assert` and `print` are functions in Lua: `assert(x, \"message\")`, `print(x)`.",
+        makes_nil: false,
+    },
+    Case {
+        python: "del t[k]",
+        found: |l| l.starts_with_word("del") && l.words.len() > 1,
+        hint: "Lua removes a key with `t[k] = nil` (`table.remove(t, i)` in a list).",
+        makes_nil: false,
+    },
+    Case {
+        python: "continue",
+        found: |l| l.code == "continue",
+        hint: "Lua has no `continue`: `goto continue`, with `::continue::` just before the loop's `end`.",
+        makes_nil: false,
+    },
+    Case {
+        python: "\"abc\".upper()",
+        found: |l| literal_method(l.code),
+        hint: "A string literal's methods need parentheses and a colon in Lua: `(\"abc\"):upper()`.",
         makes_nil: false,
     },
     Case {
@@ -276,6 +308,55 @@ fn words(code: &str) -> Vec<&str> {
         }
     }
     words
+}
+
+/// Lua's keywords that may stand between two expressions or end one.
+const JOINING_KEYWORDS: &[&str] = &[
+    "and", "or", "not", "then", "do", "end", "else", "elseif", "in", "until",
+];
+
+/// `# a comment`: `#` opening the line and followed by two words in a row (or nothing,
+/// or another `#` or `!`). `# t` alone may continue an expression (`1 +\n # t`).
+fn hash_comment(code: &str) -> bool {
+    let Some(text) = code.strip_prefix('#') else {
+        return false;
+    };
+    if text.is_empty() || text.starts_with(['#', '!']) {
+        return true;
+    }
+    let mut words = text.split_whitespace();
+    match (words.next(), words.next()) {
+        (Some(first), Some(second)) => {
+            [first, second].iter().all(|word| {
+                word.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                    && !JOINING_KEYWORDS.contains(word)
+            }) && text.starts_with(' ')
+        }
+        _ => false,
+    }
+}
+
+/// `"abc".upper()`: a field of a string literal, which Lua cannot read without
+/// parentheses (`"a".."b"` is a concatenation, and valid).
+fn literal_method(code: &str) -> bool {
+    ["\"\".", "''."].iter().any(|literal| {
+        code.match_indices(literal).any(|(at, _)| {
+            code[at + literal.len()..]
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        })
+    })
+}
+
+/// `assert x` or `print x`: the function's name followed by a name or a number, which
+/// Lua reads as two expressions (a string or a table after it is a call, and valid).
+fn called_without_parentheses(line: &Line, function: &str) -> bool {
+    line.starts_with_word(function)
+        && line.code[function.len()..]
+            .strip_prefix(' ')
+            .and_then(|rest| rest.trim_start().chars().next())
+            .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 /// `x += 1` and its kin: an arithmetic operator right before `=` (not `==`, `~=`, `<=`,
@@ -409,6 +490,22 @@ mod tests {
         assert!(!keyword_argument("f(a == b, c <= d, {e = 1})"));
         assert!(!keyword_argument("pcall(function() x = 1 end)"));
         assert!(!keyword_argument("f(t[i], g(h))"));
+    }
+
+    #[test]
+    fn a_length_continuing_an_expression_is_not_a_comment() {
+        assert!(hash_comment("# count the lines"));
+        assert!(hash_comment("#"));
+        assert!(hash_comment("## section"));
+        assert!(!hash_comment("# t"));
+        assert!(!hash_comment("#t + 1"));
+        assert!(!hash_comment("# t and x"));
+    }
+
+    #[test]
+    fn a_concatenation_is_not_a_literal_method() {
+        assert!(literal_method("print(\"\".upper())"));
+        assert!(!literal_method("x = \"\"..\"\""));
     }
 
     #[test]

@@ -188,6 +188,10 @@ const CORPUS: &[(&str, &str)] = &[
     ("print(wordcount(context))", "Did you mean `word_count`?"),
     ("print(count_lines(context))", "Did you mean `line_count`?"),
     ("print(WordCount(context))", "Did you mean `word_count`?"),
+    (
+        "print(strng.format(\"%d\", 1))",
+        "`strng` is not defined here. Did you mean `string`?",
+    ),
 ];
 
 fn environment() -> Environment {
@@ -367,7 +371,10 @@ fn valid_lua_in_the_repository_never_gets_a_hint() {
     for path in lua_files() {
         let bytes = std::fs::read(&path).unwrap();
         let lookalike = path.ends_with(LOOKALIKE);
-        assert!(!lookalike || compiles(&bytes), "{LOOKALIKE} must be valid Lua");
+        assert!(
+            !lookalike || compiles(&bytes),
+            "{LOOKALIKE} must be valid Lua"
+        );
         if !compiles(&bytes) {
             continue; // A fixture of broken Lua: not valid Lua, nothing to hold to.
         }

@@ -160,7 +160,12 @@ fn from_error(detail: &str, code: &str, names: &Names) -> Option<String> {
         return calls::method(name, names);
     }
     if let Some(name) = quoted(detail, "attempt to index a nil value (global '") {
-        return calls::module(name);
+        return calls::module(name).or_else(|| {
+            let suggestion = names.closest(name)?;
+            Some(format!(
+                "`{name}` is not defined here. Did you mean `{suggestion}`?"
+            ))
+        });
     }
     if detail.starts_with("bad argument #")
         && let Some(name) = quoted(detail, " to '")

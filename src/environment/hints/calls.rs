@@ -235,6 +235,16 @@ const METHODS: &[Case] = &[
         library: None,
     },
     Case {
+        python: &["loads", "load_json"],
+        lua: "There is no JSON reader here: take fields out with patterns, `text:match('\"name\":%s*\"(.-)\"')`.",
+        library: Some(("json.decode", "Lua reads JSON with `json.decode(text)`.")),
+    },
+    Case {
+        python: &["dumps"],
+        lua: "There is no JSON writer here: build the text with `string.format` and `..`.",
+        library: Some(("json.encode", "Lua writes JSON with `json.encode(value)`.")),
+    },
+    Case {
         python: &["index"],
         lua: "Lua finds text with `s:find(sub, 1, true)`; in a list, loop with `ipairs`.",
         library: None,
@@ -254,6 +264,9 @@ const MODULES: &[&str] = &[
     "pandas",
     "pd",
     "functools",
+    // Built-ins in a full build, absent from a lean one.
+    "json",
+    "csv",
 ];
 
 /// The hint for calling the global `name`, if it is Python's.

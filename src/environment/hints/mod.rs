@@ -224,6 +224,15 @@ mod tests {
     }
 
     #[test]
+    fn json_loads_names_json_decode_once_there_is_one() {
+        let message = "input:1: attempt to call a nil value (field 'loads')";
+        let without = hint("json.loads(s)", message, &Names::default()).unwrap();
+        assert!(without.contains("patterns"), "{without}");
+        let with = hint("json.loads(s)", message, &Names::new(["json.decode"])).unwrap();
+        assert_eq!(with, "Lua reads JSON with `json.decode(text)`.");
+    }
+
+    #[test]
     fn a_library_function_is_named_only_when_present() {
         let message = "input:1: attempt to call a nil value (field 'split')";
         let without = hint("x.split(',')", message, &Names::default()).unwrap();

@@ -217,6 +217,33 @@ mod tests {
     use super::*;
 
     #[test]
+    fn odd_source_and_messages_never_panic() {
+        let names = Names::new(["word_count"]);
+        let sources = [
+            "s = \"é\\é\" .. 'ü",
+            "x = [==[ never closed",
+            "--[[ never closed\né != ü",
+            "é.ü(ö) # ü ü",
+            "",
+            "\n\n\n",
+        ];
+        let messages = [
+            "input:0: x",
+            "input:1: attempt to call a nil value (global '",
+            "input:99999999999999999999: x",
+            "input:2: bad argument #1 to 'é' (string expected, got no value)",
+            "input:1: attempt to call a nil value (field 'é')",
+            "input:3: unexpected symbol near 'é'",
+            "input:1: attempt to index a nil value (field '?')",
+        ];
+        for source in sources {
+            for message in messages {
+                let _ = hint(source, message, &names);
+            }
+        }
+    }
+
+    #[test]
     fn an_error_outside_the_code_gets_no_hint() {
         let names = Names::new(["line_count"]);
         let message = "lua/text.lua:3: attempt to call a nil value (global 'len')";

@@ -77,6 +77,14 @@ const CORPUS: &[(&str, &str)] = &[
         "for x in {1, 2} do print(x) end",
         "`for _, x in ipairs(xs) do … end`",
     ),
+    (
+        "xs = {1, 2}\nfor x in xs: print(x)",
+        "`for _, x in ipairs(xs) do … end`",
+    ),
+    (
+        "if #context > 0: print(context)",
+        "`if c then … elseif d then … else … end`",
+    ),
     ("local xs = {} print(xs[0] + 1)", "Lua sequences start at 1"),
     ("local xs = {} print(xs[-1] .. \"\")", "the last `t[#t]`"),
     (

@@ -32,7 +32,7 @@ impl<'a> Line<'a> {
     /// by its body, where Lua would need `opener` (`then`, `do`).
     fn is_block(&self, keyword: &str, opener: &str) -> bool {
         self.starts_with_word(keyword)
-            && (self.code.ends_with(':') || (self.code.contains(':') && !self.has(opener)))
+            && (self.code.ends_with(':') || (bare_colon(self.code) && !self.has(opener)))
     }
 }
 
@@ -117,7 +117,7 @@ const CASES: &[Case] = &[
     },
     Case {
         python: "lambda x: x * 2",
-        found: |l| l.has("lambda") && l.code.contains(':'),
+        found: |l| l.has("lambda") && bare_colon(l.code),
         hint: "Lua writes `lambda x: x * 2` as `function(x) return x * 2 end`.",
         makes_nil: false,
     },
@@ -437,20 +437,29 @@ fn list_literal(code: &str) -> bool {
 fn slice(code: &str) -> bool {
     code.match_indices('[').any(|(at, _)| {
         let inside = &code[at + 1..];
-        let inside = &inside[..inside.find(']').unwrap_or(inside.len())];
-        inside.match_indices(':').any(|(colon, _)| {
-            let after = inside[colon + 1..].trim_start();
-            let name_len = after
-                .bytes()
-                .take_while(|b| b.is_ascii_alphanumeric() || *b == b'_')
-                .count();
-            let is_method_call = name_len > 0
-                && !after.as_bytes()[0].is_ascii_digit()
-                && after[name_len..]
-                    .trim_start()
-                    .starts_with(['(', '"', '\'', '{']);
-            !is_method_call
-        })
+        bare_colon(&inside[..inside.find(']').unwrap_or(inside.len())])
+    })
+}
+
+/// Whether `code` has a colon that is neither a method call (`s:find("x")`, `s:upper""`,
+/// `t:f{}`) nor part of a label (`::continue::`): Python's, opening a block or a slice.
+fn bare_colon(code: &str) -> bool {
+    let bytes = code.as_bytes();
+    code.match_indices(':').any(|(colon, _)| {
+        let label = bytes.get(colon + 1) == Some(&b':') || colon > 0 && bytes[colon - 1] == b':';
+        // Lua code writes a method call without a space (`s:find`); Python puts one
+        // after a block's colon (`for x in xs: print(x)`).
+        let after = &code[colon + 1..];
+        let name_len = after
+            .bytes()
+            .take_while(|b| b.is_ascii_alphanumeric() || *b == b'_')
+            .count();
+        let is_method_call = name_len > 0
+            && !after.as_bytes()[0].is_ascii_digit()
+            && after[name_len..]
+                .trim_start()
+                .starts_with(['(', '"', '\'', '{']);
+        !label && !is_method_call
     })
 }
 
@@ -506,6 +515,16 @@ mod tests {
     fn a_concatenation_is_not_a_literal_method() {
         assert!(literal_method("print(\"\".upper())"));
         assert!(!literal_method("x = \"\"..\"\""));
+    }
+
+    #[test]
+    fn method_calls_and_labels_are_not_python_colons() {
+        assert!(bare_colon("if x: y"));
+        assert!(bare_colon("lambda x: x"));
+        assert!(bare_colon("for x in xs: print(x)"));
+        assert!(!bare_colon("if text:find(\"\")"));
+        assert!(!bare_colon("::continue::"));
+        assert!(!bare_colon("goto continue ::done::"));
     }
 
     #[test]

@@ -111,7 +111,7 @@ const CASES: &[Case] = &[
     },
     Case {
         python: "def f(x):",
-        found: |l| l.starts_with_word("def") && l.words.len() > 1 && l.code.contains('('),
+        found: |l| word_then_name(l, "def") && l.code.contains('('),
         hint: "Lua defines functions as `local function f(x) … end`.",
         makes_nil: false,
     },
@@ -123,7 +123,7 @@ const CASES: &[Case] = &[
     },
     Case {
         python: "elif c:",
-        found: |l| l.starts_with_word("elif"),
+        found: |l| l.starts_with_word("elif") && (l.code.ends_with(':') || l.has("then")),
         hint: "Lua writes `elseif c then`.",
         makes_nil: false,
     },
@@ -135,7 +135,7 @@ const CASES: &[Case] = &[
     },
     Case {
         python: "import re / from x import y",
-        found: |l| l.starts_with_word("import") || (l.starts_with_word("from") && l.has("import")),
+        found: |l| word_then_name(l, "import") || (word_then_name(l, "from") && l.has("import")),
         hint: "Nothing is imported in Lua here: the functions are globals already (`help()` lists them).",
         makes_nil: false,
     },
@@ -151,7 +151,7 @@ const CASES: &[Case] = &[
     },
     Case {
         python: "raise ValueError(...)",
-        found: |l| l.starts_with_word("raise") && l.words.len() > 1,
+        found: |l| word_then_name(l, "raise"),
         hint: "Lua raises errors with `error(\"message\")`.",
         makes_nil: false,
     },
@@ -229,15 +229,13 @@ const CASES: &[Case] = &[
     },
     Case {
         python: "assert x, \"message\"",
-        found: |l| {
-            called_without_parentheses(l, "assert") || called_without_parentheses(l, "print")
-        },
+        found: |l| word_then_name(l, "assert") || word_then_name(l, "print"),
         hint: "`assert` and `print` are functions in Lua: `assert(x, \"message\")`, `print(x)`.",
         makes_nil: false,
     },
     Case {
         python: "del t[k]",
-        found: |l| l.starts_with_word("del") && l.words.len() > 1,
+        found: |l| word_then_name(l, "del"),
         hint: "Lua removes a key with `t[k] = nil` (`table.remove(t, i)` in a list).",
         makes_nil: false,
     },
@@ -349,11 +347,12 @@ fn literal_method(code: &str) -> bool {
     })
 }
 
-/// `assert x` or `print x`: the function's name followed by a name or a number, which
-/// Lua reads as two expressions (a string or a table after it is a call, and valid).
-fn called_without_parentheses(line: &Line, function: &str) -> bool {
-    line.starts_with_word(function)
-        && line.code[function.len()..]
+/// `import json`, `def f(`, `assert x`: `word` opening the line, a space, then a name or a
+/// number, which Lua reads as two expressions in a row (where a call, `f(x)`, `f"x"`,
+/// `f{x}`, would be valid).
+fn word_then_name(line: &Line, word: &str) -> bool {
+    line.starts_with_word(word)
+        && line.code[word.len()..]
             .strip_prefix(' ')
             .and_then(|rest| rest.trim_start().chars().next())
             .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
@@ -509,6 +508,27 @@ mod tests {
         assert!(!hash_comment("# t"));
         assert!(!hash_comment("#t + 1"));
         assert!(!hash_comment("# t and x"));
+    }
+
+    #[test]
+    fn a_call_is_not_a_python_statement() {
+        for python in [
+            "def f(x):",
+            "import json",
+            "raise ValueError(\"x\")",
+            "del t[1]",
+        ] {
+            assert!(hint(python).is_some(), "{python}");
+        }
+        for lua in [
+            "def(x)",
+            "import(\"json\")",
+            "raise(err)",
+            "del(t, 1)",
+            "elif = 1",
+        ] {
+            assert_eq!(hint(lua), None, "{lua}");
+        }
     }
 
     #[test]

@@ -217,7 +217,8 @@ const CASES: &[Case] = &[
     },
     Case {
         python: "x in t, x not in t",
-        found: |l| !l.has("for") && l.has("in"),
+        // A line opening with `in` continues a Lua `for` written over two lines.
+        found: |l| !l.has("for") && l.has("in") && !l.starts_with_word("in"),
         hint: "Lua's `in` belongs to `for`: test a key with `t[x] ~= nil`, a list with a loop.",
         makes_nil: false,
     },

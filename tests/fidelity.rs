@@ -77,9 +77,11 @@ fn sandbox() -> Environment {
 fn run_sandbox(env: &Environment, code: &[u8]) -> Outcome {
     match env.execute_bytes(code) {
         Ok(_) => Ok(env.last_output_bytes()),
-        Err(error @ ExecError::Lua { .. }) => {
-            Err((error.message().to_string(), env.last_output_bytes()))
-        }
+        // Lua's message, as C Lua's; the hint after it is the sandbox's own addition.
+        Err(error @ ExecError::Lua { .. }) => Err((
+            error.message_without_hint().to_string(),
+            env.last_output_bytes(),
+        )),
         Err(limit) => panic!("{} hit a limit: {limit}", String::from_utf8_lossy(code)),
     }
 }

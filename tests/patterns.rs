@@ -121,7 +121,11 @@ fn sandbox(limits: Limits) -> Environment {
 fn run_sandbox(env: &Environment, code: &str) -> Outcome {
     match env.execute(code) {
         Ok(run) => Ok(run.output),
-        Err(ExecError::Lua { message, output }) => Err((message, output)),
+        // Lua's message, as C Lua's; the hint after it is the sandbox's own addition.
+        Err(error @ ExecError::Lua { .. }) => Err((
+            error.message_without_hint().to_string(),
+            error.output().to_string(),
+        )),
         Err(limit) => panic!("`{code}` hit a limit: {limit}"),
     }
 }

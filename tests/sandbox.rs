@@ -260,7 +260,9 @@ mod isolation {
     fn a_lua_error_keeps_the_output_and_the_line() {
         let env = env();
         match env.execute("print('before')\nlocal x = nil + 1") {
-            Err(ExecError::Lua { message, output }) => {
+            Err(ExecError::Lua {
+                message, output, ..
+            }) => {
                 assert_eq!(output, "before\n");
                 assert!(message.starts_with("input:2:"), "{message}");
             }

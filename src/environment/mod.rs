@@ -30,6 +30,7 @@ pub mod builtins;
 mod chunks;
 mod errors;
 mod grep;
+pub mod hints;
 mod json;
 mod lauxlib;
 mod limits;
@@ -53,7 +54,6 @@ use chunks::InternalChunk;
 use limits::Tripwire;
 pub use limits::{Interrupt, LimitKind, Limits, OutputObserver};
 pub use output::escape_output;
-pub(crate) use sandbox::REMOVED_GLOBALS;
 
 use crate::Registry;
 use crate::catalog::Catalog;
@@ -89,8 +89,12 @@ pub struct Execution {
 pub enum ExecError {
     /// A Lua error: syntax, runtime, or one raised by `error`.
     Lua {
-        /// The error as Lua gives it, with its position.
+        /// The error as Lua gives it, with its position, and the hint on a line of its
+        /// own when there is one.
         message: String,
+        /// The Python habit or unknown function the error comes from, and the Lua way,
+        /// in one line (already the last line of `message`): see [`hints`].
+        hint: Option<String>,
         /// What was printed before it.
         output: String,
     },
@@ -111,6 +115,35 @@ impl ExecError {
         match self {
             ExecError::Lua { message, .. } | ExecError::Limit { message, .. } => message,
         }
+    }
+
+    /// The hint the failure calls for (a Python habit's Lua way, or "did you mean"),
+    /// also the last line of [`ExecError::message`].
+    ///
+    /// ```
+    /// use rlm_registry::{Registry, environment::{Environment, Limits}};
+    ///
+    /// let env = Environment::new(Registry::baked().clone(), Limits::default())?;
+    /// let error = env.execute("if 1 != 2 then print('no') end").unwrap_err();
+    /// assert_eq!(error.hint(), Some("Lua writes not-equal as `~=`: `a ~= b`."));
+    /// assert!(error.message().ends_with("\nhint: Lua writes not-equal as `~=`: `a ~= b`."));
+    /// assert_eq!(error.message_without_hint(), "input:1: 'then' expected near '!'");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn hint(&self) -> Option<&str> {
+        match self {
+            ExecError::Lua { hint, .. } => hint.as_deref(),
+            ExecError::Limit { .. } => None,
+        }
+    }
+
+    /// The message as Lua gave it, without the hint's line.
+    pub fn message_without_hint(&self) -> &str {
+        let message = self.message();
+        self.hint()
+            .and_then(|hint| message.strip_suffix(hint))
+            .and_then(|rest| rest.strip_suffix("\nhint: "))
+            .unwrap_or(message)
     }
 
     /// The output printed before the failure.
@@ -322,7 +355,7 @@ impl Environment {
                 output: self.take_output(),
             }),
             (Ok(()), Some(kind)) => Err(self.limit_error(kind)),
-            (Err(error), _) => Err(self.classify(error)),
+            (Err(error), _) => Err(self.with_hint(self.classify(error), code)),
         }
     }
 
@@ -423,8 +456,51 @@ impl Environment {
         }
         ExecError::Lua {
             message: lua_message(&error),
+            hint: None,
             output: self.take_output(),
         }
+    }
+
+    /// `error` raised by `code`, with the hint it calls for (see [`hints`]): the one place
+    /// a failed execution gets one, so every surface shows it.
+    fn with_hint(&self, error: ExecError, code: &[u8]) -> ExecError {
+        let ExecError::Lua {
+            message,
+            hint: None,
+            output,
+        } = error
+        else {
+            return error;
+        };
+        let source = String::from_utf8_lossy(code);
+        let hint = hints::hint(&source, &message, &self.names());
+        let message = match &hint {
+            Some(hint) => format!("{message}\nhint: {hint}"),
+            None => message,
+        };
+        ExecError::Lua {
+            message,
+            hint,
+            output,
+        }
+    }
+
+    /// The names code here may call: the catalog's, the standard globals, and the
+    /// session's own global functions.
+    fn names(&self) -> hints::Names {
+        let mut names = hints::Names::of(&self.catalog);
+        let globals = self.lua.globals();
+        names.extend(
+            globals
+                .pairs::<Value, Value>()
+                .filter_map(|pair| match pair {
+                    Ok((Value::String(name), Value::Function(_))) => {
+                        name.to_str().ok().map(|n| n.to_string())
+                    }
+                    _ => None,
+                }),
+        );
+        names
     }
 }
 

@@ -73,7 +73,6 @@
 //! - `prompt`: every string the model reads (system prompt, feedback, notes, nudges).
 //! - `prompt_mode`: [`PromptMode`], how the registry is listed in the system prompt.
 //! - `parse`: the code blocks and plain-text `FINAL` of a reply.
-//! - `names`: the names behind "did you mean".
 //! - `context`, `budget`, `report`: [`Context`], [`Budgets`] and usage, [`RlmError`].
 //! - `trace`, `live`: the JSONL trace and the live view.
 //! - `rlm_log`: the trace in the reference RLM's log format ([`TraceFormat::Rlm`]).
@@ -85,7 +84,6 @@ mod builder;
 mod context;
 pub(crate) mod format;
 mod live;
-mod names;
 mod parse;
 mod prompt;
 mod prompt_mode;

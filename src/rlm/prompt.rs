@@ -20,7 +20,6 @@ use crate::tokens;
 
 use super::context::Context;
 use super::format::thousands;
-use super::names::{Names, unknown_function};
 use super::prompt_mode::PromptMode;
 use super::report::RlmError;
 
@@ -303,7 +302,6 @@ pub(crate) fn describe_error(
     block: usize,
     code: &str,
     error: &ExecError,
-    names: &Names,
     max_bytes: usize,
 ) -> String {
     let mut text = match error {
@@ -311,8 +309,8 @@ pub(crate) fn describe_error(
             "Block {block} hit the {kind} limit: {message}. The environment keeps its variables; \
              try a cheaper approach (smaller pieces, fewer calls, less output)."
         ),
-        ExecError::Lua { message, .. } => {
-            let message = truncate(message, max_bytes.max(200));
+        ExecError::Lua { .. } => {
+            let message = truncate(error.message_without_hint(), max_bytes.max(200));
             match error_line(&message) {
                 Some((line, rest)) => {
                     let mut text =
@@ -327,15 +325,10 @@ pub(crate) fn describe_error(
             }
         }
     };
-    if let Some(name) = unknown_function(error.message()) {
-        text.push_str(&format!("\n`{name}` is not a function here."));
-        if let Some(suggestion) = names.closest(name) {
-            text.push_str(&format!(
-                " Did you mean `{suggestion}`? (help(\"{suggestion}\") shows how to call it.)"
-            ));
-        } else {
-            text.push_str(" help() lists every function you can call.");
-        }
+    // The environment's hint (a Python habit's Lua way, or "did you mean") comes after
+    // the line it is about.
+    if let Some(hint) = error.hint() {
+        text.push_str(&format!("\nHint: {hint}"));
     }
     let output = error.output();
     if !output.is_empty() {
@@ -353,6 +346,7 @@ mod tests {
     use crate::Registry;
     use crate::conventions::builtins::BUILTINS as DOCS;
     use crate::environment::LimitKind;
+    use crate::environment::hints::Names;
     use crate::providers::{AgentScope, Providers};
 
     fn catalog(registry: &Registry, depth: usize) -> Catalog {
@@ -463,17 +457,28 @@ mod tests {
     }
 
     #[test]
-    fn unknown_functions_get_a_suggestion() {
-        let names = Names::new(&catalog(Registry::baked(), 0));
+    fn the_hint_follows_the_failing_line() {
+        let hint = "`word_cout` is not a function here. Did you mean `word_count`?";
         let error = ExecError::Lua {
-            message: "input:2: attempt to call a nil value (global 'word_cout')".into(),
+            message: format!(
+                "input:2: attempt to call a nil value (global 'word_cout')\nhint: {hint}"
+            ),
+            hint: Some(hint.into()),
             output: "before\n".into(),
         };
-        let text = describe_error(1, "x = 1\nprint(word_cout(context))\n", &error, &names, 100);
-        assert!(text.contains("line 2"), "{text}");
-        assert!(text.contains("  2 | print(word_cout(context))"), "{text}");
-        assert!(text.contains("Did you mean `word_count`?"), "{text}");
-        assert!(text.contains("Output before the error:\nbefore"), "{text}");
+        let text = describe_error(1, "x = 1\nprint(word_cout(context))\n", &error, 100);
+        assert_eq!(
+            text,
+            format!(
+                "Block 1 failed with a Lua error on line 2: attempt to call a nil value (global 'word_cout')\n  \
+                 2 | print(word_cout(context))\nHint: {hint}\nOutput before the error:\nbefore\n"
+            )
+        );
+    }
+
+    #[test]
+    fn names_come_from_the_catalog_and_the_standard_globals() {
+        let names = Names::of(&catalog(Registry::baked(), 0));
         assert_eq!(names.closest("llm_qery"), Some("llm_query"));
         assert_eq!(names.closest("tostrin"), Some("tostring"));
         assert_eq!(names.closest("zzzzzz"), None);
@@ -481,26 +486,20 @@ mod tests {
 
     #[test]
     fn limit_hits_and_errors_without_a_line_are_described_plainly() {
-        let names = Names::new(&catalog(Registry::baked(), 0));
         let error = ExecError::Limit {
             kind: LimitKind::Time,
             message: "time limit exceeded".into(),
             output: String::new(),
         };
-        assert!(
-            describe_error(3, "", &error, &names, 100).starts_with("Block 3 hit the time limit")
-        );
+        assert!(describe_error(3, "", &error, 100).starts_with("Block 3 hit the time limit"));
         let error = ExecError::Lua {
             message: "input:999: boom".into(),
+            hint: None,
             output: String::new(),
         };
         assert_eq!(
-            describe_error(1, "", &error, &names, 100),
+            describe_error(1, "", &error, 100),
             "Block 1 failed with a Lua error on line 999: boom"
-        );
-        assert_eq!(
-            unknown_function("attempt to call a nil value (global '"),
-            None
         );
     }
 }

@@ -13,7 +13,6 @@ use crate::llm::{Completion, Message, Request};
 
 use super::agent::Agent;
 use super::context::Context;
-use super::names::Names;
 use super::parse::{self, PlainFinal, Reply};
 use super::prompt;
 use super::report::RlmError;
@@ -68,7 +67,6 @@ impl Agent {
         if let Err(error) = self.trace(&start) {
             return (Err(RlmError::Trace(error)), 0);
         }
-        let names = Names::new(env.catalog());
         let mut state = LoopState::default();
         for turn in 1..=config.max_iterations {
             if turn >= WARN_FROM_ITERATION {
@@ -81,7 +79,7 @@ impl Agent {
                     config.max_iterations
                 );
             }
-            let outcome = match self.turn(turn, &env, &names, &messages, &mut state) {
+            let outcome = match self.turn(turn, &env, &messages, &mut state) {
                 Ok(outcome) => outcome,
                 Err(error) => return (Err(RlmError::Trace(error)), turn),
             };
@@ -107,14 +105,13 @@ impl Agent {
         &self,
         turn: u32,
         env: &Environment,
-        names: &Names,
         messages: &[Message],
         state: &mut LoopState,
     ) -> io::Result<Outcome> {
         let started = Instant::now();
         let mut record = TurnData::default();
         let outcome = match self.ask(messages, &mut record, started) {
-            Ok(completion) => self.respond(turn, env, names, completion, state, &mut record),
+            Ok(completion) => self.respond(turn, env, completion, state, &mut record),
             Err(error) => Outcome::Fail(error),
         };
         match &outcome {
@@ -149,7 +146,6 @@ impl Agent {
         &self,
         turn: u32,
         env: &Environment,
-        names: &Names,
         completion: Completion,
         state: &mut LoopState,
         record: &mut TurnData,
@@ -160,7 +156,7 @@ impl Agent {
         record.reply = Some(reply.clone());
 
         // Run the blocks in order, up to a failure or a final answer.
-        let (mut parts, mut failure) = self.run_blocks(env, names, &parsed.blocks, record);
+        let (mut parts, mut failure) = self.run_blocks(env, &parsed.blocks, record);
         if let Some(answer) = final_answer(env, &parsed, &mut parts, &mut failure) {
             return Outcome::Final(answer);
         }
@@ -218,7 +214,6 @@ impl Agent {
     fn run_blocks(
         &self,
         env: &Environment,
-        names: &Names,
         blocks: &[String],
         record: &mut TurnData,
     ) -> (Vec<String>, Option<String>) {
@@ -240,7 +235,7 @@ impl Agent {
                 }
                 continue;
             }
-            let (ran, feedback) = run_block(env, names, block, code, room);
+            let (ran, feedback) = run_block(env, block, code, room);
             room = room.saturating_sub(ran.output.len());
             record.outputs.push(ran);
             match feedback {
@@ -324,7 +319,6 @@ pub(super) struct TurnData {
 /// `room` bytes of output (`Err` when it failed).
 fn run_block(
     env: &Environment,
-    names: &Names,
     block: usize,
     code: &str,
     room: usize,
@@ -345,7 +339,7 @@ fn run_block(
             (ran, Ok(feedback))
         }
         Err(error) => {
-            let failure = prompt::describe_error(block, code, &error, names, room);
+            let failure = prompt::describe_error(block, code, &error, room);
             let ran = BlockRecord {
                 block,
                 status: match error {
@@ -353,7 +347,7 @@ fn run_block(
                     ExecError::Limit { .. } => "limit",
                 },
                 output: error.output().to_string(),
-                error: Some(error.message().to_string()),
+                error: Some(error.message_without_hint().to_string()),
                 elapsed_ms,
             };
             (ran, Err(failure))

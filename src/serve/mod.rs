@@ -210,6 +210,7 @@ impl State {
                 name: name.to_string(),
                 error: ExecError::Lua {
                     message,
+                    hint: None,
                     output: String::new(),
                 },
             })),

@@ -198,28 +198,70 @@ impl<'a> FunctionSpec<'a> {
 }
 
 /// The name in `candidates` most like `name`, for every "did you mean" the crate gives
-/// (the loop's feedback, `rlm show`, the JSON API, tool calls): Jaro-Winkler on the
-/// lower-cased names above 0.8, never `name` itself.
+/// (the environment's error hints, `rlm show`, the JSON API, tool calls): Jaro-Winkler
+/// above 0.8 on the names with case and underscores set aside, the candidate's words
+/// taken in any order (`countlines` finds `line_count`), never `name` itself.
 ///
 /// ```
 /// use rlm_registry::spec::closest_name;
 /// assert_eq!(closest_name("grep_txt", ["grep_text", "lines"]), Some("grep_text"));
 /// assert_eq!(closest_name("Print", ["print", "pairs"]), Some("print"));
+/// assert_eq!(closest_name("wordcount", ["word_count", "line_count"]), Some("word_count"));
+/// assert_eq!(closest_name("countlines", ["word_count", "line_count"]), Some("line_count"));
 /// assert_eq!(closest_name("zzz", ["grep_text", "lines"]), None);
 /// ```
 pub fn closest_name<'a>(
     name: &str,
     candidates: impl IntoIterator<Item = &'a str>,
 ) -> Option<&'a str> {
-    let lower = name.to_lowercase();
+    let wanted = squashed(name);
     candidates
         .into_iter()
         .filter(|&candidate| candidate != name)
-        .map(|candidate| {
-            let score = strsim::jaro_winkler(&lower, &candidate.to_lowercase());
-            (score, candidate)
-        })
+        .map(|candidate| (likeness(&wanted, candidate), candidate))
         .filter(|(score, _)| *score > 0.8)
         .max_by(|a, b| a.0.total_cmp(&b.0))
         .map(|(_, candidate)| candidate)
+}
+
+/// Names longer than this many words are compared in their own order only: the orders
+/// grow as a factorial.
+const MAX_REORDERED_WORDS: usize = 4;
+
+/// How like `wanted` (squashed) `candidate` is, in the best order of its words.
+fn likeness(wanted: &str, candidate: &str) -> f64 {
+    let words: Vec<String> = candidate
+        .split('_')
+        .filter(|word| !word.is_empty())
+        .map(str::to_lowercase)
+        .collect();
+    let mut best = strsim::jaro_winkler(wanted, &squashed(candidate));
+    if (2..=MAX_REORDERED_WORDS).contains(&words.len()) {
+        for_each_order(&mut words.clone(), 0, &mut |order| {
+            best = best.max(strsim::jaro_winkler(wanted, &order.concat()));
+        });
+    }
+    best
+}
+
+/// `name` lower-cased without underscores: `Word_Count` and `wordcount` are alike.
+fn squashed(name: &str) -> String {
+    name.chars()
+        .filter(|&c| c != '_')
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+/// Calls `visit` with every order of `words[from..]`: each word in turn at `from`, the
+/// rest ordered after it.
+fn for_each_order(words: &mut [String], from: usize, visit: &mut impl FnMut(&[String])) {
+    if from + 1 >= words.len() {
+        visit(words);
+        return;
+    }
+    for i in from..words.len() {
+        words.swap(from, i);
+        for_each_order(words, from + 1, visit);
+        words.swap(from, i);
+    }
 }

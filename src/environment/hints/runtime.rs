@@ -1,0 +1,81 @@
+//! Python that runs in Lua and fails there: found from Lua's runtime error and the
+//! failing line together (`xs[0] + 1` fails with "attempt to perform arithmetic on a nil
+//! value (field '?')"), so valid code that does not fail is never flagged.
+
+use super::syntax::FORMAT;
+
+/// A runtime failure of Python written as Lua, and the Lua way.
+struct Case {
+    /// Whether Lua's error (`detail`, without its position) on `code` is this habit's.
+    found: fn(detail: &str, code: &str) -> bool,
+    /// The Lua way.
+    hint: &'static str,
+}
+
+const CASES: &[Case] = &[
+    // xs[0], xs[-1]
+    Case {
+        found: |detail, code| {
+            detail.contains("a nil value (field '")
+                && (indexes(code, "[0]") || indexes(code, "[-1]"))
+        },
+        hint: "Lua sequences start at 1: the first element is `t[1]`, the last `t[#t]` (a string's characters: `s:sub(i, i)`).",
+    },
+    // "total: " + n
+    Case {
+        found: |detail, code| {
+            code.contains('+')
+                && (detail.starts_with("attempt to perform arithmetic on a string value")
+                    || detail.starts_with("attempt to add a 'string'")
+                    || detail.ends_with("with a 'string'"))
+        },
+        hint: "Lua joins strings with `..`: `\"total: \" .. n`.",
+    },
+    // "%d items" % n
+    Case {
+        found: |detail, _| detail.starts_with("attempt to mod a 'string'"),
+        hint: FORMAT,
+    },
+    // "ab" * 3
+    Case {
+        found: |detail, code| detail.starts_with("attempt to mul a 'string'") && code.contains('*'),
+        hint: "Lua repeats a string with `s:rep(n)`.",
+    },
+    // for x in xs do
+    Case {
+        found: |detail, _| {
+            detail.contains("(for iterator 'for iterator')") && detail.contains("table value")
+        },
+        hint: "Lua walks a list with `for _, x in ipairs(xs) do … end`.",
+    },
+];
+
+/// The hint for the first case Lua's error `detail` on the line `code` shows.
+pub(crate) fn hint(detail: &str, code: &str) -> Option<&'static str> {
+    CASES
+        .iter()
+        .find(|case| (case.found)(detail, code))
+        .map(|case| case.hint)
+}
+
+/// Whether `code` indexes a value with `key` (`xs[0]`, `f()[0]`), not a table
+/// constructor's key (`{[0] = x}`).
+fn indexes(code: &str, key: &str) -> bool {
+    code.match_indices(key).any(|(at, _)| {
+        code[..at]
+            .trim_end()
+            .ends_with(|c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | ')' | ']'))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_constructor_key_is_not_an_index() {
+        assert!(indexes("print(xs[0] + 1)", "[0]"));
+        assert!(indexes("f()[-1]", "[-1]"));
+        assert!(!indexes("t = {[0] = 1, [-1] = 2}", "[0]"));
+    }
+}

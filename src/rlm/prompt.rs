@@ -52,7 +52,7 @@ fn rules(settings: &Settings) -> String {
 - State persists: globals you assign (without `local`) and functions you define stay available in later blocks and turns. `local` variables last one block.
 - Only what you `print` comes back, nothing else (not the value of the last expression). The output of one turn is cut after {output} bytes, so print counts, short slices and summaries, never the whole context.
 - An error comes back with its line number, and a limit hit (time: {time:.0} s per block; memory; output) with its cause; your variables survive both. Fix the code and go on.
-- The sandbox has Lua's `string`, `table`, `math`, `utf8` and `os.time`/`os.clock`; no files, no network, no `require`.
+- The sandbox has Lua's `string`, `table`, `math`, `utf8` and `os.time`/`os.clock`; no files, no network, no `require`. Beside them: `json` and `csv` to parse and write those formats, `re` for Python-style regular expressions, and the functions declared below (Python-like helpers among them: use them rather than writing your own).
 - You have at most {turns} turns (replies), so make each one count.
 
 ## How to work

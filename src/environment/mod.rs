@@ -40,6 +40,7 @@ mod patterns;
 mod protected;
 mod re;
 mod sandbox;
+mod sort;
 mod text;
 
 use std::fmt;

@@ -224,7 +224,11 @@ end
 function sort_by(list, key, reverse)
   check_table("sort_by", list, 1, "list")
   local keys = keys_of(list, key_function("sort_by", key))
-  if native then return native.sort_by(list, keys, reverse == true) end
+  if native then
+    local sorted, err = native.sort_by(list, keys, reverse == true)
+    if not sorted then error(err, 2) end
+    return sorted
+  end
   local n = #list
   local order = {}
   for i = 1, n do

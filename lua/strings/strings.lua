@@ -1,9 +1,10 @@
 -- Strings: Python's str methods as functions (split, strip, startswith, endswith, join,
 -- replace), with plain-text separators rather than Lua patterns.
 
-local function check_string(name, value, position, what)
+-- `level` is where the error is raised: 3 (the default) blames the public function's caller.
+local function check_string(name, value, position, what, level)
   if type(value) ~= "string" then
-    error(string.format("%s: argument %d (%s) must be a string, got %s", name, position, what, type(value)), 3)
+    error(string.format("%s: argument %d (%s) must be a string, got %s", name, position, what, type(value)), level or 3)
   end
 end
 
@@ -132,17 +133,17 @@ end
 
 -- Whether `test(text, affix)` holds for `affix`, or for any string of a list of them.
 local function any_affix(name, text, affix, test)
-  check_string(name, text, 1, "text")
+  check_string(name, text, 1, "text", 4)
   if type(affix) == "table" then
     for i = 1, #affix do
       if type(affix[i]) ~= "string" then
-        error(string.format("%s: argument 2 item %d must be a string, got %s", name, i, type(affix[i])), 3)
+        error(string.format("%s: argument 2 item %d must be a string, got %s", name, i, type(affix[i])), 4)
       end
       if test(text, affix[i]) then return true end
     end
     return false
   end
-  check_string(name, affix, 2, "prefix or list of them")
+  check_string(name, affix, 2, name == "endswith" and "suffix or list of them" or "prefix or list of them", 4)
   return test(text, affix)
 end
 
@@ -155,9 +156,11 @@ end
 ---@param prefix string|string[] The prefix, or a list of them
 ---@return boolean starts True if the text starts with it
 function startswith(text, prefix)
-  return any_affix("startswith", text, prefix, function(t, p)
+  -- Not a tail call: any_affix's errors blame this function's caller.
+  local starts = any_affix("startswith", text, prefix, function(t, p)
     return string.sub(t, 1, #p) == p
   end)
+  return starts
 end
 
 --- Whether a text ends with suffix (or with any of a list of suffixes), like str.endswith.
@@ -169,9 +172,10 @@ end
 ---@param suffix string|string[] The suffix, or a list of them
 ---@return boolean ends True if the text ends with it
 function endswith(text, suffix)
-  return any_affix("endswith", text, suffix, function(t, s)
+  local ends = any_affix("endswith", text, suffix, function(t, s)
     return s == "" or string.sub(t, -#s) == s
   end)
+  return ends
 end
 
 --- Joins items with a separator, like Python's sep.join(list); join(list, sep) works too.

@@ -83,45 +83,55 @@ fn compare(a: &SortKey, b: &SortKey) -> Ordering {
     }
 }
 
+/// Why a key cannot be sorted: the message `sort_by` raises at its caller.
+type KeyError = String;
+
 /// The sort key of item `item` (1-based, for the error) from its Lua value.
-fn sort_key(value: &Value, item: usize, depth: usize) -> mlua::Result<SortKey> {
+fn sort_key(value: &Value, item: usize, depth: usize) -> mlua::Result<Result<SortKey, KeyError>> {
     let bad = |what: &str| {
-        mlua::Error::runtime(format!(
+        Ok(Err(format!(
             "sort_by: the key of item {item} is {what} (keys must be numbers, strings or lists of them)"
-        ))
+        )))
     };
-    match value {
-        Value::Integer(n) => Ok(SortKey::Integer(*n)),
-        Value::Number(x) => Ok(SortKey::Float(*x)),
-        Value::String(text) => Ok(SortKey::Text(text.as_bytes().to_vec().into_boxed_slice())),
+    Ok(Ok(match value {
+        Value::Integer(n) => SortKey::Integer(*n),
+        Value::Number(x) => SortKey::Float(*x),
+        Value::String(text) => SortKey::Text(text.as_bytes().to_vec().into_boxed_slice()),
         Value::Table(list) if depth < MAX_KEY_DEPTH => {
             let length = list.raw_len();
             let mut items = Vec::with_capacity(length);
             for position in 1..=length {
                 let value: Value = list.raw_get(position)?;
-                items.push(sort_key(&value, item, depth + 1)?);
+                match sort_key(&value, item, depth + 1)? {
+                    Ok(key) => items.push(key),
+                    Err(error) => return Ok(Err(error)),
+                }
             }
-            Ok(SortKey::List(items))
+            SortKey::List(items)
         }
-        Value::Table(_) => Err(bad("a list nested too deeply")),
-        Value::Nil => Err(bad("nil")),
-        other => Err(bad(&format!("a {}", other.type_name()))),
-    }
+        Value::Table(_) => return bad("a list nested too deeply"),
+        Value::Nil => return bad("nil"),
+        other => return bad(&format!("a {}", other.type_name())),
+    }))
 }
 
-/// `sort_by(list, keys, reverse)`: the items of `list` ordered by `keys[i]`, stable.
+/// `sort_by(list, keys, reverse)`: the items of `list` ordered by `keys[i]`, stable; or
+/// why a key cannot be sorted.
 fn sort_by(
     lua: &Lua,
     list: &Table,
     keys: &Table,
     reverse: bool,
     meter: &mut WorkMeter,
-) -> mlua::Result<Table> {
+) -> mlua::Result<Result<Table, KeyError>> {
     let length = list.raw_len();
     let mut decorated = Vec::with_capacity(length);
     let mut held = length * std::mem::size_of::<(SortKey, usize)>();
     for position in 1..=length {
-        let key = sort_key(&keys.raw_get::<Value>(position)?, position, 0)?;
+        let key = match sort_key(&keys.raw_get::<Value>(position)?, position, 0)? {
+            Ok(key) => key,
+            Err(error) => return Ok(Err(error)),
+        };
         held += key.heap_bytes();
         meter.hold(held);
         meter.spend(VALUE_COST)?;
@@ -140,7 +150,7 @@ fn sort_by(
         sorted.raw_set(index + 1, list.raw_get::<Value>(*position)?)?;
         meter.spend(VALUE_COST)?;
     }
-    Ok(sorted)
+    Ok(Ok(sorted))
 }
 
 /// Adds the sort primitive to the hidden table of text primitives.
@@ -153,7 +163,11 @@ pub(crate) fn add_primitives(
     let function = lua.create_function(
         move |lua, (list, keys, reverse): (Table, Table, bool)| {
             let mut meter = WorkMeter::new(lua, &tripwire);
-            sort_by(lua, &list, &keys, reverse, &mut meter)
+            // A bad key is (nil, message), raised by the Lua side at its caller.
+            Ok(match sort_by(lua, &list, &keys, reverse, &mut meter)? {
+                Ok(sorted) => (Some(sorted), None),
+                Err(message) => (None, Some(message)),
+            })
         },
     )?;
     primitives.raw_set("sort_by", function)

@@ -26,7 +26,7 @@ local function each_line(text, visit)
 end
 
 --- Splits text into its lines, without the line terminators.
---- "\n" and "\r\n" both end a line; a trailing newline adds no empty last line.
+--- "\n" and "\r\n" both end a line; a trailing newline adds no empty line at the end.
 ---
 --- ```lua
 --- lines("a\r\nb\n") --> {"a", "b"}
@@ -42,7 +42,7 @@ function lines(text)
   return result
 end
 
---- Counts the lines of a text (a trailing newline does not start a new line).
+--- Counts how many lines a text has (a trailing newline does not start a new line).
 ---
 --- ```lua
 --- line_count("a\nb\n") --> 2

@@ -124,10 +124,10 @@ function count(list)
   return counts
 end
 
---- Counts items by key, like Counter(key(x) for x in list). `key` is a function or a field name.
+--- Counts items by key, like Counter(key(x) for x in list).
 ---
 --- ```lua
---- count_by({"apple", "avocado", "kiwi"}, function(s) return s:sub(1, 1) end) --> {a = 2, k = 1}
+--- count_by({"ab", "ac", "b"}, function(s) return s:sub(1, 1) end) --> {a = 2, b = 1}
 --- ```
 ---@param list any[] The items
 ---@param key function|string Function of an item, or a field name
@@ -169,7 +169,8 @@ function most_common(counts, n)
   local pairs_list = {}
   for item, value in pairs(counts) do
     if type(value) ~= "number" then
-      fail("most_common", string.format("the count of %s is a %s, not a number", tostring(item), type(value)))
+      fail("most_common", string.format("the count of %s is a %s, not a number (pass counts, e.g. count(list))",
+        tostring(item), type(value)))
     end
     pairs_list[#pairs_list + 1] = { item, value }
   end
@@ -186,7 +187,7 @@ end
 --- Groups items by key into lists, in order, like a defaultdict(list) filled in a loop.
 ---
 --- ```lua
---- group_by({1, 2, 3, 4}, function(x) return x % 2 == 0 and "even" or "odd" end) --> {odd = {1, 3}, even = {2, 4}}
+--- group_by({"ab", "ac", "b"}, function(s) return s:sub(1, 1) end) --> {a = {"ab", "ac"}, b = {"b"}}
 --- ```
 ---@param list any[] The items
 ---@param key function|string Function of an item, or a field name
@@ -211,8 +212,7 @@ function group_by(list, key)
   return groups
 end
 
---- A sorted copy, like Python's sorted(list, key=key, reverse=reverse): stable, keys computed once.
---- Keys may be numbers, strings or lists of them (compared item by item).
+--- A sorted copy, like sorted(list, key=key, reverse=reverse); stable; keys are numbers, strings or lists of them.
 ---
 --- ```lua
 --- sort_by({"bb", "a", "ccc"}, function(s) return #s end, true) --> {"ccc", "bb", "a"}
@@ -273,7 +273,7 @@ function unique(list, key)
   return out
 end
 
---- Applies fn to every item, like Python's map(fn, list) (either argument order); a field name picks that field.
+--- Applies fn to every item, like Python's map(fn, list) (either argument order).
 ---
 --- ```lua
 --- map({1, 2, 3}, function(x) return x * 10 end) --> {10, 20, 30}
@@ -290,7 +290,7 @@ function map(list, fn)
   return out
 end
 
---- The items for which fn is truthy, like Python's filter(fn, list) (either order; no fn: truthy items).
+--- The items for which fn is truthy, like Python's filter(fn, list) (either argument order).
 ---
 --- ```lua
 --- filter({1, 2, 3, 4}, function(x) return x % 2 == 0 end) --> {2, 4}
@@ -416,8 +416,7 @@ function flatten(list, depth)
   return out
 end
 
---- Part of a list like Python's list[i:j:step], but 1-based and j inclusive (as string.sub):
---- negative i, j count from the end, out-of-range bounds are clamped.
+--- Part of a list, like list[i:j:step] but 1-based with j inclusive (as string.sub); negatives count from the end.
 ---
 --- ```lua
 --- slice({1, 2, 3, 4, 5}, 2, -2) --> {2, 3, 4}

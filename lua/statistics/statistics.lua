@@ -58,7 +58,7 @@ function mean(list)
   return total(numbers) / #numbers
 end
 
---- The middle value, like statistics.median: the mean of the two middle ones for an even count.
+--- The middle value, like statistics.median (the mean of the middle two for an even count).
 ---
 --- ```lua
 --- median({5, 1, 4, 2}) --> 3.0
@@ -145,8 +145,7 @@ local function even_edges(numbers, bins)
   return edges
 end
 
---- Counts numbers per bin, like numpy.histogram: bins equal-width bins from min to max
---- (default 10), or a list of ascending edges. The last bin includes its right edge.
+--- Counts numbers per bin, like numpy.histogram: equal-width bins from min to max, or given edges.
 ---
 --- ```lua
 --- histogram({1, 2, 2, 3, 4}, 3) --> {1, 2, 2}, {1.0, 2.0, 3.0, 4.0}

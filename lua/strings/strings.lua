@@ -40,8 +40,7 @@ local function split_whitespace(text, max)
   return pieces
 end
 
---- Splits a text like Python's str.split: on runs of whitespace when sep is nil (no empty
---- pieces), else on sep as plain text (empty pieces kept); at most maxsplit splits.
+--- Splits like str.split: on whitespace runs if sep is nil, else on sep as plain text.
 ---
 --- ```lua
 --- split(" a  b c ") --> {"a", "b", "c"}
@@ -147,7 +146,7 @@ local function any_affix(name, text, affix, test)
   return test(text, affix)
 end
 
---- Whether a text starts with prefix (or with any of a list of prefixes), like str.startswith.
+--- Whether a text starts with prefix (or any of a list of them), like str.startswith.
 ---
 --- ```lua
 --- startswith("GET /index", {"GET", "POST"}) --> true
@@ -163,7 +162,7 @@ function startswith(text, prefix)
   return starts
 end
 
---- Whether a text ends with suffix (or with any of a list of suffixes), like str.endswith.
+--- Whether a text ends with suffix (or any of a list of them), like str.endswith.
 ---
 --- ```lua
 --- endswith("report.csv", ".csv") --> true
@@ -178,8 +177,7 @@ function endswith(text, suffix)
   return ends
 end
 
---- Joins items with a separator, like Python's sep.join(list); join(list, sep) works too.
---- Items are converted with tostring.
+--- Joins items (with tostring) by sep, like Python's sep.join(list); join(list, sep) works too.
 ---
 --- ```lua
 --- join(", ", {"a", 1, true}) --> "a, 1, true"

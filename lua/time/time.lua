@@ -124,9 +124,8 @@ local function current_year()
   return 1970
 end
 
---- Reads a timestamp as epoch seconds (UTC), like datetime.fromisoformat(s).timestamp():
---- ISO 8601 (date only, "T" or space, fractions with . or ,, Z or ±hh:mm; no zone = UTC),
---- Apache "10/Oct/2000:13:55:36 -0700", syslog "Oct 10 13:55:36", RFC 2822; [brackets] ok.
+--- Reads a timestamp as epoch seconds, like datetime.fromisoformat(s).timestamp(): ISO 8601
+--- (no zone = UTC; "2024-01-02 03:04:05,123" too), Apache, syslog "Oct 10 13:55:36", RFC 2822.
 ---
 --- ```lua
 --- parse_time("2024-01-02T03:04:05.5+01:00") --> 1704161045.5
@@ -134,8 +133,8 @@ end
 --- ```
 ---@param text string The timestamp
 ---@param year? integer Year for syslog times, which have none (default: the current year)
----@return number|nil seconds Seconds since 1970-01-01 UTC (a float with fractions), nil if unrecognised
----@return string|nil error Why not, when nil
+---@return number|nil seconds Seconds since 1970-01-01 UTC; nil if unrecognised
+---@return string|nil error Why, when nil
 function parse_time(text, year)
   if type(text) ~= "string" then
     error(string.format("parse_time: argument 1 (text) must be a string, got %s", type(text)), 2)
@@ -173,8 +172,8 @@ local function directives(seconds, micros)
   return values
 end
 
---- Formats epoch seconds as UTC text, like datetime.strftime: default ISO 8601 ("...Z",
---- milliseconds if fractional). Directives: %Y %m %d %H %M %S %f %y %j %b %B %a %A %I %p %z %Z %s %F %T %%.
+--- Formats epoch seconds as UTC text, like strftime (%Y %m %d %H %M %S %f %y %j %a %A %b %B %I %p %z %Z %s %F %T %%);
+--- default ISO 8601.
 ---
 --- ```lua
 --- format_time(971211336) --> "2000-10-10T20:55:36Z"

@@ -39,13 +39,23 @@ local function key_function(name, key)
   error(string.format("%s: argument 2 (key) must be a function, a field name or nil, got %s", name, kind), 3)
 end
 
--- The keys of every item of `list`, computed once.
-local function keys_of(list, get)
+-- The keys of every item of `list`, computed once (see key_function).
+local function keys_of(name, list, key)
   local keys = {}
-  if get then
-    for i = 1, #list do keys[i] = get(list[i]) end
-  else
+  local kind = type(key)
+  if key == nil then
     for i = 1, #list do keys[i] = list[i] end
+  elseif kind == "string" or kind == "number" then
+    for i = 1, #list do
+      local item = list[i]
+      if type(item) ~= "table" then
+        error(string.format("%s: item %d is a %s, so it has no field %q", name, i, type(item), tostring(key)), 3)
+      end
+      keys[i] = item[key]
+    end
+  else
+    local get = key_function(name, key)
+    for i = 1, #list do keys[i] = get(list[i]) end
   end
   return keys
 end
@@ -114,6 +124,7 @@ end
 ---@return table<any, integer> counts Item -> number of occurrences
 function count(list)
   check_table("count", list, 1, "list")
+  if native then return (native.count(list)) end
   local counts = {}
   for i = 1, #list do
     local item = list[i]
@@ -135,6 +146,11 @@ end
 function count_by(list, key)
   check_table("count_by", list, 1, "list")
   if key == nil then fail("count_by", "argument 2 (key) is missing; use count(list) to count the items themselves") end
+  if native and type(key) == "string" then
+    local counts, err = native.count(list, key)
+    if not counts then error(err, 2) end
+    return counts
+  end
   local counts = {}
   if type(key) == "string" or type(key) == "number" then
     for i = 1, #list do
@@ -166,6 +182,10 @@ end
 function most_common(counts, n)
   check_table("most_common", counts, 1, "counts")
   if n ~= nil and math.type(n) ~= "integer" then fail("most_common", "argument 2 (n) must be an integer or nil") end
+  if native then
+    local top = native.most_common(counts, n)
+    if top then return top end
+  end
   local pairs_list = {}
   for item, value in pairs(counts) do
     if type(value) ~= "number" then
@@ -223,7 +243,8 @@ end
 ---@return any[] sorted A new list
 function sort_by(list, key, reverse)
   check_table("sort_by", list, 1, "list")
-  local keys = keys_of(list, key_function("sort_by", key))
+  -- In the sandbox, Rust reads a named field itself.
+  local keys = (native and type(key) == "string") and key or keys_of("sort_by", list, key)
   if native then
     local sorted, err = native.sort_by(list, keys, reverse == true)
     if not sorted then error(err, 2) end

@@ -40,7 +40,7 @@ mod patterns;
 mod protected;
 mod re;
 mod sandbox;
-mod sort;
+mod collections;
 mod text;
 
 use std::fmt;

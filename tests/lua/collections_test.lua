@@ -21,6 +21,7 @@ end
 function T.count_counts_equal_items()
   check(count({ "a", "b", "a", 1, 1, 1 }), { a = 2, b = 1, [1] = 3 })
   check(count({}), {}, "empty list")
+  check(count({ 0 / 0, 1.0, 1 }), { [1] = 2 }, "NaN is skipped; 1.0 and 1 are one key")
 end
 
 function T.count_by_counts_keys_of_a_function_or_a_field()
@@ -39,6 +40,7 @@ function T.count_and_count_by_reject_bad_arguments()
   check_error(function() count_by("abc", "x") end, "count_by: argument 1 (list) must be a table, got string")
   check_error(function() count_by({ 1 }) end, "count_by: argument 2 (key) is missing")
   check_error(function() count_by({ 1 }, 42) end, "count_by: item 1 is a number, so it has no field \"42\"")
+  check_error(function() count_by({ { x = 1 }, "s" }, "x") end, "count_by: item 2 is a string, so it has no field \"x\"")
   check_error(function() count_by({ 1 }, true) end, "count_by: argument 2 (key) must be a function, got boolean")
 end
 
@@ -127,6 +129,8 @@ function T.sort_by_rejects_bad_keys_naming_the_item()
   local loop = {}
   loop[1] = loop
   check_error(function() sort_by({ loop }) end, "sort_by: the key of item 1 is a list nested too deeply")
+  check_error(function() sort_by({ { ms = 1 }, 2 }, "ms") end, "sort_by: item 2 is a number, so it has no field \"ms\"")
+  check_error(function() sort_by({ { 1 }, 2 }, 1) end, "sort_by: item 2 is a number, so it has no field \"1\"")
   check_error(function() sort_by(nil) end, "sort_by: argument 1 (list) must be a table, got nil")
   check_error(function() sort_by({ 1 }, true) end, "sort_by: argument 2 (key) must be a function, a field name or nil, got boolean")
 end

@@ -121,7 +121,7 @@ end
 --- count({"a", "b", "a"}) --> {a = 2, b = 1}
 --- ```
 ---@param list any[] The items
----@return table<any, integer> counts Item -> number of occurrences
+---@return table<any, integer> counts Item -> count
 function count(list)
   check_table("count", list, 1, "list")
   if native then return (native.count(list)) end
@@ -142,11 +142,11 @@ end
 --- ```
 ---@param list any[] The items
 ---@param key function|string Function of an item, or a field name
----@return table<any, integer> counts Key -> number of items (nil keys are skipped)
+---@return table<any, integer> counts Key -> count
 function count_by(list, key)
   check_table("count_by", list, 1, "list")
   if key == nil then fail("count_by", "argument 2 (key) is missing; use count(list) to count the items themselves") end
-  if native and type(key) == "string" then
+  if native and (type(key) == "string" or type(key) == "function") then
     local counts, err = native.count(list, key)
     if not counts then error(err, 2) end
     return counts
@@ -176,9 +176,9 @@ end
 --- ```lua
 --- most_common({a = 1, b = 3, c = 2}, 2) --> {{"b", 3}, {"c", 2}}
 --- ```
----@param counts table<any, number> Item -> count, e.g. from count or count_by
+---@param counts table<string, number> Item -> count
 ---@param n? integer How many (default: all)
----@return table[] pairs {item, count} pairs, largest count first
+---@return table[] pairs Largest first
 function most_common(counts, n)
   check_table("most_common", counts, 1, "counts")
   if n ~= nil and math.type(n) ~= "integer" then fail("most_common", "argument 2 (n) must be an integer or nil") end
@@ -211,7 +211,7 @@ end
 --- ```
 ---@param list any[] The items
 ---@param key function|string Function of an item, or a field name
----@return table<any, any[]> groups Key -> the items with that key (nil keys are skipped)
+---@return table<any, any[]> groups Key -> items
 function group_by(list, key)
   check_table("group_by", list, 1, "list")
   if key == nil then fail("group_by", "argument 2 (key) is missing") end
@@ -238,18 +238,18 @@ end
 --- sort_by({"bb", "a", "ccc"}, function(s) return #s end, true) --> {"ccc", "bb", "a"}
 --- ```
 ---@param list any[] The items
----@param key? function|string Function of an item, or a field name (default: the item)
----@param reverse? boolean Largest first (default false)
+---@param key? function|string Function of an item, or a field name
+---@param reverse? boolean Largest first
 ---@return any[] sorted A new list
 function sort_by(list, key, reverse)
   check_table("sort_by", list, 1, "list")
-  -- In the sandbox, Rust reads a named field itself.
-  local keys = (native and type(key) == "string") and key or keys_of("sort_by", list, key)
   if native then
-    local sorted, err = native.sort_by(list, keys, reverse == true)
+    key_function("sort_by", key) -- checks the key's kind
+    local sorted, err = native.sort_by(list, key, reverse == true)
     if not sorted then error(err, 2) end
     return sorted
   end
+  local keys = keys_of("sort_by", list, key)
   local n = #list
   local order = {}
   for i = 1, n do
@@ -275,7 +275,7 @@ end
 --- unique({3, 1, 3, 2, 1}) --> {3, 1, 2}
 --- ```
 ---@param list any[] The items
----@param key? function|string Compare items by this key instead (default: the item)
+---@param key? function|string Compare by this key
 ---@return any[] items A new list
 function unique(list, key)
   check_table("unique", list, 1, "list")
@@ -301,7 +301,7 @@ end
 --- ```
 ---@param list any[] The items
 ---@param fn function|string Function of an item, or a field name
----@return any[] results A new list (same length; nil results stay as holes)
+---@return any[] results A new list
 function map(list, fn)
   list, fn = list_and_function("map", list, fn)
   if fn == nil then fail("map", "argument 2 (fn) is missing") end
@@ -317,7 +317,7 @@ end
 --- filter({1, 2, 3, 4}, function(x) return x % 2 == 0 end) --> {2, 4}
 --- ```
 ---@param list any[] The items
----@param fn? function|string Predicate, or a field name (default: the item)
+---@param fn? function|string Predicate, or a field name
 ---@return any[] kept A new list
 function filter(list, fn)
   list, fn = list_and_function("filter", list, fn)
@@ -426,7 +426,7 @@ end
 --- flatten({{1, 2}, {3}, 4}) --> {1, 2, 3, 4}
 --- ```
 ---@param list any[] The list of lists
----@param depth? integer Levels to flatten (default 1; math.huge for all)
+---@param depth? integer Levels (default 1; math.huge: all)
 ---@return any[] flat A new list
 function flatten(list, depth)
   check_table("flatten", list, 1, "list")
@@ -437,16 +437,16 @@ function flatten(list, depth)
   return out
 end
 
---- Part of a list, like list[i:j:step] but 1-based with j inclusive (as string.sub); negatives count from the end.
+--- Like list[i:j:step], but 1-based with j inclusive (as string.sub); negatives count from the end.
 ---
 --- ```lua
 --- slice({1, 2, 3, 4, 5}, 2, -2) --> {2, 3, 4}
 --- slice({1, 2, 3}, nil, nil, -1) --> {3, 2, 1}
 --- ```
 ---@param list any[] The items
----@param i? integer First position (default: the start, or the end when step < 0)
----@param j? integer Last position (default: the end, or the start when step < 0)
----@param step? integer Step (default 1; negative walks backwards; not 0)
+---@param i? integer First position
+---@param j? integer Last position (inclusive)
+---@param step? integer Step (default 1)
 ---@return any[] part A new list
 function slice(list, i, j, step)
   check_table("slice", list, 1, "list")

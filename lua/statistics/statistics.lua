@@ -41,7 +41,7 @@ end
 --- sum({1, 2, 3.5}) --> 6.5
 --- ```
 ---@param list number[] The numbers
----@return number total The sum (an integer if every item is)
+---@return number total The sum
 function sum(list)
   return total(numbers_of("sum", list))
 end
@@ -98,8 +98,8 @@ end
 --- ```lua
 --- stdev({2, 4, 4, 4, 5, 5, 7, 9}, true) --> 2.0
 --- ```
----@param list number[] The numbers (at least 2; 1 for the population)
----@param population? boolean Divide by n instead of n - 1 (default false)
+---@param list number[] The numbers
+---@param population? boolean Divide by n, not n - 1
 ---@return number stdev The standard deviation
 function stdev(list, population)
   local numbers = numbers_of("stdev", list)
@@ -151,9 +151,9 @@ end
 --- histogram({1, 2, 2, 3, 4}, 3) --> {1, 2, 2}, {1.0, 2.0, 3.0, 4.0}
 --- ```
 ---@param list number[] The numbers
----@param bins? integer|number[] Number of bins (default 10), or the bin edges
----@return integer[] counts Numbers per bin (values outside given edges are left out)
----@return number[] edges The bin edges (one more than the counts)
+---@param bins? integer|number[] Bin count (default 10) or edges
+---@return integer[] counts Numbers per bin
+---@return number[] edges The bin edges
 function histogram(list, bins)
   local numbers = numbers_of("histogram", list)
   local edges

@@ -47,8 +47,8 @@ end
 --- split("a,b,,c", ",", 2) --> {"a", "b", ",c"}
 --- ```
 ---@param text string The text
----@param sep? string The separator (plain text, not empty; default: any whitespace)
----@param maxsplit? integer The most splits (default: all)
+---@param sep? string The separator (default: whitespace)
+---@param maxsplit? integer The most splits
 ---@return string[] pieces The pieces
 function split(text, sep, maxsplit)
   check_string("split", text, 1, "text")
@@ -182,8 +182,8 @@ end
 --- ```lua
 --- join(", ", {"a", 1, true}) --> "a, 1, true"
 --- ```
----@param sep string|any[] The separator (or the list, when the separator comes second)
----@param list? any[]|string The items (or the separator; default "")
+---@param sep string|any[] The separator
+---@param list? any[]|string The items
 ---@return string joined The joined text
 function join(sep, list)
   if type(sep) == "table" then sep, list = list, sep end
@@ -223,7 +223,7 @@ end
 ---@param text string The text
 ---@param old string The text to replace
 ---@param new string The replacement
----@param count? integer The most replacements (default: all)
+---@param count? integer The most replacements
 ---@return string result The new text
 function replace(text, old, new, count)
   check_string("replace", text, 1, "text")

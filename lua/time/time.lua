@@ -125,16 +125,16 @@ local function current_year()
 end
 
 --- Reads a timestamp as epoch seconds, like datetime.fromisoformat(s).timestamp(): ISO 8601
---- (no zone = UTC; "2024-01-02 03:04:05,123" too), Apache, syslog "Oct 10 13:55:36", RFC 2822.
+--- (no zone = UTC), "2024-01-02 03:04:05,123", Apache, syslog, RFC 2822.
 ---
 --- ```lua
 --- parse_time("2024-01-02T03:04:05.5+01:00") --> 1704161045.5
 --- parse_time("[10/Oct/2000:13:55:36 -0700]") --> 971211336
 --- ```
 ---@param text string The timestamp
----@param year? integer Year for syslog times, which have none (default: the current year)
----@return number|nil seconds Seconds since 1970-01-01 UTC; nil if unrecognised
----@return string|nil error Why, when nil
+---@param year? integer Year of syslog times (default: this year)
+---@return number|nil seconds Epoch seconds; nil if unrecognised
+---@return string|nil error Why not
 function parse_time(text, year)
   if type(text) ~= "string" then
     error(string.format("parse_time: argument 1 (text) must be a string, got %s", type(text)), 2)
@@ -172,16 +172,15 @@ local function directives(seconds, micros)
   return values
 end
 
---- Formats epoch seconds as UTC text, like strftime (%Y %m %d %H %M %S %f %y %j %a %A %b %B %I %p %z %Z %s %F %T %%);
---- default ISO 8601.
+--- Formats epoch seconds as UTC text, like strftime (%Y %m %d %H %M %S %f %j %a %b %p %z %s %F %T ...); default ISO 8601.
 ---
 --- ```lua
 --- format_time(971211336) --> "2000-10-10T20:55:36Z"
 --- format_time(0, "%d %b %Y %H:%M") --> "01 Jan 1970 00:00"
 --- ```
----@param seconds number Seconds since 1970-01-01 UTC
----@param format? string strftime-style format (default ISO 8601)
----@return string text The formatted time
+---@param seconds number Epoch seconds
+---@param format? string The format
+---@return string text The time
 function format_time(seconds, format)
   if type(seconds) ~= "number" or seconds ~= seconds or seconds == math.huge or seconds == -math.huge then
     error(string.format("format_time: argument 1 (seconds) must be a finite number, got %s", tostring(seconds)), 2)

@@ -24,7 +24,7 @@ use std::cmp::Ordering;
 use std::ffi::c_int;
 use std::rc::Rc;
 
-use mlua::{Lua, LuaString, Table, Value, ffi};
+use mlua::{Lua, Table, Value, ffi};
 
 use super::limits::Tripwire;
 use super::meter::{VALUE_COST, WorkMeter};
@@ -32,15 +32,39 @@ use super::meter::{VALUE_COST, WorkMeter};
 /// How deep list keys may nest (a key table that contains itself would never end).
 const MAX_KEY_DEPTH: usize = 16;
 
-/// One item's sort key, copied out of Lua.
+/// The bytes of a Lua string, borrowed without a copy.
+///
+/// Made only from strings reachable from a raw call's stack (its arguments, or a table
+/// on it) and dropped before that call returns: Lua's collector never moves an object
+/// and never frees a reachable one, so the bytes stay valid meanwhile.
+#[derive(Debug, Clone, Copy)]
+struct LuaBytes {
+    pointer: *const u8,
+    length: usize,
+}
+
+impl LuaBytes {
+    fn as_slice(&self) -> &[u8] {
+        // SAFETY: see the type's documentation: the string outlives this value.
+        unsafe { std::slice::from_raw_parts(self.pointer, self.length) }
+    }
+}
+
+impl PartialEq for LuaBytes {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_slice() == other.as_slice()
+    }
+}
+
+/// One item's sort key.
 #[derive(Debug, Clone, PartialEq)]
 enum SortKey {
     Integer(i64),
     Float(f64),
-    Text(Box<[u8]>),
+    Text(LuaBytes),
     List(Vec<SortKey>),
     /// A boolean (only as a `most_common` item), ordered by its `tostring`.
-    Other(Box<[u8]>),
+    Other(&'static [u8]),
 }
 
 impl SortKey {
@@ -57,12 +81,11 @@ impl SortKey {
     /// The bytes this key holds outside Lua, beyond its own size.
     fn heap_bytes(&self) -> usize {
         match self {
-            SortKey::Text(bytes) | SortKey::Other(bytes) => bytes.len(),
             SortKey::List(items) => items
                 .iter()
                 .map(|item| std::mem::size_of::<SortKey>() + item.heap_bytes())
                 .sum(),
-            SortKey::Integer(_) | SortKey::Float(_) => 0,
+            _ => 0,
         }
     }
 }
@@ -80,7 +103,8 @@ fn compare(a: &SortKey, b: &SortKey) -> Ordering {
         (SortKey::Float(x), SortKey::Float(y)) => compare_floats(*x, *y),
         (SortKey::Integer(x), SortKey::Float(y)) => compare_floats(*x as f64, *y),
         (SortKey::Float(x), SortKey::Integer(y)) => compare_floats(*x, *y as f64),
-        (SortKey::Text(x), SortKey::Text(y)) | (SortKey::Other(x), SortKey::Other(y)) => x.cmp(y),
+        (SortKey::Text(x), SortKey::Text(y)) => x.as_slice().cmp(y.as_slice()),
+        (SortKey::Other(x), SortKey::Other(y)) => x.cmp(y),
         (SortKey::List(x), SortKey::List(y)) => x
             .iter()
             .zip(y)
@@ -118,25 +142,29 @@ unsafe fn number_key(state: *mut ffi::lua_State, index: c_int) -> SortKey {
     }
 }
 
-/// The bytes of the string at `index`.
+/// The bytes of the string at `index`, borrowed (see [`LuaBytes`]).
 ///
 /// # Safety
-/// The value at `index` is a string (`lua_tolstring` would convert a number in place).
-unsafe fn string_bytes(state: *mut ffi::lua_State, index: c_int) -> Box<[u8]> {
-    // SAFETY: as the caller promises; the bytes are copied before anything can free them.
-    unsafe {
-        let mut length = 0;
-        let pointer = ffi::lua_tolstring(state, index, &mut length);
-        std::slice::from_raw_parts(pointer.cast::<u8>(), length).into()
+/// The value at `index` is a string (`lua_tolstring` would convert a number in place)
+/// that stays reachable while the result is used.
+unsafe fn string_bytes(state: *mut ffi::lua_State, index: c_int) -> LuaBytes {
+    let mut length = 0;
+    // SAFETY: as the caller promises.
+    let pointer = unsafe { ffi::lua_tolstring(state, index, &mut length) };
+    LuaBytes {
+        pointer: pointer.cast::<u8>(),
+        length,
     }
 }
 
 /// The sort key of the value at `index` (absolute), or what it is when it cannot be one.
 ///
 /// # Safety
-/// `index` is a valid absolute index of `state`'s stack.
+/// `index` is a valid absolute index of `state`'s stack, whose value stays reachable
+/// while the key is used.
 unsafe fn read_key(state: *mut ffi::lua_State, index: c_int, depth: usize) -> Result<SortKey, String> {
-    // SAFETY: as the caller promises; every push is popped before returning.
+    // SAFETY: as the caller promises; every push is popped before returning, and a list's
+    // strings are reachable through the list.
     unsafe {
         match ffi::lua_type(state, index) {
             ffi::LUA_TNUMBER => Ok(number_key(state, index)),
@@ -174,23 +202,35 @@ impl Outcome {
     fn stopped(&self) -> bool {
         self.limit.is_some() || self.failure.is_some()
     }
+
+    /// Records the meter's limit, if one is hit; whether to go on.
+    fn spend(&mut self, meter: &mut WorkMeter, work: usize) -> bool {
+        if let Err(limit) = meter.spend(work) {
+            self.limit = Some(limit);
+        }
+        self.limit.is_none()
+    }
 }
 
-/// Runs `work` over the raw stack (its arguments at 1, 2, …) in one protected call with
-/// the collector paused; `work` leaves its one result on the stack. A limit is returned
-/// as the error; a failure as `Err(message)` inside.
+/// Runs `work` over the raw stack (its arguments at 1, 2, …) in one protected call; the
+/// top value it leaves is the result. The collector pauses meanwhile unless `calls_lua`
+/// (code that may make garbage runs in between). A limit is returned as the error; a
+/// failure as `Err(message)` inside.
 ///
 /// # Safety
 /// `work` owns nothing on the Rust side while it calls Lua functions that may raise
-/// (allocating ones): a raised error unwinds past it.
+/// (allocating ones, or Lua code): a raised error unwinds past it.
 unsafe fn raw_call(
     lua: &Lua,
+    calls_lua: bool,
     args: impl mlua::IntoLuaMulti,
     work: impl FnOnce(*mut ffi::lua_State, &mut Outcome),
 ) -> mlua::Result<Result<Value, String>> {
     let mut outcome = Outcome::default();
     let collecting = lua.gc_is_running();
-    lua.gc_stop();
+    if !calls_lua {
+        lua.gc_stop();
+    }
     // SAFETY: as the caller promises of `work`.
     let result = unsafe {
         lua.exec_raw::<Value>(args, |state| {
@@ -203,7 +243,7 @@ unsafe fn raw_call(
             ffi::lua_settop(state, 1);
         })
     };
-    if collecting {
+    if collecting && !calls_lua {
         lua.gc_restart();
     }
     let value = result?;
@@ -216,57 +256,82 @@ unsafe fn raw_call(
     })
 }
 
-/// Pushes the field (the value at stack index 2) of the item at `position` of the list
-/// (stack index 1); a failure when the item is not a table.
+/// Pushes the key of the item at `position` of the list (stack index 1) as the key source
+/// (stack index 2) gives it: the item itself (nil), a function's result (stored at the same
+/// position of the table at stack index 3 when `keep`, so that it stays reachable) or the
+/// item's field. False after a failure (an item without fields), with nothing pushed.
 ///
 /// # Safety
-/// The stack holds the list at 1 and the field name at 2.
-unsafe fn push_field(
+/// The stack holds the list at 1, the source at 2 and, for a function, a table at 3.
+unsafe fn push_key(
     state: *mut ffi::lua_State,
     name: &str,
     position: usize,
+    keep: bool,
     outcome: &mut Outcome,
 ) -> bool {
+    let at = position as ffi::lua_Integer;
     // SAFETY: as the caller promises.
     unsafe {
-        if ffi::lua_rawgeti(state, 1, position as ffi::lua_Integer) != ffi::LUA_TTABLE {
-            let field = String::from_utf8_lossy(&string_bytes(state, 2)).into_owned();
-            outcome.failure = Some(format!(
-                "{name}: item {position} is a {}, so it has no field {field:?}",
-                type_name(state, -1)
-            ));
-            return false;
+        match ffi::lua_type(state, 2) {
+            ffi::LUA_TNIL => {
+                ffi::lua_rawgeti(state, 1, at);
+            }
+            ffi::LUA_TFUNCTION => {
+                ffi::lua_pushvalue(state, 2);
+                ffi::lua_rawgeti(state, 1, at);
+                ffi::lua_call(state, 1, 1);
+                if keep {
+                    ffi::lua_pushvalue(state, -1);
+                    ffi::lua_rawseti(state, 3, at);
+                }
+            }
+            _ => {
+                if ffi::lua_rawgeti(state, 1, at) != ffi::LUA_TTABLE {
+                    let item = type_name(state, -1);
+                    ffi::lua_pop(state, 1);
+                    let field = if ffi::lua_type(state, 2) == ffi::LUA_TSTRING {
+                        String::from_utf8_lossy(string_bytes(state, 2).as_slice()).into_owned()
+                    } else {
+                        ffi::lua_tointegerx(state, 2, std::ptr::null_mut()).to_string()
+                    };
+                    outcome.failure = Some(format!(
+                        "{name}: item {position} is a {item}, so it has no field {field:?}"
+                    ));
+                    return false;
+                }
+                ffi::lua_pushvalue(state, 2);
+                ffi::lua_rawget(state, -2);
+                ffi::lua_remove(state, -2);
+            }
         }
-        ffi::lua_pushvalue(state, 2);
-        ffi::lua_rawget(state, -2);
         true
     }
 }
 
-/// `sort_by(list, keys_or_field, reverse)`: the items of `list` ordered by `keys[i]` (or by
-/// their field), stable.
+/// `sort_by(list, key, reverse)`: the items of `list` ordered by their keys, stable. `key`
+/// is nil (the items), a function or a field.
 fn sort_by(
     lua: &Lua,
     list: Table,
-    keys: Value,
+    key: Value,
     reverse: bool,
     meter: &mut WorkMeter,
 ) -> mlua::Result<Result<Value, String>> {
-    let by_field = matches!(keys, Value::String(_));
+    let calls_lua = key.is_function();
     let mut decorated: Vec<(SortKey, usize)> = Vec::new();
-    // SAFETY: `work` owns nothing: the keys go into `decorated`, which lives out here.
+    // SAFETY: `work` owns nothing: the keys go into `decorated`, which lives out here and
+    // is emptied before the call returns (its strings are borrowed from the stack's).
     unsafe {
-        raw_call(lua, (list, keys), |state, outcome| {
+        raw_call(lua, calls_lua, (list, key), |state, outcome| {
+            ffi::lua_settop(state, 2);
             let length = ffi::lua_rawlen(state, 1);
+            ffi::lua_createtable(state, if calls_lua { c_int::try_from(length).unwrap_or(0) } else { 0 }, 0);
             decorated.reserve_exact(length);
             let mut held = length * std::mem::size_of::<(SortKey, usize)>();
             for position in 1..=length {
-                if by_field {
-                    if !push_field(state, "sort_by", position, outcome) {
-                        break;
-                    }
-                } else {
-                    ffi::lua_rawgeti(state, 2, position as ffi::lua_Integer);
+                if !push_key(state, "sort_by", position, true, outcome) {
+                    break;
                 }
                 match read_key(state, ffi::lua_gettop(state), 0) {
                     Ok(key) => {
@@ -280,15 +345,15 @@ fn sort_by(
                         break;
                     }
                 }
-                ffi::lua_settop(state, 2);
+                ffi::lua_settop(state, 3);
                 meter.hold(held);
-                if let Err(limit) = meter.spend(VALUE_COST) {
-                    outcome.limit = Some(limit);
+                if !outcome.spend(meter, VALUE_COST) {
                     break;
                 }
             }
-            ffi::lua_settop(state, 2);
+            ffi::lua_settop(state, 3);
             if outcome.stopped() {
+                decorated.clear();
                 ffi::lua_pushnil(state);
                 return;
             }
@@ -303,58 +368,48 @@ fn sort_by(
                 ffi::lua_rawgeti(state, 1, *position as ffi::lua_Integer);
                 ffi::lua_rawseti(state, -2, index as ffi::lua_Integer + 1);
             }
-            if let Err(limit) = meter.spend(length * VALUE_COST) {
-                outcome.limit = Some(limit);
-            }
+            decorated.clear();
+            outcome.spend(meter, length * VALUE_COST);
         })
     }
 }
 
-/// `count(list)` or `count_by(list, field)`: item (or field) → occurrences; nil and NaN
-/// are skipped.
-fn count(
-    lua: &Lua,
-    list: Table,
-    field: Option<LuaString>,
-    meter: &mut WorkMeter,
-) -> mlua::Result<Result<Value, String>> {
-    let by_field = field.is_some();
+/// `count(list)` or `count_by(list, key)`: key (nil: the item; a function; a field) →
+/// occurrences; nil and NaN keys are skipped.
+fn count(lua: &Lua, list: Table, key: Value, meter: &mut WorkMeter) -> mlua::Result<Result<Value, String>> {
+    let calls_lua = key.is_function();
     // SAFETY: `work` owns nothing on the Rust side.
     unsafe {
-        raw_call(lua, (list, field), |state, outcome| {
+        raw_call(lua, calls_lua, (list, key), |state, outcome| {
             ffi::lua_settop(state, 2);
             let length = ffi::lua_rawlen(state, 1);
-            ffi::lua_createtable(state, 0, 0); // the counts, at 3
+            // An unused results table at 3 (see push_key), then the counts, at 4.
+            ffi::lua_createtable(state, 0, 0);
+            ffi::lua_createtable(state, 0, 0);
             for position in 1..=length {
-                let kind = if by_field {
-                    if !push_field(state, "count_by", position, outcome) {
-                        break;
-                    }
-                    ffi::lua_type(state, -1)
-                } else {
-                    ffi::lua_rawgeti(state, 1, position as ffi::lua_Integer)
-                };
+                if !push_key(state, "count_by", position, false, outcome) {
+                    break;
+                }
+                let kind = ffi::lua_type(state, -1);
                 let nan = kind == ffi::LUA_TNUMBER
                     && ffi::lua_tonumberx(state, -1, std::ptr::null_mut()).is_nan();
                 if kind != ffi::LUA_TNIL && !nan {
                     ffi::lua_pushvalue(state, -1);
-                    ffi::lua_rawget(state, 3);
+                    ffi::lua_rawget(state, 4);
                     let seen = ffi::lua_tointegerx(state, -1, std::ptr::null_mut());
                     ffi::lua_pop(state, 1);
                     ffi::lua_pushinteger(state, seen + 1);
-                    ffi::lua_rawset(state, 3);
+                    ffi::lua_rawset(state, 4);
                 }
-                ffi::lua_settop(state, 3);
-                if let Err(limit) = meter.spend(VALUE_COST) {
-                    outcome.limit = Some(limit);
+                ffi::lua_settop(state, 4);
+                if !outcome.spend(meter, VALUE_COST) {
                     break;
                 }
             }
-            ffi::lua_settop(state, 3);
+            ffi::lua_settop(state, 4);
         })
     }
 }
-
 /// `most_common(counts, n)`: the `n` largest counts (all when `n` is nil) as `{item,
 /// count}` pairs, ties by item; nil when an item or a count is of a kind the Lua side
 /// handles (or reports) itself.
@@ -367,7 +422,7 @@ fn most_common(
     let mut entries: Vec<(SortKey, SortKey, usize)> = Vec::new();
     // SAFETY: `work` owns nothing: the entries live out here.
     unsafe {
-        raw_call(lua, counts, |state, outcome| {
+        raw_call(lua, false, counts, |state, outcome| {
             ffi::lua_settop(state, 1);
             ffi::lua_createtable(state, 0, 0); // the items, at 2, so that they stay reachable
             let mut unsupported = false;
@@ -378,9 +433,9 @@ fn most_common(
                     ffi::LUA_TNUMBER => number_key(state, -2),
                     ffi::LUA_TSTRING => SortKey::Text(string_bytes(state, -2)),
                     ffi::LUA_TBOOLEAN => SortKey::Other(if ffi::lua_toboolean(state, -2) != 0 {
-                        (*b"true").into()
+                        b"true"
                     } else {
-                        (*b"false").into()
+                        b"false"
                     }),
                     _ => {
                         unsupported = true;
@@ -397,13 +452,13 @@ fn most_common(
                 ffi::lua_rawseti(state, 2, entries.len() as ffi::lua_Integer + 1);
                 entries.push((count, item, entries.len() + 1));
                 meter.hold(entries.capacity() * std::mem::size_of::<(SortKey, SortKey, usize)>());
-                if let Err(limit) = meter.spend(VALUE_COST) {
-                    outcome.limit = Some(limit);
+                if !outcome.spend(meter, VALUE_COST) {
                     break;
                 }
             }
             ffi::lua_settop(state, 2);
             if unsupported || outcome.stopped() {
+                entries.clear();
                 ffi::lua_pushnil(state);
                 return;
             }
@@ -431,6 +486,7 @@ fn most_common(
                 ffi::lua_rawseti(state, -2, 2);
                 ffi::lua_rawseti(state, -2, index as ffi::lua_Integer + 1);
             }
+            entries.clear();
         })
     }
 }
@@ -461,14 +517,14 @@ pub(crate) fn add_primitives(
     }
     primitives.raw_set(
         "sort_by",
-        primitive!(|lua, meter, (list, keys, reverse): (Table, Value, bool)| {
-            sort_by(lua, list, keys, reverse, &mut meter)
+        primitive!(|lua, meter, (list, key, reverse): (Table, Value, bool)| {
+            sort_by(lua, list, key, reverse, &mut meter)
         }),
     )?;
     primitives.raw_set(
         "count",
-        primitive!(|lua, meter, (list, field): (Table, Option<LuaString>)| {
-            count(lua, list, field, &mut meter)
+        primitive!(|lua, meter, (list, key): (Table, Value)| {
+            count(lua, list, key, &mut meter)
         }),
     )?;
     primitives.raw_set(
@@ -483,8 +539,11 @@ pub(crate) fn add_primitives(
 mod tests {
     use super::*;
 
-    fn text(s: &str) -> SortKey {
-        SortKey::Text(s.as_bytes().into())
+    fn text(s: &'static str) -> SortKey {
+        SortKey::Text(LuaBytes {
+            pointer: s.as_ptr(),
+            length: s.len(),
+        })
     }
 
     #[test]

@@ -44,7 +44,10 @@ fn generate(count: usize) -> String {
 /// Each operation in Lua and the same in Python.
 const OPERATIONS: &[(&str, &str)] = &[
     ("count(words)", "Counter(words)"),
-    ("count_by(rows, \"user\")", "Counter(r['user'] for r in rows)"),
+    (
+        "count_by(rows, \"user\")",
+        "Counter(r['user'] for r in rows)",
+    ),
     (
         "count_by(words, function(w) return w:sub(1, 6) end)",
         "Counter(w[:6] for w in words)",
@@ -57,7 +60,10 @@ const OPERATIONS: &[(&str, &str)] = &[
         "group_by(rows, \"user\")",
         "g = defaultdict(list)\nfor r in rows: g[r['user']].append(r)",
     ),
-    ("sort_by(rows, \"ms\")", "sorted(rows, key=lambda r: r['ms'])"),
+    (
+        "sort_by(rows, \"ms\")",
+        "sorted(rows, key=lambda r: r['ms'])",
+    ),
     (
         "sort_by(rows, function(r) return r.ms end, true)",
         "sorted(rows, key=lambda r: r['ms'], reverse=True)",
@@ -184,8 +190,7 @@ fn main() {
         .map(|(lua, _)| {
             let code = statement(lua);
             best_of(reps, || {
-                env.execute(&code)
-                    .unwrap_or_else(|e| panic!("{lua}: {e}"));
+                env.execute(&code).unwrap_or_else(|e| panic!("{lua}: {e}"));
             })
         })
         .collect();

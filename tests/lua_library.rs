@@ -527,8 +527,8 @@ fn every_registry_function_is_exercised_by_a_lua_test() {
         "time_test.lua",
     ]
     .iter()
-        .map(|file| std::fs::read_to_string(lua_test_path(file)).unwrap())
-        .collect();
+    .map(|file| std::fs::read_to_string(lua_test_path(file)).unwrap())
+    .collect();
     let untested: Vec<&str> = Registry::baked()
         .iter_functions()
         .map(|(name, _)| name)

@@ -297,7 +297,12 @@ fn every_baked_function_is_a_valid_tool() {
         let tool = match function_tool(function) {
             Ok(tool) => tool,
             // A Lua function argument (`map`, `sort_by`'s key, …) has no JSON form.
-            Err(e) if e.to_string().contains("a `function` cannot be passed as JSON") => continue,
+            Err(e)
+                if e.to_string()
+                    .contains("a `function` cannot be passed as JSON") =>
+            {
+                continue;
+            }
             Err(e) => panic!("{e}"),
         };
         assert!(

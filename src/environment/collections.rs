@@ -123,7 +123,9 @@ unsafe fn type_name(state: *mut ffi::lua_State, index: c_int) -> String {
     // SAFETY: as the caller promises; lua_typename returns a static C string.
     unsafe {
         let name = ffi::lua_typename(state, ffi::lua_type(state, index));
-        std::ffi::CStr::from_ptr(name).to_string_lossy().into_owned()
+        std::ffi::CStr::from_ptr(name)
+            .to_string_lossy()
+            .into_owned()
     }
 }
 
@@ -162,7 +164,11 @@ unsafe fn string_bytes(state: *mut ffi::lua_State, index: c_int) -> LuaBytes {
 /// # Safety
 /// `index` is a valid absolute index of `state`'s stack, whose value stays reachable
 /// while the key is used.
-unsafe fn read_key(state: *mut ffi::lua_State, index: c_int, depth: usize) -> Result<SortKey, String> {
+unsafe fn read_key(
+    state: *mut ffi::lua_State,
+    index: c_int,
+    depth: usize,
+) -> Result<SortKey, String> {
     // SAFETY: as the caller promises; every push is popped before returning, and a list's
     // strings are reachable through the list.
     unsafe {
@@ -326,7 +332,15 @@ fn sort_by(
         raw_call(lua, calls_lua, (list, key), |state, outcome| {
             ffi::lua_settop(state, 2);
             let length = ffi::lua_rawlen(state, 1);
-            ffi::lua_createtable(state, if calls_lua { c_int::try_from(length).unwrap_or(0) } else { 0 }, 0);
+            ffi::lua_createtable(
+                state,
+                if calls_lua {
+                    c_int::try_from(length).unwrap_or(0)
+                } else {
+                    0
+                },
+                0,
+            );
             decorated.reserve_exact(length);
             let mut held = length * std::mem::size_of::<(SortKey, usize)>();
             for position in 1..=length {
@@ -376,7 +390,12 @@ fn sort_by(
 
 /// `count(list)` or `count_by(list, key)`: key (nil: the item; a function; a field) →
 /// occurrences; nil and NaN keys are skipped.
-fn count(lua: &Lua, list: Table, key: Value, meter: &mut WorkMeter) -> mlua::Result<Result<Value, String>> {
+fn count(
+    lua: &Lua,
+    list: Table,
+    key: Value,
+    meter: &mut WorkMeter,
+) -> mlua::Result<Result<Value, String>> {
     let calls_lua = key.is_function();
     // SAFETY: `work` owns nothing on the Rust side.
     unsafe {
@@ -523,9 +542,7 @@ pub(crate) fn add_primitives(
     )?;
     primitives.raw_set(
         "count",
-        primitive!(|lua, meter, (list, key): (Table, Value)| {
-            count(lua, list, key, &mut meter)
-        }),
+        primitive!(|lua, meter, (list, key): (Table, Value)| { count(lua, list, key, &mut meter) }),
     )?;
     primitives.raw_set(
         "most_common",

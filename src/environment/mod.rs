@@ -28,6 +28,7 @@
 
 pub mod builtins;
 mod chunks;
+mod collections;
 mod errors;
 mod grep;
 mod json;
@@ -40,7 +41,6 @@ mod patterns;
 mod protected;
 mod re;
 mod sandbox;
-mod collections;
 mod text;
 
 use std::fmt;

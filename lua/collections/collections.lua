@@ -215,11 +215,17 @@ end
 function group_by(list, key)
   check_table("group_by", list, 1, "list")
   if key == nil then fail("group_by", "argument 2 (key) is missing") end
-  local get = key_function("group_by", key)
+  key_function("group_by", key) -- checks the key's kind
+  if native and (type(key) == "string" or type(key) == "function") then
+    local groups, err = native.group_by(list, key)
+    if not groups then error(err, 2) end
+    return groups
+  end
   local groups = {}
+  local keys = keys_of("group_by", list, key)
   for i = 1, #list do
     local item = list[i]
-    local k = get(item)
+    local k = keys[i]
     if k ~= nil and k == k then
       local group = groups[k]
       if group then

@@ -1,4 +1,4 @@
-//! The primitives behind `lua/collections`: `count`, `count_by` on a field, `sort_by` and
+//! The primitives behind `lua/collections`: `count`, `count_by`, `group_by`, `sort_by` and
 //! `most_common`, each one protected call over Lua's C API with the collector paused
 //! (mlua's per-value calls, and a collector walking the growing result again and again,
 //! would cost more than the work itself).
@@ -429,6 +429,54 @@ fn count(
         })
     }
 }
+/// `group_by(list, key)`: key (a function or a field) → the items with that key, in
+/// order; nil and NaN keys are skipped.
+fn group_by(
+    lua: &Lua,
+    list: Table,
+    key: Value,
+    meter: &mut WorkMeter,
+) -> mlua::Result<Result<Value, String>> {
+    let calls_lua = key.is_function();
+    // SAFETY: `work` owns nothing on the Rust side.
+    unsafe {
+        raw_call(lua, calls_lua, (list, key), |state, outcome| {
+            ffi::lua_settop(state, 2);
+            let length = ffi::lua_rawlen(state, 1);
+            // An unused results table at 3 (see push_key), then the groups, at 4.
+            ffi::lua_createtable(state, 0, 0);
+            ffi::lua_createtable(state, 0, 0);
+            for position in 1..=length {
+                if !push_key(state, "group_by", position, false, outcome) {
+                    break;
+                }
+                let kind = ffi::lua_type(state, -1);
+                let nan = kind == ffi::LUA_TNUMBER
+                    && ffi::lua_tonumberx(state, -1, std::ptr::null_mut()).is_nan();
+                if kind != ffi::LUA_TNIL && !nan {
+                    // The stack: list, key, results, groups, item key.
+                    ffi::lua_pushvalue(state, 5);
+                    if ffi::lua_rawget(state, 4) != ffi::LUA_TTABLE {
+                        ffi::lua_pop(state, 1);
+                        ffi::lua_createtable(state, 1, 0);
+                        ffi::lua_pushvalue(state, 5);
+                        ffi::lua_pushvalue(state, -2);
+                        ffi::lua_rawset(state, 4);
+                    }
+                    let next = ffi::lua_rawlen(state, -1) + 1;
+                    ffi::lua_rawgeti(state, 1, position as ffi::lua_Integer);
+                    ffi::lua_rawseti(state, -2, next as ffi::lua_Integer);
+                }
+                ffi::lua_settop(state, 4);
+                if !outcome.spend(meter, VALUE_COST) {
+                    break;
+                }
+            }
+            ffi::lua_settop(state, 4);
+        })
+    }
+}
+
 /// `most_common(counts, n)`: the `n` largest counts (all when `n` is nil) as `{item,
 /// count}` pairs, ties by item; nil when an item or a count is of a kind the Lua side
 /// handles (or reports) itself.
@@ -543,6 +591,12 @@ pub(crate) fn add_primitives(
     primitives.raw_set(
         "count",
         primitive!(|lua, meter, (list, key): (Table, Value)| { count(lua, list, key, &mut meter) }),
+    )?;
+    primitives.raw_set(
+        "group_by",
+        primitive!(|lua, meter, (list, key): (Table, Value)| {
+            group_by(lua, list, key, &mut meter)
+        }),
     )?;
     primitives.raw_set(
         "most_common",

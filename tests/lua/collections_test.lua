@@ -73,7 +73,7 @@ end
 function T.group_by_rejects_bad_arguments()
   check_error(function() group_by(ROWS) end, "group_by: argument 2 (key) is missing")
   check_error(function() group_by(7, "x") end, "group_by: argument 1 (list) must be a table, got number")
-  check_error(function() group_by({ "s" }, "dept") end, "group_by: an item is a string, so it has no field \"dept\"")
+  check_error(function() group_by({ "s" }, "dept") end, "group_by: item 1 is a string, so it has no field \"dept\"")
 end
 
 -- sort_by ------------------------------------------------------------------------------

@@ -443,7 +443,7 @@ function flatten(list, depth)
   return out
 end
 
---- Like list[i:j:step], but 1-based with j inclusive (as string.sub); negatives count from the end.
+--- Part of a list, like list[i:j:step] but 1-based with j inclusive; negatives count from the end.
 ---
 --- ```lua
 --- slice({1, 2, 3, 4, 5}, 2, -2) --> {2, 3, 4}

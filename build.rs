@@ -19,6 +19,10 @@ const LIBRARY_DIRS: &[(&str, &str)] = &[
     ("TEXT", "lua/text"),
     ("CHUNKING", "lua/chunking"),
     ("RECURSIVE", "lua/recursive"),
+    ("COLLECTIONS", "lua/collections"),
+    ("STATISTICS", "lua/statistics"),
+    ("STRINGS", "lua/strings"),
+    ("TIME", "lua/time"),
 ];
 
 fn main() {

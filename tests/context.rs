@@ -268,3 +268,69 @@ fn result_tables_of_primitives_count_against_the_memory_limit() {
     }
     assert_eq!(output(&env, "print(#head(context, 2))"), "13\n");
 }
+
+/// The collection primitives (`count`, `count_by`, `group_by`, `sort_by`, `most_common`):
+/// the memory limit holds while they build their result, a time limit stops a key
+/// function that never returns, and a key function's error reaches the caller.
+#[cfg(feature = "collections")]
+#[test]
+fn collection_primitives_check_the_limits_and_pass_key_errors_on() {
+    let limits = Limits {
+        memory_bytes: 48 * 1024 * 1024,
+        time: Duration::from_secs(2),
+        ..Limits::default()
+    };
+    let env = env(limits);
+    output(
+        &env,
+        "xs = {} for i = 1, 200000 do xs[i] = {n = i % 1000, s = 'item ' .. i} end",
+    );
+    assert_eq!(
+        output(
+            &env,
+            "print(sort_by(xs, 'n', true)[1].n, count_by(xs, 'n')[7], #group_by(xs, 'n')[7])"
+        ),
+        "999\t200\t200\n"
+    );
+    let failure = error(
+        &env,
+        "keep = {} for i = 1, 100 do keep[i] = sort_by(xs, function(x) return {x.s, x.n} end) end",
+    );
+    assert!(
+        matches!(
+            failure,
+            ExecError::Limit {
+                kind: LimitKind::Memory,
+                ..
+            }
+        ),
+        "{failure:?}"
+    );
+    output(&env, "keep = nil");
+    let failure = error(&env, "sort_by(xs, function(x) while true do end end)");
+    assert!(
+        matches!(
+            failure,
+            ExecError::Limit {
+                kind: LimitKind::Time,
+                ..
+            }
+        ),
+        "{failure:?}"
+    );
+    for call in [
+        "sort_by(xs, function(x) error('bad key ' .. x.n) end)",
+        "count_by(xs, function(x) error('bad key ' .. x.n) end)",
+        "group_by(xs, function(x) error('bad key ' .. x.n) end)",
+    ] {
+        let failure = error(&env, call);
+        assert!(
+            failure.message().contains("bad key 1"),
+            "{call}: {failure:?}"
+        );
+    }
+    assert_eq!(
+        output(&env, "print(most_common(count_by(xs, 'n'), 1)[1][2])"),
+        "200\n"
+    );
+}

@@ -356,6 +356,12 @@ fn private_helpers_stay_private() {
         "utf8_safe_end",
         "chunk_prompt",
         "combine_prompt",
+        "key_function",
+        "compare",
+        "numbers_of",
+        "check_string",
+        "parse_iso",
+        "civil_from_days",
     ] {
         let value: Value = globals.get(helper).unwrap();
         assert!(
@@ -389,6 +395,115 @@ lua_tests!(
     ]
 );
 
+#[cfg(feature = "collections")]
+lua_tests!(
+    collections,
+    "collections_test.lua",
+    sandbox: true,
+    [
+        count_counts_equal_items,
+        count_by_counts_keys_of_a_function_or_a_field,
+        count_by_counts_utf8_keys,
+        count_and_count_by_reject_bad_arguments,
+        most_common_orders_by_count_then_item,
+        most_common_rejects_bad_arguments,
+        group_by_keeps_items_in_order_per_key,
+        group_by_rejects_bad_arguments,
+        sort_by_sorts_by_a_key_function_or_field,
+        sort_by_is_stable_in_both_directions,
+        sort_by_orders_numbers_then_strings_then_lists,
+        sort_by_with_a_tuple_key_sorts_on_several_fields,
+        sort_by_does_not_change_its_input,
+        sort_by_rejects_bad_keys_naming_the_item,
+        unique_keeps_first_occurrences_in_order,
+        map_applies_a_function_or_picks_a_field_in_either_order,
+        filter_keeps_items_for_which_fn_is_truthy,
+        reduce_folds_with_or_without_an_initial_value,
+        map_filter_reduce_reject_bad_arguments,
+        keys_and_values_follow_the_sorted_keys,
+        zip_stops_at_the_shortest_list,
+        flatten_concatenates_one_level_or_more,
+        slice_follows_python_with_lua_positions,
+        slice_rejects_bad_arguments,
+        set_operations_keep_distinct_items_in_order,
+        set_operations_reject_bad_arguments,
+        argument_errors_blame_the_caller,
+    ]
+);
+
+#[cfg(feature = "statistics")]
+lua_tests!(
+    statistics,
+    "statistics_test.lua",
+    sandbox: true,
+    [
+        sum_adds_numbers_keeping_integers,
+        mean_is_the_arithmetic_mean,
+        median_averages_the_middle_two_of_an_even_count,
+        median_does_not_reorder_its_input,
+        percentile_interpolates_linearly_like_numpy,
+        stdev_is_the_sample_deviation_unless_population,
+        histogram_counts_equal_width_bins_like_numpy,
+        histogram_with_edges_leaves_out_values_outside,
+        empty_or_short_lists_are_errors_where_python_raises,
+        bad_arguments_name_the_function_and_the_item,
+        argument_errors_blame_the_caller,
+    ]
+);
+
+#[cfg(feature = "strings")]
+lua_tests!(
+    strings,
+    "strings_test.lua",
+    sandbox: true,
+    [
+        split_without_separator_splits_on_runs_of_whitespace,
+        split_with_a_separator_keeps_empty_pieces,
+        split_treats_the_separator_as_plain_text,
+        split_honours_maxsplit,
+        split_handles_utf8,
+        split_rejects_bad_arguments,
+        strip_removes_surrounding_whitespace,
+        strip_removes_any_of_the_given_characters,
+        strip_removes_utf8_characters_whole,
+        strip_rejects_bad_arguments,
+        startswith_and_endswith_test_prefixes_and_suffixes,
+        startswith_and_endswith_accept_a_list_like_a_python_tuple,
+        startswith_and_endswith_reject_bad_arguments,
+        join_takes_the_separator_first_or_second,
+        join_converts_items_with_tostring,
+        join_rejects_bad_arguments,
+        replace_replaces_plain_text,
+        replace_honours_count,
+        replace_with_an_empty_old_inserts_between_characters,
+        replace_handles_utf8,
+        replace_rejects_bad_arguments,
+        argument_errors_blame_the_caller,
+    ]
+);
+
+#[cfg(feature = "time")]
+lua_tests!(
+    time,
+    "time_test.lua",
+    sandbox: true,
+    [
+        parse_time_reads_iso_8601_dates_and_times,
+        parse_time_reads_fractions_with_a_dot_or_a_comma,
+        parse_time_applies_utc_offsets,
+        parse_time_reads_apache_and_rfc_2822_times,
+        parse_time_reads_syslog_times_in_the_given_year,
+        parse_time_handles_dates_outside_the_usual_range,
+        parse_time_returns_nil_and_a_message_for_unrecognised_text,
+        parse_time_rejects_bad_arguments,
+        format_time_defaults_to_iso_8601_utc,
+        format_time_follows_strftime_directives,
+        format_time_and_parse_time_round_trip,
+        format_time_rejects_bad_arguments,
+        argument_errors_blame_the_caller,
+    ]
+);
+
 /// Whether `source` calls `name(` (not merely a longer name ending in `name`).
 fn calls(source: &str, name: &str) -> bool {
     let call = format!("{name}(");
@@ -402,10 +517,18 @@ fn calls(source: &str, name: &str) -> bool {
 
 #[test]
 fn every_registry_function_is_exercised_by_a_lua_test() {
-    let sources: String = ["text_test.lua", "chunking_test.lua", "recursive_test.lua"]
-        .iter()
-        .map(|file| std::fs::read_to_string(lua_test_path(file)).unwrap())
-        .collect();
+    let sources: String = [
+        "text_test.lua",
+        "chunking_test.lua",
+        "recursive_test.lua",
+        "collections_test.lua",
+        "statistics_test.lua",
+        "strings_test.lua",
+        "time_test.lua",
+    ]
+    .iter()
+    .map(|file| std::fs::read_to_string(lua_test_path(file)).unwrap())
+    .collect();
     let untested: Vec<&str> = Registry::baked()
         .iter_functions()
         .map(|(name, _)| name)

@@ -21,6 +21,18 @@ fn library_dirs() -> Vec<&'static str> {
     if cfg!(feature = "recursive") {
         dirs.push("lua/recursive");
     }
+    if cfg!(feature = "collections") {
+        dirs.push("lua/collections");
+    }
+    if cfg!(feature = "statistics") {
+        dirs.push("lua/statistics");
+    }
+    if cfg!(feature = "strings") {
+        dirs.push("lua/strings");
+    }
+    if cfg!(feature = "time") {
+        dirs.push("lua/time");
+    }
     dirs
 }
 

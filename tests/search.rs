@@ -219,7 +219,17 @@ fn sources_lookup_and_baked_tags() {
     let registry = Registry::baked();
     let sources = registry.sources();
     let dirs: Vec<&str> = sources.iter().map(|s| s.dir.as_str()).collect();
-    assert_eq!(dirs, ["lua/text", "lua/chunking", "lua/recursive"]);
+    let optional = [
+        (cfg!(feature = "collections"), "lua/collections"),
+        (cfg!(feature = "statistics"), "lua/statistics"),
+        (cfg!(feature = "strings"), "lua/strings"),
+        (cfg!(feature = "time"), "lua/time"),
+    ];
+    let expected: Vec<&str> = ["lua/text", "lua/chunking", "lua/recursive"]
+        .into_iter()
+        .chain(optional.iter().filter(|(on, _)| *on).map(|(_, dir)| *dir))
+        .collect();
+    assert_eq!(dirs, expected);
     assert_eq!(
         sources.iter().map(|s| s.functions).sum::<usize>(),
         registry.len()

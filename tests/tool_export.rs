@@ -14,7 +14,14 @@ fn export_formats() {
     let count = registry.functions().len();
 
     let (openai, skipped) = export(registry.specs(), ToolFormat::OpenAi);
-    assert!(skipped.is_empty(), "{skipped:?}");
+    // Only functions taking a Lua function (`map`, `sort_by`'s key, …) are not tools.
+    assert!(
+        skipped
+            .iter()
+            .all(|s| s.reason.contains("a `function` cannot be passed as JSON")),
+        "{skipped:?}"
+    );
+    let count = count - skipped.len();
     let openai = openai.as_array().unwrap();
     assert_eq!(openai.len(), count);
     let word_count = openai
@@ -71,9 +78,10 @@ fn cli_prints_tool_lists() {
     let out = rlm(&["tools"]);
     assert!(out.status.success());
     let openai: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (exportable, _) = export(Registry::baked().specs(), ToolFormat::OpenAi);
     assert_eq!(
         openai.as_array().unwrap().len(),
-        Registry::baked().functions().len()
+        exportable.as_array().unwrap().len()
     );
     assert_eq!(openai[0]["type"], "function");
 

@@ -294,7 +294,17 @@ fn a_function_becomes_a_tool() {
 #[test]
 fn every_baked_function_is_a_valid_tool() {
     for (name, function) in Registry::baked().iter_functions() {
-        let tool = function_tool(function).unwrap_or_else(|e| panic!("{e}"));
+        let tool = match function_tool(function) {
+            Ok(tool) => tool,
+            // A Lua function argument (`map`, `sort_by`'s key, …) has no JSON form.
+            Err(e)
+                if e.to_string()
+                    .contains("a `function` cannot be passed as JSON") =>
+            {
+                continue;
+            }
+            Err(e) => panic!("{e}"),
+        };
         assert!(
             jsonschema::validator_for(&tool.parameters).is_ok(),
             "{name}: {}",

@@ -22,6 +22,10 @@ end
 
 --- Splits a text into chunks of `n` lines each; consecutive chunks may share
 --- `overlap` lines. Chunks are joined with "\n".
+---
+--- ```lua
+--- chunk_by_lines("a\nb\nc", 2) --> {"a\nb", "c"}
+--- ```
 ---@param text string The text to split
 ---@param n integer Lines per chunk (at least 1)
 ---@param overlap? integer Lines repeated from the end of the previous chunk (default 0, less than n)
@@ -46,6 +50,10 @@ end
 --- Splits a text on a separator (a plain string, e.g. "\n\n" for paragraphs), dropping
 --- empty pieces. With `max_size`, consecutive pieces are merged (re-joined with the
 --- separator) while the merged chunk stays within `max_size` bytes.
+---
+--- ```lua
+--- chunk_by_separator("p1\n\np2\n\np3", "\n\n", 6) --> {"p1\n\np2", "p3"}
+--- ```
 ---@param text string The text to split
 ---@param separator string The separator (plain text, not a pattern; not empty)
 ---@param max_size? integer Merge pieces up to this many bytes per chunk
@@ -81,6 +89,10 @@ end
 
 --- Splits a text into chunks of at most `size` bytes, never cutting a UTF-8
 --- character; consecutive chunks share about `overlap` bytes.
+---
+--- ```lua
+--- chunk_by_size("abcdefgh", 4) --> {"abcd", "efgh"}
+--- ```
 ---@param text string The text to split
 ---@param size integer Maximum bytes per chunk (at least 4, so any character fits)
 ---@param overlap? integer Bytes repeated from the end of the previous chunk (default 0, less than size / 2)

@@ -20,6 +20,10 @@ local function combine_prompt(question, answers)
 end
 
 --- Asks the same question about every chunk, concurrently: one sub-model call per chunk.
+---
+--- ```lua
+--- local answers = map_chunks(chunk_by_lines(context, 500), "List the error codes")
+--- ```
 ---@param chunks string[] The pieces of text, e.g. from chunk_by_lines or token_split
 ---@param question string What to ask about each piece
 ---@return string[] answers One answer per chunk, in order ("error: ..." for a failed call)
@@ -37,6 +41,10 @@ end
 --- Answers a question about a text too large for one call (map-reduce): splits it into
 --- chunks of at most `chunk_tokens` tokens, asks the question of every chunk concurrently,
 --- then combines the partial answers with one more call.
+---
+--- ```lua
+--- local answer = map_reduce(context, "Who is mentioned most often?")
+--- ```
 ---@param text string The text, e.g. `context`
 ---@param question string The question
 ---@param chunk_tokens? integer Tokens per chunk (default 20000)
@@ -55,6 +63,10 @@ end
 
 --- Finds the chunks that are relevant to a question: asks of every chunk, concurrently,
 --- whether it is relevant, and keeps those the model answers YES for.
+---
+--- ```lua
+--- local relevant = find_in_chunks(chunk_by_lines(context, 500), "Is a refund discussed?")
+--- ```
 ---@param chunks string[] The pieces of text
 ---@param question string What to look for
 ---@return integer[] indices The 1-based indices of the relevant chunks, in order

@@ -3,6 +3,10 @@
 local native = _text_primitives
 
 --- Counts the words of a text (runs of non-whitespace characters).
+---
+--- ```lua
+--- word_count("a b  c") --> 3
+--- ```
 ---@param text string The text
 ---@return integer count Number of words
 function word_count(text)
@@ -17,6 +21,10 @@ end
 --- Counts the characters of a UTF-8 text (not bytes: "é" is one character).
 --- Invalid UTF-8 is counted byte by byte: each byte that does not start a valid
 --- character counts as one.
+---
+--- ```lua
+--- char_count("héllo") --> 5
+--- ```
 ---@param text string The text
 ---@return integer count Number of characters
 function char_count(text)

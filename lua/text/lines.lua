@@ -26,7 +26,11 @@ local function each_line(text, visit)
 end
 
 --- Splits text into its lines, without the line terminators.
---- "\n" and "\r\n" both end a line; a trailing newline adds no empty last line.
+--- "\n" and "\r\n" both end a line; a trailing newline adds no empty line at the end.
+---
+--- ```lua
+--- lines("a\r\nb\n") --> {"a", "b"}
+--- ```
 ---@param text string The text to split
 ---@return string[] lines The lines, in order
 function lines(text)
@@ -38,7 +42,11 @@ function lines(text)
   return result
 end
 
---- Counts the lines of a text (a trailing newline does not start a new line).
+--- Counts how many lines a text has (a trailing newline does not start a new line).
+---
+--- ```lua
+--- line_count("a\nb\n") --> 2
+--- ```
 ---@param text string The text
 ---@return integer count Number of lines; 0 for the empty string
 function line_count(text)
@@ -52,6 +60,10 @@ end
 
 --- Returns lines `first` through `last` (1-based, inclusive) joined with "\n".
 --- Out-of-range bounds are clamped; negative numbers count from the end (-1 is the last line).
+---
+--- ```lua
+--- line_range("a\nb\nc\nd", 2, -2) --> "b\nc"
+--- ```
 ---@param text string The text
 ---@param first integer First line to include
 ---@param last? integer Last line to include (default: the last line)
@@ -72,6 +84,10 @@ function line_range(text, first, last)
 end
 
 --- Returns the first `n` lines of a text, joined with "\n".
+---
+--- ```lua
+--- head("a\nb\nc", 2) --> "a\nb"
+--- ```
 ---@param text string The text
 ---@param n? integer How many lines (default 10)
 ---@return string excerpt The first lines
@@ -90,6 +106,10 @@ function head(text, n)
 end
 
 --- Returns the last `n` lines of a text, joined with "\n".
+---
+--- ```lua
+--- tail("a\nb\nc", 2) --> "b\nc"
+--- ```
 ---@param text string The text
 ---@param n? integer How many lines (default 10)
 ---@return string excerpt The last lines

@@ -35,6 +35,10 @@ end
 --- regular expression), with surrounding context lines, like `grep -C`.
 --- Each match is a table `{ line = <1-based line number>, text = <the line>,
 --- before = <context lines above>, after = <context lines below> }`.
+---
+--- ```lua
+--- grep("ok\nERROR 42\nok", "ERROR %d+")[1].line --> 2
+--- ```
 ---@tag search
 ---@param text string The text to search
 ---@param pattern string A Lua pattern, or a plain substring when `plain` is true
@@ -47,6 +51,10 @@ end
 
 --- Like `grep`, but returns printable text in `grep -n -C` style: matching lines as
 --- "12: text", context lines as "11- text", and "--" between non-adjacent groups.
+---
+--- ```lua
+--- grep_text("a\nERROR\nb", "ERROR", 1) --> "1- a\n2: ERROR\n3- b"
+--- ```
 ---@param text string The text to search
 ---@param pattern string A Lua pattern, or a plain substring when `plain` is true
 ---@param context? integer Context lines before and after each match (default 0)
@@ -88,6 +96,10 @@ end
 --- Overlapping occurrences are all reported: "aaa" has "aa" at 1 and 2.
 --- With `regex`, `needle` is a regular expression (`re` syntax) and the starts of its
 --- non-overlapping matches are reported.
+---
+--- ```lua
+--- find_all("abcabc", "bc") --> {2, 5}
+--- ```
 ---@param text string The text to search
 ---@param needle string The substring to find (must not be empty)
 ---@param regex? boolean Read `needle` as a regular expression (default false)

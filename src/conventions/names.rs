@@ -2,7 +2,7 @@
 //! (derived from [`BUILTINS`](super::builtins::BUILTINS)), the reserved globals and Lua's.
 
 /// Globals every environment defines that are not built-in functions: the context
-/// variable, and the Rust table the `text` and `chunking` libraries call into. A
+/// variable, and the Rust table the `text`, `chunking` and `collections` libraries call into. A
 /// registry function with one of these names would shadow them, so it is rejected.
 pub const RESERVED_GLOBALS: &[&str] = &[CONTEXT_GLOBAL, TEXT_PRIMITIVES_GLOBAL];
 

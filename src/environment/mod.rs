@@ -28,6 +28,7 @@
 
 pub mod builtins;
 mod chunks;
+mod collections;
 mod errors;
 mod grep;
 pub mod hints;

@@ -392,6 +392,7 @@ pub(crate) fn table(
             )
         }),
     )?;
+    super::collections::add_primitives(lua, &primitives, tripwire)?;
     raise_plain_errors(lua, &primitives, &[])?;
     Ok(primitives)
 }

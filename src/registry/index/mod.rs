@@ -84,16 +84,37 @@ pub fn field_texts(function: &Function, capabilities: &[String]) -> [String; 4] 
     keywords.push_str(stem.trim_end_matches(".lua"));
     [
         function.name().to_string(),
-        function.description().to_string(),
+        prose(function.description()),
         capabilities.join(" "),
         keywords,
     ]
 }
 
+/// A description without its fenced code blocks: examples are code, whose identifiers
+/// and literals would only add noise to the words a search matches.
+///
+/// ```
+/// use rlm_registry::registry::index::prose;
+/// let description = "Counts words.\n\n```lua\nword_count(\"a b\") --> 2\n```\nFast.";
+/// assert_eq!(prose(description), "Counts words.\n\nFast.");
+/// ```
+pub fn prose(description: &str) -> String {
+    let mut out = String::new();
+    let mut in_code = false;
+    for line in description.split_inclusive('\n') {
+        if line.trim_start().starts_with("```") {
+            in_code = !in_code;
+        } else if !in_code {
+            out.push_str(line);
+        }
+    }
+    out.trim_end().to_string()
+}
+
 /// The capabilities of `function`: its `---@tag`s, then the automatic ones.
 pub fn capabilities_of(function: &Function) -> Vec<String> {
     let mut all: Vec<String> = function.tags().iter().map(|t| t.to_string()).collect();
-    for tag in capabilities::automatic(function.name(), function.description()) {
+    for tag in capabilities::automatic(function.name(), &prose(function.description())) {
         if !all.iter().any(|t| t == tag) {
             all.push(tag.to_string());
         }

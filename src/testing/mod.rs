@@ -11,7 +11,7 @@
 //! `check_error(fn, text [, message])` and `show(value)`. A failed check is a *failure*;
 //! any other error (a syntax error, calling nil, a limit) is an *error*. `llm_query`
 //! is answered by [`EchoLlm`], which returns the prompt: no model is called, so the
-//! results do not depend on one.
+//! results do not depend on one. `context` holds [`SAMPLE_CONTEXT`], four log lines.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -39,6 +39,13 @@ use crate::llm::{Completion, Llm, LlmError, Request};
 
 /// The helpers every example and test file sees (`check`, `check_error`, `show`).
 pub const PRELUDE: &str = include_str!("prelude.lua");
+
+/// The `context` examples and tests see: a few lines of a log, so that an example may
+/// show a call on `context` as the model would write it.
+pub const SAMPLE_CONTEXT: &str = "2024-05-01T12:00:00Z ERROR disk full on /var\n\
+2024-05-01T12:00:05Z INFO retry scheduled\n\
+2024-05-01T12:00:09Z ERROR timeout after 30 ms\n\
+2024-05-01T12:01:00Z INFO request handled in 12 ms\n";
 
 /// The global a failed check sets, telling a failure from an error.
 const FAILED_FLAG: &str = "__rlm_check_failed";
@@ -239,11 +246,13 @@ fn check_failed(env: &Environment, error: &ExecError) -> bool {
             .is_ok_and(|flag| flag.output == "true\n")
 }
 
-/// A fresh environment with the registry, the echo model and the prelude.
+/// A fresh environment with the registry, the echo model, the sample context and the
+/// prelude.
 fn environment(registry: &Arc<Registry>) -> Result<Environment, Box<dyn std::error::Error>> {
     let env = Environment::builder(Arc::clone(registry))
         .llm(Arc::new(EchoLlm))
         .build()?;
+    env.set_context(SAMPLE_CONTEXT)?;
     env.execute_named(PRELUDE.as_bytes(), "=prelude")?;
     Ok(env)
 }

@@ -399,7 +399,7 @@ fn row_tables(rows: &Table) -> mlua::Result<Vec<Table>> {
             Value::Table(row) => Ok(row),
             other => Err(error(
                 BuiltinId::CsvEncode,
-                format!("row {i} is a {}, not a table", other.type_name()),
+                format!("row {i} must be a table, got {}", other.type_name()),
             )),
         })
         .collect()

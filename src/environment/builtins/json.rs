@@ -37,8 +37,9 @@ use crate::environment::errors::raise_plain_errors;
 use crate::environment::limits::Tripwire;
 use crate::environment::meter::{VALUE_COST, WorkMeter};
 
-/// The deepest nesting of arrays and objects decoded or encoded (serde_json's own limit).
-pub(crate) const MAX_DEPTH: usize = 128;
+/// The deepest nesting of arrays and objects decoded or encoded: deeper is an error
+/// (serde_json's own limit, 128, is never reached).
+pub(crate) const MAX_DEPTH: usize = 100;
 /// Where the arrays' shared metatable is kept in the Lua registry.
 const ARRAY_METATABLE: &str = "rlm.json.array";
 /// Events recorded between two checks of the limits while a document is read.
@@ -84,6 +85,8 @@ impl Tape {
 /// meter checked every [`CHECK_EVENTS`] events.
 struct Recorder<'t, 'm, 'l> {
     tape: &'t mut Tape,
+    /// Arrays and objects open around the value being read.
+    depth: usize,
     input: *const u8,
     meter: &'m mut WorkMeter<'l>,
 }
@@ -98,7 +101,21 @@ impl Recorder<'_, '_, '_> {
         }
         Ok(())
     }
+
+    /// Opens an array or object, refusing one nested too deep.
+    fn open<E: de::Error>(&mut self, event: Event) -> Result<usize, E> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err(E::custom(TOO_DEEP));
+        }
+        let at = self.tape.events.len();
+        self.push(event)?;
+        Ok(at)
+    }
 }
+
+/// The message of a document nested deeper than [`MAX_DEPTH`].
+const TOO_DEEP: &str = "nested too deep";
 
 /// The message a visitor stops with when a limit trips.
 const LIMIT_HIT: &str = "limit hit";
@@ -158,25 +175,25 @@ impl<'de> Visitor<'de> for Record<'_, '_, '_, '_> {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        let at = self.0.tape.events.len();
-        self.0.push(Event::Array(0))?;
+        let at = self.0.open(Event::Array(0))?;
         let mut n = 0;
         while seq.next_element_seed(Record(&mut *self.0))?.is_some() {
             n += 1;
         }
         self.0.tape.events[at] = Event::Array(n);
+        self.0.depth -= 1;
         Ok(())
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let at = self.0.tape.events.len();
-        self.0.push(Event::Object(0))?;
+        let at = self.0.open(Event::Object(0))?;
         let mut n = 0;
         while map.next_key_seed(Record(&mut *self.0))?.is_some() {
             map.next_value_seed(Record(&mut *self.0))?;
             n += 1;
         }
         self.0.tape.events[at] = Event::Object(n);
+        self.0.depth -= 1;
         Ok(())
     }
 }
@@ -194,6 +211,7 @@ fn read(
     let mut deserializer = serde_json::Deserializer::from_slice(input);
     let mut recorder = Recorder {
         tape,
+        depth: 0,
         input: input.as_ptr(),
         meter,
     };
@@ -212,7 +230,7 @@ fn decode_error(function: &str, error: &serde_json::Error, line: Option<usize>) 
     let position = format!(" at line {} column {}", error.line(), error.column());
     let what = text.strip_suffix(&position).unwrap_or(&text);
     let what = match what {
-        "recursion limit exceeded" => format!("nested deeper than {MAX_DEPTH} levels"),
+        "recursion limit exceeded" | TOO_DEEP => format!("nested deeper than {MAX_DEPTH} levels"),
         "EOF while parsing a value" | "EOF while parsing a list" | "EOF while parsing an object"
         | "EOF while parsing a string" => format!("unexpected end of input ({})", &what[4..]),
         other => other.replace('`', "'"),

@@ -169,7 +169,6 @@ fn child(index: usize, input: &str, reps: usize) {
     let env = Environment::new(Registry::baked().clone(), limits).expect("environment");
     env.set_context(text.as_str()).expect("context");
     drop(text);
-    env.execute("collectgarbage()").expect("collect");
     let baseline = status_bytes("VmRSS");
     let mut best = Duration::MAX;
     for _ in 0..reps.max(1) {
@@ -178,7 +177,7 @@ fn child(index: usize, input: &str, reps: usize) {
             panic!("{}: {e}", operation.name);
         }
         best = best.min(started.elapsed());
-        env.execute("result = nil collectgarbage()").expect("collect");
+        env.execute("result = nil").expect("reset");
     }
     let peak = status_bytes("VmHWM").saturating_sub(baseline);
     println!("{} {peak}", best.as_secs_f64());

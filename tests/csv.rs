@@ -166,6 +166,8 @@ fn errors_say_what_is_wrong_and_where() {
             "csv.encode: row 2, field 2 is a function; a field must be a string, number or boolean",
         ),
         ("csv.encode({1})", "csv.encode: row 1 must be a table, got integer"),
+        ("csv.encode('a,b')", "csv.encode: rows must be a table of rows, got string"),
+        ("csv.parse(nil)", "csv.parse: the text must be a string, got nil"),
     ];
     for (code, expected) in cases {
         let message = caught(&env, code);

@@ -38,6 +38,8 @@ use crate::environment::errors::raise_plain_errors;
 use crate::environment::limits::Tripwire;
 use crate::environment::meter::{VALUE_COST, WorkMeter};
 
+use super::json::{limit_on_memory, text_arg};
+
 fn error(function: BuiltinId, message: String) -> mlua::Error {
     mlua::Error::RuntimeError(format!("{}: {message}", function.name()))
 }
@@ -178,8 +180,9 @@ unsafe fn push_names(state: *mut ffi::lua_State, record: &ByteRecord) {
 /// `csv.parse(text [, opts])` → rows, header (nil without one).
 pub(super) fn parse(lua: &Lua, tripwire: &Rc<Tripwire>) -> mlua::Result<Function> {
     let tripwire = Rc::clone(tripwire);
-    lua.create_function(move |lua, (text, opts): (LuaString, Option<Table>)| {
+    lua.create_function(move |lua, (text, opts): (Value, Option<Table>)| {
         let function = BuiltinId::CsvParse;
+        let text = text_arg(lua, function, text)?;
         let options = ReadOptions::from_table(function, opts.as_ref())?;
         let bytes = text.as_bytes();
         let mut reader = options.reader(&bytes[..]);
@@ -225,7 +228,7 @@ pub(super) fn parse(lua: &Lua, tripwire: &Rc<Tripwire>) -> mlua::Result<Function
         if collecting {
             lua.gc_restart();
         }
-        let mut built = built?.into_iter();
+        let mut built = limit_on_memory(&tripwire, built)?.into_iter();
         read?;
         let names = built.next().unwrap_or(Value::Nil);
         let rows = built.next().unwrap_or(Value::Nil);
@@ -263,8 +266,9 @@ struct RowsState {
 /// `csv.rows(text [, opts])` → an iterator over the rows.
 pub(super) fn rows(lua: &Lua, tripwire: &Rc<Tripwire>) -> mlua::Result<Function> {
     let tripwire = Rc::clone(tripwire);
-    lua.create_function(move |lua, (text, opts): (LuaString, Option<Table>)| {
+    lua.create_function(move |lua, (text, opts): (Value, Option<Table>)| {
         let function = BuiltinId::CsvRows;
+        let text = text_arg(lua, function, text)?;
         let options = ReadOptions::from_table(function, opts.as_ref())?;
         let state = RefCell::new(RowsState {
             reader: options.reader(LuaText { text, position: 0 }),
@@ -312,7 +316,8 @@ pub(super) fn rows(lua: &Lua, tripwire: &Rc<Tripwire>) -> mlua::Result<Function>
                     let keys = names.map(|(_, n)| (1, *n));
                     pushed = push_row(lua_state, record, keys, &mut meter);
                 })
-            }?;
+            };
+            let row = limit_on_memory(&tripwire, row)?;
             pushed?;
             Ok(row.into_iter().last().unwrap_or(Value::Nil))
         })?;
@@ -326,8 +331,14 @@ pub(super) fn rows(lua: &Lua, tripwire: &Rc<Tripwire>) -> mlua::Result<Function>
 /// `csv.encode(rows [, opts])` → the CSV text.
 pub(super) fn encode(lua: &Lua, tripwire: &Rc<Tripwire>) -> mlua::Result<Function> {
     let tripwire = Rc::clone(tripwire);
-    lua.create_function(move |lua, (rows, opts): (Table, Option<Table>)| {
+    lua.create_function(move |lua, (rows, opts): (Value, Option<Table>)| {
         let function = BuiltinId::CsvEncode;
+        let Value::Table(rows) = rows else {
+            return Err(error(
+                function,
+                format!("rows must be a table of rows, got {}", rows.type_name()),
+            ));
+        };
         let sep = match &opts {
             Some(opts) => separator(function, opts)?,
             None => b',',
@@ -388,7 +399,7 @@ pub(super) fn encode(lua: &Lua, tripwire: &Rc<Tripwire>) -> mlua::Result<Functio
         let text = writer
             .into_inner()
             .map_err(|e| error(function, e.to_string()))?;
-        lua.create_string(&text)
+        limit_on_memory(&tripwire, lua.create_string(&text))
     })
 }
 

@@ -33,8 +33,8 @@ use mlua::{Function, Lua, LuaString, Table, Value, ffi};
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 
 use crate::conventions::builtins::BuiltinId;
-use crate::environment::errors::raise_plain_errors;
-use crate::environment::limits::Tripwire;
+use crate::environment::errors::{is_memory_error, raise_plain_errors};
+use crate::environment::limits::{LimitKind, Tripwire};
 use crate::environment::meter::{VALUE_COST, WorkMeter};
 
 /// The deepest nesting of arrays and objects decoded or encoded: deeper is an error
@@ -42,6 +42,8 @@ use crate::environment::meter::{VALUE_COST, WorkMeter};
 pub(crate) const MAX_DEPTH: usize = 100;
 /// Where the arrays' shared metatable is kept in the Lua registry.
 const ARRAY_METATABLE: &str = "rlm.json.array";
+/// Documents of at least this many events are built with the collector paused.
+const PAUSE_COLLECTOR_EVENTS: usize = 1 << 16;
 /// Events recorded between two checks of the limits while a document is read.
 const CHECK_EVENTS: usize = 1 << 14;
 
@@ -231,6 +233,8 @@ fn decode_error(function: &str, error: &serde_json::Error, line: Option<usize>) 
     let what = text.strip_suffix(&position).unwrap_or(&text);
     let what = match what {
         "recursion limit exceeded" | TOO_DEEP => format!("nested deeper than {MAX_DEPTH} levels"),
+        "unexpected end of hex escape" => "a \\u escape cut short or a lone surrogate".to_string(),
+        "expected ident" => "invalid literal (expected true, false or null)".to_string(),
         "EOF while parsing a value" | "EOF while parsing a list" | "EOF while parsing an object"
         | "EOF while parsing a string" => format!("unexpected end of input ({})", &what[4..]),
         other => other.replace('`', "'"),
@@ -245,8 +249,13 @@ fn decode_error(function: &str, error: &serde_json::Error, line: Option<usize>) 
 /// Builds the Lua value the tape holds, in one protected call.
 fn build(lua: &Lua, input: &[u8], tape: &Tape, meter: &mut WorkMeter) -> mlua::Result<Value> {
     let mut built = Ok(());
-    let collecting = lua.gc_is_running();
-    lua.gc_stop();
+    // A large document pauses the collector (every value is kept, so a collection would
+    // only walk the growing tables); a small one does not, as restarting the collector
+    // asks it for a step at once, which for a record per line would keep it running.
+    let collecting = tape.events.len() >= PAUSE_COLLECTOR_EVENTS && lua.gc_is_running();
+    if collecting {
+        lua.gc_stop();
+    }
     // SAFETY: `push_value` pushes exactly one value, and only strings, numbers, booleans,
     // light userdata and tables of them; everything it reads is owned outside this call,
     // so an allocation failing in Lua (which unwinds past it) leaks nothing.
@@ -360,15 +369,48 @@ fn decode_with(
     build(lua, input, tape, &mut meter)
 }
 
+/// A Lua allocation refused at the memory limit, recorded as that limit: the protected
+/// calls re-raise a tripped limit, so `pcall` cannot swallow it.
+pub(super) fn limit_on_memory<T>(tripwire: &Tripwire, result: mlua::Result<T>) -> mlua::Result<T> {
+    result.map_err(|error| {
+        if is_memory_error(&error) {
+            tripwire.trip(LimitKind::Memory)
+        } else {
+            error
+        }
+    })
+}
+
+/// A text argument: a string (a number is taken as its text, as Lua's own functions do).
+pub(super) fn text_arg(lua: &Lua, function: BuiltinId, value: Value) -> mlua::Result<LuaString> {
+    match value {
+        Value::String(text) => Ok(text),
+        Value::Integer(_) | Value::Number(_) => match lua.coerce_string(value)? {
+            Some(text) => Ok(text),
+            None => Err(mlua::Error::RuntimeError(format!(
+                "{}: the text must be a string",
+                function.name()
+            ))),
+        },
+        other => Err(mlua::Error::RuntimeError(format!(
+            "{}: the text must be a string, got {}",
+            function.name(),
+            if other.is_nil() { "nil".to_string() } else { format!("a {}", other.type_name()) }
+        ))),
+    }
+}
+
 /// `json.decode(text)`.
 pub(super) fn decode(lua: &Lua, tripwire: &Rc<Tripwire>) -> mlua::Result<Function> {
     install_array_metatable(lua)?;
     let tripwire = Rc::clone(tripwire);
-    lua.create_function(move |lua, text: LuaString| {
+    lua.create_function(move |lua, text: Value| {
+        let text = text_arg(lua, BuiltinId::JsonDecode, text)?;
         let mut tape = Tape::default();
         let bytes = text.as_bytes();
         let function = BuiltinId::JsonDecode.name();
-        decode_with(lua, &tripwire, function, &bytes, &mut tape, None)
+        let decoded = decode_with(lua, &tripwire, function, &bytes, &mut tape, None);
+        limit_on_memory(&tripwire, decoded)
     })
 }
 
@@ -376,7 +418,8 @@ pub(super) fn decode(lua: &Lua, tripwire: &Rc<Tripwire>) -> mlua::Result<Functio
 pub(super) fn lines(lua: &Lua, tripwire: &Rc<Tripwire>) -> mlua::Result<Function> {
     install_array_metatable(lua)?;
     let tripwire = Rc::clone(tripwire);
-    lua.create_function(move |lua, text: LuaString| {
+    lua.create_function(move |lua, text: Value| {
+        let text = text_arg(lua, BuiltinId::JsonLines, text)?;
         let tripwire = Rc::clone(&tripwire);
         let position = Cell::new(0usize);
         let line = Cell::new(0usize);
@@ -394,7 +437,9 @@ pub(super) fn lines(lua: &Lua, tripwire: &Rc<Tripwire>) -> mlua::Result<Function
                     continue;
                 }
                 let function = BuiltinId::JsonLines.name();
-                return decode_with(lua, &tripwire, function, record, &mut tape, Some(line.get()));
+                let line = Some(line.get());
+                let decoded = decode_with(lua, &tripwire, function, record, &mut tape, line);
+                return limit_on_memory(&tripwire, decoded);
             }
             Ok(Value::Nil)
         })?;
@@ -516,7 +561,7 @@ pub(super) fn encode(lua: &Lua, tripwire: &Rc<Tripwire>) -> mlua::Result<Functio
         encoder.value(&value, &mut "value".to_string())?;
         encoder.meter.hold(encoder.out.capacity());
         encoder.meter.check()?;
-        lua.create_string(&encoder.out)
+        limit_on_memory(&tripwire, lua.create_string(&encoder.out))
     })
 }
 

@@ -762,7 +762,10 @@ mod tests {
 
     fn error_of(input: &str) -> String {
         let error = serde_json::from_str::<serde_json::Value>(input).unwrap_err();
-        decode_error("json.decode", &error, None).to_string()
+        match decode_error("json.decode", &error, None) {
+            mlua::Error::RuntimeError(message) => message,
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

@@ -331,7 +331,7 @@ pub const BUILTIN_VALUES: &[BuiltinValue] = &[BuiltinValue {
     id: BuiltinValueId::JsonNull,
     name: "json.null",
     provider: BuiltinProvider::Json,
-    lua_type: "lightuserdata",
+    lua_type: "userdata",
     doc: "The JSON null: what json.decode gives for null and json.encode writes as null.",
 }];
 

@@ -38,7 +38,7 @@ use crate::environment::errors::raise_plain_errors;
 use crate::environment::limits::Tripwire;
 use crate::environment::meter::{VALUE_COST, WorkMeter};
 
-use super::json::{limit_on_memory, text_arg};
+use super::json::{Tidy, limit_on_memory, text_arg};
 
 fn error(function: BuiltinId, message: String) -> mlua::Error {
     mlua::Error::RuntimeError(format!("{}: {message}", function.name()))
@@ -270,6 +270,7 @@ pub(super) fn rows(lua: &Lua, tripwire: &Rc<Tripwire>) -> mlua::Result<Function>
         let function = BuiltinId::CsvRows;
         let text = text_arg(lua, function, text)?;
         let options = ReadOptions::from_table(function, opts.as_ref())?;
+        let tidy = RefCell::new(Tidy::new(lua, text.as_bytes().len()));
         let state = RefCell::new(RowsState {
             reader: options.reader(LuaText { text, position: 0 }),
             record: ByteRecord::new(),
@@ -279,6 +280,7 @@ pub(super) fn rows(lua: &Lua, tripwire: &Rc<Tripwire>) -> mlua::Result<Function>
         });
         let tripwire = Rc::clone(&tripwire);
         let next = lua.create_function(move |lua, ()| {
+            tidy.borrow_mut().after_record(lua)?;
             let mut state = state.borrow_mut();
             let state = &mut *state;
             if !state.started {

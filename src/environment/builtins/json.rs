@@ -424,7 +424,9 @@ pub(super) fn lines(lua: &Lua, tripwire: &Rc<Tripwire>) -> mlua::Result<Function
         let position = Cell::new(0usize);
         let line = Cell::new(0usize);
         let tape = RefCell::new(Tape::default());
+        let tidy = RefCell::new(Tidy::new(lua, text.as_bytes().len()));
         let next = lua.create_function(move |lua, ()| {
+            tidy.borrow_mut().after_record(lua)?;
             let bytes = text.as_bytes();
             let mut tape = tape.borrow_mut();
             while position.get() < bytes.len() {
@@ -445,6 +447,42 @@ pub(super) fn lines(lua: &Lua, tripwire: &Rc<Tripwire>) -> mlua::Result<Function
         })?;
         plain_errors(lua, next)
     })
+}
+
+/// Keeps an iterator's garbage from piling up: Lua starts a collection when the heap has
+/// doubled since the last one, and the text being iterated (often a 100 MB `context`)
+/// counts in that heap, so without this each record's short strings would fill Lua's
+/// string table by the million (every new string then costs a cache miss) before the
+/// collector ran. This collects when the heap has grown by as much as everything but
+/// the text (at least [`MIN_GARBAGE`]): the usual doubling, the text left out.
+pub(super) struct Tidy {
+    text: usize,
+    next: usize,
+}
+
+/// The least garbage an iterator lets pile up before it collects.
+const MIN_GARBAGE: usize = 16 << 20;
+
+impl Tidy {
+    pub(super) fn new(lua: &Lua, text: usize) -> Self {
+        let mut tidy = Tidy { text, next: 0 };
+        tidy.plan(lua.used_memory());
+        tidy
+    }
+
+    fn plan(&mut self, live: usize) {
+        let others = live.saturating_sub(self.text);
+        self.next = live.saturating_add(others.max(MIN_GARBAGE));
+    }
+
+    /// Collects if enough garbage may have piled up since the last time.
+    pub(super) fn after_record(&mut self, lua: &Lua) -> mlua::Result<()> {
+        if lua.used_memory() >= self.next && lua.gc_is_running() {
+            lua.gc_collect()?;
+            self.plan(lua.used_memory());
+        }
+        Ok(())
+    }
 }
 
 /// `function` raising its errors as plain strings, as the built-ins' tables do.

@@ -200,7 +200,11 @@ fn ours(index: usize, input: &std::path::Path) -> (Duration, usize) {
 }
 
 /// Runs the Python of one operation in `python3`: (time, peak bytes), `None` without it.
-fn python(operation: &Operation, input: &std::path::Path, reps: usize) -> Option<(Duration, usize)> {
+fn python(
+    operation: &Operation,
+    input: &std::path::Path,
+    reps: usize,
+) -> Option<(Duration, usize)> {
     let body: String = operation
         .python
         .lines()
@@ -235,7 +239,10 @@ print(best, max(peak, 0))
         .output()
         .ok()?;
     if !output.status.success() {
-        eprintln!("python3 failed: {}", String::from_utf8_lossy(&output.stderr));
+        eprintln!(
+            "python3 failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
         return None;
     }
     parse_measure(&String::from_utf8_lossy(&output.stdout))

@@ -86,10 +86,7 @@ fn a_custom_separator_and_blank_lines() {
         print(select('#', csv.parse('a,b\n', {header = false})), (select(2, csv.parse('a\n', {header = false}))))
         print(#csv.parse(''), #csv.parse('only,header\n'))
     "#;
-    assert_eq!(
-        output(&env, code),
-        "2\t2;3\t4\nc d\te\n2\tnil\n0\t0\n"
-    );
+    assert_eq!(output(&env, code), "2\t2;3\t4\nc d\te\n2\tnil\n0\t0\n");
 }
 
 #[test]
@@ -165,9 +162,18 @@ fn errors_say_what_is_wrong_and_where() {
             "csv.encode({{1, 2}, {3, print}})",
             "csv.encode: row 2, field 2 is a function; a field must be a string, number or boolean",
         ),
-        ("csv.encode({1})", "csv.encode: row 1 must be a table, got integer"),
-        ("csv.encode('a,b')", "csv.encode: rows must be a table of rows, got string"),
-        ("csv.parse(nil)", "csv.parse: the text must be a string, got nil"),
+        (
+            "csv.encode({1})",
+            "csv.encode: row 1 must be a table, got integer",
+        ),
+        (
+            "csv.encode('a,b')",
+            "csv.encode: rows must be a table of rows, got string",
+        ),
+        (
+            "csv.parse(nil)",
+            "csv.parse: the text must be a string, got nil",
+        ),
     ];
     for (code, expected) in cases {
         let message = caught(&env, code);

@@ -108,28 +108,58 @@ fn null_is_json_null_and_encodes_back_as_null() {
         "true\t3\ttrue\ttrue\n[1,null,3]\tnull\tnull\n{\"a\":null}\n"
     );
     let message = caught(&env, "json.null = 1");
-    assert!(message.contains("cannot assign to built-in 'json.null'"), "{message}");
+    assert!(
+        message.contains("cannot assign to built-in 'json.null'"),
+        "{message}"
+    );
 }
 
 #[test]
 fn every_decode_error_names_what_and_its_line_and_column() {
     let env = env(Limits::default());
     let cases = [
-        ("{\n\"a\": 1\n\"b\": 2}", "expected ',' or '}' at line 3, column 1"),
-        ("[1, 2", "unexpected end of input (while parsing a list) at line 1, column 5"),
-        ("{\"a\": 1", "unexpected end of input (while parsing an object) at line 1, column 7"),
-        ("", "unexpected end of input (while parsing a value) at line 1, column 0"),
-        ("\"abc", "unexpected end of input (while parsing a string) at line 1, column 4"),
+        (
+            "{\n\"a\": 1\n\"b\": 2}",
+            "expected ',' or '}' at line 3, column 1",
+        ),
+        (
+            "[1, 2",
+            "unexpected end of input (while parsing a list) at line 1, column 5",
+        ),
+        (
+            "{\"a\": 1",
+            "unexpected end of input (while parsing an object) at line 1, column 7",
+        ),
+        (
+            "",
+            "unexpected end of input (while parsing a value) at line 1, column 0",
+        ),
+        (
+            "\"abc",
+            "unexpected end of input (while parsing a string) at line 1, column 4",
+        ),
         ("[1,]", "trailing comma at line 1, column 4"),
         ("{\"a\" 1}", "expected ':' at line 1, column 6"),
         ("{1: 2}", "key must be a string at line 1, column 2"),
-        ("[tru]", "invalid literal (expected true, false or null) at line 1, column 5"),
+        (
+            "[tru]",
+            "invalid literal (expected true, false or null) at line 1, column 5",
+        ),
         ("[1] x", "trailing characters at line 1, column 5"),
         ("[01]", "invalid number at line 1, column 3"),
         ("\"\\q\"", "invalid escape at line 1, column 3"),
-        ("\"\\ud800 \"", "a \\u escape cut short or a lone surrogate at line 1, column 8"),
-        ("\"\\ud800\\u0041\"", "lone leading surrogate in hex escape at line 1, column 13"),
-        ("\"a\u{1}b\"", "control character (\\u0000-\\u001F) found while parsing a string at line 1, column 3"),
+        (
+            "\"\\ud800 \"",
+            "a \\u escape cut short or a lone surrogate at line 1, column 8",
+        ),
+        (
+            "\"\\ud800\\u0041\"",
+            "lone leading surrogate in hex escape at line 1, column 13",
+        ),
+        (
+            "\"a\u{1}b\"",
+            "control character (\\u0000-\\u001F) found while parsing a string at line 1, column 3",
+        ),
         ("[1e999]", "number out of range at line 1, column 6"),
         ("'single'", "expected value at line 1, column 1"),
     ];
@@ -178,7 +208,10 @@ fn nesting_a_thousand_deep_is_refused_cleanly_both_ways() {
     // 100 levels are fine.
     let hundred = format!("{}{}", "[".repeat(100), "]".repeat(100));
     assert_eq!(
-        output(&env, &format!("print(json.encode(json.decode('{hundred}')) == '{hundred}')")),
+        output(
+            &env,
+            &format!("print(json.encode(json.decode('{hundred}')) == '{hundred}')")
+        ),
         "true\n"
     );
     let message = caught(
@@ -201,9 +234,15 @@ fn encode_errors_name_the_problem_and_its_path() {
             "{items = {1, coroutine.create(print)}}",
             "cannot encode a thread (at value.items[2])",
         ),
-        ("{a = {1, 2, {0/0}}}", "NaN is not a JSON number (at value.a[3][1])"),
+        (
+            "{a = {1, 2, {0/0}}}",
+            "NaN is not a JSON number (at value.a[3][1])",
+        ),
         ("{x = math.huge}", "inf is not a JSON number (at value.x)"),
-        ("{['odd key'] = -math.huge}", "-inf is not a JSON number (at value[\"odd key\"])"),
+        (
+            "{['odd key'] = -math.huge}",
+            "-inf is not a JSON number (at value[\"odd key\"])",
+        ),
         (
             "{1, 2, x = 3}",
             "the table at value has key \"x\" among integer keys: an object's keys must all be strings, an array's 1..n",
@@ -216,8 +255,14 @@ fn encode_errors_name_the_problem_and_its_path() {
             "{[1] = 1, [3] = 3}",
             "the table at value is a sparse array (keys are not 1..n); fill the holes with json.null",
         ),
-        ("{s = 'a\\xff'}", "the string at value.s is not valid UTF-8 (byte 2)"),
-        ("{['k\\xff'] = 1}", "the string at value is not valid UTF-8 (byte 2)"),
+        (
+            "{s = 'a\\xff'}",
+            "the string at value.s is not valid UTF-8 (byte 2)",
+        ),
+        (
+            "{['k\\xff'] = 1}",
+            "the string at value is not valid UTF-8 (byte 2)",
+        ),
     ];
     for (value, expected) in cases {
         assert_eq!(
@@ -227,7 +272,10 @@ fn encode_errors_name_the_problem_and_its_path() {
         );
     }
     let cycle = caught(&env, "local t = {a = {}} t.a.back = t json.encode(t)");
-    assert_eq!(cycle, "json.encode: cycle: the table at value.a.back contains itself");
+    assert_eq!(
+        cycle,
+        "json.encode: cycle: the table at value.a.back contains itself"
+    );
     let shared = output(&env, "local s = {1} print(json.encode({s, s}))");
     assert_eq!(shared, "[[1],[1]]\n", "a table met twice is not a cycle");
 }
@@ -271,10 +319,17 @@ fn json_lines_skips_blank_lines_and_errors_name_the_input_line() {
         output(&env, code),
         "1\t{\"id\":1,\"tags\":[]}\n2\t{\"id\":2}\n3\t[3]\n4\tnull\n"
     );
-    env.set_context("{\"ok\": 1}\n\n{\"ok\": 2}\n{\"ok\" 3}\n").unwrap();
+    env.set_context("{\"ok\": 1}\n\n{\"ok\": 2}\n{\"ok\" 3}\n")
+        .unwrap();
     let message = caught(&env, "for rec in json.lines(context) do end");
     assert_eq!(message, "json.lines: expected ':' at line 4, column 7");
-    assert_eq!(output(&env, "for r in json.lines('') do print(r) end print('done')"), "done\n");
+    assert_eq!(
+        output(
+            &env,
+            "for r in json.lines('') do print(r) end print('done')"
+        ),
+        "done\n"
+    );
 }
 
 #[test]
@@ -304,7 +359,10 @@ fn a_memory_limit_hit_inside_a_huge_decode_is_a_limit_error_not_a_crash() {
         );
         assert_eq!(failure.output(), "", "{code}");
     }
-    assert_eq!(output(&env, "print(json.encode(json.decode('[1]')))"), "[1]\n");
+    assert_eq!(
+        output(&env, "print(json.encode(json.decode('[1]')))"),
+        "[1]\n"
+    );
 }
 
 #[test]
@@ -338,5 +396,8 @@ fn json_is_documented_in_help() {
     let help = output(&env, "print(help('json.decode'))");
     assert!(help.contains("json.null"), "{help}");
     assert!(output(&env, "print(help())").contains("json.lines"));
-    assert_eq!(output(&env, "print(type(json.null), type(json.decode))"), "userdata\tfunction\n");
+    assert_eq!(
+        output(&env, "print(type(json.null), type(json.decode))"),
+        "userdata\tfunction\n"
+    );
 }

@@ -45,7 +45,7 @@ fn meta_file(catalog: &Catalog, paths: &[PathBuf]) -> String {
     let mut tables: Vec<&str> = Vec::new();
     for callable in catalog.functions() {
         // A built-in table (`re`) is declared once, before its first member, with the values
-    // it holds besides functions (`json.null`) as fields.
+        // it holds besides functions (`json.null`) as fields.
         if let Some((table, _)) = callable.function.name().split_once('.')
             && !tables.contains(&table)
         {
@@ -54,7 +54,10 @@ fn meta_file(catalog: &Catalog, paths: &[PathBuf]) -> String {
             for value in BUILTIN_VALUES {
                 let (holder, field) = value.table_and_field();
                 if holder == table {
-                    out.push_str(&format!("---@field {field} {} {}\n", value.lua_type, value.doc));
+                    out.push_str(&format!(
+                        "---@field {field} {} {}\n",
+                        value.lua_type, value.doc
+                    ));
                 }
             }
             out.push_str(&format!("{table} = {{}}\n"));

@@ -350,9 +350,9 @@ pub(super) fn encode(lua: &Lua, tripwire: &Rc<Tripwire>) -> mlua::Result<Functio
             None => true,
         };
         let columns = match &opts {
-            Some(opts) => opts.get::<Option<Vec<LuaString>>>("columns").map_err(|_| {
-                error(function, "columns must be an array of column names".into())
-            })?,
+            Some(opts) => opts
+                .get::<Option<Vec<LuaString>>>("columns")
+                .map_err(|_| error(function, "columns must be an array of column names".into()))?,
             None => None,
         };
         let rows = row_tables(&rows)?;
@@ -431,7 +431,7 @@ fn sorted_keys(rows: &[Table]) -> mlua::Result<Vec<LuaString>> {
             }
         }
     }
-    strings.sort_by(|a, b| a.as_bytes().cmp(&b.as_bytes()));
+    strings.sort_by_cached_key(|s| s.as_bytes().to_vec());
     Ok(strings)
 }
 

@@ -37,7 +37,11 @@ pub(super) fn help(lua: &Lua, catalog: Arc<Catalog>) -> mlua::Result<Function> {
         }
         if let Some(value) = BUILTIN_VALUES.iter().find(|v| v.name == name) {
             // A value (`json.null`) is there when its provider's functions are.
-            if value.provider.functions().any(|f| catalog.get(f.name).is_some()) {
+            if value
+                .provider
+                .functions()
+                .any(|f| catalog.get(f.name).is_some())
+            {
                 return Ok(format!("--- {}\n{name} (built-in value)", value.doc));
             }
         }

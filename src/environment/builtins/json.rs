@@ -96,7 +96,7 @@ struct Recorder<'t, 'm, 'l> {
 impl Recorder<'_, '_, '_> {
     fn push<E: de::Error>(&mut self, event: Event) -> Result<(), E> {
         self.tape.events.push(event);
-        if self.tape.events.len() % CHECK_EVENTS == 0 {
+        if self.tape.events.len().is_multiple_of(CHECK_EVENTS) {
             self.meter.hold(self.tape.held());
             // The tripwire keeps the limit: the caller raises its error, not this one.
             self.meter.check().map_err(|_| E::custom(LIMIT_HIT))?;
@@ -235,7 +235,9 @@ fn decode_error(function: &str, error: &serde_json::Error, line: Option<usize>) 
         "recursion limit exceeded" | TOO_DEEP => format!("nested deeper than {MAX_DEPTH} levels"),
         "unexpected end of hex escape" => "a \\u escape cut short or a lone surrogate".to_string(),
         "expected ident" => "invalid literal (expected true, false or null)".to_string(),
-        "EOF while parsing a value" | "EOF while parsing a list" | "EOF while parsing an object"
+        "EOF while parsing a value"
+        | "EOF while parsing a list"
+        | "EOF while parsing an object"
         | "EOF while parsing a string" => format!("unexpected end of input ({})", &what[4..]),
         other => other.replace('`', "'"),
     };
@@ -395,7 +397,11 @@ pub(super) fn text_arg(lua: &Lua, function: BuiltinId, value: Value) -> mlua::Re
         other => Err(mlua::Error::RuntimeError(format!(
             "{}: the text must be a string, got {}",
             function.name(),
-            if other.is_nil() { "nil".to_string() } else { format!("a {}", other.type_name()) }
+            if other.is_nil() {
+                "nil".to_string()
+            } else {
+                format!("a {}", other.type_name())
+            }
         ))),
     }
 }
@@ -714,7 +720,7 @@ impl Encoder<'_> {
             return self.array(table, length, path);
         }
         if self.options.sort_keys {
-            entries.sort_by(|a, b| a.0.as_bytes().cmp(&b.0.as_bytes()));
+            entries.sort_by_cached_key(|(key, _)| key.as_bytes().to_vec());
         }
         self.out.push(b'{');
         let depth = self.visiting.len();
@@ -765,8 +771,7 @@ impl Encoder<'_> {
     fn newline(&mut self, depth: usize) {
         if let Some(indent) = self.options.indent {
             self.out.push(b'\n');
-            self.out
-                .extend(std::iter::repeat_n(b' ', indent * depth));
+            self.out.extend(std::iter::repeat_n(b' ', indent * depth));
         }
     }
 }

@@ -47,19 +47,22 @@ pub(crate) fn raise_plain_errors(lua: &Lua, functions: &Table, keep: &[&str]) ->
     wrap_all.call((functions, keep))
 }
 
-fn plain_error_wrapper(lua: &Lua) -> mlua::Result<Function> {
-    // A Rust error's message is raised at the caller's line, like a C function's; a Lua
-    // error passing through (from a callback) keeps its own position.
-    let message = lua.create_function(|lua, value: Value| {
-        Ok(match value {
-            Value::Error(error) if !is_memory_error(&error) => {
-                let message = lua_message(&error);
-                let level = if has_position(&message) { 0 } else { 2 };
-                (Value::String(lua.create_string(message)?), level)
-            }
-            other => (other, 0),
-        })
+/// `iterator` (a Rust function of no arguments giving one value, as `json.lines` returns)
+/// raising its errors as plain strings, as [`raise_plain_errors`] does, without packing
+/// its results into a table on each call.
+pub(crate) fn plain_iterator(lua: &Lua, iterator: Function) -> mlua::Result<Function> {
+    let wrap = per_state(lua, "rlm.plain_iterator", || {
+        PLAIN_ITERATOR.function(lua)?.call((
+            lua.globals().get::<Function>("pcall")?,
+            lua.globals().get::<Function>("error")?,
+            plain_message(lua)?,
+        ))
     })?;
+    wrap.call(iterator)
+}
+
+fn plain_error_wrapper(lua: &Lua) -> mlua::Result<Function> {
+    let message = plain_message(lua)?;
     PLAIN_ERRORS.function(lua)?.call((
         lua.globals().get::<Function>("pcall")?,
         lua.globals().get::<Function>("error")?,
@@ -69,6 +72,22 @@ fn plain_error_wrapper(lua: &Lua) -> mlua::Result<Function> {
         lua.globals().get::<Function>("next")?,
         lua.globals().get::<Function>("type")?,
     ))
+}
+
+/// The function turning an error value into the message and level to raise it with.
+fn plain_message(lua: &Lua) -> mlua::Result<Function> {
+    // A Rust error's message is raised at the caller's line, like a C function's; a Lua
+    // error passing through (from a callback) keeps its own position.
+    lua.create_function(|lua, value: Value| {
+        Ok(match value {
+            Value::Error(error) if !is_memory_error(&error) => {
+                let message = lua_message(&error);
+                let level = if has_position(&message) { 0 } else { 2 };
+                (Value::String(lua.create_string(message)?), level)
+            }
+            other => (other, 0),
+        })
+    })
 }
 
 /// Whether the allocator refused: that error must reach the environment as it is.
@@ -122,6 +141,20 @@ static RAISE_FAILURES: InternalChunk = InternalChunk::new(
               end
             end
             "#,
+);
+
+static PLAIN_ITERATOR: InternalChunk = InternalChunk::new(
+    "=builtin",
+    r#"
+        local pcall, error, message = ...
+        return function(inner)
+          return function()
+            local ok, value = pcall(inner)
+            if ok then return value end
+            error(message(value))
+          end
+        end
+        "#,
 );
 
 static PLAIN_ERRORS: InternalChunk = InternalChunk::new(

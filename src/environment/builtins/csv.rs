@@ -34,7 +34,7 @@ use csv::{ByteRecord, Reader, ReaderBuilder, Terminator, WriterBuilder};
 use mlua::{Function, Lua, LuaString, MultiValue, Table, Value, ffi};
 
 use crate::conventions::builtins::BuiltinId;
-use crate::environment::errors::raise_plain_errors;
+use crate::environment::errors::plain_iterator;
 use crate::environment::limits::Tripwire;
 use crate::environment::meter::{VALUE_COST, WorkMeter};
 
@@ -323,10 +323,7 @@ pub(super) fn rows(lua: &Lua, tripwire: &Rc<Tripwire>) -> mlua::Result<Function>
             pushed?;
             Ok(row.into_iter().last().unwrap_or(Value::Nil))
         })?;
-        let holder = lua.create_table()?;
-        holder.raw_set("next", next)?;
-        raise_plain_errors(lua, &holder, &[])?;
-        holder.raw_get::<Function>("next")
+        plain_iterator(lua, next)
     })
 }
 

@@ -33,7 +33,7 @@ use mlua::{Function, Lua, LuaString, Table, Value, ffi};
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 
 use crate::conventions::builtins::BuiltinId;
-use crate::environment::errors::{is_memory_error, raise_plain_errors};
+use crate::environment::errors::{is_memory_error, plain_iterator};
 use crate::environment::limits::{LimitKind, Tripwire};
 use crate::environment::meter::{VALUE_COST, WorkMeter};
 
@@ -451,7 +451,7 @@ pub(super) fn lines(lua: &Lua, tripwire: &Rc<Tripwire>) -> mlua::Result<Function
             }
             Ok(Value::Nil)
         })?;
-        plain_errors(lua, next)
+        plain_iterator(lua, next)
     })
 }
 
@@ -489,14 +489,6 @@ impl Tidy {
         }
         Ok(())
     }
-}
-
-/// `function` raising its errors as plain strings, as the built-ins' tables do.
-fn plain_errors(lua: &Lua, function: Function) -> mlua::Result<Function> {
-    let holder = lua.create_table()?;
-    holder.raw_set("next", function)?;
-    raise_plain_errors(lua, &holder, &[])?;
-    holder.raw_get("next")
 }
 
 /// Makes the arrays' shared metatable, once per Lua state.

@@ -291,7 +291,7 @@ async fn providers_functions_are_served_and_each_session_has_its_own_store() {
             .iter()
             .map(|p| p["name"].as_str().unwrap())
             .collect();
-        assert_eq!(names, ["core", "re", "llm", "agent", "user", "shop"]);
+        assert_eq!(names, ["core", "re", "json", "csv", "llm", "agent", "user", "shop"]);
         let (status, shop) = get("/v1/providers/shop").await;
         assert_eq!((status, &shop["functions"][0]["name"]), (200, &json!("price_of")));
         assert_eq!(get("/v1/providers/nope").await.0, 404);

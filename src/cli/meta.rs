@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use rlm_registry::catalog::Catalog;
+use rlm_registry::conventions::builtins::BUILTIN_VALUES;
 use serde_json::json;
 
 use super::{EXIT_USAGE, Output};
@@ -43,12 +44,23 @@ fn meta_file(catalog: &Catalog, paths: &[PathBuf]) -> String {
     let in_workspace = |dir: &str| paths.iter().any(|p| Path::new(dir) == p.as_path());
     let mut tables: Vec<&str> = Vec::new();
     for callable in catalog.functions() {
-        // A built-in table (`re`) is declared once, before its first member.
+        // A built-in table (`re`) is declared once, before its first member, with the values
+        // it holds besides functions (`json.null`) as fields.
         if let Some((table, _)) = callable.function.name().split_once('.')
             && !tables.contains(&table)
         {
             tables.push(table);
-            out.push_str(&format!("\n---@class rlm.{table}\n{table} = {{}}\n"));
+            out.push_str(&format!("\n---@class rlm.{table}\n"));
+            for value in BUILTIN_VALUES {
+                let (holder, field) = value.table_and_field();
+                if holder == table {
+                    out.push_str(&format!(
+                        "---@field {field} {} {}\n",
+                        value.lua_type, value.doc
+                    ));
+                }
+            }
+            out.push_str(&format!("{table} = {{}}\n"));
         }
         let function = callable.function;
         if !callable.is_host() && in_workspace(function.dir()) {

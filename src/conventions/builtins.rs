@@ -77,6 +77,10 @@ pub enum BuiltinProvider {
     Core,
     /// Regular expressions (`re.*`).
     Re,
+    /// JSON (`json.*`).
+    Json,
+    /// CSV (`csv.*`).
+    Csv,
     /// Sub-model calls.
     Llm,
     /// Child agents.
@@ -87,19 +91,23 @@ pub enum BuiltinProvider {
 
 impl BuiltinProvider {
     /// Every built-in provider, in listing order.
-    pub const ALL: [BuiltinProvider; 5] = [
+    pub const ALL: [BuiltinProvider; 7] = [
         BuiltinProvider::Core,
         BuiltinProvider::Re,
+        BuiltinProvider::Json,
+        BuiltinProvider::Csv,
         BuiltinProvider::Llm,
         BuiltinProvider::Agent,
         BuiltinProvider::User,
     ];
 
-    /// The provider's name: `core`, `re`, `llm`, `agent` or `user`.
+    /// The provider's name: `core`, `re`, `json`, `csv`, `llm`, `agent` or `user`.
     pub fn name(self) -> &'static str {
         match self {
             BuiltinProvider::Core => "core",
             BuiltinProvider::Re => "re",
+            BuiltinProvider::Json => "json",
+            BuiltinProvider::Csv => "csv",
             BuiltinProvider::Llm => "llm",
             BuiltinProvider::Agent => "agent",
             BuiltinProvider::User => "user",
@@ -114,6 +122,12 @@ impl BuiltinProvider {
             }
             BuiltinProvider::Re => {
                 "Regular expressions in Python/PCRE syntax on the regex crate: linear time, byte offsets as string.sub takes them."
+            }
+            BuiltinProvider::Json => {
+                "JSON on serde_json: decode to Lua values, encode them back, iterate over JSON lines."
+            }
+            BuiltinProvider::Csv => {
+                "CSV (RFC 4180) on the csv crate: parse to tables, iterate over rows, encode rows."
             }
             BuiltinProvider::Llm => "Sub-model calls on pieces of the context.",
             BuiltinProvider::Agent => {
@@ -247,6 +261,20 @@ builtins! {
         "--- Replaces matches, like string.gsub: `replacement` is a string where $0 is the match, $1 or ${1} a group, ${name} a named group and $$ a dollar sign; or a function called with the groups (or the match) whose string result replaces it (nil or false keeps it); or a table indexed by the first group (or the match). re.replace is the same function.\n---@param text string The text\n---@param pattern string The regular expression\n---@param replacement string|function|table What to put in place of each match\n---@param max? integer At most this many replacements (default: all)\n---@param flags? string Flags, e.g. \"i\"\n---@return string result The new text\n---@return integer count The number of replacements\nfunction re.gsub(text, pattern, replacement, max, flags) end";
     ReReplace => "re.replace", Re, Core,
         "--- The same function as re.gsub: replaces matches, $1 / ${name} in a string replacement.\n---@param text string The text\n---@param pattern string The regular expression\n---@param replacement string|function|table What to put in place of each match\n---@param max? integer At most this many replacements (default: all)\n---@param flags? string Flags, e.g. \"i\"\n---@return string result The new text\n---@return integer count The number of replacements\nfunction re.replace(text, pattern, replacement, max, flags) end";
+    JsonDecode => "json.decode", Json, Core,
+        "--- JSON (`json.*`): an object becomes a table with string keys, an array a sequence (encoded back as an array, empty or not), an integer an integer, null `json.null`. Nesting deeper than 100 is an error.\n--- Decodes a JSON text; an error names its line and column.\n---@param text string The JSON text\n---@return any value The value\nfunction json.decode(text) end";
+    JsonEncode => "json.encode", Json, Core,
+        "--- Encodes a value as JSON: a table with keys 1..n is an array, one with string keys an object, {} is {} (json.array() is []). NaN, inf, cycles, functions and other keys are errors naming where.\n---@param value any The value\n---@param opts? table indent (spaces per level; default compact), sort_keys (default false)\n---@return string text The JSON text\nfunction json.encode(value, opts) end";
+    JsonLines => "json.lines", Json, Core,
+        "--- Iterates over a JSON-lines text, one decoded value per non-blank line: for rec in json.lines(context) do ... end\n---@param text string The JSON-lines text\n---@return function iterator The iterator\nfunction json.lines(text) end";
+    JsonArray => "json.array", Json, Core,
+        "--- Marks a table (default: a new empty one) as a JSON array, so json.encode writes [] when it is empty.\n---@param t? table The table\n---@return table t The same table\nfunction json.array(t) end";
+    CsvParse => "csv.parse", Csv, Core,
+        "--- CSV (`csv.*`, RFC 4180: quoted fields may hold separators, quotes, newlines). Fields are strings (use tonumber). opts: sep (one character, default \",\"), header (default true: the first row names the columns).\n--- Parses a CSV text: with a header each row is keyed by column name (a missing field is absent, an extra one kept under its column number), without one an array of strings.\n---@param text string The CSV text\n---@param opts? table sep, header\n---@return table[] rows The rows, in order\n---@return string[]|nil header The column names (nil without a header)\nfunction csv.parse(text, opts) end";
+    CsvRows => "csv.rows", Csv, Core,
+        "--- Iterates over the rows of a CSV text, each as csv.parse gives it: for row in csv.rows(context) do ... end\n---@param text string The CSV text\n---@param opts? table sep, header\n---@return function iterator The iterator\nfunction csv.rows(text, opts) end";
+    CsvEncode => "csv.encode", Csv, Core,
+        "--- Writes rows as CSV, quoted as RFC 4180 requires, lines ending in \\n. Rows are arrays, or tables keyed by column name: then a header line (unless header = false) and the columns of opts.columns (default: the sorted keys).\n---@param rows table[] The rows\n---@param opts? table sep, header, columns (string[])\n---@return string text The CSV text\nfunction csv.encode(rows, opts) end";
     LlmQuery => "llm_query", Llm, Core,
         "--- Asks a sub-model one question and returns its answer. Use it on pieces of the context.\n---@param prompt string The whole prompt, including any text to read\n---@return string answer The model's answer\nfunction llm_query(prompt) end";
     LlmQueryBatched => "llm_query_batched", Llm, Core,
@@ -260,6 +288,52 @@ builtins! {
     NotifyUser => "notify_user", User, User,
         "--- Tells the human user something (progress, a finding) without waiting for an answer.\n---@param message string The message\nfunction notify_user(message) end";
 }
+
+/// A value a built-in table holds besides its functions (`json.null`): declared here,
+/// next to the functions, so that the environment installs it in its provider's table,
+/// `rlm meta` declares it as a field of that table, and its global is reserved with the
+/// functions'.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BuiltinValue {
+    /// How code names it: the environment makes each by an exhaustive `match`.
+    pub id: BuiltinValueId,
+    /// `table.field`, like a dotted built-in's name.
+    pub name: &'static str,
+    /// The provider whose table holds it; it exists where that provider's functions do.
+    pub provider: BuiltinProvider,
+    /// Its LuaLS type, for `rlm meta`.
+    pub lua_type: &'static str,
+    /// One line saying what it is.
+    pub doc: &'static str,
+}
+
+impl BuiltinValue {
+    /// The table it lives in (`json`) and its field there (`null`).
+    ///
+    /// ```
+    /// use rlm_registry::conventions::builtins::BUILTIN_VALUES;
+    /// assert_eq!(BUILTIN_VALUES[0].table_and_field(), ("json", "null"));
+    /// ```
+    pub fn table_and_field(&self) -> (&'static str, &'static str) {
+        self.name.split_once('.').unwrap_or(("", self.name))
+    }
+}
+
+/// A [`BuiltinValue`], as code names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BuiltinValueId {
+    /// `json.null`
+    JsonNull,
+}
+
+/// Every built-in value.
+pub const BUILTIN_VALUES: &[BuiltinValue] = &[BuiltinValue {
+    id: BuiltinValueId::JsonNull,
+    name: "json.null",
+    provider: BuiltinProvider::Json,
+    lua_type: "userdata",
+    doc: "The JSON null: what json.decode gives for null and json.encode writes as null.",
+}];
 
 /// The built-in called `name` (`print`, `re.find`), if there is one.
 pub fn get(name: &str) -> Option<&'static Builtin> {

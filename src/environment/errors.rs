@@ -47,20 +47,22 @@ pub(crate) fn raise_plain_errors(lua: &Lua, functions: &Table, keep: &[&str]) ->
     wrap_all.call((functions, keep))
 }
 
-fn plain_error_wrapper(lua: &Lua) -> mlua::Result<Function> {
-    // A Rust error's message is raised at the caller's line, like a C function's; a Lua
-    // error passing through (from a callback) keeps its own position.
-    let message = lua.create_function(|lua, (value, function): (Value, String)| {
-        Ok(match value {
-            Value::Error(error) if !is_memory_error(&error) => {
-                let message =
-                    argument_message(&error, &function).unwrap_or_else(|| lua_message(&error));
-                let level = if has_position(&message) { 0 } else { 2 };
-                (Value::String(lua.create_string(message)?), level)
-            }
-            other => (other, 0),
-        })
+/// `iterator` (a Rust function of no arguments giving one value, as `json.lines` returns)
+/// raising its errors as plain strings, as [`raise_plain_errors`] does, without packing
+/// its results into a table on each call.
+pub(crate) fn plain_iterator(lua: &Lua, iterator: Function) -> mlua::Result<Function> {
+    let wrap = per_state(lua, "rlm.plain_iterator", || {
+        PLAIN_ITERATOR.function(lua)?.call((
+            lua.globals().get::<Function>("pcall")?,
+            lua.globals().get::<Function>("error")?,
+            plain_message(lua)?,
+        ))
     })?;
+    wrap.call(iterator)
+}
+
+fn plain_error_wrapper(lua: &Lua) -> mlua::Result<Function> {
+    let message = plain_message(lua)?;
     PLAIN_ERRORS.function(lua)?.call((
         lua.globals().get::<Function>("pcall")?,
         lua.globals().get::<Function>("error")?,
@@ -70,6 +72,24 @@ fn plain_error_wrapper(lua: &Lua) -> mlua::Result<Function> {
         lua.globals().get::<Function>("next")?,
         lua.globals().get::<Function>("type")?,
     ))
+}
+
+/// The function turning an error value into the message and level to raise it with.
+fn plain_message(lua: &Lua) -> mlua::Result<Function> {
+    // A Rust error's message is raised at the caller's line, like a C function's; a Lua
+    // error passing through (from a callback) keeps its own position.
+    // `function` names the function called, when the wrapper knows it, for argument errors.
+    lua.create_function(|lua, (value, function): (Value, Option<String>)| {
+        Ok(match value {
+            Value::Error(error) if !is_memory_error(&error) => {
+                let argument = function.and_then(|name| argument_message(&error, &name));
+                let message = argument.unwrap_or_else(|| lua_message(&error));
+                let level = if has_position(&message) { 0 } else { 2 };
+                (Value::String(lua.create_string(message)?), level)
+            }
+            other => (other, 0),
+        })
+    })
 }
 
 /// Whether the allocator refused: that error must reach the environment as it is.
@@ -153,6 +173,20 @@ static RAISE_FAILURES: InternalChunk = InternalChunk::new(
               end
             end
             "#,
+);
+
+static PLAIN_ITERATOR: InternalChunk = InternalChunk::new(
+    "=builtin",
+    r#"
+        local pcall, error, message = ...
+        return function(inner)
+          return function()
+            local ok, value = pcall(inner)
+            if ok then return value end
+            error(message(value))
+          end
+        end
+        "#,
 );
 
 static PLAIN_ERRORS: InternalChunk = InternalChunk::new(

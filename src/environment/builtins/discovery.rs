@@ -9,7 +9,7 @@ use mlua::{Function, Lua, Table};
 use super::core::count_arg;
 use super::state::BuiltinState;
 use crate::catalog::Catalog;
-use crate::conventions::builtins::BuiltinId;
+use crate::conventions::builtins::{BUILTIN_VALUES, BuiltinId};
 use crate::llm::{Completion, Llm, LlmError, Request};
 use crate::spec::Origin;
 
@@ -34,6 +34,16 @@ pub(super) fn help(lua: &Lua, catalog: Arc<Catalog>) -> mlua::Result<Function> {
                 Origin::Provider { provider, .. } => format!("{text} (provider `{provider}`)"),
                 Origin::Registry { .. } => text,
             });
+        }
+        if let Some(value) = BUILTIN_VALUES.iter().find(|v| v.name == name) {
+            // A value (`json.null`) is there when its provider's functions are.
+            if value
+                .provider
+                .functions()
+                .any(|f| catalog.get(f.name).is_some())
+            {
+                return Ok(format!("--- {}\n{name} (built-in value)", value.doc));
+            }
         }
         if let Some(scope) = catalog.out_of_scope(&name) {
             return Err(mlua::Error::RuntimeError(format!(

@@ -8,12 +8,17 @@
 //! [`Installer::builtin`] matches exhaustively on [`BuiltinId`], so adding a row to the
 //! table without an implementation does not compile. One file per provider: `core.rs`
 //! (`print`, `FINAL`, `token_*`), `store.rs` and `discovery.rs` (also `core`), `llm.rs`,
-//! `agent.rs`, `user.rs`; the `re` provider is [`environment::re`](super::re).
+//! `agent.rs`, `user.rs`, `json.rs`, `csv.rs`; the `re` provider is
+//! [`environment::re`](super::re). The values a built-in table holds besides its
+//! functions ([`BUILTIN_VALUES`]: `json.null`) are added to their provider's table where
+//! that provider's functions are installed.
 
 mod agent;
 mod core;
+mod csv;
 mod discovery;
 mod host;
+mod json;
 mod llm;
 mod state;
 mod store;
@@ -30,7 +35,7 @@ use super::errors::raise_plain_errors;
 use super::limits::Tripwire;
 use super::re;
 use crate::catalog::Catalog;
-use crate::conventions::builtins::BuiltinId;
+use crate::conventions::builtins::{BUILTIN_VALUES, BuiltinId, BuiltinValueId};
 use crate::providers::HostHandler;
 pub(crate) use state::BuiltinState;
 
@@ -101,6 +106,12 @@ pub(crate) fn table(
     raise_plain_errors(lua, &builtins, &keep_errors)?;
     for (name, functions) in tables {
         raise_plain_errors(lua, &functions, &[])?;
+        for value in BUILTIN_VALUES {
+            let (table, field) = value.table_and_field();
+            if table == name {
+                functions.raw_set(field, builtin_value(value.id))?;
+            }
+        }
         builtins.raw_set(name, read_only(lua, name, functions)?)?;
     }
     lua.globals().raw_set(BuiltinId::Print.name(), Value::Nil)?;
@@ -121,6 +132,13 @@ fn sub_table<'n, 't>(
         }
     };
     Ok(&tables[at].1)
+}
+
+/// The value of a built-in value (`json.null`).
+fn builtin_value(id: BuiltinValueId) -> Value {
+    match id {
+        BuiltinValueId::JsonNull => json::null(),
+    }
 }
 
 /// A proxy that reads `functions` and refuses assignments, as the globals refuse them.
@@ -163,6 +181,13 @@ impl Installer<'_> {
             BuiltinId::ReCount => re(re::Implementation::Count),
             BuiltinId::ReSplit => re(re::Implementation::Split),
             BuiltinId::ReGsub | BuiltinId::ReReplace => re(re::Implementation::Gsub),
+            BuiltinId::JsonDecode => json::decode(lua, tripwire),
+            BuiltinId::JsonEncode => json::encode(lua, tripwire),
+            BuiltinId::JsonLines => json::lines(lua, tripwire),
+            BuiltinId::JsonArray => json::array(lua),
+            BuiltinId::CsvParse => csv::parse(lua, tripwire),
+            BuiltinId::CsvRows => csv::rows(lua, tripwire),
+            BuiltinId::CsvEncode => csv::encode(lua, tripwire),
             BuiltinId::LlmQuery => llm::llm_query(lua, state),
             BuiltinId::LlmQueryBatched => llm::llm_query_batched(lua, state),
             BuiltinId::RlmQuery => agent::rlm_query(lua, state),

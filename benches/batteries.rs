@@ -10,6 +10,8 @@
 //!
 //! Run: `cargo bench --bench batteries` (`RLM_BENCH_BATTERIES_MB=10` for a quick run).
 
+mod common;
+
 use std::io::Write as _;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -21,13 +23,6 @@ use rlm_registry::environment::{Environment, Limits};
 const CHILD: &str = "RLM_BENCH_BATTERIES_CHILD";
 /// Set in a child process: the input file.
 const INPUT: &str = "RLM_BENCH_BATTERIES_INPUT";
-
-fn setting(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
 
 /// One operation: its name, its input, the Lua doing it (over `context`) and the Python
 /// doing the same (over `s`).
@@ -98,13 +93,7 @@ result = errors",
 
 /// Deterministic records, about `bytes` bytes of each format: JSON lines and CSV.
 fn generate(bytes: usize) -> (String, String) {
-    let mut state: u64 = 0x2545_F491_4F6C_DD1D;
-    let mut next = move |n: u64| {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state % n
-    };
+    let mut next = common::generator();
     let users = ["alice", "bob", "carol", "dave", "erin", "frank"];
     let paths = ["/api/v1/items", "/api/v1/users", "/login", "/health"];
     let mut json = String::with_capacity(bytes + 300);
@@ -245,20 +234,8 @@ peak = status('VmHWM') - baseline
 print(best, max(peak, 0))
 "
     );
-    let output = Command::new("python3")
-        .arg("-c")
-        .arg(script)
-        .arg(input)
-        .output()
-        .ok()?;
-    if !output.status.success() {
-        eprintln!(
-            "python3 failed: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        return None;
-    }
-    parse_measure(&String::from_utf8_lossy(&output.stdout))
+    let stdout = common::python(&script, &[input.as_ref()])?;
+    parse_measure(&stdout)
 }
 
 fn parse_measure(text: &str) -> Option<(Duration, usize)> {
@@ -280,13 +257,13 @@ fn write_temp(text: &str, suffix: &str) -> tempfile::NamedTempFile {
 fn main() {
     // `cargo test --benches` runs this without `--bench`: a quick smoke run then.
     let smoke = !std::env::args().any(|arg| arg == "--bench");
-    let reps = setting("RLM_BENCH_REPS", if smoke { 1 } else { 3 });
+    let reps = common::setting("RLM_BENCH_REPS", if smoke { 1 } else { 3 });
     if let Ok(index) = std::env::var(CHILD) {
         let input = std::env::var(INPUT).expect("input");
         child(index.parse().expect("index"), &input, reps);
         return;
     }
-    let mb = setting("RLM_BENCH_BATTERIES_MB", if smoke { 1 } else { 100 });
+    let mb = common::setting("RLM_BENCH_BATTERIES_MB", if smoke { 1 } else { 100 });
     let (json, csv) = generate(mb << 20);
     println!(
         "\n### json and csv against Python ({} MB of JSON lines, {} MB of CSV; best of {reps})\n",

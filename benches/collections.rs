@@ -11,6 +11,8 @@
 //! Each figure is the best of `RLM_BENCH_REPS` runs (default 3). Peak memory is the
 //! process's high-water mark (VmHWM) after the sandbox runs, and Python's maximum RSS.
 
+mod common;
+
 use std::io::Write as _;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -18,22 +20,9 @@ use std::time::{Duration, Instant};
 use rlm_registry::Registry;
 use rlm_registry::environment::{Environment, Limits};
 
-fn setting(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
 /// `count` lines `user<n> <ms>`, deterministic.
 fn generate(count: usize) -> String {
-    let mut state: u64 = 0x2545_F491_4F6C_DD1D;
-    let mut next = move |n: u64| {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state % n
-    };
+    let mut next = common::generator();
     let mut text = String::with_capacity(count * 20);
     for _ in 0..count {
         text.push_str(&format!("user{} {}\n", next(20_000), next(100_000)));
@@ -179,8 +168,8 @@ fn ms(d: Duration) -> String {
 }
 
 fn main() {
-    let elements = setting("RLM_BENCH_ELEMENTS", 1_000_000);
-    let reps = setting("RLM_BENCH_REPS", 3);
+    let elements = common::setting("RLM_BENCH_ELEMENTS", 1_000_000);
+    let reps = common::setting("RLM_BENCH_REPS", 3);
     let text = generate(elements);
     let python = python_times(&text, reps);
 

@@ -10,30 +10,18 @@
 //! Run: `cargo bench --bench context` (`RLM_BENCH_CONTEXT_MB=10` for a quick run). Each
 //! figure is the best of `RLM_BENCH_REPS` runs (default 3), load time excluded.
 
+mod common;
+
 use std::hint::black_box;
 use std::io::Write as _;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use rlm_registry::Registry;
 use rlm_registry::environment::{Environment, Limits};
 
-fn setting(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
 /// A server log of about `bytes` bytes: timestamp, level (2% ERROR), service, message.
 fn generate_log(bytes: usize) -> String {
-    let mut state: u64 = 0x2545_F491_4F6C_DD1D;
-    let mut next = move |n: u64| {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state % n
-    };
+    let mut next = common::generator();
     let users = [
         "alice", "bob", "carol", "dave", "erin", "frank", "grace", "heidi",
     ];
@@ -256,19 +244,7 @@ fn python_times(log_path: &std::path::Path, reps: usize) -> Option<Vec<Duration>
             "best = 1e9\nfor _ in range({reps}):\n    t = time.perf_counter()\n    if True:\n{body}    best = min(best, time.perf_counter() - t)\nprint(best)\n"
         ));
     }
-    let output = Command::new("python3")
-        .arg("-c")
-        .arg(&script)
-        .output()
-        .ok()?;
-    if !output.status.success() {
-        eprintln!(
-            "python3 failed: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        return None;
-    }
-    let text = String::from_utf8_lossy(&output.stdout);
+    let text = common::python(&script, &[])?;
     let times: Vec<Duration> = text
         .lines()
         .filter_map(|l| l.trim().parse::<f64>().ok())
@@ -370,8 +346,8 @@ fn token_row(env: &Environment, log: &str, reps: usize) -> Row {
 fn main() {
     // `cargo test --benches` runs this without `--bench`: a quick smoke run then.
     let smoke = !std::env::args().any(|arg| arg == "--bench");
-    let megabytes = setting("RLM_BENCH_CONTEXT_MB", if smoke { 1 } else { 100 });
-    let reps = setting("RLM_BENCH_REPS", if smoke { 1 } else { 3 });
+    let megabytes = common::setting("RLM_BENCH_CONTEXT_MB", if smoke { 1 } else { 100 });
+    let reps = common::setting("RLM_BENCH_REPS", if smoke { 1 } else { 3 });
     let log = generate_log(megabytes << 20);
     println!(
         "context: {} bytes, {} lines; best of {reps}",

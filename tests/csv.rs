@@ -2,25 +2,10 @@
 //! embedded newlines, ragged rows, custom separators, the iterator, encoding and its
 //! round trip, errors, and the memory limit inside a parse.
 
-use rlm_registry::Registry;
-use rlm_registry::environment::{Environment, ExecError, LimitKind, Limits};
+mod support;
 
-fn env(limits: Limits) -> Environment {
-    Environment::new(Registry::baked().clone(), limits).unwrap()
-}
-
-fn output(env: &Environment, code: &str) -> String {
-    env.execute(code)
-        .unwrap_or_else(|e| panic!("`{code}`: {e}"))
-        .output
-}
-
-fn caught(env: &Environment, code: &str) -> String {
-    let run = format!(
-        "local ok, e = pcall(function() {code} end) assert(not ok, 'no error') assert(type(e) == 'string', type(e)) print(e)"
-    );
-    output(env, &run).trim_end().to_string()
-}
+use rlm_registry::environment::{ExecError, LimitKind, Limits};
+use support::sandbox::{caught, env, output};
 
 /// Prints every row of `rows` as `key=value` pairs in `header` order, then extra keys.
 const SHOW: &str = r#"

@@ -4,30 +4,10 @@
 
 use std::time::Duration;
 
-use rlm_registry::Registry;
-use rlm_registry::environment::{Environment, ExecError, LimitKind, Limits};
+mod support;
 
-fn env(limits: Limits) -> Environment {
-    Environment::new(Registry::baked().clone(), limits).unwrap()
-}
-
-fn output(env: &Environment, code: &str) -> String {
-    env.execute(code)
-        .unwrap_or_else(|e| panic!("`{code}`: {e}"))
-        .output
-}
-
-/// The message of the error `code` raises, caught by `pcall` (so a plain string), without
-/// the caller's position (`input:1: `) it starts with.
-fn caught(env: &Environment, code: &str) -> String {
-    let run = format!(
-        "local ok, e = pcall(function() {code} end) assert(not ok, 'no error') assert(type(e) == 'string', type(e)) print(e)"
-    );
-    let message = output(env, &run).trim_end().to_string();
-    let (position, rest) = message.split_once(": ").expect("a position");
-    assert!(position.starts_with("input:"), "{message}");
-    rest.to_string()
-}
+use rlm_registry::environment::{ExecError, LimitKind, Limits};
+use support::sandbox::{caught_here as caught, env, output};
 
 #[test]
 fn round_trips_keep_nested_values_unicode_and_escapes() {

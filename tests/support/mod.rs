@@ -6,6 +6,8 @@ pub mod openai_server;
 #[cfg(feature = "runtime")]
 pub mod rlm_loop;
 #[cfg(feature = "runtime")]
+pub mod sandbox;
+#[cfg(feature = "runtime")]
 pub mod search_modes;
 #[cfg(feature = "cli")]
 pub mod serve;

@@ -74,8 +74,10 @@ fn plain_error_wrapper(lua: &Lua) -> mlua::Result<Function> {
     ))
 }
 
-/// The function turning an error value into the message and level to raise it with.
-fn plain_message(lua: &Lua) -> mlua::Result<Function> {
+/// The function turning an error value into the message and level to raise it with
+/// (`error(message(e))`): a Rust error's message at the caller's line, anything else as
+/// it is.
+pub(crate) fn plain_message(lua: &Lua) -> mlua::Result<Function> {
     // A Rust error's message is raised at the caller's line, like a C function's; a Lua
     // error passing through (from a callback) keeps its own position.
     lua.create_function(|lua, value: Value| {

@@ -540,20 +540,31 @@ pub(super) fn lines(lua: &Lua, tripwire: &Rc<Tripwire>) -> mlua::Result<Function
         let filled = buffer.clone();
         let refill =
             lua.create_function(move |lua, ()| state.borrow_mut().refill(lua, &tripwire, &filled))?;
-        let iterator = per_state(lua, "rlm.json.lines", || {
-            LINES_ITERATOR.function(lua)?.call((
-                lua.globals().get::<Function>("pcall")?,
-                lua.globals().get::<Function>("error")?,
-                plain_message(lua)?,
-            ))
-        })?;
-        iterator.call::<Function>((refill, buffer))
+        buffered_iterator(lua, refill, buffer)
     })
 }
 
-/// `json.lines`' iterator: hands out the records of a buffer Rust refills a batch at a
-/// time; a failure is raised as a plain string at the loop's line, as a built-in's is.
-static LINES_ITERATOR: InternalChunk = InternalChunk::new(
+/// An iterator handing out `buffer[1..n]`, then calling `refill` (which fills the
+/// buffer and returns `n`, 0 at the end) for more: `json.lines` and `csv.rows` decode a
+/// batch per call into Rust, and a record costs no crossing of the boundary.
+pub(super) fn buffered_iterator(
+    lua: &Lua,
+    refill: Function,
+    buffer: Table,
+) -> mlua::Result<Function> {
+    let iterator = per_state(lua, "rlm.buffered_iterator", || {
+        BUFFERED_ITERATOR.function(lua)?.call((
+            lua.globals().get::<Function>("pcall")?,
+            lua.globals().get::<Function>("error")?,
+            plain_message(lua)?,
+        ))
+    })?;
+    iterator.call::<Function>((refill, buffer))
+}
+
+/// The iterator of [`buffered_iterator`]; a failure of `refill` is raised as a plain
+/// string at the loop's line, as a built-in's error is.
+static BUFFERED_ITERATOR: InternalChunk = InternalChunk::new(
     "=builtin",
     r#"
         local pcall, error, message = ...

@@ -397,6 +397,10 @@ fn json_is_documented_in_help() {
     assert!(help.contains("json.null"), "{help}");
     assert!(output(&env, "print(help())").contains("json.lines"));
     assert_eq!(
+        output(&env, "print(help('json.null'))"),
+        "--- The JSON null: what json.decode gives for null and json.encode writes as null.\njson.null (built-in value)\n"
+    );
+    assert_eq!(
         output(&env, "print(type(json.null), type(json.decode))"),
         "userdata\tfunction\n"
     );

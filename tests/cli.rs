@@ -451,6 +451,19 @@ fn providers_lists_every_provider_with_its_state_and_scopes() {
 }
 
 #[test]
+fn meta_declares_json_null_as_a_field_of_the_json_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = rlm(&["meta", "--out", dir.path().to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let meta = std::fs::read_to_string(dir.path().join("rlm-meta/rlm.lua")).unwrap();
+    assert!(
+        meta.contains("---@class rlm.json\n---@field null userdata The JSON null"),
+        "{meta}"
+    );
+    assert!(meta.contains("function csv.parse(text, opts) end"));
+}
+
+#[test]
 fn list_all_and_show_include_the_builtins() {
     let all = stdout(&rlm(&["list", "--all", "--no-baked"]));
     assert!(all.contains("llm_query(prompt)"), "{all}");

@@ -377,7 +377,39 @@ fn json_is_documented_in_help() {
     assert!(help.contains("json.null"), "{help}");
     assert!(output(&env, "print(help())").contains("json.lines"));
     assert_eq!(
+        output(&env, "print(help('json.null'))"),
+        "--- The JSON null: what json.decode gives for null and json.encode writes as null.\njson.null (built-in value)\n"
+    );
+    assert_eq!(
         output(&env, "print(type(json.null), type(json.decode))"),
         "userdata\tfunction\n"
     );
+}
+
+#[test]
+fn json_lines_hands_out_the_records_before_a_bad_line_then_its_error() {
+    let env = env(Limits::default());
+    env.set_context("{\"ok\": 1}\n\n{\"ok\": 2}\n{\"ok\" 3}\n{\"ok\": 4}\n")
+        .unwrap();
+    let code = "local seen = 0
+        local ok, e = pcall(function() for rec in json.lines(context) do seen = seen + rec.ok end end)
+        print(seen, ok, e)";
+    assert_eq!(
+        output(&env, code),
+        "3\tfalse\tinput:2: json.lines: expected ':' at line 4, column 7\n"
+    );
+}
+
+#[test]
+fn json_lines_hands_out_every_record_across_batches_in_order() {
+    let env = env(Limits::default());
+    let text: String = (1..=1000).map(|i| format!("{{\"i\": {i}}}\n\n")).collect();
+    env.set_context(text).unwrap();
+    let code = "local n, sum, ordered = 0, 0, true
+        for rec in json.lines(context) do n = n + 1 sum = sum + rec.i ordered = ordered and rec.i == n end
+        print(n, sum, ordered)";
+    assert_eq!(output(&env, code), "1000\t500500\ttrue\n");
+    let two =
+        "local a, b = json.lines('1\\n2'), json.lines('3\\n4') print(a(), b(), a(), b(), a(), b())";
+    assert_eq!(output(&env, two), "1\t3\t2\t4\tnil\tnil\n");
 }

@@ -47,20 +47,6 @@ pub(crate) fn raise_plain_errors(lua: &Lua, functions: &Table, keep: &[&str]) ->
     wrap_all.call((functions, keep))
 }
 
-/// `iterator` (a Rust function of no arguments giving one value, as `json.lines` returns)
-/// raising its errors as plain strings, as [`raise_plain_errors`] does, without packing
-/// its results into a table on each call.
-pub(crate) fn plain_iterator(lua: &Lua, iterator: Function) -> mlua::Result<Function> {
-    let wrap = per_state(lua, "rlm.plain_iterator", || {
-        PLAIN_ITERATOR.function(lua)?.call((
-            lua.globals().get::<Function>("pcall")?,
-            lua.globals().get::<Function>("error")?,
-            plain_message(lua)?,
-        ))
-    })?;
-    wrap.call(iterator)
-}
-
 fn plain_error_wrapper(lua: &Lua) -> mlua::Result<Function> {
     let message = plain_message(lua)?;
     PLAIN_ERRORS.function(lua)?.call((
@@ -74,8 +60,10 @@ fn plain_error_wrapper(lua: &Lua) -> mlua::Result<Function> {
     ))
 }
 
-/// The function turning an error value into the message and level to raise it with.
-fn plain_message(lua: &Lua) -> mlua::Result<Function> {
+/// The function turning an error value into the message and level to raise it with
+/// (`error(message(e))`): a Rust error's message at the caller's line, anything else as
+/// it is.
+pub(crate) fn plain_message(lua: &Lua) -> mlua::Result<Function> {
     // A Rust error's message is raised at the caller's line, like a C function's; a Lua
     // error passing through (from a callback) keeps its own position.
     // `function` names the function called, when the wrapper knows it, for argument errors.
@@ -173,20 +161,6 @@ static RAISE_FAILURES: InternalChunk = InternalChunk::new(
               end
             end
             "#,
-);
-
-static PLAIN_ITERATOR: InternalChunk = InternalChunk::new(
-    "=builtin",
-    r#"
-        local pcall, error, message = ...
-        return function(inner)
-          return function()
-            local ok, value = pcall(inner)
-            if ok then return value end
-            error(message(value))
-          end
-        end
-        "#,
 );
 
 static PLAIN_ERRORS: InternalChunk = InternalChunk::new(

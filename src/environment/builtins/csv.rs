@@ -34,11 +34,10 @@ use csv::{ByteRecord, Reader, ReaderBuilder, Terminator, WriterBuilder};
 use mlua::{Function, Lua, LuaString, MultiValue, Table, Value, ffi};
 
 use crate::conventions::builtins::BuiltinId;
-use crate::environment::errors::plain_iterator;
 use crate::environment::limits::Tripwire;
 use crate::environment::meter::{VALUE_COST, WorkMeter};
 
-use super::json::{Tidy, limit_on_memory, text_arg};
+use super::json::{Tidy, buffered_iterator, limit_on_memory, text_arg};
 
 fn error(function: BuiltinId, message: String) -> mlua::Error {
     mlua::Error::RuntimeError(format!("{}: {message}", function.name()))
@@ -236,6 +235,10 @@ pub(super) fn parse(lua: &Lua, tripwire: &Rc<Tripwire>) -> mlua::Result<Function
     })
 }
 
+/// Rows `csv.rows` reads per call into Rust; its iterator, a Lua closure, hands them out
+/// one by one.
+const ROWS_BATCH: usize = 64;
+
 /// A Lua string read as a byte stream, for a reader that outlives one call.
 struct LuaText {
     text: LuaString,
@@ -279,7 +282,9 @@ pub(super) fn rows(lua: &Lua, tripwire: &Rc<Tripwire>) -> mlua::Result<Function>
             header: options.header,
         });
         let tripwire = Rc::clone(&tripwire);
-        let next = lua.create_function(move |lua, ()| {
+        let buffer = lua.create_table_with_capacity(ROWS_BATCH, 0)?;
+        let filled = buffer.clone();
+        let refill = lua.create_function(move |lua, ()| {
             tidy.borrow_mut().after_record(lua)?;
             let mut state = state.borrow_mut();
             let state = &mut *state;
@@ -300,30 +305,43 @@ pub(super) fn rows(lua: &Lua, tripwire: &Rc<Tripwire>) -> mlua::Result<Function>
                     state.names = Some((names, header.len()));
                 }
             }
-            let more = state
-                .reader
-                .read_byte_record(&mut state.record)
-                .map_err(|e| read_error(function, &e))?;
-            if !more {
-                return Ok(Value::Nil);
-            }
             let mut meter = WorkMeter::new(lua, &tripwire);
-            let mut pushed = Ok(());
-            let record = &state.record;
+            let mut failure = None;
+            let mut count = 0usize;
             let names = state.names.as_ref();
-            let args = names.map(|(table, _)| table.clone());
-            // SAFETY: pushes one row of strings and integers; the record is owned outside.
-            let row = unsafe {
-                lua.exec_raw::<MultiValue>(args, |lua_state| {
-                    let keys = names.map(|(_, n)| (1, *n));
-                    pushed = push_row(lua_state, record, keys, &mut meter);
+            let args = (&filled, names.map(|(table, _)| table.clone()));
+            let (reader, record) = (&mut state.reader, &mut state.record);
+            // SAFETY: pushes up to ROWS_BATCH rows of strings and integers into the
+            // buffer (stack index 1); the reader and the record are owned outside.
+            let done = unsafe {
+                lua.exec_raw::<()>(args, |lua_state| {
+                    let keys = names.map(|(_, n)| (2, *n));
+                    while count < ROWS_BATCH {
+                        match reader.read_byte_record(record) {
+                            Ok(true) => {}
+                            Ok(false) => break,
+                            Err(e) => {
+                                failure = Some(read_error(function, &e));
+                                break;
+                            }
+                        }
+                        if let Err(e) = push_row(lua_state, record, keys, &mut meter) {
+                            failure = Some(e);
+                            break;
+                        }
+                        ffi::lua_rawseti(lua_state, 1, count as ffi::lua_Integer + 1);
+                        count += 1;
+                    }
+                    ffi::lua_settop(lua_state, 0);
                 })
             };
-            let row = limit_on_memory(&tripwire, row)?;
-            pushed?;
-            Ok(row.into_iter().last().unwrap_or(Value::Nil))
+            limit_on_memory(&tripwire, done)?;
+            match failure {
+                Some(error) => limit_on_memory(&tripwire, Err(error)),
+                None => Ok(count),
+            }
         })?;
-        plain_iterator(lua, next)
+        buffered_iterator(lua, refill, buffer)
     })
 }
 

@@ -25,7 +25,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::fmt::Write as _;
 use std::rc::Rc;
 
@@ -33,7 +33,8 @@ use mlua::{Function, Lua, LuaString, Table, Value, ffi};
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 
 use crate::conventions::builtins::BuiltinId;
-use crate::environment::errors::{is_memory_error, plain_iterator};
+use crate::environment::chunks::InternalChunk;
+use crate::environment::errors::{is_memory_error, per_state, plain_message};
 use crate::environment::limits::{LimitKind, Tripwire};
 use crate::environment::meter::{VALUE_COST, WorkMeter};
 
@@ -42,6 +43,8 @@ use crate::environment::meter::{VALUE_COST, WorkMeter};
 pub(crate) const MAX_DEPTH: usize = 100;
 /// Where the arrays' shared metatable is kept in the Lua registry.
 const ARRAY_METATABLE: &str = "rlm.json.array";
+/// The same, for the C API.
+const ARRAY_METATABLE_C: &std::ffi::CStr = c"rlm.json.array";
 /// Documents of at least this many events are built with the collector paused.
 const PAUSE_COLLECTOR_EVENTS: usize = 1 << 16;
 /// Events recorded between two checks of the limits while a document is read.
@@ -263,7 +266,7 @@ fn build(lua: &Lua, input: &[u8], tape: &Tape, meter: &mut WorkMeter) -> mlua::R
     // so an allocation failing in Lua (which unwinds past it) leaks nothing.
     let value = unsafe {
         lua.exec_raw::<Value>((), |state| {
-            ffi::lua_getfield(state, ffi::LUA_REGISTRYINDEX, c"rlm.json.array".as_ptr());
+            ffi::lua_getfield(state, ffi::LUA_REGISTRYINDEX, ARRAY_METATABLE_C.as_ptr());
             let metatable = ffi::lua_gettop(state);
             if ffi::lua_checkstack(state, (2 * MAX_DEPTH + 8) as std::ffi::c_int) == 0 {
                 built = Err(mlua::Error::RuntimeError(
@@ -420,40 +423,172 @@ pub(super) fn decode(lua: &Lua, tripwire: &Rc<Tripwire>) -> mlua::Result<Functio
     })
 }
 
+/// Records `json.lines` decodes per call into Rust; its iterator, a Lua closure, hands
+/// them out one by one, so a record costs no crossing of the Rust/Lua boundary.
+const LINES_BATCH: usize = 64;
+
+/// The state of one `json.lines` iteration.
+struct LinesState {
+    text: LuaString,
+    /// Where the next line starts.
+    position: usize,
+    /// The number of the last line read.
+    line: usize,
+    tape: Tape,
+    tidy: Tidy,
+    /// An error met after some records of a batch: raised by the next call, once the
+    /// records before it have been handed out.
+    failed: Option<mlua::Error>,
+}
+
+impl LinesState {
+    /// The next line that is not blank: where it starts and ends.
+    fn next_line(&mut self, bytes: &[u8]) -> Option<(usize, usize)> {
+        while self.position < bytes.len() {
+            let start = self.position;
+            let end = memchr::memchr(b'\n', &bytes[start..]).map_or(bytes.len(), |i| start + i);
+            self.position = end + 1;
+            self.line += 1;
+            if !bytes[start..end].iter().all(u8::is_ascii_whitespace) {
+                return Some((start, end));
+            }
+        }
+        None
+    }
+
+    /// Decodes up to [`LINES_BATCH`] records into `buffer[1..n]` in one protected call;
+    /// returns `n`, 0 at the end.
+    fn refill(&mut self, lua: &Lua, tripwire: &Tripwire, buffer: &Table) -> mlua::Result<usize> {
+        if let Some(error) = self.failed.take() {
+            return Err(error);
+        }
+        self.tidy.after_record(lua)?;
+        let text = self.text.clone();
+        let bytes = text.as_bytes();
+        let mut meter = WorkMeter::new(lua, tripwire);
+        let mut count = 0usize;
+        let mut failure = None;
+        // SAFETY: each record pushed is one value of strings, numbers, booleans, light
+        // userdata and tables, stored in the buffer (stack index 1); the tape, the text
+        // and the state are owned outside this call, and nothing inside it owns memory
+        // while a Lua function that may fail runs.
+        let filled = unsafe {
+            lua.exec_raw::<()>(buffer, |state| {
+                ffi::lua_getfield(state, ffi::LUA_REGISTRYINDEX, ARRAY_METATABLE_C.as_ptr());
+                let metatable = ffi::lua_gettop(state);
+                if ffi::lua_checkstack(state, (2 * MAX_DEPTH + 8) as std::ffi::c_int) == 0 {
+                    failure = Some(mlua::Error::RuntimeError(
+                        "json: out of Lua stack space".into(),
+                    ));
+                }
+                while failure.is_none() && count < LINES_BATCH {
+                    let Some((start, end)) = self.next_line(&bytes) else {
+                        break;
+                    };
+                    let record = &bytes[start..end];
+                    let function = BuiltinId::JsonLines.name();
+                    let line = Some(self.line);
+                    if let Err(e) = read(function, record, &mut self.tape, &mut meter, line) {
+                        failure = Some(e);
+                        break;
+                    }
+                    let mut builder = Builder {
+                        state,
+                        input: record,
+                        tape: &self.tape,
+                        metatable,
+                        meter: &mut meter,
+                    };
+                    if let Err(e) = builder.push_value(&mut 0) {
+                        failure = Some(e);
+                        break;
+                    }
+                    ffi::lua_rawseti(state, 1, count as ffi::lua_Integer + 1);
+                    count += 1;
+                }
+                ffi::lua_settop(state, 0);
+            })
+        };
+        limit_on_memory(tripwire, filled)?;
+        match failure {
+            Some(error) if count == 0 => limit_on_memory(tripwire, Err(error)),
+            Some(error) => {
+                self.failed = Some(error);
+                Ok(count)
+            }
+            None => Ok(count),
+        }
+    }
+}
+
 /// `json.lines(text)`: an iterator over the decoded non-blank lines.
 pub(super) fn lines(lua: &Lua, tripwire: &Rc<Tripwire>) -> mlua::Result<Function> {
     install_array_metatable(lua)?;
     let tripwire = Rc::clone(tripwire);
     lua.create_function(move |lua, text: Value| {
         let text = text_arg(lua, BuiltinId::JsonLines, text)?;
+        let buffer = lua.create_table_with_capacity(LINES_BATCH, 0)?;
+        let state = RefCell::new(LinesState {
+            tidy: Tidy::new(lua, text.as_bytes().len()),
+            text,
+            position: 0,
+            line: 0,
+            tape: Tape::default(),
+            failed: None,
+        });
         let tripwire = Rc::clone(&tripwire);
-        let position = Cell::new(0usize);
-        let line = Cell::new(0usize);
-        let tape = RefCell::new(Tape::default());
-        let tidy = RefCell::new(Tidy::new(lua, text.as_bytes().len()));
-        let next = lua.create_function(move |lua, ()| {
-            tidy.borrow_mut().after_record(lua)?;
-            let bytes = text.as_bytes();
-            let mut tape = tape.borrow_mut();
-            while position.get() < bytes.len() {
-                let start = position.get();
-                let end = memchr::memchr(b'\n', &bytes[start..]).map_or(bytes.len(), |i| start + i);
-                position.set(end + 1);
-                line.set(line.get() + 1);
-                let record = &bytes[start..end];
-                if record.iter().all(u8::is_ascii_whitespace) {
-                    continue;
-                }
-                let function = BuiltinId::JsonLines.name();
-                let line = Some(line.get());
-                let decoded = decode_with(lua, &tripwire, function, record, &mut tape, line);
-                return limit_on_memory(&tripwire, decoded);
-            }
-            Ok(Value::Nil)
-        })?;
-        plain_iterator(lua, next)
+        let filled = buffer.clone();
+        let refill =
+            lua.create_function(move |lua, ()| state.borrow_mut().refill(lua, &tripwire, &filled))?;
+        buffered_iterator(lua, refill, buffer)
     })
 }
+
+/// An iterator handing out `buffer[1..n]`, then calling `refill` (which fills the
+/// buffer and returns `n`, 0 at the end) for more: `json.lines` and `csv.rows` decode a
+/// batch per call into Rust, and a record costs no crossing of the boundary.
+pub(super) fn buffered_iterator(
+    lua: &Lua,
+    refill: Function,
+    buffer: Table,
+) -> mlua::Result<Function> {
+    let iterator = per_state(lua, "rlm.buffered_iterator", || {
+        BUFFERED_ITERATOR.function(lua)?.call((
+            lua.globals().get::<Function>("pcall")?,
+            lua.globals().get::<Function>("error")?,
+            plain_message(lua)?,
+        ))
+    })?;
+    iterator.call::<Function>((refill, buffer))
+}
+
+/// The iterator of [`buffered_iterator`]; a failure of `refill` is raised as a plain
+/// string at the loop's line, as a built-in's error is.
+static BUFFERED_ITERATOR: InternalChunk = InternalChunk::new(
+    "=builtin",
+    r#"
+        local pcall, error, message = ...
+        return function(refill, buffer)
+          local n, i = 0, 0
+          return function()
+            i = i + 1
+            if i > n then
+              local ok, count = pcall(refill)
+              if not ok then
+                n, i = 0, 0
+                error(message(count))
+              end
+              n, i = count, 1
+              if n == 0 then
+                i = 0
+                return nil
+              end
+            end
+            return buffer[i]
+          end
+        end
+        "#,
+);
 
 /// Keeps an iterator's garbage from piling up: Lua starts a collection when the heap has
 /// doubled since the last one, and the text being iterated (often a 100 MB `context`)

@@ -396,39 +396,19 @@ fn count(
     key: Value,
     meter: &mut WorkMeter,
 ) -> mlua::Result<Result<Value, String>> {
-    let calls_lua = key.is_function();
-    // SAFETY: `work` owns nothing on the Rust side.
+    // SAFETY: the step only reads and sets values of the table at 4.
     unsafe {
-        raw_call(lua, calls_lua, (list, key), |state, outcome| {
-            ffi::lua_settop(state, 2);
-            let length = ffi::lua_rawlen(state, 1);
-            // An unused results table at 3 (see push_key), then the counts, at 4.
-            ffi::lua_createtable(state, 0, 0);
-            ffi::lua_createtable(state, 0, 0);
-            for position in 1..=length {
-                if !push_key(state, "count_by", position, false, outcome) {
-                    break;
-                }
-                let kind = ffi::lua_type(state, -1);
-                let nan = kind == ffi::LUA_TNUMBER
-                    && ffi::lua_tonumberx(state, -1, std::ptr::null_mut()).is_nan();
-                if kind != ffi::LUA_TNIL && !nan {
-                    ffi::lua_pushvalue(state, -1);
-                    ffi::lua_rawget(state, 4);
-                    let seen = ffi::lua_tointegerx(state, -1, std::ptr::null_mut());
-                    ffi::lua_pop(state, 1);
-                    ffi::lua_pushinteger(state, seen + 1);
-                    ffi::lua_rawset(state, 4);
-                }
-                ffi::lua_settop(state, 4);
-                if !outcome.spend(meter, VALUE_COST) {
-                    break;
-                }
-            }
-            ffi::lua_settop(state, 4);
+        by_key(lua, "count_by", list, key, meter, |state, _| {
+            ffi::lua_pushvalue(state, 5);
+            ffi::lua_rawget(state, 4);
+            let seen = ffi::lua_tointegerx(state, -1, std::ptr::null_mut());
+            ffi::lua_pop(state, 1);
+            ffi::lua_pushinteger(state, seen + 1);
+            ffi::lua_rawset(state, 4);
         })
     }
 }
+
 /// `group_by(list, key)`: key (a function or a field) → the items with that key, in
 /// order; nil and NaN keys are skipped.
 fn group_by(
@@ -437,35 +417,57 @@ fn group_by(
     key: Value,
     meter: &mut WorkMeter,
 ) -> mlua::Result<Result<Value, String>> {
+    // SAFETY: the step only reads and sets tables of the table at 4.
+    unsafe {
+        by_key(lua, "group_by", list, key, meter, |state, position| {
+            ffi::lua_pushvalue(state, 5);
+            if ffi::lua_rawget(state, 4) != ffi::LUA_TTABLE {
+                ffi::lua_pop(state, 1);
+                ffi::lua_createtable(state, 1, 0);
+                ffi::lua_pushvalue(state, 5);
+                ffi::lua_pushvalue(state, -2);
+                ffi::lua_rawset(state, 4);
+            }
+            let next = ffi::lua_rawlen(state, -1) + 1;
+            ffi::lua_rawgeti(state, 1, position as ffi::lua_Integer);
+            ffi::lua_rawseti(state, -2, next as ffi::lua_Integer);
+        })
+    }
+}
+
+/// One pass over `list` in one raw call, building a table keyed by each item's key:
+/// `step(state, position)` runs for every item whose key is neither nil nor NaN, with the
+/// stack holding the list (1), the key (2), an unused results table (3, see
+/// [`push_key`]), the table being built (4) and the item's key (5). The table is the
+/// result.
+///
+/// # Safety
+/// `step` must leave the stack at 5 values or more, and own nothing on the Rust side.
+unsafe fn by_key(
+    lua: &Lua,
+    name: &str,
+    list: Table,
+    key: Value,
+    meter: &mut WorkMeter,
+    step: impl Fn(*mut ffi::lua_State, usize),
+) -> mlua::Result<Result<Value, String>> {
     let calls_lua = key.is_function();
-    // SAFETY: `work` owns nothing on the Rust side.
+    // SAFETY: as the caller promises of `step`.
     unsafe {
         raw_call(lua, calls_lua, (list, key), |state, outcome| {
             ffi::lua_settop(state, 2);
             let length = ffi::lua_rawlen(state, 1);
-            // An unused results table at 3 (see push_key), then the groups, at 4.
             ffi::lua_createtable(state, 0, 0);
             ffi::lua_createtable(state, 0, 0);
             for position in 1..=length {
-                if !push_key(state, "group_by", position, false, outcome) {
+                if !push_key(state, name, position, false, outcome) {
                     break;
                 }
                 let kind = ffi::lua_type(state, -1);
                 let nan = kind == ffi::LUA_TNUMBER
                     && ffi::lua_tonumberx(state, -1, std::ptr::null_mut()).is_nan();
                 if kind != ffi::LUA_TNIL && !nan {
-                    // The stack: list, key, results, groups, item key.
-                    ffi::lua_pushvalue(state, 5);
-                    if ffi::lua_rawget(state, 4) != ffi::LUA_TTABLE {
-                        ffi::lua_pop(state, 1);
-                        ffi::lua_createtable(state, 1, 0);
-                        ffi::lua_pushvalue(state, 5);
-                        ffi::lua_pushvalue(state, -2);
-                        ffi::lua_rawset(state, 4);
-                    }
-                    let next = ffi::lua_rawlen(state, -1) + 1;
-                    ffi::lua_rawgeti(state, 1, position as ffi::lua_Integer);
-                    ffi::lua_rawseti(state, -2, next as ffi::lua_Integer);
+                    step(state, position);
                 }
                 ffi::lua_settop(state, 4);
                 if !outcome.spend(meter, VALUE_COST) {

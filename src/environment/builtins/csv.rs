@@ -37,7 +37,7 @@ use crate::conventions::builtins::BuiltinId;
 use crate::environment::limits::Tripwire;
 use crate::environment::meter::{VALUE_COST, WorkMeter};
 
-use super::json::{Tidy, buffered_iterator, limit_on_memory, text_arg};
+use super::reading::{Tidy, buffered_iterator, limit_on_memory, text_arg};
 
 fn error(function: BuiltinId, message: String) -> mlua::Error {
     mlua::Error::RuntimeError(format!("{}: {message}", function.name()))

@@ -20,6 +20,7 @@ mod discovery;
 mod host;
 mod json;
 mod llm;
+mod reading;
 mod state;
 mod store;
 mod user;

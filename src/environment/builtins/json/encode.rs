@@ -1,0 +1,286 @@
+//! `json.encode`: one Lua value as JSON text, with its path in every error.
+
+use std::fmt::Write as _;
+use std::rc::Rc;
+
+use mlua::{Function, Lua, LuaString, Table, Value};
+
+use super::super::reading::limit_on_memory;
+use super::{MAX_DEPTH, install_array_metatable, is_null};
+use crate::conventions::builtins::BuiltinId;
+use crate::environment::limits::Tripwire;
+use crate::environment::meter::{VALUE_COST, WorkMeter};
+
+/// `json.encode`'s options.
+struct EncodeOptions {
+    indent: Option<usize>,
+    sort_keys: bool,
+}
+
+impl EncodeOptions {
+    fn from_table(opts: Option<Table>) -> mlua::Result<Self> {
+        let function = BuiltinId::JsonEncode.name();
+        let Some(opts) = opts else {
+            return Ok(EncodeOptions {
+                indent: None,
+                sort_keys: false,
+            });
+        };
+        let indent = match opts.get::<Value>("indent")? {
+            Value::Nil => None,
+            Value::Integer(n) if (0..=16).contains(&n) => Some(n as usize),
+            other => {
+                return Err(mlua::Error::RuntimeError(format!(
+                    "{function}: indent must be an integer from 0 to 16, got {}",
+                    describe(&other)
+                )));
+            }
+        };
+        let sort_keys = match opts.get::<Value>("sort_keys")? {
+            Value::Nil => false,
+            Value::Boolean(b) => b,
+            other => {
+                return Err(mlua::Error::RuntimeError(format!(
+                    "{function}: sort_keys must be a boolean, got {}",
+                    describe(&other)
+                )));
+            }
+        };
+        Ok(EncodeOptions { indent, sort_keys })
+    }
+}
+
+fn describe(value: &Value) -> String {
+    match value {
+        Value::Integer(i) => i.to_string(),
+        Value::Number(n) => n.to_string(),
+        Value::String(s) => format!("{:?}", s.to_string_lossy()),
+        other => format!("a {}", other.type_name()),
+    }
+}
+
+/// `json.encode(value [, opts])`.
+pub(in crate::environment::builtins) fn encode(
+    lua: &Lua,
+    tripwire: &Rc<Tripwire>,
+) -> mlua::Result<Function> {
+    let metatable = install_array_metatable(lua)?;
+    let tripwire = Rc::clone(tripwire);
+    lua.create_function(move |lua, (value, opts): (Value, Option<Table>)| {
+        let options = EncodeOptions::from_table(opts)?;
+        let mut encoder = Encoder {
+            out: Vec::new(),
+            options,
+            metatable: &metatable,
+            visiting: Vec::new(),
+            meter: WorkMeter::new(lua, &tripwire),
+        };
+        encoder.value(&value, &mut "value".to_string())?;
+        encoder.meter.hold(encoder.out.capacity());
+        encoder.meter.check()?;
+        limit_on_memory(&tripwire, lua.create_string(&encoder.out))
+    })
+}
+
+/// Writes one Lua value as JSON.
+struct Encoder<'a> {
+    out: Vec<u8>,
+    options: EncodeOptions,
+    metatable: &'a Table,
+    /// The tables being written, outermost first: meeting one again is a cycle.
+    visiting: Vec<*const std::ffi::c_void>,
+    meter: WorkMeter<'a>,
+}
+
+fn encode_error(message: String) -> mlua::Error {
+    mlua::Error::RuntimeError(format!("{}: {message}", BuiltinId::JsonEncode.name()))
+}
+
+impl Encoder<'_> {
+    /// Writes `value`; `path` says where it is (`value.items[3]`) for errors.
+    fn value(&mut self, value: &Value, path: &mut String) -> mlua::Result<()> {
+        self.meter.hold(self.out.capacity());
+        self.meter.spend(VALUE_COST)?;
+        match value {
+            Value::Nil => self.out.extend_from_slice(b"null"),
+            _ if is_null(value) => self.out.extend_from_slice(b"null"),
+            Value::Boolean(b) => self
+                .out
+                .extend_from_slice(if *b { b"true" } else { b"false" }),
+            Value::Integer(i) => {
+                let _ = write!(Writer(&mut self.out), "{i}");
+            }
+            Value::Number(n) => self.number(*n, path)?,
+            Value::String(s) => self.string(&s.as_bytes(), path)?,
+            Value::Table(table) => self.table(table, path)?,
+            other => {
+                return Err(encode_error(format!(
+                    "cannot encode a {} (at {path})",
+                    other.type_name()
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    fn number(&mut self, n: f64, path: &str) -> mlua::Result<()> {
+        if !n.is_finite() {
+            return Err(encode_error(format!(
+                "{n} is not a JSON number (at {path})"
+            )));
+        }
+        serde_json::to_writer(&mut self.out, &n).map_err(|e| encode_error(e.to_string()))
+    }
+
+    fn string(&mut self, bytes: &[u8], path: &str) -> mlua::Result<()> {
+        let text = std::str::from_utf8(bytes).map_err(|e| {
+            encode_error(format!(
+                "the string at {path} is not valid UTF-8 (byte {})",
+                e.valid_up_to() + 1
+            ))
+        })?;
+        serde_json::to_writer(&mut self.out, text).map_err(|e| encode_error(e.to_string()))
+    }
+
+    fn table(&mut self, table: &Table, path: &mut String) -> mlua::Result<()> {
+        let pointer = table.to_pointer();
+        if self.visiting.contains(&pointer) {
+            return Err(encode_error(format!(
+                "cycle: the table at {path} contains itself"
+            )));
+        }
+        if self.visiting.len() >= MAX_DEPTH {
+            return Err(encode_error(format!(
+                "nested deeper than {MAX_DEPTH} levels (at {path})"
+            )));
+        }
+        self.visiting.push(pointer);
+        let written = if table.metatable().as_ref() == Some(self.metatable) {
+            self.array(table, table.raw_len(), path)
+        } else {
+            self.table_by_keys(table, path)
+        };
+        self.visiting.pop();
+        written
+    }
+
+    /// A table without the array mark: an array if its keys are 1..n, an object if they
+    /// are strings, `{}` if it has none.
+    fn table_by_keys(&mut self, table: &Table, path: &mut String) -> mlua::Result<()> {
+        let mut entries: Vec<(LuaString, Value)> = Vec::new();
+        let mut integers = 0usize;
+        for pair in table.pairs::<Value, Value>() {
+            let (key, value) = pair?;
+            match key {
+                Value::String(key) if integers == 0 => entries.push((key, value)),
+                Value::Integer(i) if entries.is_empty() && i >= 1 => integers += 1,
+                other => {
+                    return Err(encode_error(format!(
+                        "the table at {path} has key {} among {} keys: an object's keys must all be strings, an array's 1..n",
+                        describe(&other),
+                        if integers > 0 { "integer" } else { "string" }
+                    )));
+                }
+            }
+        }
+        if integers > 0 {
+            let length = table.raw_len();
+            if length != integers {
+                return Err(encode_error(format!(
+                    "the table at {path} is a sparse array (keys are not 1..n); fill the holes with json.null"
+                )));
+            }
+            return self.array(table, length, path);
+        }
+        if self.options.sort_keys {
+            entries.sort_by_cached_key(|(key, _)| key.as_bytes().to_vec());
+        }
+        self.out.push(b'{');
+        let depth = self.visiting.len();
+        for (i, (key, value)) in entries.iter().enumerate() {
+            if i > 0 {
+                self.out.push(b',');
+            }
+            self.newline(depth);
+            let bytes = key.as_bytes();
+            self.string(&bytes, path)?;
+            self.out.push(b':');
+            if self.options.indent.is_some() {
+                self.out.push(b' ');
+            }
+            let length = path.len();
+            push_key(path, &bytes);
+            self.value(value, path)?;
+            path.truncate(length);
+        }
+        if !entries.is_empty() {
+            self.newline(depth - 1);
+        }
+        self.out.push(b'}');
+        Ok(())
+    }
+
+    fn array(&mut self, table: &Table, length: usize, path: &mut String) -> mlua::Result<()> {
+        self.out.push(b'[');
+        let depth = self.visiting.len();
+        for i in 1..=length {
+            if i > 1 {
+                self.out.push(b',');
+            }
+            self.newline(depth);
+            let value: Value = table.raw_get(i)?;
+            let before = path.len();
+            let _ = write!(path, "[{i}]");
+            self.value(&value, path)?;
+            path.truncate(before);
+        }
+        if length > 0 {
+            self.newline(depth - 1);
+        }
+        self.out.push(b']');
+        Ok(())
+    }
+
+    fn newline(&mut self, depth: usize) {
+        if let Some(indent) = self.options.indent {
+            self.out.push(b'\n');
+            self.out.extend(std::iter::repeat_n(b' ', indent * depth));
+        }
+    }
+}
+
+/// `path.key`, or `path["odd key"]` when the key is not a plain name.
+fn push_key(path: &mut String, key: &[u8]) {
+    let plain = !key.is_empty()
+        && !key[0].is_ascii_digit()
+        && key.iter().all(|&b| b.is_ascii_alphanumeric() || b == b'_');
+    if plain {
+        path.push('.');
+        path.push_str(&String::from_utf8_lossy(key));
+    } else {
+        let _ = write!(path, "[{:?}]", String::from_utf8_lossy(key));
+    }
+}
+
+/// `fmt::Write` into a byte buffer.
+struct Writer<'a>(&'a mut Vec<u8>);
+
+impl std::fmt::Write for Writer<'_> {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        self.0.extend_from_slice(s.as_bytes());
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_name_keys_plainly_when_they_can() {
+        let mut path = "value".to_string();
+        push_key(&mut path, b"items");
+        push_key(&mut path, b"two words");
+        assert_eq!(path, "value.items[\"two words\"]");
+    }
+}

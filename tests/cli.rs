@@ -6,22 +6,7 @@ mod support;
 use std::process::{Command, Output};
 
 use serde_json::Value;
-
-fn rlm(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rlm"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("rlm runs")
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8(output.stdout.clone()).unwrap()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8(output.stderr.clone()).unwrap()
-}
+use support::cli::{rlm, stderr, stdout};
 
 fn json(output: &Output) -> Value {
     serde_json::from_slice(&output.stdout).expect("stdout is JSON")

@@ -2,24 +2,14 @@
 //! and test files with their exit codes and reports, a broken example refused by
 //! `rlm check` at its line, and every example of the crate's own library passing.
 
-use std::process::{Command, Output};
+mod support;
+
 use std::sync::Arc;
 
 use rlm_registry::Registry;
 use rlm_registry::conventions::examples::examples_in;
 use rlm_registry::testing::{Outcome, Summary, run_examples};
-
-fn rlm(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rlm"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("rlm runs")
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
+use support::cli::{rlm, stdout};
 
 fn json_report(dir: &str) -> serde_json::Value {
     let output = rlm(&["test", "--no-baked", "--path", dir, "--format", "json"]);

@@ -2,6 +2,8 @@
 #![allow(dead_code)]
 
 pub mod bad_fixtures;
+#[cfg(feature = "cli")]
+pub mod cli;
 pub mod openai_server;
 #[cfg(feature = "runtime")]
 pub mod rlm_loop;

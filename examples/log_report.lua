@@ -1,7 +1,7 @@
 -- The main job without an LLM server: explore a context with registry functions.
 -- Run it with:
 --   rlm run examples/log_report.lua --context examples/server.log --path examples/lua
--- `context` holds the file's text; `parse_records` and `count_by` come from
+-- `context` holds the file's text; `parse_records` and `tally` come from
 -- examples/lua, the others from the baked library.
 
 print("lines:", line_count(context), "words:", word_count(context))
@@ -13,20 +13,9 @@ for _, level in ipairs({ "INFO", "WARN", "ERROR" }) do
 end
 
 print("\nerrors by service:")
-local errors = {}
-for _, record in ipairs(records) do
-  if record.level == "ERROR" then
-    errors[#errors + 1] = record
-  end
-end
-local by_service = count_by(errors, "service")
-local services = {}
-for service in pairs(by_service) do
-  services[#services + 1] = service
-end
-table.sort(services)
-for _, service in ipairs(services) do
-  print("  " .. service, by_service[service])
+local errors = filter(records, function(record) return record.level == "ERROR" end)
+for _, pair in ipairs(tally(errors, "service")) do
+  print("  " .. pair[1], pair[2])
 end
 
 print("\nfirst timeouts, with one line of context:")

@@ -1,5 +1,6 @@
 -- An example registry directory: helpers for line-oriented records such as CSV or logs.
--- Validate and inspect it with `rlm check --path examples/lua` and `rlm list --path examples/lua`.
+-- Validate and inspect it with `rlm check --path examples/lua` and `rlm list --path examples/lua`;
+-- `rlm test --path examples/lua` runs the examples in the docs.
 
 -- Splits one line on a plain separator, keeping empty fields.
 local function split_fields(line, separator)
@@ -18,6 +19,10 @@ end
 
 --- Parses simple delimited text (no quoting) into records keyed by the header line.
 --- Uses the registry's own `lines` function, so it also shows how files build on each other.
+---
+--- ```lua
+--- parse_records("level,service\nERROR,auth")[1].service --> "auth"
+--- ```
 ---@param text string The text, header line first
 ---@param separator? string The field separator (default ",")
 ---@return table[] records One table per data line, field name -> value
@@ -37,15 +42,15 @@ function parse_records(text, separator)
   return records
 end
 
---- Counts records by the value of one field, e.g. log lines by level.
+--- The values of one field with how many records hold each, most frequent first (ties
+--- in value order). Builds on the library's `count_by` and `most_common`.
+---
+--- ```lua
+--- tally({{level = "ERROR"}, {level = "INFO"}, {level = "ERROR"}}, "level") --> {{"ERROR", 2}, {"INFO", 1}}
+--- ```
 ---@param records table[] Records as returned by `parse_records`
----@param field string The field to group by
----@return table<string, integer> counts Value -> number of records
-function count_by(records, field)
-  local counts = {}
-  for _, record in ipairs(records) do
-    local key = record[field] or ""
-    counts[key] = (counts[key] or 0) + 1
-  end
-  return counts
+---@param field string The field to tally
+---@return table[] pairs `{value, count}` pairs, most frequent first
+function tally(records, field)
+  return most_common(count_by(records, field))
 end

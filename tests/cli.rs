@@ -563,7 +563,10 @@ fn the_readme_main_job_runs_and_its_examples_pass() {
     let text = stdout(&out);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(text.starts_with("lines:\t201\twords:\t833\n"), "{text}");
-    assert!(text.contains("ERROR\t27\n\nerrors by service:\n  gateway\t10\n"), "{text}");
+    assert!(
+        text.contains("ERROR\t27\n\nerrors by service:\n  gateway\t10\n"),
+        "{text}"
+    );
     assert!(stderr(&out).is_empty(), "{}", stderr(&out));
     let examples = rlm(&["test", "--path", "examples/lua"]);
     assert_eq!(examples.status.code(), Some(0), "{}", stdout(&examples));

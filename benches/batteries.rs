@@ -16,9 +16,6 @@ use std::io::Write as _;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use rlm_registry::Registry;
-use rlm_registry::environment::{Environment, Limits};
-
 /// Set in a child process: the index of the operation to run.
 const CHILD: &str = "RLM_BENCH_BATTERIES_CHILD";
 /// Set in a child process: the input file.
@@ -159,13 +156,7 @@ fn reset_peak() -> usize {
 fn child(index: usize, input: &str, reps: usize) {
     let operation = &OPERATIONS[index];
     let text = std::fs::read_to_string(input).expect("input");
-    let limits = Limits {
-        time: Duration::from_secs(600),
-        memory_bytes: 16 << 30,
-        ..Limits::default()
-    };
-    let env = Environment::new(Registry::baked().clone(), limits).expect("environment");
-    env.set_context(text.as_str()).expect("context");
+    let env = common::sandbox(&text);
     drop(text);
     let baseline = reset_peak();
     let mut best = Duration::MAX;

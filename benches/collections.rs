@@ -18,7 +18,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use rlm_registry::Registry;
-use rlm_registry::environment::{Environment, Limits};
+use rlm_registry::environment::Environment;
 
 /// `count` lines `user<n> <ms>`, deterministic.
 fn generate(count: usize) -> String {
@@ -90,13 +90,7 @@ fn statement(operation: &str) -> String {
 }
 
 fn sandbox(text: &str) -> Environment {
-    let limits = Limits {
-        time: Duration::from_secs(600),
-        memory_bytes: 16 << 30,
-        ..Limits::default()
-    };
-    let env = Environment::new(Registry::baked().clone(), limits).expect("environment");
-    env.set_context(text).expect("context");
+    let env = common::sandbox(text);
     env.execute(LOAD_LUA).expect("data");
     env.execute("local _ = count, count_by, most_common, group_by, sort_by")
         .expect("library");

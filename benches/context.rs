@@ -16,8 +16,7 @@ use std::hint::black_box;
 use std::io::Write as _;
 use std::time::{Duration, Instant};
 
-use rlm_registry::Registry;
-use rlm_registry::environment::{Environment, Limits};
+use rlm_registry::environment::Environment;
 
 /// A server log of about `bytes` bytes: timestamp, level (2% ERROR), service, message.
 fn generate_log(bytes: usize) -> String {
@@ -107,13 +106,7 @@ fn timed(code: &str) -> String {
 }
 
 fn sandbox(log: &str) -> Environment {
-    let limits = Limits {
-        time: Duration::from_secs(600),
-        memory_bytes: 16 << 30,
-        ..Limits::default()
-    };
-    let env = Environment::new(Registry::baked().clone(), limits).expect("environment");
-    env.set_context(log).expect("context");
+    let env = common::sandbox(log);
     // Load the library functions once, outside the timings.
     env.execute("local _ = line_count, grep, word_count, chunk_by_lines, chunk_by_size, chunk_by_separator, find_all, lines, line_range")
         .expect("library");

@@ -43,3 +43,18 @@ pub fn python(script: &str, args: &[&std::ffi::OsStr]) -> Option<String> {
     }
     Some(String::from_utf8_lossy(&output.stdout).into_owned())
 }
+
+/// A sandbox with the baked registry and `context` set to `text`, under limits no
+/// benchmark reaches (10 minutes, 16 GiB): the operations are timed, not stopped.
+pub fn sandbox(text: &str) -> rlm_registry::environment::Environment {
+    use rlm_registry::environment::{Environment, Limits};
+    let limits = Limits {
+        time: std::time::Duration::from_secs(600),
+        memory_bytes: 16 << 30,
+        ..Limits::default()
+    };
+    let env =
+        Environment::new(rlm_registry::Registry::baked().clone(), limits).expect("environment");
+    env.set_context(text).expect("context");
+    env
+}

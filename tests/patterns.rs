@@ -2,13 +2,13 @@
 //! `gsub`): compared with the C implementation on a table of cases and on random
 //! patterns, then shown to stop pathological patterns at the time limit.
 
-use std::cell::RefCell;
-use std::rc::Rc;
+mod support;
+
 use std::time::{Duration, Instant};
 
-use mlua::{Lua, MultiValue};
 use rlm_registry::Registry;
 use rlm_registry::environment::{Environment, ExecError, LimitKind, Limits};
+use support::reference::Reference;
 
 /// Helpers defined in both interpreters. They avoid the functions under test, and `show`
 /// prints the number of values and each value's type (strings quoted, bytes escaped).
@@ -56,59 +56,19 @@ ALL = table.concat(ALL)
 /// Output, or the error message and the output before it.
 type Outcome = Result<String, (String, String)>;
 
-/// The reference: stock Lua 5.4 with its C string library, and a capturing `print`.
-struct Reference {
-    lua: Lua,
-    output: Rc<RefCell<String>>,
+/// The reference with the prelude loaded: stock Lua 5.4 with its C string library.
+fn reference() -> Reference {
+    let reference = Reference::new();
+    assert_eq!(reference_run(&reference, PRELUDE), Ok(String::new()));
+    reference
 }
 
-impl Reference {
-    fn new() -> Reference {
-        let lua = Lua::new();
-        let output = Rc::new(RefCell::new(String::new()));
-        let sink = Rc::clone(&output);
-        let tostring: mlua::Function = lua.globals().get("tostring").unwrap();
-        let print = lua
-            .create_function(move |_, args: MultiValue| {
-                let mut line = String::new();
-                for (i, value) in args.into_iter().enumerate() {
-                    if i > 0 {
-                        line.push('\t');
-                    }
-                    let text: mlua::LuaString = tostring.call(value)?;
-                    line.push_str(&text.to_string_lossy());
-                }
-                line.push('\n');
-                sink.borrow_mut().push_str(&line);
-                Ok(())
-            })
-            .unwrap();
-        lua.globals().set("print", print).unwrap();
-        let reference = Reference { lua, output };
-        assert_eq!(reference.run(PRELUDE), Ok(String::new()));
-        reference
-    }
-
-    fn run(&self, code: &str) -> Outcome {
-        let result = self.lua.load(code).set_name("=input").exec();
-        let output = std::mem::take(&mut *self.output.borrow_mut());
-        match result {
-            Ok(()) => Ok(output),
-            Err(error) => Err((message(&error), output)),
-        }
-    }
-}
-
-/// A Lua error's message without mlua's wrapping and traceback.
-fn message(error: &mlua::Error) -> String {
-    let text = match error {
-        mlua::Error::CallbackError { cause, .. } => return message(cause),
-        mlua::Error::RuntimeError(text) => text.clone(),
-        other => other.to_string(),
-    };
-    match text.find("\nstack traceback:") {
-        Some(end) => text[..end].to_string(),
-        None => text,
+/// The reference's outcome as text (bytes that are not UTF-8 shown as U+FFFD).
+fn reference_run(reference: &Reference, code: &str) -> Outcome {
+    let text = |bytes: Vec<u8>| String::from_utf8_lossy(&bytes).into_owned();
+    match reference.run(code.as_bytes()) {
+        Ok(output) => Ok(text(output)),
+        Err((message, output)) => Err((message, text(output))),
     }
 }
 
@@ -132,11 +92,11 @@ fn run_sandbox(env: &Environment, code: &str) -> Outcome {
 
 /// Runs every case in both interpreters; returns the cases whose outcomes differ.
 fn differences(cases: &[String]) -> Vec<String> {
-    let reference = Reference::new();
+    let reference = reference();
     let env = sandbox(Limits::default());
     let mut differ = Vec::new();
     for code in cases {
-        let expected = reference.run(code);
+        let expected = reference_run(&reference, code);
         let actual = run_sandbox(&env, code);
         if expected != actual {
             differ.push(format!(

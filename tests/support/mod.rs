@@ -6,6 +6,8 @@ pub mod bad_fixtures;
 pub mod cli;
 pub mod openai_server;
 #[cfg(feature = "runtime")]
+pub mod reference;
+#[cfg(feature = "runtime")]
 pub mod rlm_loop;
 #[cfg(feature = "runtime")]
 pub mod sandbox;

@@ -288,8 +288,15 @@ fn handle_connection(mut stream: TcpStream, state: &State, stop: &AtomicBool) {
     state.max_in_flight.fetch_max(in_flight, Ordering::SeqCst);
     let last_user = last_user_message(&request);
     lock(&state.requests).push(request);
-    respond(&mut stream, behavior, &last_user, stop);
+    let response = respond(&mut stream, behavior, &last_user, stop);
+    // The request stops counting before its answer is written: once the last byte is
+    // out, the client may send its next request before this thread runs again.
     state.in_flight.fetch_sub(1, Ordering::SeqCst);
+    if let Some(response) = response {
+        let _ = stream.write_all(response.as_bytes());
+        let _ = stream.flush();
+        let _ = stream.shutdown(Shutdown::Write);
+    }
 }
 
 /// Reads one request: head up to the blank line, then `Content-Length` bytes of body.
@@ -406,7 +413,14 @@ fn chat_completion(
     .to_string()
 }
 
-fn respond(stream: &mut TcpStream, behavior: Behavior, last_user: &str, stop: &AtomicBool) {
+/// The bytes to answer with, after the behavior's delay; `None` when the behavior drops
+/// the connection instead.
+fn respond(
+    stream: &mut TcpStream,
+    behavior: Behavior,
+    last_user: &str,
+    stop: &AtomicBool,
+) -> Option<String> {
     let (status, extra_header, body) = match behavior {
         Behavior::ByPrompt(mut cases) => {
             let at = cases
@@ -462,16 +476,13 @@ fn respond(stream: &mut TcpStream, behavior: Behavior, last_user: &str, stop: &A
         ),
         Behavior::Drop => {
             let _ = stream.shutdown(Shutdown::Both);
-            return;
+            return None;
         }
     };
-    let response = format!(
+    Some(format!(
         "HTTP/1.1 {status} Scripted\r\nContent-Type: application/json\r\n\
          Content-Length: {}\r\nConnection: close\r\n{}\r\n{body}",
         body.len(),
         extra_header.unwrap_or_default(),
-    );
-    let _ = stream.write_all(response.as_bytes());
-    let _ = stream.flush();
-    let _ = stream.shutdown(Shutdown::Write);
+    ))
 }

@@ -274,11 +274,19 @@ fn help_documents_builtins_and_registry_functions() {
         all.contains("token_count") && all.contains("chunk_by_lines"),
         "{all}"
     );
+    let unknown = env.execute("help('nope')").unwrap_err();
     assert!(
-        env.execute("help('nope')")
-            .unwrap_err()
+        unknown
             .message()
-            .contains("no function named 'nope'")
+            .contains("no function named 'nope'; call help() to list them"),
+        "{unknown}"
+    );
+    let misspelt = env.execute("help('countlines')").unwrap_err();
+    assert!(
+        misspelt
+            .message()
+            .contains("no function named 'countlines'; did you mean 'line_count'?"),
+        "{misspelt}"
     );
 }
 

@@ -186,6 +186,11 @@ fn environment_call_function_converts_both_ways() {
     );
     let error = env.call_function("missing_fn", vec![]).unwrap_err();
     assert_eq!(error.message(), "unknown function `missing_fn`");
+    let error = env.call_function("wordcount", vec![]).unwrap_err();
+    assert_eq!(
+        error.message(),
+        "unknown function `wordcount` (did you mean `word_count`?)"
+    );
     // Limits apply.
     env.execute("function spin() while true do end end")
         .unwrap();

@@ -393,8 +393,13 @@ impl Environment {
             let function = match self.lua.globals().get::<Value>(name)? {
                 Value::Function(function) => function,
                 Value::Nil => {
+                    let suggestion = self
+                        .catalog
+                        .closest_name(name)
+                        .map(|s| format!(" (did you mean `{s}`?)"));
                     return Err(mlua::Error::RuntimeError(format!(
-                        "unknown function `{name}`"
+                        "unknown function `{name}`{}",
+                        suggestion.unwrap_or_default()
                     )));
                 }
                 other => {

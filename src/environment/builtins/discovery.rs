@@ -52,10 +52,15 @@ pub(super) fn help(lua: &Lua, catalog: Arc<Catalog>) -> mlua::Result<Function> {
                 catalog.scope().refusal(&name, scope)
             )));
         }
-        Err(mlua::Error::RuntimeError(format!(
-            "{help}: no function named '{name}'; call {help}() to list them",
-            help = BuiltinId::Help.name()
-        )))
+        let help = BuiltinId::Help.name();
+        Err(mlua::Error::RuntimeError(
+            match catalog.closest_name(&name) {
+                Some(suggestion) => {
+                    format!("{help}: no function named '{name}'; did you mean '{suggestion}'?")
+                }
+                None => format!("{help}: no function named '{name}'; call {help}() to list them"),
+            },
+        ))
     })
 }
 

@@ -3,10 +3,10 @@
 
 mod support;
 
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
-use support::cli::{rlm, stderr, stdout};
+use support::cli::{fed, llm_args, rlm, rlm_command, stderr, stdout};
 
 fn json(output: &Output) -> Value {
     serde_json::from_slice(&output.stdout).expect("stdout is JSON")
@@ -340,27 +340,16 @@ fn exec_limit_hit_exits_1_with_the_limit_named() {
 
 #[test]
 fn run_reads_a_file_or_standard_input() {
-    use std::io::Write;
     let dir = tempfile::tempdir().unwrap();
     let script = dir.path().join("s.lua");
     std::fs::write(&script, "print(word_count('a b c'))").unwrap();
     let out = rlm(&["run", script.to_str().unwrap()]);
     assert_eq!((out.status.code(), stdout(&out).as_str()), (Some(0), "3\n"));
 
-    let mut child = Command::new(env!("CARGO_BIN_EXE_rlm"))
-        .args(["run", "-"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"print(head('a\\nb\\nc', 2))")
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(String::from_utf8(out.stdout).unwrap(), "a\nb\n");
+    let mut run_stdin = rlm_command();
+    run_stdin.args(["run", "-"]);
+    let out = fed(run_stdin, b"print(head('a\\nb\\nc', 2))");
+    assert_eq!(stdout(&out), "a\nb\n");
 }
 
 #[test]
@@ -385,14 +374,11 @@ fn exec_llm_query_uses_the_base_url_and_model_flags() {
     let server = support::openai_server::OpenAiServer::always(
         support::openai_server::Behavior::reply("from the server"),
     );
-    let out = rlm(&[
-        "exec",
-        "print(llm_query('hi'))",
-        "--base-url",
-        &server.base_url(),
-        "--model",
-        "tiny",
-    ]);
+    let out = rlm_command()
+        .args(["exec", "print(llm_query('hi'))"])
+        .args(llm_args(&server.base_url(), "tiny"))
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(stdout(&out), "from the server\n");
     assert_eq!(server.requests()[0].json().unwrap()["model"], "tiny");
@@ -400,11 +386,8 @@ fn exec_llm_query_uses_the_base_url_and_model_flags() {
 
 #[test]
 fn ask_user_without_a_terminal_fails_clearly_and_notify_goes_to_stderr() {
-    let out = Command::new(env!("CARGO_BIN_EXE_rlm"))
-        .args(["exec", "notify_user('hello') ask_user('name?')"])
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
+    // `output()` gives the child no terminal: its standard input is the null device.
+    let out = rlm(&["exec", "notify_user('hello') ask_user('name?')"]);
     assert_eq!(out.status.code(), Some(1));
     let err = stderr(&out);
     assert!(err.contains("[rlm] hello"), "{err}");

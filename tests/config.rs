@@ -1,7 +1,7 @@
 //! `rlm.toml`: a good file, every kind of error at its exact line and column, and the
 //! command line reading it (`--config`, or `rlm.toml` in the current directory).
 
-use std::process::Command;
+mod support;
 
 use rlm_registry::providers::Config;
 
@@ -128,13 +128,7 @@ fn the_command_line_reads_the_config_and_reports_errors_with_positions() {
         "[providers.files]\nenabled = true\nroot = \"data\"\n",
     )
     .unwrap();
-    let rlm = |args: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_rlm"))
-            .args(args)
-            .current_dir(dir.path())
-            .output()
-            .unwrap()
-    };
+    let rlm = |args: &[&str]| support::cli::rlm_in(dir.path(), args);
     // rlm.toml in the current directory is read by default.
     let out = rlm(&["exec", "print(word_count(read_file('n.txt')))"]);
     assert_eq!(

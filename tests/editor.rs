@@ -8,6 +8,8 @@
 //! that variable the test says so and checks nothing else.
 #![cfg(feature = "cli")]
 
+mod support;
+
 use std::path::Path;
 use std::process::Command;
 
@@ -30,24 +32,22 @@ fn workspace() -> tempfile::TempDir {
             std::fs::copy(entry.path(), &target).unwrap();
         }
     }
-    let out = Command::new(env!("CARGO_BIN_EXE_rlm"))
-        .args(["meta", "--out", ".", "--no-baked"])
-        .args([
+    let out = support::cli::rlm_in(
+        dir.path(),
+        &[
+            "meta",
+            "--out",
+            ".",
+            "--no-baked",
             "--path",
             "lua/text",
             "--path",
             "lua/chunking",
             "--path",
             "lua/recursive",
-        ])
-        .current_dir(dir.path())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        ],
     );
+    assert!(out.status.success(), "{}", support::cli::stderr(&out));
     dir
 }
 

@@ -175,12 +175,8 @@ fn direct_cuts_a_context_longer_than_the_window_with_a_note() {
 }
 
 fn rlm() -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_rlm"));
-    command
-        .env_remove("RLM_API_KEY")
-        .env_remove("OPENAI_API_KEY")
-        .env("RLM_TIMEOUT_SECS", "10")
-        .current_dir(env!("CARGO_MANIFEST_DIR"));
+    let mut command = support::cli::rlm_command();
+    command.env("RLM_TIMEOUT_SECS", "10");
     command
 }
 

@@ -6,13 +6,13 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use rlm_registry::Registry;
 use rlm_registry::environment::hints::{Names, hint};
 use rlm_registry::environment::{Environment, ExecError, Limits};
 use rlm_registry::rlm::Context;
 use serde_json::json;
+use support::cli::rlm as rlm_binary;
 use support::openai_server::{Behavior, OpenAiServer};
 use support::rlm_loop::{bodies, last_message, lua, rlm};
 use support::serve::{TestServer, bounded, is_error, options, request, run_lua, text};
@@ -426,14 +426,6 @@ fn the_zero_hint_check_does_find_python() {
 
 const HABIT: &str = "print(len(context))";
 const ITS_HINT: &str = "hint: Lua writes the length of a string or a sequence as `#x`.";
-
-fn rlm_binary(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_rlm"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .unwrap()
-}
 
 #[test]
 fn rlm_exec_shows_the_hint() {

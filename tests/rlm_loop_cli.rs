@@ -7,18 +7,16 @@ use support::rlm_loop::*;
 
 #[cfg(feature = "cli")]
 mod cli {
-    use std::process::{Command, Output};
+    use std::process::Output;
 
     use super::*;
+    use crate::support::cli::{llm_args, rlm_command};
 
     fn rlm_ask(server: &OpenAiServer, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_rlm"))
+        rlm_command()
             .arg("ask")
             .args(args)
-            .args(["--base-url", &server.base_url(), "--model", "test-model"])
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .env_remove("RLM_API_KEY")
-            .env_remove("OPENAI_API_KEY")
+            .args(llm_args(&server.base_url(), "test-model"))
             .output()
             .expect("rlm runs")
     }

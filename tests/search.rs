@@ -2,6 +2,9 @@
 //! monotonic confidence, capability tags and filters, sources, lookup, `fn_search` and
 //! `rlm search`.
 
+#[allow(dead_code)] // Shared with other tests; this one runs only part of it.
+#[path = "support/cli.rs"]
+mod cli_support;
 #[path = "support/corpus.rs"]
 mod corpus;
 
@@ -392,30 +395,13 @@ print(help("fn_search"):sub(1, 4))"#,
 
 #[cfg(feature = "cli")]
 mod cli {
-    use std::io::Write;
-    use std::process::{Command, Stdio};
-
-    fn rlm() -> Command {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_rlm"));
-        command.current_dir(env!("CARGO_MANIFEST_DIR"));
-        command
-    }
+    use crate::cli_support::{fed, rlm, rlm_command};
 
     #[test]
     fn batch_mode_answers_one_json_line_per_query_in_order() {
-        let mut child = rlm()
-            .args(["search", "--queries", "-", "--max-results", "2"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(b"grep\n\nzzzz\nchunk_by_size\n")
-            .unwrap();
-        let out = child.wait_with_output().unwrap();
+        let mut batch = rlm_command();
+        batch.args(["search", "--queries", "-", "--max-results", "2"]);
+        let out = fed(batch, b"grep\n\nzzzz\nchunk_by_size\n");
         assert!(out.status.success());
         let lines: Vec<serde_json::Value> = String::from_utf8(out.stdout)
             .unwrap()
@@ -431,10 +417,7 @@ mod cli {
 
     #[test]
     fn one_query_as_json_with_confidence_reason_and_signals() {
-        let out = rlm()
-            .args(["search", "count words", "--json", "--capability", "analyze"])
-            .output()
-            .unwrap();
+        let out = rlm(&["search", "count words", "--json", "--capability", "analyze"]);
         assert!(out.status.success());
         let value: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(value["results"][0]["name"], "word_count");
@@ -448,10 +431,7 @@ mod cli {
         ] {
             assert!(!r[key].is_null(), "{key}");
         }
-        let out = rlm()
-            .args(["search", "x", "--mode", "fastest"])
-            .output()
-            .unwrap();
+        let out = rlm(&["search", "x", "--mode", "fastest"]);
         assert_eq!(out.status.code(), Some(2));
     }
 }

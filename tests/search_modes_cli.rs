@@ -4,12 +4,12 @@
 
 mod support;
 
-use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 use std::time::Duration;
 
 use serde_json::Value;
+use support::cli::{fed, llm_args, rlm_command};
 use support::openai_server::{Behavior, OpenAiServer};
 use support::search_modes::TEXT_FUNCTIONS;
 
@@ -27,27 +27,14 @@ fn registry_dir() -> tempfile::TempDir {
 }
 
 fn rlm_search(server: &OpenAiServer, dir: &Path, args: &[&str], stdin: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_rlm"))
+    let mut search = rlm_command();
+    search
         .arg("search")
         .args(args)
         .args(["--no-baked", "--path"])
         .arg(dir)
-        .args(["--base-url", &server.base_url(), "--model", "cli-model"])
-        .env_remove("RLM_API_KEY")
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("RLM_TIMEOUT_SECS")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("rlm runs");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
+        .args(llm_args(&server.base_url(), "cli-model"));
+    fed(search, stdin.as_bytes())
 }
 
 fn text(bytes: &[u8]) -> String {

@@ -15,11 +15,7 @@ fn serve_rejects_zero_caps_and_bad_addresses_as_usage_errors() {
         &["serve", "--time-limit", "0"],
         &["serve", "--http", "not-an-address"],
     ] {
-        let output = std::process::Command::new(env!("CARGO_BIN_EXE_rlm"))
-            .args(args)
-            .stdin(std::process::Stdio::null())
-            .output()
-            .unwrap();
+        let output = support::cli::rlm(args);
         assert_eq!(output.status.code(), Some(2), "{args:?}");
         assert!(output.stdout.is_empty(), "{args:?}: nothing on stdout");
         assert!(!output.stderr.is_empty(), "{args:?}: a message on stderr");
@@ -31,7 +27,7 @@ fn serve_rejects_zero_caps_and_bad_addresses_as_usage_errors() {
 async fn sigterm_finishes_the_running_call_then_exits_zero() {
     use tokio::io::{AsyncBufReadExt, BufReader};
     bounded(async {
-        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_rlm"))
+        let mut child = support::cli::rlm_process()
             .args(["serve", "--http", "127.0.0.1:0", "--time-limit", "5"])
             .stderr(std::process::Stdio::piped())
             .stdout(std::process::Stdio::null())
@@ -71,7 +67,7 @@ async fn sigterm_finishes_the_running_call_then_exits_zero() {
 async fn sigterm_ends_a_stdio_server_with_exit_zero() {
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
     bounded(async {
-        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_rlm"))
+        let mut child = support::cli::rlm_process()
             .arg("serve")
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
@@ -105,11 +101,7 @@ fn serve_rejects_a_malformed_allowed_origin_from_the_flag_or_rlm_toml() {
         &["serve", "--allow-origin", "http://x.com/path"],
         &["serve", "--config", config],
     ] {
-        let output = std::process::Command::new(env!("CARGO_BIN_EXE_rlm"))
-            .args(args)
-            .stdin(std::process::Stdio::null())
-            .output()
-            .unwrap();
+        let output = support::cli::rlm(args);
         assert_eq!(output.status.code(), Some(2), "{args:?}");
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(stderr.contains("is not an origin"), "{args:?}: {stderr}");
@@ -125,11 +117,7 @@ fn an_unknown_key_under_serve_in_rlm_toml_is_an_error_with_its_line() {
         "[serve]\nallow_origin = [\"http://localhost:5173\"]\n",
     )
     .unwrap();
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_rlm"))
-        .args(["serve", "--config", config.to_str().unwrap()])
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
+    let output = support::cli::rlm(&["serve", "--config", config.to_str().unwrap()]);
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
@@ -148,7 +136,7 @@ async fn an_origin_allowed_in_rlm_toml_is_let_in() {
     )
     .unwrap();
     bounded(async {
-        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_rlm"));
+        let mut command = support::cli::rlm_process();
         command.args([
             "serve",
             "--http",

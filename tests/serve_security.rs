@@ -126,11 +126,7 @@ async fn a_non_loopback_bind_requires_the_token_on_every_route() {
 
 #[test]
 fn serve_refuses_a_public_address_without_a_token() {
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_rlm"))
-        .args(["serve", "--http", "0.0.0.0:0"])
-        .env_remove("RLM_SERVE_TOKEN")
-        .output()
-        .unwrap();
+    let output = support::cli::rlm(&["serve", "--http", "0.0.0.0:0"]);
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(

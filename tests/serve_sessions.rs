@@ -78,11 +78,10 @@ fn rss_kib(pid: u32) -> u64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_thousand_initializes_leave_at_most_the_cap_live_and_memory_bounded() {
     bounded(async {
-        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_rlm"));
+        let mut command = support::cli::rlm_process();
         command
             .args(["serve", "--http", "127.0.0.1:0", "--max-sessions", "4"])
-            .args(["--path", "tests/fixtures/serve"])
-            .current_dir(env!("CARGO_MANIFEST_DIR"));
+            .args(["--path", "tests/fixtures/serve"]);
         let mut served = ServedProcess::spawn(command).await;
         let (pid, address) = (served.pid, served.address.clone());
         let url = format!("http://{address}/mcp");
@@ -253,7 +252,7 @@ async fn a_dropped_connection_keeps_its_call_running_for_the_grace_period_then_s
 async fn a_stdio_client_leaving_mid_call_stops_the_execution_at_once() {
     use tokio::io::AsyncWriteExt;
     bounded(async {
-        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_rlm"))
+        let mut child = support::cli::rlm_process()
             .args([
                 "serve",
                 "--path",
@@ -261,7 +260,6 @@ async fn a_stdio_client_leaving_mid_call_stops_the_execution_at_once() {
                 "--time-limit",
                 "3600",
             ])
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::piped())

@@ -65,15 +65,10 @@ fn export_formats() {
     assert!("xml".parse::<ToolFormat>().is_err());
 }
 
+#[cfg(feature = "cli")]
 #[test]
 fn cli_prints_tool_lists() {
-    use std::process::Command;
-    let rlm = |args: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_rlm"))
-            .args(args)
-            .output()
-            .unwrap()
-    };
+    use support::cli::rlm;
 
     let out = rlm(&["tools"]);
     assert!(out.status.success());

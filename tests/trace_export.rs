@@ -7,7 +7,6 @@
 mod support;
 
 use std::path::Path;
-use std::process::Command;
 
 use rlm_registry::rlm::{Context, TraceFormat};
 use rlm_registry::trace::{ExportOptions, Trace, export_rlm};
@@ -431,16 +430,16 @@ fn the_export_command_writes_the_reference_format() {
     let (events, _, _) = both_formats(dir.path());
     let path = dir.path().join("events.jsonl");
     std::fs::write(&path, events).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_rlm"))
-        .args(["trace", "export", "--format", "rlm", "--model", "m"])
-        .arg(&path)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = support::cli::rlm(&[
+        "trace",
+        "export",
+        "--format",
+        "rlm",
+        "--model",
+        "m",
+        path.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", support::cli::stderr(&out));
     let text = String::from_utf8(out.stdout).unwrap();
     check_log(&text).unwrap();
     let first: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
@@ -453,19 +452,12 @@ mod ask {
     use super::*;
 
     fn rlm_ask(server: &OpenAiServer, dir: &Path, args: &[&str]) -> std::process::Output {
-        Command::new(env!("CARGO_BIN_EXE_rlm"))
+        support::cli::rlm_command()
             .arg("ask")
             .args(args)
-            .args([
-                "--base-url",
-                &server.base_url(),
-                "--model",
-                "test-model",
-                "-q",
-            ])
+            .args(support::cli::llm_args(&server.base_url(), "test-model"))
+            .arg("-q")
             .current_dir(dir)
-            .env_remove("RLM_API_KEY")
-            .env_remove("OPENAI_API_KEY")
             .output()
             .expect("rlm runs")
     }

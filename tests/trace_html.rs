@@ -98,23 +98,18 @@ fn the_page_is_self_contained_and_keeps_model_markup_as_text() {
 fn the_command_writes_the_page_next_to_the_trace() {
     let dir = tempfile::tempdir().unwrap();
     let path = run(dir.path());
-    let out = Command::new(env!("CARGO_BIN_EXE_rlm"))
-        .args(["trace", "html", path.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = support::cli::rlm(&["trace", "html", path.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", support::cli::stderr(&out));
     let page = std::fs::read_to_string(dir.path().join("run.html")).unwrap();
     assert!(page.contains("<title>run.jsonl · rlm trace</title>"));
     let chosen = dir.path().join("chosen.html");
-    let out = Command::new(env!("CARGO_BIN_EXE_rlm"))
-        .args(["trace", "html", path.to_str().unwrap(), "-o"])
-        .arg(&chosen)
-        .output()
-        .unwrap();
+    let out = support::cli::rlm(&[
+        "trace",
+        "html",
+        path.to_str().unwrap(),
+        "-o",
+        chosen.to_str().unwrap(),
+    ]);
     assert!(out.status.success());
     assert!(chosen.exists());
 }

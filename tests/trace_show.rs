@@ -5,7 +5,6 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
 use rlm_registry::rlm::Context;
@@ -15,13 +14,10 @@ use support::openai_server::{Behavior, OpenAiServer};
 use support::rlm_loop::*;
 
 fn rlm_bin(args: &[&str]) -> (String, String, i32) {
-    let out = Command::new(env!("CARGO_BIN_EXE_rlm"))
-        .args(args)
-        .output()
-        .expect("rlm runs");
+    let out = support::cli::rlm(args);
     (
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
+        support::cli::stdout(&out),
+        support::cli::stderr(&out),
         out.status.code().unwrap_or(-1),
     )
 }

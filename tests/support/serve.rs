@@ -118,12 +118,11 @@ pub async fn bounded<T>(test: impl Future<Output = T>) -> T {
 }
 
 pub async fn stdio_client(extra: &[&str]) -> Client {
-    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_rlm"));
+    let mut command = super::cli::rlm_process();
     command
         .arg("serve")
         .args(["--path", "tests/fixtures/serve", "--time-limit", "0.4"])
-        .args(extra)
-        .current_dir(env!("CARGO_MANIFEST_DIR"));
+        .args(extra);
     let transport = TokioChildProcess::new(command).unwrap();
     ().serve(transport).await.unwrap()
 }

@@ -269,6 +269,45 @@ fn result_tables_of_primitives_count_against_the_memory_limit() {
     assert_eq!(output(&env, "print(#head(context, 2))"), "13\n");
 }
 
+/// A key function of the collection primitives that runs out of memory or time stops the
+/// execution, also when the call is inside `pcall`.
+#[cfg(feature = "collections")]
+#[test]
+fn a_limit_hit_in_a_key_function_stops_the_execution_under_pcall() {
+    let limits = Limits {
+        memory_bytes: 16 * 1024 * 1024,
+        time: Duration::from_secs(1),
+        ..Limits::default()
+    };
+    let env = env(limits);
+    for name in ["sort_by", "count_by", "group_by"] {
+        let hog = "function(x) local t = {} while true do t[#t + 1] = {} end end";
+        let failure = error(&env, &format!("print(pcall({name}, {{3, 1, 2}}, {hog}))"));
+        assert!(
+            matches!(
+                failure,
+                ExecError::Limit {
+                    kind: LimitKind::Memory,
+                    ..
+                }
+            ),
+            "{name}: {failure:?}"
+        );
+        let spin = "function(x) while true do end end";
+        let failure = error(&env, &format!("print(pcall({name}, {{3, 1, 2}}, {spin}))"));
+        assert!(
+            matches!(
+                failure,
+                ExecError::Limit {
+                    kind: LimitKind::Time,
+                    ..
+                }
+            ),
+            "{name}: {failure:?}"
+        );
+    }
+}
+
 /// The collection primitives (`count`, `count_by`, `group_by`, `sort_by`, `most_common`):
 /// the memory limit holds while they build their result, a time limit stops a key
 /// function that never returns, and a key function's error reaches the caller.

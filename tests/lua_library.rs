@@ -358,6 +358,9 @@ lua_tests!(
         slice_rejects_bad_arguments,
         set_operations_keep_distinct_items_in_order,
         set_operations_reject_bad_arguments,
+        key_function_errors_pass_through_unchanged,
+        sort_by_compares_list_keys_as_they_are_once_every_key_is_computed,
+        sort_by_compares_integers_and_floats_exactly,
         argument_errors_blame_the_caller,
     ]
 );

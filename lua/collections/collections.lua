@@ -10,6 +10,16 @@ local function fail(name, message)
   error(name .. ": " .. message, 3)
 end
 
+-- A primitive's result: its value, or its failure raised at the caller of the public
+-- function that called this helper, or the error a key function raised, raised again as
+-- it is (as the pure-Lua code lets it pass). Call it as `return (native_result(...))`:
+-- a tail call would leave no frame of the public function for the level to count.
+local function native_result(value, failure, raised)
+  if raised then error(failure, 0) end
+  if value == nil then error(failure, 3) end
+  return value
+end
+
 local function check_table(name, value, position, what)
   if type(value) ~= "table" then
     error(string.format("%s: argument %d (%s) must be a table, got %s", name, position, what, type(value)), 3)
@@ -147,9 +157,7 @@ function count_by(list, key)
   check_table("count_by", list, 1, "list")
   if key == nil then fail("count_by", "argument 2 (key) is missing; use count(list) to count the items themselves") end
   if native and (type(key) == "string" or type(key) == "function") then
-    local counts, err = native.count(list, key)
-    if not counts then error(err, 2) end
-    return counts
+    return (native_result(native.count(list, key)))
   end
   local counts = {}
   if type(key) == "string" or type(key) == "number" then
@@ -217,9 +225,7 @@ function group_by(list, key)
   if key == nil then fail("group_by", "argument 2 (key) is missing") end
   key_function("group_by", key) -- checks the key's kind
   if native and (type(key) == "string" or type(key) == "function") then
-    local groups, err = native.group_by(list, key)
-    if not groups then error(err, 2) end
-    return groups
+    return (native_result(native.group_by(list, key)))
   end
   local groups = {}
   local keys = keys_of("group_by", list, key)
@@ -251,9 +257,7 @@ function sort_by(list, key, reverse)
   check_table("sort_by", list, 1, "list")
   if native then
     key_function("sort_by", key) -- checks the key's kind
-    local sorted, err = native.sort_by(list, key, reverse == true)
-    if not sorted then error(err, 2) end
-    return sorted
+    return (native_result(native.sort_by(list, key, reverse == true)))
   end
   local keys = keys_of("sort_by", list, key)
   local n = #list

@@ -96,13 +96,31 @@ fn compare_floats(a: f64, b: f64) -> Ordering {
         .unwrap_or_else(|| a.is_nan().cmp(&b.is_nan()))
 }
 
+/// An integer against a float, exactly as Lua's `<` compares them (converting the integer
+/// would round it above 2^53): NaN after every number.
+fn compare_integer_float(integer: i64, float: f64) -> Ordering {
+    // 2^63: the first float above every integer.
+    const TWO_TO_63: f64 = 9_223_372_036_854_775_808.0;
+    if float.is_nan() || float >= TWO_TO_63 {
+        return Ordering::Less;
+    }
+    if float < -TWO_TO_63 {
+        return Ordering::Greater;
+    }
+    // In range, the float's integer part converts exactly.
+    let whole = float.trunc();
+    integer
+        .cmp(&(whole as i64))
+        .then_with(|| compare_floats(0.0, float - whole))
+}
+
 /// The one order of sort keys (see the module documentation).
 fn compare(a: &SortKey, b: &SortKey) -> Ordering {
     match (a, b) {
         (SortKey::Integer(x), SortKey::Integer(y)) => x.cmp(y),
         (SortKey::Float(x), SortKey::Float(y)) => compare_floats(*x, *y),
-        (SortKey::Integer(x), SortKey::Float(y)) => compare_floats(*x as f64, *y),
-        (SortKey::Float(x), SortKey::Integer(y)) => compare_floats(*x, *y as f64),
+        (SortKey::Integer(x), SortKey::Float(y)) => compare_integer_float(*x, *y),
+        (SortKey::Float(x), SortKey::Integer(y)) => compare_integer_float(*y, *x).reverse(),
         (SortKey::Text(x), SortKey::Text(y)) => x.as_slice().cmp(y.as_slice()),
         (SortKey::Other(x), SortKey::Other(y)) => x.cmp(y),
         (SortKey::List(x), SortKey::List(y)) => x
@@ -196,17 +214,19 @@ unsafe fn read_key(
     }
 }
 
-/// What a primitive's raw pass left to report: a limit hit, or a message the Lua side
-/// raises at its caller.
+/// What a primitive's raw pass left to report: a limit hit, a message the Lua side
+/// raises at its caller, or that a key function raised an error (its value is the
+/// result).
 #[derive(Default)]
 struct Outcome {
     limit: Option<mlua::Error>,
     failure: Option<String>,
+    raised: bool,
 }
 
 impl Outcome {
     fn stopped(&self) -> bool {
-        self.limit.is_some() || self.failure.is_some()
+        self.limit.is_some() || self.failure.is_some() || self.raised
     }
 
     /// Records the meter's limit, if one is hit; whether to go on.
@@ -218,10 +238,21 @@ impl Outcome {
     }
 }
 
+/// What a primitive hands the Lua side.
+enum Reply {
+    /// Its result.
+    Done(Value),
+    /// A message the Lua side raises at its caller.
+    Failed(String),
+    /// The error value a key function raised, which the Lua side raises again as it is
+    /// (mlua would turn a table into its `tostring`, and give a string a second position).
+    Raised(Value),
+}
+
 /// Runs `work` over the raw stack (its arguments at 1, 2, …) in one protected call; the
-/// top value it leaves is the result. The collector pauses meanwhile unless `calls_lua`
-/// (code that may make garbage runs in between). A limit is returned as the error; a
-/// failure as `Err(message)` inside.
+/// top value it leaves is the result (or the error a key function raised). The collector
+/// pauses meanwhile unless `calls_lua` (code that may make garbage runs in between). A
+/// limit is returned as the error.
 ///
 /// # Safety
 /// `work` owns nothing on the Rust side while it calls Lua functions that may raise
@@ -231,7 +262,7 @@ unsafe fn raw_call(
     calls_lua: bool,
     args: impl mlua::IntoLuaMulti,
     work: impl FnOnce(*mut ffi::lua_State, &mut Outcome),
-) -> mlua::Result<Result<Value, String>> {
+) -> mlua::Result<Reply> {
     let mut outcome = Outcome::default();
     let collecting = lua.gc_is_running();
     if !calls_lua {
@@ -257,23 +288,54 @@ unsafe fn raw_call(
         return Err(limit);
     }
     Ok(match outcome.failure {
-        Some(message) => Err(message),
-        None => Ok(value),
+        Some(message) => Reply::Failed(message),
+        None if outcome.raised => Reply::Raised(value),
+        None => Reply::Done(value),
     })
 }
 
-/// Pushes the key of the item at `position` of the list (stack index 1) as the key source
-/// (stack index 2) gives it: the item itself (nil), a function's result (stored at the same
-/// position of the table at stack index 3 when `keep`, so that it stays reachable) or the
-/// item's field. False after a failure (an item without fields), with nothing pushed.
+/// Calls the key function (stack index 2) on the item at `position` of the list (stack
+/// index 1), protected, and pushes its result; false when it raised an error, which is
+/// then the top value (`outcome.raised`), or ran out of memory (`outcome.limit`).
+///
+/// A limit tripped inside the call (an mlua error, raised by the hook or a built-in) is
+/// raised again at once, as if the call were unprotected.
 ///
 /// # Safety
-/// The stack holds the list at 1, the source at 2 and, for a function, a table at 3.
+/// The stack holds the list at 1 and the function at 2; nothing the caller owns on the
+/// Rust side needs dropping (the limit error unwinds past it).
+unsafe fn call_key(state: *mut ffi::lua_State, position: usize, outcome: &mut Outcome) -> bool {
+    // SAFETY: as the caller promises.
+    unsafe {
+        ffi::lua_pushvalue(state, 2);
+        ffi::lua_rawgeti(state, 1, position as ffi::lua_Integer);
+        match ffi::lua_pcall(state, 1, 1, 0) {
+            ffi::LUA_OK => true,
+            ffi::LUA_ERRMEM => {
+                ffi::lua_pop(state, 1);
+                outcome.limit = Some(mlua::Error::MemoryError("not enough memory".into()));
+                false
+            }
+            _ if ffi::lua_type(state, -1) == ffi::LUA_TUSERDATA => ffi::lua_error(state),
+            _ => {
+                outcome.raised = true;
+                false
+            }
+        }
+    }
+}
+
+/// Pushes the key of the item at `position` of the list (stack index 1) as the key source
+/// (stack index 2) gives it: the item itself (nil), a function's result (see [`call_key`])
+/// or the item's field. False after a failure (an item without fields, with nothing
+/// pushed) or a key function's error (its value pushed).
+///
+/// # Safety
+/// The stack holds the list at 1 and the source at 2.
 unsafe fn push_key(
     state: *mut ffi::lua_State,
     name: &str,
     position: usize,
-    keep: bool,
     outcome: &mut Outcome,
 ) -> bool {
     let at = position as ffi::lua_Integer;
@@ -283,15 +345,7 @@ unsafe fn push_key(
             ffi::LUA_TNIL => {
                 ffi::lua_rawgeti(state, 1, at);
             }
-            ffi::LUA_TFUNCTION => {
-                ffi::lua_pushvalue(state, 2);
-                ffi::lua_rawgeti(state, 1, at);
-                ffi::lua_call(state, 1, 1);
-                if keep {
-                    ffi::lua_pushvalue(state, -1);
-                    ffi::lua_rawseti(state, 3, at);
-                }
-            }
+            ffi::LUA_TFUNCTION => return call_key(state, position, outcome),
             _ => {
                 if ffi::lua_rawgeti(state, 1, at) != ffi::LUA_TTABLE {
                     let item = type_name(state, -1);
@@ -323,7 +377,7 @@ fn sort_by(
     key: Value,
     reverse: bool,
     meter: &mut WorkMeter,
-) -> mlua::Result<Result<Value, String>> {
+) -> mlua::Result<Reply> {
     let calls_lua = key.is_function();
     let mut decorated: Vec<(SortKey, usize)> = Vec::new();
     // SAFETY: `work` owns nothing: the keys go into `decorated`, which lives out here and
@@ -332,40 +386,18 @@ fn sort_by(
         raw_call(lua, calls_lua, (list, key), |state, outcome| {
             ffi::lua_settop(state, 2);
             let length = ffi::lua_rawlen(state, 1);
-            ffi::lua_createtable(
-                state,
-                if calls_lua {
-                    c_int::try_from(length).unwrap_or(0)
-                } else {
-                    0
-                },
-                0,
-            );
-            decorated.reserve_exact(length);
-            let mut held = length * std::mem::size_of::<(SortKey, usize)>();
-            for position in 1..=length {
-                if !push_key(state, "sort_by", position, true, outcome) {
-                    break;
-                }
-                match read_key(state, ffi::lua_gettop(state), 0) {
-                    Ok(key) => {
-                        held += key.heap_bytes();
-                        decorated.push((key, position));
-                    }
-                    Err(what) => {
-                        outcome.failure = Some(format!(
-                            "sort_by: the key of item {position} is {what} (keys must be numbers, strings or lists of them)"
-                        ));
-                        break;
-                    }
-                }
-                ffi::lua_settop(state, 3);
-                meter.hold(held);
-                if !outcome.spend(meter, VALUE_COST) {
-                    break;
-                }
+            if calls_lua && !keep_function_keys(state, length, meter, outcome) {
+                return;
             }
-            ffi::lua_settop(state, 3);
+            // The memory the keys take is checked before it is taken.
+            meter.hold(length * std::mem::size_of::<(SortKey, usize)>());
+            match meter.check() {
+                Ok(()) => {
+                    decorated.reserve_exact(length);
+                    read_sort_keys(state, length, calls_lua, &mut decorated, meter, outcome);
+                }
+                Err(limit) => outcome.limit = Some(limit),
+            }
             if outcome.stopped() {
                 decorated.clear();
                 ffi::lua_pushnil(state);
@@ -388,14 +420,91 @@ fn sort_by(
     }
 }
 
+/// Calls the key function on every item of the list and replaces it (stack index 2) by the
+/// list of their results, before any is read: the keys' strings then stay reachable, and
+/// no Lua code runs, until the sort is done (a key function could otherwise drop a string
+/// read earlier, by changing a list it returns again). False when the pass stopped, with
+/// the key function's error, or nil, on top.
+///
+/// # Safety
+/// The stack holds the list at 1 and the function at 2, and nothing else.
+unsafe fn keep_function_keys(
+    state: *mut ffi::lua_State,
+    length: usize,
+    meter: &mut WorkMeter,
+    outcome: &mut Outcome,
+) -> bool {
+    // SAFETY: as the caller promises: the function stays at 2, the keys go into a table at
+    // 3, which then replaces the function.
+    unsafe {
+        ffi::lua_createtable(state, c_int::try_from(length).unwrap_or(0), 0);
+        for position in 1..=length {
+            if !call_key(state, position, outcome) {
+                if !outcome.raised {
+                    ffi::lua_pushnil(state);
+                }
+                return false;
+            }
+            ffi::lua_rawseti(state, 3, position as ffi::lua_Integer);
+            if !outcome.spend(meter, VALUE_COST) {
+                ffi::lua_pushnil(state);
+                return false;
+            }
+        }
+        ffi::lua_replace(state, 2);
+        true
+    }
+}
+
+/// Reads the sort key of every item into `decorated` with its position: the item itself
+/// or its field as the source at stack index 2 gives it, or when `kept` the result of the
+/// key function (the table at 2, see [`keep_function_keys`]). Stops at the first failure.
+///
+/// # Safety
+/// The stack holds the list at 1 and the source at 2, and nothing else; no Lua code runs
+/// while `decorated` is in use.
+unsafe fn read_sort_keys(
+    state: *mut ffi::lua_State,
+    length: usize,
+    kept: bool,
+    decorated: &mut Vec<(SortKey, usize)>,
+    meter: &mut WorkMeter,
+    outcome: &mut Outcome,
+) {
+    let mut held = length * std::mem::size_of::<(SortKey, usize)>();
+    // SAFETY: as the caller promises.
+    unsafe {
+        for position in 1..=length {
+            if kept {
+                ffi::lua_rawgeti(state, 2, position as ffi::lua_Integer);
+            } else if !push_key(state, "sort_by", position, outcome) {
+                break;
+            }
+            match read_key(state, ffi::lua_gettop(state), 0) {
+                Ok(key) => {
+                    held += key.heap_bytes();
+                    decorated.push((key, position));
+                }
+                Err(what) => {
+                    outcome.failure = Some(format!(
+                        "sort_by: the key of item {position} is {what} (keys must be numbers, strings or lists of them)"
+                    ));
+                    break;
+                }
+            }
+            ffi::lua_settop(state, 2);
+            meter.hold(held);
+            if !outcome.spend(meter, VALUE_COST) {
+                break;
+            }
+        }
+        ffi::lua_settop(state, 2);
+    }
+}
+
 /// `count(list)` or `count_by(list, key)`: key (nil: the item; a function; a field) →
 /// occurrences; nil and NaN keys are skipped.
-fn count(
-    lua: &Lua,
-    list: Table,
-    key: Value,
-    meter: &mut WorkMeter,
-) -> mlua::Result<Result<Value, String>> {
+fn count(lua: &Lua, list: Table, key: Value, meter: &mut WorkMeter) -> mlua::Result<Reply> {
     // SAFETY: the step only reads and sets values of the table at 4.
     unsafe {
         by_key(lua, "count_by", list, key, meter, |state, _| {
@@ -411,12 +520,7 @@ fn count(
 
 /// `group_by(list, key)`: key (a function or a field) → the items with that key, in
 /// order; nil and NaN keys are skipped.
-fn group_by(
-    lua: &Lua,
-    list: Table,
-    key: Value,
-    meter: &mut WorkMeter,
-) -> mlua::Result<Result<Value, String>> {
+fn group_by(lua: &Lua, list: Table, key: Value, meter: &mut WorkMeter) -> mlua::Result<Reply> {
     // SAFETY: the step only reads and sets tables of the table at 4.
     unsafe {
         by_key(lua, "group_by", list, key, meter, |state, position| {
@@ -437,9 +541,8 @@ fn group_by(
 
 /// One pass over `list` in one raw call, building a table keyed by each item's key:
 /// `step(state, position)` runs for every item whose key is neither nil nor NaN, with the
-/// stack holding the list (1), the key (2), an unused results table (3, see
-/// [`push_key`]), the table being built (4) and the item's key (5). The table is the
-/// result.
+/// stack holding the list (1), the key (2), an unused table (3), the table being built
+/// (4) and the item's key (5). The table is the result.
 ///
 /// # Safety
 /// `step` must leave the stack at 5 values or more, and own nothing on the Rust side.
@@ -450,7 +553,7 @@ unsafe fn by_key(
     key: Value,
     meter: &mut WorkMeter,
     step: impl Fn(*mut ffi::lua_State, usize),
-) -> mlua::Result<Result<Value, String>> {
+) -> mlua::Result<Reply> {
     let calls_lua = key.is_function();
     // SAFETY: as the caller promises of `step`.
     unsafe {
@@ -460,7 +563,11 @@ unsafe fn by_key(
             ffi::lua_createtable(state, 0, 0);
             ffi::lua_createtable(state, 0, 0);
             for position in 1..=length {
-                if !push_key(state, name, position, false, outcome) {
+                if !push_key(state, name, position, outcome) {
+                    if outcome.raised {
+                        // The key function's error is the top value, to be raised again.
+                        return;
+                    }
                     break;
                 }
                 let kind = ffi::lua_type(state, -1);
@@ -487,7 +594,7 @@ fn most_common(
     counts: Table,
     n: Option<i64>,
     meter: &mut WorkMeter,
-) -> mlua::Result<Result<Value, String>> {
+) -> mlua::Result<Reply> {
     let mut entries: Vec<(SortKey, SortKey, usize)> = Vec::new();
     // SAFETY: `work` owns nothing: the entries live out here.
     unsafe {
@@ -560,13 +667,19 @@ fn most_common(
     }
 }
 
-/// A primitive's result for the Lua side: the value, or `(nil, message)` for a failure
-/// it raises at its caller.
-fn reply(result: Result<Value, String>) -> (Value, Option<String>) {
-    match result {
-        Ok(value) => (value, None),
-        Err(message) => (Value::Nil, Some(message)),
-    }
+/// A primitive's result for the Lua side: the value, `(nil, message)` for a failure it
+/// raises at its caller, or `(nil, error, true)` for a key function's error it raises
+/// again as it is.
+fn reply(lua: &Lua, reply: Reply) -> mlua::Result<(Value, Value, bool)> {
+    Ok(match reply {
+        Reply::Done(value) => (value, Value::Nil, false),
+        Reply::Failed(message) => (
+            Value::Nil,
+            Value::String(lua.create_string(message)?),
+            false,
+        ),
+        Reply::Raised(error) => (Value::Nil, error, true),
+    })
 }
 
 /// Adds the collection primitives to the hidden table of text primitives.
@@ -580,7 +693,7 @@ pub(crate) fn add_primitives(
             let tripwire = Rc::clone(tripwire);
             lua.create_function(move |$lua, $args: $ty| {
                 let mut $meter = WorkMeter::new($lua, &tripwire);
-                Ok(reply($body?))
+                reply($lua, $body?)
             })?
         }};
     }

@@ -12,6 +12,7 @@ use std::rc::Rc;
 
 use mlua::{Function, Lua, Table, Value, ffi};
 
+use super::errors::is_memory_error;
 use super::limits::{LimitKind, Tripwire};
 
 /// Replaces the four functions, each with the limits check in its upvalue 1.
@@ -48,11 +49,12 @@ pub(crate) fn guard_protected_calls(lua: &Lua, tripwire: Rc<Tripwire>) -> mlua::
     coroutine.raw_set("close", closure(guarded_resume, close)?)
 }
 
-/// `"not enough memory"`: what a protected call returns when an allocation failed.
+/// `"not enough memory"`: what a protected call returns when an allocation failed, also
+/// when a Rust function passed the failure on (mlua wraps it as its callback's error).
 fn is_memory_failure(value: &Value) -> bool {
     match value {
         Value::String(s) => s.as_bytes().as_ref() == b"not enough memory",
-        Value::Error(e) => matches!(**e, mlua::Error::MemoryError(_)),
+        Value::Error(e) => is_memory_error(e),
         _ => false,
     }
 }

@@ -242,6 +242,39 @@ function T.set_operations_reject_bad_arguments()
   check_error(function() set_difference({}, 3) end, "set_difference: argument 2 (list) must be a table, got number")
 end
 
+function T.key_function_errors_pass_through_unchanged()
+  local value = { code = 7 }
+  for _, call in ipairs({ sort_by, count_by, group_by }) do
+    local ok, err = pcall(call, { 3, 1, 2 }, function() error(value) end)
+    assert(not ok and err == value, "a table raised by the key function is the error: " .. tostring(err))
+    ok, err = pcall(call, { 3, 1, 2 }, function() error(nil) end)
+    assert(not ok and err == nil, "nil raised by the key function is the error: " .. tostring(err))
+    ok, err = pcall(call, { 3, 1, 2 }, function() error("bad key", 0) end)
+    assert(not ok and err == "bad key", "a message keeps no position it was raised without: " .. tostring(err))
+  end
+end
+
+function T.sort_by_compares_list_keys_as_they_are_once_every_key_is_computed()
+  -- Every key is the same list (as Python compares it at sort time): all keys are equal.
+  local shared = {}
+  local items = {}
+  for i = 1, 300 do items[i] = i end
+  local sorted = sort_by(items, function(i)
+    shared[1] = string.format("key %03d", (i * 7) % 300)
+    return shared
+  end)
+  check(sorted, items, "equal keys keep their order")
+end
+
+function T.sort_by_compares_integers_and_floats_exactly()
+  local big = math.tointeger(2 ^ 53) + 1
+  local sorted = sort_by({ big, 2.0 ^ 53 })
+  check({ math.type(sorted[1]), math.type(sorted[2]) }, { "float", "integer" }, "2^53 < 2^53 + 1")
+  sorted = sort_by({ 2.0 ^ 63, math.maxinteger, -2.0 ^ 63, math.mininteger, 0.5, 0 })
+  check(sorted, { -2.0 ^ 63, math.mininteger, 0, 0.5, math.maxinteger, 2.0 ^ 63 })
+  check(math.type(sorted[1]), "float", "-2^63 as a float ties with mininteger and keeps its place")
+end
+
 function T.argument_errors_blame_the_caller()
   local err = check_error(function() count(nil) end, "count:")
   assert(err:find("collections_test.lua", 1, true), "error position should be the caller's: " .. err)

@@ -24,9 +24,18 @@ local function nonempty(name, numbers)
   return numbers
 end
 
+-- a + b; a float where integers would wrap around (Python's integers never do).
+local function add(a, b)
+  local sum = a + b
+  if math.type(sum) == "integer" and (sum < a) ~= (b < 0) then
+    return (a + 0.0) + b
+  end
+  return sum
+end
+
 local function total(numbers)
   local sum = 0
-  for i = 1, #numbers do sum = sum + numbers[i] end
+  for i = 1, #numbers do sum = add(sum, numbers[i]) end
   return sum
 end
 
@@ -70,7 +79,7 @@ function median(list)
   local n = #numbers
   local middle = (n + 1) // 2
   if n % 2 == 1 then return numbers[middle] end
-  return (numbers[middle] + numbers[middle + 1]) / 2
+  return add(numbers[middle], numbers[middle + 1]) / 2
 end
 
 --- The p-th percentile (p in 0..100) with linear interpolation, like numpy.percentile's default.
@@ -86,11 +95,15 @@ function percentile(list, p)
   if type(p) ~= "number" or not (p >= 0 and p <= 100) then
     error(string.format("percentile: argument 2 (p) must be a number from 0 to 100, got %s", tostring(p)), 2)
   end
-  local position = (#numbers - 1) * p / 100 + 1
-  local low = math.floor(position)
-  local fraction = position - low
-  if fraction == 0 then return numbers[low] + 0.0 end
-  return numbers[low] + fraction * (numbers[low + 1] - numbers[low])
+  -- numpy's arithmetic, in floats (so that integers far apart cannot wrap around).
+  local position = (#numbers - 1) * (p / 100)
+  local below = math.floor(position)
+  local fraction = position - below
+  local low = numbers[below + 1] + 0.0
+  if fraction == 0 then return low end
+  local high = numbers[below + 2] + 0.0
+  if fraction >= 0.5 then return high - (high - low) * (1 - fraction) end
+  return low + (high - low) * fraction
 end
 
 --- The standard deviation, like statistics.stdev (sample, n - 1); population = true: pstdev.
@@ -131,17 +144,27 @@ local function bin_of(edges, x)
   return low
 end
 
--- `bins` equal-width edges from the smallest to the largest number, as numpy does.
+-- `bins` equal-width edges from the smallest to the largest number, in floats, as numpy
+-- computes them (numpy.linspace).
 local function even_edges(numbers, bins)
   local low, high = math.huge, -math.huge
   for i = 1, #numbers do
-    low, high = math.min(low, numbers[i]), math.max(high, numbers[i])
+    local x = numbers[i]
+    if x ~= x or x == math.huge or x == -math.huge then
+      error(string.format("histogram: item %d is %s, so the bins have no finite range (give bins as a list of edges)",
+        i, tostring(x)), 3)
+    end
+    low, high = math.min(low, x), math.max(high, x)
   end
   if #numbers == 0 then low, high = 0, 1 end
+  low, high = low + 0.0, high + 0.0
   if low == high then low, high = low - 0.5, high + 0.5 end
+  local step = (high - low) / bins
   local edges = {}
-  for i = 0, bins do edges[i + 1] = low + (high - low) * i / bins end
-  edges[bins + 1] = high + 0.0
+  for i = 0, bins do
+    edges[i + 1] = step == 0 and i / bins * (high - low) + low or i * step + low
+  end
+  edges[bins + 1] = high
   return edges
 end
 

@@ -80,6 +80,40 @@ function T.histogram_with_edges_leaves_out_values_outside()
   check(edges, { 1, 5, 10 })
 end
 
+function T.integer_results_too_large_for_lua_become_floats_instead_of_wrapping_around()
+  -- Python's integers never wrap: sum([2**63 - 1, 1]) is 2**63.
+  local max, min = math.maxinteger, math.mininteger
+  check(sum({ max, 1 }), 2.0 ^ 63)
+  check(sum({ min, -1 }), -2.0 ^ 63)
+  check(sum({ max, 1, -1 }), 2.0 ^ 63, "a float once it overflowed")
+  check(mean({ max, max }), 2.0 ^ 63)
+  check(median({ max, max - 1 }), 2.0 ^ 63)
+  check(median({ min, min }), -2.0 ^ 63)
+  check(stdev({ max, max }), 0.0)
+  check(percentile({ min, max }, 50), 0.0, "numpy computes in floats")
+  local counts, edges = histogram({ min, max }, 2)
+  check(counts, { 1, 1 })
+  check(edges, { -2.0 ^ 63, 0.0, 2.0 ^ 63 })
+end
+
+function T.percentile_and_histogram_round_as_numpy_does()
+  -- numpy.percentile([0, 1, 2, 3], 10): position 3 * 0.1, not 3 * 10 / 100.
+  check(percentile({ 0, 1, 2, 3 }, 10), 3 * 0.1)
+  -- numpy.histogram([0, 0.3, 1], 10): the fourth edge is 3 * 0.1 = 0.30000000000000004,
+  -- so 0.3 falls in the third bin.
+  local counts, edges = histogram({ 0, 0.3, 1 }, 10)
+  check(edges[4], 3 * 0.1)
+  check(counts, { 1, 0, 1, 0, 0, 0, 0, 0, 0, 1 })
+end
+
+function T.histogram_without_edges_rejects_nan_and_infinities_like_numpy()
+  -- numpy: "autodetected range of [1.0, inf] is not finite".
+  check_error(function() histogram({ 1, 2, math.huge }, 2) end,
+    "histogram: item 3 is inf, so the bins have no finite range (give bins as a list of edges)")
+  check_error(function() histogram({ 0 / 0, 1 }) end, "histogram: item 1 is")
+  check(histogram({ 1, math.huge }, { 0, 10 }), { 1 }, "given edges need no range")
+end
+
 function T.empty_or_short_lists_are_errors_where_python_raises()
   check_error(function() mean({}) end, "mean: the list is empty")
   check_error(function() median({}) end, "median: the list is empty")

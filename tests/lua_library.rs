@@ -414,6 +414,7 @@ lua_tests!(
         replace_honours_count,
         replace_with_an_empty_old_inserts_between_characters,
         replace_handles_utf8,
+        strip_and_replace_read_bytes_that_are_not_utf8_one_at_a_time,
         replace_rejects_bad_arguments,
         argument_errors_blame_the_caller,
     ]

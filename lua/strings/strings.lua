@@ -80,14 +80,17 @@ local function character_set(chars)
   return set
 end
 
--- The end of the UTF-8 character that starts at `start`.
+-- The end of the character that starts at `start`: a UTF-8 character, or a single byte
+-- where the text is not valid UTF-8 (a lead byte without its continuation bytes).
 local function char_end(text, start)
   local byte = string.byte(text, start)
   local length = byte >= 0xF0 and 4 or byte >= 0xE0 and 3 or byte >= 0xC0 and 2 or 1
-  return math.min(start + length - 1, #text)
+  local stop = start + length - 1
+  if length > 1 and (stop > #text or not utf8.len(text, start, stop)) then return start end
+  return stop
 end
 
--- The start of the UTF-8 character that ends at `stop`.
+-- The start of the character (as char_end reads them) that ends at `stop`.
 local function char_start(text, stop)
   local start = stop
   while start > 1 and stop - start < 3 do
@@ -95,6 +98,7 @@ local function char_start(text, stop)
     if byte < 0x80 or byte >= 0xC0 then break end
     start = start - 1
   end
+  if char_end(text, start) ~= stop then return stop end
   return start
 end
 

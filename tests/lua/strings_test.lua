@@ -146,6 +146,17 @@ function T.replace_handles_utf8()
   check(replace("café café", "é", "e"), "cafe cafe")
 end
 
+function T.strip_and_replace_read_bytes_that_are_not_utf8_one_at_a_time()
+  -- A lead byte without its continuation bytes is one character, at either end.
+  check(strip("\xe9\xe9a\xe9", "\xe9"), "a")
+  check(strip("\xc3a\xc3", "\xc3"), "a")
+  check(strip("\xa9é\xa9", "\xa9"), "é", "a continuation byte alone is one character")
+  check(strip("é\xa9", "\xa9"), "é", "the last byte alone, not the end of a character")
+  check(replace("\xe9ab", "", "|"), "|\xe9|a|b|")
+  check(replace("a\xf0\x9f", "", "|"), "|a|\xf0|\x9f|", "a cut four-byte character")
+  check(replace("h😀é", "", "|"), "|h|😀|é|")
+end
+
 function T.replace_rejects_bad_arguments()
   check_error(function() replace(nil, "a", "b") end, "replace: argument 1 (text) must be a string, got nil")
   check_error(function() replace("a", nil, "b") end, "replace: argument 2 (old) must be a string, got nil")

@@ -399,6 +399,7 @@ lua_tests!(
         split_treats_the_separator_as_plain_text,
         split_honours_maxsplit,
         split_handles_utf8,
+        split_and_strip_know_pythons_unicode_whitespace,
         split_rejects_bad_arguments,
         strip_removes_surrounding_whitespace,
         strip_removes_any_of_the_given_characters,

@@ -22,13 +22,58 @@ local function is_space(byte)
   return byte == 32 or (byte ~= nil and byte >= 9 and byte <= 13)
 end
 
+-- Python's whitespace (str.isspace) that `%s` does not know: \28 to \31 and, in UTF-8,
+-- NEL, no-break space, U+1680, U+2000 to U+200A, U+2028, U+2029, U+202F, U+205F, U+3000.
+local UNICODE_SPACES = {
+  ["\u{85}"] = true, ["\u{A0}"] = true, ["\u{1680}"] = true,
+  ["\u{2000}"] = true, ["\u{2001}"] = true, ["\u{2002}"] = true, ["\u{2003}"] = true,
+  ["\u{2004}"] = true, ["\u{2005}"] = true, ["\u{2006}"] = true, ["\u{2007}"] = true,
+  ["\u{2008}"] = true, ["\u{2009}"] = true, ["\u{200A}"] = true,
+  ["\u{2028}"] = true, ["\u{2029}"] = true, ["\u{202F}"] = true, ["\u{205F}"] = true,
+  ["\u{3000}"] = true,
+}
+-- The same characters as patterns, with as many blanks as they have bytes.
+local SPACE_PATTERNS = {
+  { "[\28-\31]", " " }, { "\194[\133\160]", "  " }, { "\225\154\128", "   " },
+  { "\226\128[\128-\138\168\169\175]", "   " }, { "\226\129\159", "   " }, { "\227\128\128", "   " },
+}
+
+-- `text` with the whitespace `%s` does not know made blanks: the same length, so a
+-- position in it is one in `text`.
+local function blank_spaces(text)
+  if not string.find(text, "[\28-\31\194\225-\227]") then return text end
+  for _, space in ipairs(SPACE_PATTERNS) do
+    text = string.gsub(text, space[1], space[2])
+  end
+  return text
+end
+
+-- The end of the whitespace character that starts at `position`, or nil.
+local function space_end(text, position)
+  local byte = string.byte(text, position)
+  if byte == nil then return nil end
+  if is_space(byte) or (byte >= 28 and byte <= 31) then return position end
+  local stop = position + (byte == 194 and 1 or 2)
+  if byte >= 194 and UNICODE_SPACES[string.sub(text, position, stop)] then return stop end
+  return nil
+end
+
+-- The start of the whitespace character that ends at `stop`, or nil.
+local function space_start(text, stop)
+  for start = stop, math.max(stop - 2, 1), -1 do
+    if space_end(text, start) == stop then return start end
+  end
+  return nil
+end
+
 -- The pieces of `text` between runs of whitespace, at most `max` splits; the rest of the
 -- text (without its leading whitespace) is the last piece, as in Python.
 local function split_whitespace(text, max)
+  local blanked = blank_spaces(text)
   local pieces = {}
   local position = 1
   while true do
-    local start, stop = string.find(text, "%S+", position)
+    local start, stop = string.find(blanked, "%S+", position)
     if not start then break end
     if #pieces >= max then
       pieces[#pieces + 1] = string.sub(text, start)
@@ -115,8 +160,16 @@ function strip(text, chars)
   check_string("strip", text, 1, "text")
   local first, last = 1, #text
   if chars == nil then
-    while is_space(string.byte(text, first)) do first = first + 1 end
-    while last >= first and is_space(string.byte(text, last)) do last = last - 1 end
+    local stop = space_end(text, first)
+    while stop do
+      first = stop + 1
+      stop = space_end(text, first)
+    end
+    local start = space_start(text, last)
+    while start and start >= first do
+      last = start - 1
+      start = space_start(text, last)
+    end
     return string.sub(text, first, last)
   end
   check_string("strip", chars, 2, "chars")

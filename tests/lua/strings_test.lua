@@ -36,6 +36,23 @@ function T.split_handles_utf8()
   check(split("naïve café"), { "naïve", "café" })
 end
 
+function T.split_and_strip_know_pythons_unicode_whitespace()
+  -- Every character for which Python's str.isspace() holds beyond %s: \28 to \31, NEL,
+  -- no-break space, U+1680, U+2000 to U+200A, U+2028, U+2029, U+202F, U+205F, U+3000.
+  local spaces = { "\28", "\29", "\30", "\31", "\u{85}", "\u{A0}", "\u{1680}", "\u{2028}", "\u{2029}",
+    "\u{202F}", "\u{205F}", "\u{3000}" }
+  for code = 0x2000, 0x200A do spaces[#spaces + 1] = utf8.char(code) end
+  for _, space in ipairs(spaces) do
+    local shown = string.format("%q", space)
+    check(split("a" .. space .. space .. "b"), { "a", "b" }, "split on " .. shown)
+    check(strip(space .. "a" .. space), "a", "strip " .. shown)
+  end
+  check(split("a\u{A0} b\u{A0}\u{A0}c\u{A0}", nil, 1), { "a", "b\u{A0}\u{A0}c\u{A0}" }, "the rest keeps its spaces")
+  check(split("a\u{200B}b \u{2014}"), { "a\u{200B}b", "\u{2014}" }, "a zero-width space and a dash are not whitespace")
+  check(strip("\u{A0}\u{A0}"), "")
+  check(strip("x\xa0"), "x\xa0", "a continuation byte alone is not a no-break space")
+end
+
 function T.split_rejects_bad_arguments()
   check_error(function() split(nil) end, "split: argument 1 (text) must be a string, got nil")
   check_error(function() split("a", "") end, "split: argument 2 (sep) must not be empty")

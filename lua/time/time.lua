@@ -11,6 +11,9 @@ local MONTH_NAMES = { "January", "February", "March", "April", "May", "June", "J
 -- 1970-01-01 was a Thursday.
 local DAY_NAMES = { "Thursday", "Friday", "Saturday", "Sunday", "Monday", "Tuesday", "Wednesday" }
 
+-- The largest year parse_time takes (epoch seconds up to about 3e18).
+local MAX_YEAR = 100000000000
+
 local function is_leap(year)
   return year % 4 == 0 and (year % 100 ~= 0 or year % 400 == 0)
 end
@@ -141,6 +144,10 @@ function parse_time(text, year)
   end
   if year ~= nil and math.type(year) ~= "integer" then
     error(string.format("parse_time: argument 2 (year) must be an integer or nil, got %s", type(year)), 2)
+  end
+  -- Its epoch seconds must fit in an integer (beyond, the arithmetic would wrap around).
+  if year ~= nil and (year < -MAX_YEAR or year > MAX_YEAR) then
+    error(string.format("parse_time: argument 2 (year) must be from %d to %d, got %d", -MAX_YEAR, MAX_YEAR, year), 2)
   end
   local trimmed = string.match(text, "^%s*%[?%s*(.-)%s*%]?%s*$")
   local seconds = parse_iso(trimmed) or parse_apache(trimmed) or parse_rfc2822(trimmed)

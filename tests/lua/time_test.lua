@@ -70,6 +70,11 @@ function T.parse_time_rejects_bad_arguments()
   check_error(function() parse_time(nil) end, "parse_time: argument 1 (text) must be a string, got nil")
   check_error(function() parse_time(1704164645) end, "parse_time: argument 1 (text) must be a string, got number")
   check_error(function() parse_time("Oct 10 13:55:36", "2000") end, "parse_time: argument 2 (year) must be an integer or nil, got string")
+  check_error(function() parse_time("Oct 10 13:55:36", math.maxinteger) end,
+    "parse_time: argument 2 (year) must be from -100000000000 to 100000000000, got 9223372036854775807")
+  check_error(function() parse_time("Oct 10 13:55:36", math.mininteger) end, "parse_time: argument 2 (year) must be from")
+  check(format_time(parse_time("Jan  1 00:00:00", 100000000000)), "100000000000-01-01T00:00:00Z", "the largest year")
+  check(format_time(parse_time("Dec 31 23:59:59", -100000000000)), "-100000000000-12-31T23:59:59Z", "the smallest year")
 end
 
 function T.format_time_defaults_to_iso_8601_utc()

@@ -257,7 +257,7 @@ function sort_by(list, key, reverse)
   check_table("sort_by", list, 1, "list")
   if native then
     key_function("sort_by", key) -- checks the key's kind
-    return (native_result(native.sort_by(list, key, reverse == true)))
+    return (native_result(native.sort_by(list, key, reverse and true or false)))
   end
   local keys = keys_of("sort_by", list, key)
   local n = #list

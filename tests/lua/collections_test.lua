@@ -100,6 +100,12 @@ function T.sort_by_is_stable_in_both_directions()
   end
 end
 
+function T.sort_by_reverses_for_any_true_value_as_lua_tests_it()
+  check(sort_by({ 1, 3, 2 }, nil, 1), { 3, 2, 1 })
+  check(sort_by({ 1, 3, 2 }, nil, "yes"), { 3, 2, 1 })
+  check(sort_by({ 1, 3, 2 }, nil, false), { 1, 2, 3 })
+end
+
 function T.sort_by_orders_numbers_then_strings_then_lists()
   check(sort_by({ "b", 2, 1.5, "a", 10 }), { 1.5, 2, 10, "a", "b" })
   local nan = 0 / 0

@@ -308,6 +308,67 @@ fn a_limit_hit_in_a_key_function_stops_the_execution_under_pcall() {
     }
 }
 
+/// `sort_by` copies list keys out of Lua to sort them: the copies count against the memory
+/// limit as they are made, so a list shared many times over cannot take memory past it.
+#[cfg(feature = "collections")]
+#[test]
+fn sort_by_counts_the_copies_of_shared_list_keys_against_the_memory_limit() {
+    let limits = Limits {
+        memory_bytes: 32 * 1024 * 1024,
+        ..Limits::default()
+    };
+    let env = env(limits);
+    // Each key is a million numbers to copy (24 MB), from 2000 slots of Lua memory.
+    let failure = error(
+        &env,
+        "local l0 = {} for i = 1, 1000 do l0[i] = i end \
+         local l1 = {} for i = 1, 1000 do l1[i] = l0 end \
+         local xs = {} for i = 1, 20 do xs[i] = i end \
+         print(pcall(sort_by, xs, function() return l1 end))",
+    );
+    assert!(
+        matches!(
+            failure,
+            ExecError::Limit {
+                kind: LimitKind::Memory,
+                ..
+            }
+        ),
+        "{failure:?}"
+    );
+}
+
+/// A sort of many long list keys stops at the time limit, not when it is done.
+#[cfg(feature = "collections")]
+#[test]
+fn sort_by_stops_at_the_time_limit_while_comparing_long_keys() {
+    let limits = Limits {
+        time: Duration::from_secs(1),
+        ..Limits::default()
+    };
+    let env = env(limits);
+    // Every comparison walks a shared prefix of a thousand numbers first.
+    let started = std::time::Instant::now();
+    let failure = error(
+        &env,
+        "local prefix = {} for i = 1, 1000 do prefix[i] = 1 end \
+         local xs = {} for i = 1, 10000 do xs[i] = {k = {prefix, (i * 7919) % 10007}} end \
+         print(pcall(sort_by, xs, 'k'))",
+    );
+    let elapsed = started.elapsed();
+    assert!(
+        matches!(
+            failure,
+            ExecError::Limit {
+                kind: LimitKind::Time,
+                ..
+            }
+        ),
+        "{failure:?}"
+    );
+    assert!(elapsed < Duration::from_millis(2500), "took {elapsed:?}");
+}
+
 /// The collection primitives (`count`, `count_by`, `group_by`, `sort_by`, `most_common`):
 /// the memory limit holds while they build their result, a time limit stops a key
 /// function that never returns, and a key function's error reaches the caller.

@@ -77,17 +77,6 @@ impl SortKey {
             SortKey::Other(_) => 3,
         }
     }
-
-    /// The bytes this key holds outside Lua, beyond its own size.
-    fn heap_bytes(&self) -> usize {
-        match self {
-            SortKey::List(items) => items
-                .iter()
-                .map(|item| std::mem::size_of::<SortKey>() + item.heap_bytes())
-                .sum(),
-            _ => 0,
-        }
-    }
 }
 
 /// Floats in a total order: NaN after every number and equal to itself.
@@ -177,6 +166,29 @@ unsafe fn string_bytes(state: *mut ffi::lua_State, index: c_int) -> LuaBytes {
     }
 }
 
+/// Why a value is no sort key: what it is, or the limit its copy would pass.
+enum KeyError {
+    Invalid(String),
+    Limit(mlua::Error),
+}
+
+/// Counts the memory the keys read hold outside Lua against the limit, as they are read:
+/// a list key shared many times over (a list of the same long list, nested) would
+/// otherwise be copied far past it.
+struct KeyMemory<'m, 'a> {
+    meter: &'m mut WorkMeter<'a>,
+    held: usize,
+}
+
+impl KeyMemory<'_, '_> {
+    /// Records `bytes` more held, checking the limits before they are allocated.
+    fn take(&mut self, bytes: usize) -> Result<(), KeyError> {
+        self.held = self.held.saturating_add(bytes);
+        self.meter.hold(self.held);
+        self.meter.spend(bytes).map_err(KeyError::Limit)
+    }
+}
+
 /// The sort key of the value at `index` (absolute), or what it is when it cannot be one.
 ///
 /// # Safety
@@ -186,30 +198,33 @@ unsafe fn read_key(
     state: *mut ffi::lua_State,
     index: c_int,
     depth: usize,
-) -> Result<SortKey, String> {
+    memory: &mut KeyMemory,
+) -> Result<SortKey, KeyError> {
+    let too_deep = || KeyError::Invalid("a list nested too deeply".into());
     // SAFETY: as the caller promises; every push is popped before returning, and a list's
     // strings are reachable through the list.
     unsafe {
         match ffi::lua_type(state, index) {
             ffi::LUA_TNUMBER => Ok(number_key(state, index)),
             ffi::LUA_TSTRING => Ok(SortKey::Text(string_bytes(state, index))),
-            ffi::LUA_TTABLE if depth >= MAX_KEY_DEPTH => Err("a list nested too deeply".into()),
+            ffi::LUA_TTABLE if depth >= MAX_KEY_DEPTH => Err(too_deep()),
             ffi::LUA_TTABLE => {
                 if ffi::lua_checkstack(state, 2) == 0 {
-                    return Err("a list nested too deeply".into());
+                    return Err(too_deep());
                 }
                 let length = ffi::lua_rawlen(state, index);
+                memory.take(length.saturating_mul(std::mem::size_of::<SortKey>()))?;
                 let mut items = Vec::with_capacity(length);
                 for position in 1..=length {
                     ffi::lua_rawgeti(state, index, position as ffi::lua_Integer);
-                    let item = read_key(state, ffi::lua_gettop(state), depth + 1);
+                    let item = read_key(state, ffi::lua_gettop(state), depth + 1, memory);
                     ffi::lua_pop(state, 1);
                     items.push(item?);
                 }
                 Ok(SortKey::List(items))
             }
-            ffi::LUA_TNIL => Err("nil".into()),
-            _ => Err(format!("a {}", type_name(state, index))),
+            ffi::LUA_TNIL => Err(KeyError::Invalid("nil".into())),
+            _ => Err(KeyError::Invalid(format!("a {}", type_name(state, index)))),
         }
     }
 }
@@ -403,11 +418,11 @@ fn sort_by(
                 ffi::lua_pushnil(state);
                 return;
             }
-            // Stable: equal keys keep their order whichever the direction.
-            if reverse {
-                decorated.sort_by(|(a, _), (b, _)| compare(b, a));
-            } else {
-                decorated.sort_by(|(a, _), (b, _)| compare(a, b));
+            if let Err(limit) = sort_keys(&mut decorated, reverse, meter) {
+                decorated.clear();
+                outcome.limit = Some(limit);
+                ffi::lua_pushnil(state);
+                return;
             }
             ffi::lua_createtable(state, c_int::try_from(length).unwrap_or(0), 0);
             for (index, (_, position)) in decorated.iter().enumerate() {
@@ -417,6 +432,45 @@ fn sort_by(
             decorated.clear();
             outcome.spend(meter, length * VALUE_COST);
         })
+    }
+}
+
+/// Comparisons between two checks of the limits while sorting.
+const COMPARISONS_PER_CHECK: usize = 1024;
+
+/// The payload of the unwind that stops a sort once a limit has tripped: raised with
+/// `resume_unwind` (which runs no panic hook) and caught around the sort, with no Lua
+/// frame in between.
+struct SortStopped;
+
+/// Sorts `decorated` by key, stable (equal keys keep their order whichever the
+/// direction), checking the limits as it goes: a comparison of list keys costs up to their
+/// length, so sorting many long keys could outlast the time limit. The tripped limit's
+/// error stops it.
+fn sort_keys(
+    decorated: &mut [(SortKey, usize)],
+    reverse: bool,
+    meter: &WorkMeter,
+) -> mlua::Result<()> {
+    let mut comparisons = 0usize;
+    let mut tripped = None;
+    let sorted = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        decorated.sort_by(|(a, _), (b, _)| {
+            comparisons += 1;
+            if comparisons % COMPARISONS_PER_CHECK == 0 {
+                if let Err(limit) = meter.check() {
+                    tripped = Some(limit);
+                    std::panic::resume_unwind(Box::new(SortStopped));
+                }
+            }
+            let order = compare(a, b);
+            if reverse { order.reverse() } else { order }
+        });
+    }));
+    match (sorted, tripped) {
+        (Ok(()), _) => Ok(()),
+        (Err(_), Some(limit)) => Err(limit),
+        (Err(panic), None) => std::panic::resume_unwind(panic),
     }
 }
 
@@ -471,7 +525,10 @@ unsafe fn read_sort_keys(
     meter: &mut WorkMeter,
     outcome: &mut Outcome,
 ) {
-    let mut held = length * std::mem::size_of::<(SortKey, usize)>();
+    let mut memory = KeyMemory {
+        held: length * std::mem::size_of::<(SortKey, usize)>(),
+        meter,
+    };
     // SAFETY: as the caller promises.
     unsafe {
         for position in 1..=length {
@@ -480,21 +537,21 @@ unsafe fn read_sort_keys(
             } else if !push_key(state, "sort_by", position, outcome) {
                 break;
             }
-            match read_key(state, ffi::lua_gettop(state), 0) {
-                Ok(key) => {
-                    held += key.heap_bytes();
-                    decorated.push((key, position));
-                }
-                Err(what) => {
+            match read_key(state, ffi::lua_gettop(state), 0, &mut memory) {
+                Ok(key) => decorated.push((key, position)),
+                Err(KeyError::Invalid(what)) => {
                     outcome.failure = Some(format!(
                         "sort_by: the key of item {position} is {what} (keys must be numbers, strings or lists of them)"
                     ));
                     break;
                 }
+                Err(KeyError::Limit(limit)) => {
+                    outcome.limit = Some(limit);
+                    break;
+                }
             }
             ffi::lua_settop(state, 2);
-            meter.hold(held);
-            if !outcome.spend(meter, VALUE_COST) {
+            if !outcome.spend(memory.meter, VALUE_COST) {
                 break;
             }
         }

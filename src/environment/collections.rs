@@ -457,11 +457,11 @@ fn sort_keys(
     let sorted = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         decorated.sort_by(|(a, _), (b, _)| {
             comparisons += 1;
-            if comparisons % COMPARISONS_PER_CHECK == 0 {
-                if let Err(limit) = meter.check() {
-                    tripped = Some(limit);
-                    std::panic::resume_unwind(Box::new(SortStopped));
-                }
+            if comparisons.is_multiple_of(COMPARISONS_PER_CHECK)
+                && let Err(limit) = meter.check()
+            {
+                tripped = Some(limit);
+                std::panic::resume_unwind(Box::new(SortStopped));
             }
             let order = compare(a, b);
             if reverse { order.reverse() } else { order }

@@ -3,13 +3,16 @@
 //! (mlua's per-value calls, and a collector walking the growing result again and again,
 //! would cost more than the work itself).
 //!
-//! `sort_by` gets each item's key computed once by the Lua side (the decorate step), or
-//! reads a field of each item itself; it sorts the positions by key in Rust (stable, so
-//! equal keys keep their order, also when reversed) and builds the sorted list. Keys are
-//! numbers, strings or lists of them, in one total order: numbers (NaN after every other
-//! number), then strings (byte order, as Lua's `<` in the C locale), then lists compared
-//! item by item, the shorter first when one is a prefix of the other. The pure-Lua code of
-//! `lua/collections` orders them the same way and gives the same errors.
+//! `sort_by` calls the key function once per item (all of them before it reads any key,
+//! as Python computes the keys before it compares them), or reads each item or its field
+//! itself; it sorts the positions by key in Rust (stable, so equal keys keep their order,
+//! also when reversed) and builds the sorted list. Keys are numbers, strings or lists of
+//! them, in one total order: numbers (exactly, as Lua's `<` compares an integer and a
+//! float; NaN after every other number), then strings (byte order, as Lua's `<` in the C
+//! locale), then lists compared item by item, the shorter first when one is a prefix of
+//! the other. The pure-Lua code of `lua/collections` orders them the same way and gives
+//! the same errors. A key function is called protected: the error it raises reaches the
+//! caller as it was raised, and a limit it trips stops the execution.
 //!
 //! ```
 //! use rlm_registry::{Registry, environment::{Environment, Limits}};

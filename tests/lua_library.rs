@@ -362,6 +362,7 @@ lua_tests!(
         key_function_errors_pass_through_unchanged,
         sort_by_compares_list_keys_as_they_are_once_every_key_is_computed,
         sort_by_compares_integers_and_floats_exactly,
+        field_keys_and_lists_honour_index_and_len_metamethods,
         argument_errors_blame_the_caller,
     ]
 );

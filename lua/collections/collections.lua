@@ -10,13 +10,13 @@ local function fail(name, message)
   error(name .. ": " .. message, 3)
 end
 
--- A primitive's result: its value, or its failure raised at the caller of the public
--- function that called this helper, or the error a key function raised, raised again as
--- it is (as the pure-Lua code lets it pass). Call it as `return (native_result(...))`:
--- a tail call would leave no frame of the public function for the level to count.
+-- A primitive's result: its value; its failure raised at the caller of the public
+-- function that called this helper; the error a key function raised, raised again as it
+-- is (as the pure-Lua code lets it pass); or nil when the pure-Lua code must do the work
+-- (a list or an item with __index or __len, which the primitives read raw).
 local function native_result(value, failure, raised)
   if raised then error(failure, 0) end
-  if value == nil then error(failure, 3) end
+  if value == nil and failure ~= nil then error(failure, 3) end
   return value
 end
 
@@ -134,7 +134,8 @@ end
 ---@return table<any, integer> counts Item -> count
 function count(list)
   check_table("count", list, 1, "list")
-  if native then return (native.count(list)) end
+  local counted = native and native_result(native.count(list))
+  if counted then return counted end
   local counts = {}
   for i = 1, #list do
     local item = list[i]
@@ -157,7 +158,8 @@ function count_by(list, key)
   check_table("count_by", list, 1, "list")
   if key == nil then fail("count_by", "argument 2 (key) is missing; use count(list) to count the items themselves") end
   if native and (type(key) == "string" or type(key) == "function") then
-    return (native_result(native.count(list, key)))
+    local counts = native_result(native.count(list, key))
+    if counts then return counts end
   end
   local counts = {}
   if type(key) == "string" or type(key) == "number" then
@@ -225,7 +227,8 @@ function group_by(list, key)
   if key == nil then fail("group_by", "argument 2 (key) is missing") end
   key_function("group_by", key) -- checks the key's kind
   if native and (type(key) == "string" or type(key) == "function") then
-    return (native_result(native.group_by(list, key)))
+    local groups = native_result(native.group_by(list, key))
+    if groups then return groups end
   end
   local groups = {}
   local keys = keys_of("group_by", list, key)
@@ -257,7 +260,8 @@ function sort_by(list, key, reverse)
   check_table("sort_by", list, 1, "list")
   if native then
     key_function("sort_by", key) -- checks the key's kind
-    return (native_result(native.sort_by(list, key, reverse and true or false)))
+    local sorted = native_result(native.sort_by(list, key, reverse and true or false))
+    if sorted then return sorted end
   end
   local keys = keys_of("sort_by", list, key)
   local n = #list

@@ -240,11 +240,13 @@ struct Outcome {
     limit: Option<mlua::Error>,
     failure: Option<String>,
     raised: bool,
+    /// The list or an item needs what only the Lua side does (its metamethods).
+    unsupported: bool,
 }
 
 impl Outcome {
     fn stopped(&self) -> bool {
-        self.limit.is_some() || self.failure.is_some() || self.raised
+        self.limit.is_some() || self.failure.is_some() || self.raised || self.unsupported
     }
 
     /// Records the meter's limit, if one is hit; whether to go on.
@@ -265,6 +267,8 @@ enum Reply {
     /// The error value a key function raised, which the Lua side raises again as it is
     /// (mlua would turn a table into its `tostring`, and give a string a second position).
     Raised(Value),
+    /// Work the Lua side does instead (see [`Outcome::unsupported`]).
+    Unsupported,
 }
 
 /// Runs `work` over the raw stack (its arguments at 1, 2, …) in one protected call; the
@@ -308,6 +312,7 @@ unsafe fn raw_call(
     Ok(match outcome.failure {
         Some(message) => Reply::Failed(message),
         None if outcome.raised => Reply::Raised(value),
+        None if outcome.unsupported => Reply::Unsupported,
         None => Reply::Done(value),
     })
 }
@@ -379,12 +384,44 @@ unsafe fn push_key(
                     return false;
                 }
                 ffi::lua_pushvalue(state, 2);
-                ffi::lua_rawget(state, -2);
+                if ffi::lua_rawget(state, -2) == ffi::LUA_TNIL
+                    && has_metafield(state, -2, c"__index")
+                {
+                    // The item may have the field through `__index`: the Lua side reads it.
+                    ffi::lua_pop(state, 2);
+                    outcome.unsupported = true;
+                    return false;
+                }
                 ffi::lua_remove(state, -2);
             }
         }
         true
     }
+}
+
+/// Whether the value at `index` has a metatable with the field `name` (read raw).
+///
+/// # Safety
+/// `index` is a valid index of `state`'s stack, with room for one more value.
+unsafe fn has_metafield(state: *mut ffi::lua_State, index: c_int, name: &std::ffi::CStr) -> bool {
+    // SAFETY: as the caller promises; `luaL_getmetafield` pushes the field only when found.
+    unsafe {
+        if ffi::luaL_getmetafield(state, index, name.as_ptr()) == ffi::LUA_TNIL {
+            return false;
+        }
+        ffi::lua_pop(state, 1);
+        true
+    }
+}
+
+/// Whether the list at stack index 1 has items or a length through its metatable
+/// (`__index`, `__len`), which the raw passes do not read: the Lua side then does the work.
+///
+/// # Safety
+/// The stack holds the list at 1, with room for one more value.
+unsafe fn list_has_metamethods(state: *mut ffi::lua_State) -> bool {
+    // SAFETY: as the caller promises.
+    unsafe { has_metafield(state, 1, c"__index") || has_metafield(state, 1, c"__len") }
 }
 
 /// `sort_by(list, key, reverse)`: the items of `list` ordered by their keys, stable. `key`
@@ -403,6 +440,11 @@ fn sort_by(
     unsafe {
         raw_call(lua, calls_lua, (list, key), |state, outcome| {
             ffi::lua_settop(state, 2);
+            if list_has_metamethods(state) {
+                outcome.unsupported = true;
+                ffi::lua_pushnil(state);
+                return;
+            }
             let length = ffi::lua_rawlen(state, 1);
             if calls_lua && !keep_function_keys(state, length, meter, outcome) {
                 return;
@@ -619,6 +661,10 @@ unsafe fn by_key(
     unsafe {
         raw_call(lua, calls_lua, (list, key), |state, outcome| {
             ffi::lua_settop(state, 2);
+            if list_has_metamethods(state) {
+                outcome.unsupported = true;
+                return;
+            }
             let length = ffi::lua_rawlen(state, 1);
             ffi::lua_createtable(state, 0, 0);
             ffi::lua_createtable(state, 0, 0);
@@ -728,8 +774,8 @@ fn most_common(
 }
 
 /// A primitive's result for the Lua side: the value, `(nil, message)` for a failure it
-/// raises at its caller, or `(nil, error, true)` for a key function's error it raises
-/// again as it is.
+/// raises at its caller, `(nil, error, true)` for a key function's error it raises
+/// again as it is, or nil for work it does itself.
 fn reply(lua: &Lua, reply: Reply) -> mlua::Result<(Value, Value, bool)> {
     Ok(match reply {
         Reply::Done(value) => (value, Value::Nil, false),
@@ -739,6 +785,7 @@ fn reply(lua: &Lua, reply: Reply) -> mlua::Result<(Value, Value, bool)> {
             false,
         ),
         Reply::Raised(error) => (Value::Nil, error, true),
+        Reply::Unsupported => (Value::Nil, Value::Nil, false),
     })
 }
 

@@ -281,6 +281,26 @@ function T.sort_by_compares_integers_and_floats_exactly()
   check(math.type(sorted[1]), "float", "-2^63 as a float ties with mininteger and keeps its place")
 end
 
+function T.field_keys_and_lists_honour_index_and_len_metamethods()
+  -- A field an item has through its class (__index), as map reads it.
+  local Base = { kind = "base" }
+  Base.__index = Base
+  local a = setmetatable({ n = 2 }, Base)
+  local b = setmetatable({ n = 1, kind = "own" }, Base)
+  check(map({ a, b }, "kind"), { "base", "own" })
+  check(sort_by({ b, a }, "kind"), { a, b })
+  check(count_by({ a, b, a }, "kind"), { base = 2, own = 1 })
+  check(group_by({ a, b }, "kind"), { base = { a }, own = { b } })
+  -- A list read through __index and __len, as # and [] read it.
+  local data = { 3, 1, 2 }
+  local proxy = setmetatable({}, { __index = data, __len = function() return #data end })
+  check(sort_by(proxy), { 1, 2, 3 })
+  check(sort_by(proxy, function(x) return -x end), { 3, 2, 1 })
+  check(count(proxy), { [1] = 1, [2] = 1, [3] = 1 })
+  check(count_by(proxy, function(x) return x % 2 end), { [0] = 1, [1] = 2 })
+  check(group_by(proxy, function(x) return x % 2 end), { [0] = { 2 }, [1] = { 3, 1 } })
+end
+
 function T.argument_errors_blame_the_caller()
   local err = check_error(function() count(nil) end, "count:")
   assert(err:find("collections_test.lua", 1, true), "error position should be the caller's: " .. err)

@@ -436,6 +436,7 @@ lua_tests!(
         parse_time_reads_syslog_times_in_the_given_year,
         parse_time_handles_dates_outside_the_usual_range,
         parse_time_returns_nil_and_a_message_for_unrecognised_text,
+        parse_time_takes_linear_time_on_long_runs_of_spaces,
         parse_time_rejects_bad_arguments,
         format_time_defaults_to_iso_8601_utc,
         format_time_follows_strftime_directives,

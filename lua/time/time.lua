@@ -120,6 +120,25 @@ local function parse_syslog(text, year)
   return epoch_of(year, MONTHS[string.lower(month)], day, hour, minute, second, fraction)
 end
 
+-- Bytes `%s` matches: space, \t, \n, \v, \f, \r.
+local function is_space(byte)
+  return byte == 32 or (byte ~= nil and byte >= 9 and byte <= 13)
+end
+
+-- `text` without the whitespace around it, an opening "[" and a closing "]" (as around
+-- Apache times) and the whitespace inside them. Scanned in from both ends: a pattern
+-- such as "^%s*(.-)%s*$" takes quadratic time on a long run of spaces inside the text.
+local function unwrap(text)
+  local first, last = 1, #text
+  while is_space(string.byte(text, first)) do first = first + 1 end
+  if string.byte(text, first) == 91 then first = first + 1 end
+  while is_space(string.byte(text, first)) do first = first + 1 end
+  while last >= first and is_space(string.byte(text, last)) do last = last - 1 end
+  if last >= first and string.byte(text, last) == 93 then last = last - 1 end
+  while last >= first and is_space(string.byte(text, last)) do last = last - 1 end
+  return string.sub(text, first, last)
+end
+
 local function current_year()
   if os and os.time then
     return (civil_from_days(os.time() // 86400))
@@ -149,7 +168,7 @@ function parse_time(text, year)
   if year ~= nil and (year < -MAX_YEAR or year > MAX_YEAR) then
     error(string.format("parse_time: argument 2 (year) must be from %d to %d, got %d", -MAX_YEAR, MAX_YEAR, year), 2)
   end
-  local trimmed = string.match(text, "^%s*%[?%s*(.-)%s*%]?%s*$")
+  local trimmed = unwrap(text)
   local seconds = parse_iso(trimmed) or parse_apache(trimmed) or parse_rfc2822(trimmed)
     or parse_syslog(trimmed, year or current_year())
   if seconds == nil then

@@ -66,6 +66,17 @@ function T.parse_time_returns_nil_and_a_message_for_unrecognised_text()
   end
 end
 
+function T.parse_time_takes_linear_time_on_long_runs_of_spaces()
+  local text = "2024-01-02" .. string.rep(" ", 200000) .. "x"
+  local started = os.clock()
+  check(parse_time(text), nil)
+  check(parse_time("[ " .. string.rep(" ", 200000) .. "2024-01-02 ]"), 1704153600, "brackets and spaces around")
+  check(parse_time(" [2024-01-02"), 1704153600, "an opening bracket alone")
+  check(parse_time("2024-01-02] "), 1704153600, "a closing bracket alone")
+  check(parse_time("[]"), nil)
+  assert(os.clock() - started < 1, "parse_time took " .. (os.clock() - started) .. " s")
+end
+
 function T.parse_time_rejects_bad_arguments()
   check_error(function() parse_time(nil) end, "parse_time: argument 1 (text) must be a string, got nil")
   check_error(function() parse_time(1704164645) end, "parse_time: argument 1 (text) must be a string, got number")

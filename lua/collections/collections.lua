@@ -20,6 +20,11 @@ local function native_result(value, failure, raised)
   return value
 end
 
+-- What an argument was, for a message: a number itself, else its type.
+local function described(value)
+  return type(value) == "number" and tostring(value) or type(value)
+end
+
 local function check_table(name, value, position, what)
   if type(value) ~= "table" then
     error(string.format("%s: argument %d (%s) must be a table, got %s", name, position, what, type(value)), 3)
@@ -191,7 +196,7 @@ end
 ---@return table[] pairs Largest first
 function most_common(counts, n)
   check_table("most_common", counts, 1, "counts")
-  if n ~= nil and math.type(n) ~= "integer" then fail("most_common", "argument 2 (n) must be an integer or nil") end
+  if n ~= nil and math.type(n) ~= "integer" then fail("most_common", "argument 2 (n) must be an integer or nil, got " .. described(n)) end
   if native then
     local top = native.most_common(counts, n)
     if top then return top end
@@ -445,7 +450,7 @@ end
 function flatten(list, depth)
   check_table("flatten", list, 1, "list")
   depth = depth or 1
-  if type(depth) ~= "number" then fail("flatten", "argument 2 (depth) must be a number") end
+  if type(depth) ~= "number" then fail("flatten", "argument 2 (depth) must be a number, got " .. described(depth)) end
   local out = {}
   flatten_into(out, list, depth)
   return out
@@ -465,10 +470,10 @@ end
 function slice(list, i, j, step)
   check_table("slice", list, 1, "list")
   step = step or 1
-  if math.type(step) ~= "integer" or step == 0 then fail("slice", "argument 4 (step) must be a non-zero integer") end
+  if math.type(step) ~= "integer" or step == 0 then fail("slice", "argument 4 (step) must be a non-zero integer, got " .. described(step)) end
   for position, bound in pairs({ [2] = i, [3] = j }) do
     if bound ~= nil and math.type(bound) ~= "integer" then
-      fail("slice", string.format("argument %d must be an integer or nil", position))
+      fail("slice", string.format("argument %d must be an integer or nil, got %s", position, described(bound)))
     end
   end
   local n = #list

@@ -57,7 +57,7 @@ end
 function T.most_common_rejects_bad_arguments()
   check_error(function() most_common(nil) end, "most_common: argument 1 (counts) must be a table, got nil")
   check_error(function() most_common({ a = "x" }) end, "most_common: the count of a is a string, not a number")
-  check_error(function() most_common({ a = 1 }, 1.5) end, "most_common: argument 2 (n) must be an integer or nil")
+  check_error(function() most_common({ a = 1 }, 1.5) end, "most_common: argument 2 (n) must be an integer or nil, got 1.5")
 end
 
 -- group_by -----------------------------------------------------------------------------
@@ -207,7 +207,7 @@ function T.flatten_concatenates_one_level_or_more()
   check(flatten({ { 1, { 2, { 3 } } } }, math.huge), { 1, 2, 3 })
   check(flatten({}), {})
   check(flatten({ {}, {} }), {})
-  check_error(function() flatten({}, "all") end, "flatten: argument 2 (depth) must be a number")
+  check_error(function() flatten({}, "all") end, "flatten: argument 2 (depth) must be a number, got string")
 end
 
 function T.slice_follows_python_with_lua_positions()
@@ -225,8 +225,8 @@ function T.slice_follows_python_with_lua_positions()
 end
 
 function T.slice_rejects_bad_arguments()
-  check_error(function() slice({ 1 }, 1, 1, 0) end, "slice: argument 4 (step) must be a non-zero integer")
-  check_error(function() slice({ 1 }, 1.5) end, "slice: argument 2 must be an integer or nil")
+  check_error(function() slice({ 1 }, 1, 1, 0) end, "slice: argument 4 (step) must be a non-zero integer, got 0")
+  check_error(function() slice({ 1 }, 1.5) end, "slice: argument 2 must be an integer or nil, got 1.5")
   check_error(function() slice("abc", 1) end, "slice: argument 1 (list) must be a table, got string")
 end
 

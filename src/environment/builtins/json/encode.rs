@@ -29,6 +29,10 @@ impl EncodeOptions {
         let indent = match opts.get::<Value>("indent")? {
             Value::Nil => None,
             Value::Integer(n) if (0..=16).contains(&n) => Some(n as usize),
+            // `2.0` is an integer to Lua's own functions (`string.rep("x", 2.0)`).
+            Value::Number(n) if n.fract() == 0.0 && (0.0..=16.0).contains(&n) => {
+                Some(n as usize)
+            }
             other => {
                 return Err(mlua::Error::RuntimeError(format!(
                     "{function}: indent must be an integer from 0 to 16, got {}",
@@ -55,9 +59,13 @@ fn describe(value: &Value) -> String {
         Value::Integer(i) => i.to_string(),
         Value::Number(n) => n.to_string(),
         Value::String(s) => format!("{:?}", s.to_string_lossy()),
+        Value::Boolean(b) => b.to_string(),
         other => format!("a {}", other.type_name()),
     }
 }
+
+/// The end of every error about a table's keys.
+const KEYS_RULE: &str = "an object's keys must all be strings, an array's 1..n";
 
 /// `json.encode(value [, opts])`.
 pub(in crate::environment::builtins) fn encode(
@@ -156,7 +164,7 @@ impl Encoder<'_> {
         }
         self.visiting.push(pointer);
         let written = if table.metatable().as_ref() == Some(self.metatable) {
-            self.array(table, table.raw_len(), path)
+            self.marked_array(table, path)
         } else {
             self.table_by_keys(table, path)
         };
@@ -175,10 +183,16 @@ impl Encoder<'_> {
                 Value::String(key) if integers == 0 => entries.push((key, value)),
                 Value::Integer(i) if entries.is_empty() && i >= 1 => integers += 1,
                 other => {
+                    let among = if integers > 0 {
+                        " among integer keys"
+                    } else if entries.is_empty() {
+                        ""
+                    } else {
+                        " among string keys"
+                    };
                     return Err(encode_error(format!(
-                        "the table at {path} has key {} among {} keys: an object's keys must all be strings, an array's 1..n",
+                        "the table at {path} has key {}{among}: {KEYS_RULE}",
                         describe(&other),
-                        if integers > 0 { "integer" } else { "string" }
                     )));
                 }
             }
@@ -218,6 +232,32 @@ impl Encoder<'_> {
         }
         self.out.push(b'}');
         Ok(())
+    }
+
+    /// A table with the array mark: its keys must be 1..n, as an unmarked array's, so
+    /// that no value is left out (the length operator alone would stop at a hole).
+    fn marked_array(&mut self, table: &Table, path: &mut String) -> mlua::Result<()> {
+        let (mut count, mut last) = (0usize, 0i64);
+        for pair in table.pairs::<Value, Value>() {
+            match pair?.0 {
+                Value::Integer(i) if i >= 1 => {
+                    count += 1;
+                    last = last.max(i);
+                }
+                other => {
+                    return Err(encode_error(format!(
+                        "the array at {path} has key {}: an array's keys must be 1..n",
+                        describe(&other)
+                    )));
+                }
+            }
+        }
+        if usize::try_from(last).ok() != Some(count) {
+            return Err(encode_error(format!(
+                "the array at {path} is sparse (keys are not 1..n); fill the holes with json.null"
+            )));
+        }
+        self.array(table, count, path)
     }
 
     fn array(&mut self, table: &Table, length: usize, path: &mut String) -> mlua::Result<()> {

@@ -325,3 +325,26 @@ fn encode_writes_a_hole_in_an_array_row_as_an_empty_field() {
     let code = "local row = {} row[1] = 'a' row[4] = 'd' print(csv.encode({row, {}, {'x'}}))";
     assert_eq!(output(&env, code), "a,,,d\n\"\"\nx\n\n");
 }
+
+#[test]
+fn an_unknown_option_is_an_error_not_ignored() {
+    let env = env(Limits::default());
+    let cases = [
+        (
+            "csv.parse('a\\tb\\n', {delimiter = '\\t'})",
+            "csv.parse: unknown option \"delimiter\" (the options are sep, header)",
+        ),
+        (
+            "csv.rows('a\\n', {headers = false})",
+            "csv.rows: unknown option \"headers\" (the options are sep, header)",
+        ),
+        (
+            "csv.encode({{1}}, {fieldnames = {'a'}})",
+            "csv.encode: unknown option \"fieldnames\" (the options are sep, header, columns)",
+        ),
+    ];
+    for (code, expected) in cases {
+        let message = caught(&env, code);
+        assert!(message.ends_with(expected), "{code}: {message}");
+    }
+}

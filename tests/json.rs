@@ -508,3 +508,16 @@ fn a_lone_surrogate_escape_is_named_as_such() {
         );
     }
 }
+
+#[test]
+fn an_unknown_encode_option_is_an_error_not_ignored() {
+    let env = env(Limits::default());
+    assert_eq!(
+        caught(&env, "json.encode({}, {sort = true})"),
+        "json.encode: unknown option \"sort\" (the options are indent, sort_keys)"
+    );
+    assert_eq!(
+        caught(&env, "json.encode({}, {[1] = true})"),
+        "json.encode: unknown option 1 (the options are indent, sort_keys)"
+    );
+}

@@ -38,7 +38,7 @@ use crate::conventions::builtins::BuiltinId;
 use crate::environment::limits::Tripwire;
 use crate::environment::meter::{VALUE_COST, WorkMeter};
 
-use super::reading::{Tidy, buffered_iterator, limit_on_memory, text_arg};
+use super::reading::{Tidy, buffered_iterator, known_options, limit_on_memory, text_arg};
 
 fn error(function: BuiltinId, message: String) -> mlua::Error {
     mlua::Error::RuntimeError(format!("{}: {message}", function.name()))
@@ -78,6 +78,7 @@ impl ReadOptions {
                 header: true,
             });
         };
+        known_options(function, opts, &["sep", "header"])?;
         Ok(ReadOptions {
             sep: separator(function, opts)?,
             header: flag(function, opts, "header", true)?,
@@ -494,6 +495,9 @@ pub(super) fn encode(lua: &Lua, tripwire: &Rc<Tripwire>) -> mlua::Result<Functio
                 format!("rows must be a table of rows, got {}", rows.type_name()),
             ));
         };
+        if let Some(opts) = &opts {
+            known_options(function, opts, &["sep", "header", "columns"])?;
+        }
         let sep = match &opts {
             Some(opts) => separator(function, opts)?,
             None => b',',

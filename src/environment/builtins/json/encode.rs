@@ -5,7 +5,7 @@ use std::rc::Rc;
 
 use mlua::{Function, Lua, LuaString, Table, Value};
 
-use super::super::reading::limit_on_memory;
+use super::super::reading::{known_options, limit_on_memory};
 use super::{MAX_DEPTH, install_array_metatable, is_null};
 use crate::conventions::builtins::BuiltinId;
 use crate::environment::limits::Tripwire;
@@ -26,6 +26,7 @@ impl EncodeOptions {
                 sort_keys: false,
             });
         };
+        known_options(BuiltinId::JsonEncode, &opts, &["indent", "sort_keys"])?;
         let indent = match opts.get::<Value>("indent")? {
             Value::Nil => None,
             Value::Integer(n) if (0..=16).contains(&n) => Some(n as usize),

@@ -1,5 +1,7 @@
 //! The `csv` built-in: `csv.parse`, `csv.rows` and `csv.encode`, on the `csv` crate
-//! (RFC 4180: quoted fields may hold the separator, doubled quotes and newlines).
+//! (RFC 4180: quoted fields may hold the separator, doubled quotes and newlines). Reading
+//! drives its parser, `csv_core`, a MiB of input at a time into buffers grown here, so a
+//! record's size counts against the memory limit and a huge one stops at a limit.
 //!
 //! Fields are strings, as Python's `csv` gives them. With a header (the default) a row
 //! is a table keyed by column name: a row shorter than the header lacks the missing

@@ -348,3 +348,16 @@ fn an_unknown_option_is_an_error_not_ignored() {
         assert!(message.ends_with(expected), "{code}: {message}");
     }
 }
+
+#[test]
+fn encode_writes_more_than_a_million_rows_and_refuses_that_many_columns_plainly() {
+    let env = env(Limits::default());
+    let rows = "local rows = {} for i = 1, 1100000 do rows[i] = {i} end
+        local text = csv.encode(rows) print(#text, text:sub(-8))";
+    assert_eq!(output(&env, rows), "7688896\t1100000\n\n");
+    let keyed = "local row = {} for i = 1, 1100000 do row['c' .. i] = 'x' end csv.encode({row})";
+    assert_eq!(
+        caught(&env, keyed),
+        "input:1: csv.encode: 1100000 columns; it writes at most 500000"
+    );
+}

@@ -521,3 +521,13 @@ fn an_unknown_encode_option_is_an_error_not_ignored() {
         "json.encode: unknown option 1 (the options are indent, sort_keys)"
     );
 }
+
+#[test]
+fn an_object_of_more_than_a_million_keys_encodes_sorted_or_not() {
+    let env = env(Limits::default());
+    let code = "local t = {} for i = 1, 1100000 do t['k' .. i] = i end
+        local plain, sorted = json.encode(t), json.encode(t, {sort_keys = true})
+        local back = json.decode(plain)
+        print(#plain == #sorted, back.k1, back.k1100000, sorted:sub(1, 16))";
+    assert_eq!(output(&env, code), "true\t1\t1100000\t{\"k1\":1,\"k10\":10\n");
+}

@@ -34,7 +34,7 @@ use std::rc::Rc;
 
 use csv::{Terminator, WriterBuilder};
 use csv_core::ReadRecordResult;
-use mlua::{Function, Lua, LuaString, Table, Value, ffi};
+use mlua::{FromLua, Function, Lua, LuaString, Table, Value, ffi};
 
 use crate::conventions::builtins::BuiltinId;
 use crate::environment::limits::Tripwire;
@@ -509,12 +509,10 @@ pub(super) fn encode(lua: &Lua, tripwire: &Rc<Tripwire>) -> mlua::Result<Functio
             None => true,
         };
         let columns = match &opts {
-            Some(opts) => opts
-                .get::<Option<Vec<LuaString>>>("columns")
-                .map_err(|_| error(function, "columns must be an array of column names".into()))?,
+            Some(opts) => column_names(lua, opts)?,
             None => None,
         };
-        let (rows, shapes) = row_tables(lua, &rows)?;
+        let shapes = row_shapes(lua, &rows)?;
         let keyed = keyed_rows(&shapes, columns.is_some())?;
         let mut writer = WriterBuilder::new()
             .delimiter(sep)
@@ -523,42 +521,49 @@ pub(super) fn encode(lua: &Lua, tripwire: &Rc<Tripwire>) -> mlua::Result<Functio
             .from_writer(Vec::new());
         let mut meter = WorkMeter::new(lua, &tripwire);
         let write_error = |e: csv::Error| error(function, e.to_string());
+        let mut text = Vec::new();
+        // Each row is fetched as it is written: holding them all would take a handle
+        // each, and mlua has room for about a million.
         if keyed {
             let columns = match columns {
                 Some(columns) => columns,
-                None => sorted_keys(&rows)?,
+                None => sorted_keys(lua, &rows, shapes.len())?,
             };
             if header {
-                let names: Vec<Vec<u8>> = columns.iter().map(|c| c.as_bytes().to_vec()).collect();
-                writer.write_record(&names).map_err(write_error)?;
+                for column in &columns {
+                    writer.write_field(&*column.as_bytes()).map_err(write_error)?;
+                }
+                writer.write_record(None::<&[u8]>).map_err(write_error)?;
             }
-            let mut fields: Vec<Vec<u8>> = Vec::with_capacity(columns.len());
-            for (i, row) in rows.iter().enumerate() {
-                fields.clear();
+            for i in 1..=shapes.len() {
+                let row: Table = rows.raw_get(i)?;
                 for column in &columns {
                     let value: Value = row.raw_get(column)?;
-                    let place = || format!("row {}, column {:?}", i + 1, column.to_string_lossy());
-                    fields.push(field(lua, value, place)?);
+                    let place = || format!("row {i}, column {:?}", column.to_string_lossy());
+                    field(lua, value, place, &mut text)?;
+                    writer.write_field(&text).map_err(write_error)?;
+                    meter.spend(text.len() + VALUE_COST)?;
                 }
-                writer.write_record(&fields).map_err(write_error)?;
+                writer.write_record(None::<&[u8]>).map_err(write_error)?;
                 meter.hold(writer.get_ref().capacity());
-                meter.spend(VALUE_COST * (fields.len() + 1))?;
+                meter.spend(VALUE_COST)?;
             }
         } else {
-            let mut fields: Vec<Vec<u8>> = Vec::new();
-            for (i, (row, shape)) in rows.iter().zip(&shapes).enumerate() {
-                fields.clear();
+            for (i, shape) in (1..).zip(&shapes) {
+                let row: Table = rows.raw_get(i)?;
                 let length = match shape {
                     RowShape::Fields(length) => *length,
                     RowShape::Empty | RowShape::Keyed => 0,
                 };
                 for j in 1..=length {
                     let value: Value = row.raw_get(j)?;
-                    fields.push(field(lua, value, || format!("row {}, field {j}", i + 1))?);
+                    field(lua, value, || format!("row {i}, field {j}"), &mut text)?;
+                    writer.write_field(&text).map_err(write_error)?;
+                    meter.spend(text.len() + VALUE_COST)?;
                 }
-                writer.write_record(&fields).map_err(write_error)?;
+                writer.write_record(None::<&[u8]>).map_err(write_error)?;
                 meter.hold(writer.get_ref().capacity());
-                meter.spend(VALUE_COST * (fields.len() + 1))?;
+                meter.spend(VALUE_COST)?;
             }
         }
         let text = writer
@@ -568,9 +573,9 @@ pub(super) fn encode(lua: &Lua, tripwire: &Rc<Tripwire>) -> mlua::Result<Functio
     })
 }
 
-/// The rows of `csv.encode`'s argument, each a table, and their shapes. The argument
-/// must be an array, so that no row is left out unseen.
-fn row_tables(lua: &Lua, rows: &Table) -> mlua::Result<(Vec<Table>, Vec<RowShape>)> {
+/// The shapes of the rows of `csv.encode`'s argument, which must be an array of tables,
+/// so that no row is left out unseen.
+fn row_shapes(lua: &Lua, rows: &Table) -> mlua::Result<Vec<RowShape>> {
     let length = rows.raw_len();
     let (mut sequence, mut shapes) = (true, Vec::with_capacity(length));
     // SAFETY: reads `rows` and its rows with `lua_rawgeti` and `lua_next`, which allocate
@@ -583,8 +588,11 @@ fn row_tables(lua: &Lua, rows: &Table) -> mlua::Result<(Vec<Table>, Vec<RowShape
                     break;
                 }
                 ffi::lua_rawgeti(state, 1, i as ffi::lua_Integer);
-                let table = ffi::lua_type(state, -1) == ffi::LUA_TTABLE;
-                shapes.push(if table { raw_row_shape(state) } else { None });
+                let shape = match ffi::lua_type(state, -1) {
+                    ffi::LUA_TTABLE => raw_row_shape(state).ok_or(true),
+                    _ => Err(false),
+                };
+                shapes.push(shape);
                 ffi::lua_pop(state, 1);
             }
         })?;
@@ -592,23 +600,50 @@ fn row_tables(lua: &Lua, rows: &Table) -> mlua::Result<(Vec<Table>, Vec<RowShape
     if !sequence {
         return Err(not_a_sequence(rows, length));
     }
-    let tables = (1..=length)
-        .map(|i| match rows.raw_get::<Value>(i)? {
-            Value::Table(row) => Ok(row),
-            other => Err(error(
+    // A row that is not a table, or whose keys are of neither kind or of both, is
+    // described here.
+    (1..)
+        .zip(shapes)
+        .map(|(i, shape)| match shape {
+            Ok(shape) => Ok(shape),
+            Err(true) => row_shape(&rows.raw_get::<Table>(i)?, i),
+            Err(false) => Err(error(
                 BuiltinId::CsvEncode,
-                format!("row {i} must be a table, got {}", other.type_name()),
+                format!(
+                    "row {i} must be a table, got {}",
+                    rows.raw_get::<Value>(i)?.type_name()
+                ),
             )),
         })
-        .collect::<mlua::Result<Vec<_>>>()?;
-    // A row whose keys are of neither kind or of both is described by `row_shape`.
-    let shapes = shapes
-        .into_iter()
-        .zip(&tables)
-        .enumerate()
-        .map(|(i, (shape, row))| shape.map_or_else(|| row_shape(row, i + 1), Ok))
-        .collect::<mlua::Result<Vec<_>>>()?;
-    Ok((tables, shapes))
+        .collect()
+}
+
+/// The most columns `csv.encode` writes: each is held as a handle while the rows are
+/// written, and mlua has room for about a million.
+const MAX_COLUMNS: usize = 500_000;
+
+fn too_many_columns(count: usize) -> mlua::Result<()> {
+    if count > MAX_COLUMNS {
+        return Err(error(
+            BuiltinId::CsvEncode,
+            format!("{count} columns; it writes at most {MAX_COLUMNS}"),
+        ));
+    }
+    Ok(())
+}
+
+/// `opts.columns`, if given.
+fn column_names(lua: &Lua, opts: &Table) -> mlua::Result<Option<Vec<LuaString>>> {
+    let bad = || error(BuiltinId::CsvEncode, "columns must be an array of column names".into());
+    match opts.get::<Value>("columns")? {
+        Value::Nil => Ok(None),
+        Value::Table(columns) => {
+            too_many_columns(columns.raw_len())?;
+            let columns = Value::Table(columns);
+            Ok(Some(Vec::<LuaString>::from_lua(columns, lua).map_err(|_| bad())?))
+        }
+        _ => Err(bad()),
+    }
 }
 
 /// Whether the keys of the table at stack index 1 are exactly 1..`length`.
@@ -767,42 +802,51 @@ fn keyed_rows(shapes: &[RowShape], columns: bool) -> mlua::Result<bool> {
 }
 
 /// Every key of the keyed rows, sorted: the columns when none are given.
-fn sorted_keys(rows: &[Table]) -> mlua::Result<Vec<LuaString>> {
+fn sorted_keys(lua: &Lua, rows: &Table, count: usize) -> mlua::Result<Vec<LuaString>> {
     let mut keys: BTreeSet<Vec<u8>> = BTreeSet::new();
-    let mut strings = Vec::new();
-    for row in rows {
+    for i in 1..=count {
+        let row: Table = rows.raw_get(i)?;
         for pair in row.pairs::<Value, Value>() {
-            if let (Value::String(key), _) = pair?
-                && keys.insert(key.as_bytes().to_vec())
-            {
-                strings.push(key);
+            if let (Value::String(key), _) = pair? {
+                keys.insert(key.as_bytes().to_vec());
             }
         }
     }
-    strings.sort_by_cached_key(|s| s.as_bytes().to_vec());
-    Ok(strings)
+    too_many_columns(keys.len())?;
+    keys.iter().map(|key| lua.create_string(key)).collect()
 }
 
-/// One field's text: strings as they are, numbers as `tostring` writes them, booleans
-/// as `true`/`false`, nil and `json.null` empty; `place` names it in an error.
-fn field(lua: &Lua, value: Value, place: impl Fn() -> String) -> mlua::Result<Vec<u8>> {
+/// One field's text, into `text`: strings as they are, numbers as `tostring` writes
+/// them, booleans as `true`/`false`, nil and `json.null` empty; `place` names it in an
+/// error.
+fn field(
+    lua: &Lua,
+    value: Value,
+    place: impl Fn() -> String,
+    text: &mut Vec<u8>,
+) -> mlua::Result<()> {
+    text.clear();
     match value {
-        Value::Nil => Ok(Vec::new()),
-        Value::LightUserData(p) if p.0.is_null() => Ok(Vec::new()),
-        Value::String(s) => Ok(s.as_bytes().to_vec()),
-        Value::Integer(i) => Ok(i.to_string().into_bytes()),
-        Value::Boolean(b) => Ok(b.to_string().into_bytes()),
-        Value::Number(_) => Ok(lua
-            .coerce_string(value)?
-            .map(|s| s.as_bytes().to_vec())
-            .unwrap_or_default()),
-        other => Err(error(
-            BuiltinId::CsvEncode,
-            format!(
-                "{} is a {}; a field must be a string, number or boolean",
-                place(),
-                other.type_name()
-            ),
-        )),
+        Value::Nil => {}
+        Value::LightUserData(p) if p.0.is_null() => {}
+        Value::String(s) => text.extend_from_slice(&s.as_bytes()),
+        Value::Integer(i) => text.extend_from_slice(i.to_string().as_bytes()),
+        Value::Boolean(b) => text.extend_from_slice(if b { b"true" } else { b"false" }),
+        Value::Number(_) => {
+            if let Some(s) = lua.coerce_string(value)? {
+                text.extend_from_slice(&s.as_bytes());
+            }
+        }
+        other => {
+            return Err(error(
+                BuiltinId::CsvEncode,
+                format!(
+                    "{} is a {}; a field must be a string, number or boolean",
+                    place(),
+                    other.type_name()
+                ),
+            ));
+        }
     }
+    Ok(())
 }

@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 use std::rc::Rc;
 
-use mlua::{Function, Lua, LuaString, Table, Value, ffi};
+use mlua::{Function, Lua, Table, Value, ffi};
 
 use super::super::reading::{known_options, limit_on_memory};
 use super::{MAX_DEPTH, install_array_metatable, is_null};
@@ -178,17 +178,28 @@ impl Encoder<'_> {
     /// A table without the array mark: an array if its keys are 1..n, an object if they
     /// are strings, `{}` if it has none.
     fn table_by_keys(&mut self, table: &Table, path: &mut String) -> mlua::Result<()> {
-        let mut entries: Vec<(LuaString, Value)> = Vec::new();
-        let mut integers = 0usize;
+        // An object is written as its keys are met (sorted, only their bytes are kept):
+        // holding every key and value at once would take a handle each, and mlua has
+        // room for about a million.
+        let sort = self.options.sort_keys;
+        let mut sorted: Vec<Vec<u8>> = Vec::new();
+        let (mut strings, mut integers) = (0usize, 0usize);
         for pair in table.pairs::<Value, Value>() {
             let (key, value) = pair?;
             match key {
-                Value::String(key) if integers == 0 => entries.push((key, value)),
-                Value::Integer(i) if entries.is_empty() && i >= 1 => integers += 1,
+                Value::String(key) if integers == 0 => {
+                    if sort {
+                        sorted.push(key.as_bytes().to_vec());
+                    } else {
+                        self.entry(strings, &key.as_bytes(), &value, path)?;
+                    }
+                    strings += 1;
+                }
+                Value::Integer(i) if strings == 0 && i >= 1 => integers += 1,
                 other => {
                     let among = if integers > 0 {
                         " among integer keys"
-                    } else if entries.is_empty() {
+                    } else if strings == 0 {
                         ""
                     } else {
                         " among string keys"
@@ -209,31 +220,33 @@ impl Encoder<'_> {
             }
             return self.array(table, length, path);
         }
-        if self.options.sort_keys {
-            entries.sort_by_cached_key(|(key, _)| key.as_bytes().to_vec());
+        sorted.sort_unstable();
+        for (i, key) in sorted.iter().enumerate() {
+            let value: Value = table.raw_get(self.lua.create_string(key)?)?;
+            self.entry(i, key, &value, path)?;
         }
-        self.out.push(b'{');
-        let depth = self.visiting.len();
-        for (i, (key, value)) in entries.iter().enumerate() {
-            if i > 0 {
-                self.out.push(b',');
-            }
-            self.newline(depth);
-            let bytes = key.as_bytes();
-            self.string(&bytes, path)?;
-            self.out.push(b':');
-            if self.options.indent.is_some() {
-                self.out.push(b' ');
-            }
-            let length = path.len();
-            push_key(path, &bytes);
-            self.value(value, path)?;
-            path.truncate(length);
-        }
-        if !entries.is_empty() {
-            self.newline(depth - 1);
+        if strings == 0 {
+            self.out.push(b'{');
+        } else {
+            self.newline(self.visiting.len() - 1);
         }
         self.out.push(b'}');
+        Ok(())
+    }
+
+    /// Writes the `i`th (from 0) entry of an object, opening the object at the first.
+    fn entry(&mut self, i: usize, key: &[u8], value: &Value, path: &mut String) -> mlua::Result<()> {
+        self.out.push(if i == 0 { b'{' } else { b',' });
+        self.newline(self.visiting.len());
+        self.string(key, path)?;
+        self.out.push(b':');
+        if self.options.indent.is_some() {
+            self.out.push(b' ');
+        }
+        let length = path.len();
+        push_key(path, key);
+        self.value(value, path)?;
+        path.truncate(length);
         Ok(())
     }
 

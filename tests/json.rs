@@ -435,11 +435,26 @@ fn encode_takes_an_integer_valued_float_indent_and_names_a_bad_one_plainly() {
 fn a_key_that_is_neither_a_string_nor_a_position_is_named_without_inventing_neighbours() {
     let env = env(Limits::default());
     let cases = [
-        ("{[0] = 1}", "the table at value has key 0: an object's keys must all be strings, an array's 1..n"),
-        ("{[-1] = 1}", "the table at value has key -1: an object's keys must all be strings, an array's 1..n"),
-        ("{[1.5] = 1}", "the table at value has key 1.5: an object's keys must all be strings, an array's 1..n"),
-        ("{a = {[true] = 1}}", "the table at value.a has key true: an object's keys must all be strings, an array's 1..n"),
-        ("{[print] = 1}", "the table at value has key a function: an object's keys must all be strings, an array's 1..n"),
+        (
+            "{[0] = 1}",
+            "the table at value has key 0: an object's keys must all be strings, an array's 1..n",
+        ),
+        (
+            "{[-1] = 1}",
+            "the table at value has key -1: an object's keys must all be strings, an array's 1..n",
+        ),
+        (
+            "{[1.5] = 1}",
+            "the table at value has key 1.5: an object's keys must all be strings, an array's 1..n",
+        ),
+        (
+            "{a = {[true] = 1}}",
+            "the table at value.a has key true: an object's keys must all be strings, an array's 1..n",
+        ),
+        (
+            "{[print] = 1}",
+            "the table at value has key a function: an object's keys must all be strings, an array's 1..n",
+        ),
     ];
     for (value, expected) in cases {
         assert_eq!(
@@ -468,7 +483,11 @@ fn a_marked_array_with_other_keys_is_an_error_not_silently_cut() {
         ),
     ];
     for (value, expected) in cases {
-        assert_eq!(caught(&env, &format!("json.encode({value})")), expected, "{value}");
+        assert_eq!(
+            caught(&env, &format!("json.encode({value})")),
+            expected,
+            "{value}"
+        );
     }
     let decoded = "local v = json.decode('[1, null, 3]') print(json.encode(v))";
     assert_eq!(output(&env, decoded), "[1,null,3]\n");
@@ -500,7 +519,12 @@ fn a_byte_order_mark_before_the_text_is_skipped() {
 #[test]
 fn a_lone_surrogate_escape_is_named_as_such() {
     let env = env(Limits::default());
-    for text in [r#""\ude00""#, r#""\ud83d\u0041""#, r#""\ud83d""#, r#""\ud83dx""#] {
+    for text in [
+        r#""\ude00""#,
+        r#""\ud83d\u0041""#,
+        r#""\ud83d""#,
+        r#""\ud83dx""#,
+    ] {
         let message = caught(&env, &format!("json.decode([[{text}]])"));
         assert!(
             message.starts_with("json.decode: a lone surrogate in a \\u escape at line 1"),
@@ -529,5 +553,8 @@ fn an_object_of_more_than_a_million_keys_encodes_sorted_or_not() {
         local plain, sorted = json.encode(t), json.encode(t, {sort_keys = true})
         local back = json.decode(plain)
         print(#plain == #sorted, back.k1, back.k1100000, sorted:sub(1, 16))";
-    assert_eq!(output(&env, code), "true\t1\t1100000\t{\"k1\":1,\"k10\":10\n");
+    assert_eq!(
+        output(&env, code),
+        "true\t1\t1100000\t{\"k1\":1,\"k10\":10\n"
+    );
 }

@@ -146,7 +146,9 @@ impl Record {
     fn fields(&self) -> impl Iterator<Item = &[u8]> {
         let ends = &self.ends[..self.len];
         let starts = std::iter::once(0).chain(ends.iter().copied());
-        starts.zip(ends).map(|(start, &end)| &self.bytes[start..end])
+        starts
+            .zip(ends)
+            .map(|(start, &end)| &self.bytes[start..end])
     }
 
     /// Bytes held, with room for `more` more.
@@ -412,8 +414,7 @@ impl RowsState {
             self.started = true;
             if self.header {
                 let (records, record) = (&mut self.records, &mut self.record);
-                match header_names(lua, tripwire, function, &bytes, records, record, &mut meter)
-                {
+                match header_names(lua, tripwire, function, &bytes, records, record, &mut meter) {
                     Ok(names) => self.names = Some(names),
                     Err(error) => {
                         self.failed = Some(error.clone());
@@ -531,7 +532,9 @@ pub(super) fn encode(lua: &Lua, tripwire: &Rc<Tripwire>) -> mlua::Result<Functio
             };
             if header {
                 for column in &columns {
-                    writer.write_field(&*column.as_bytes()).map_err(write_error)?;
+                    writer
+                        .write_field(&*column.as_bytes())
+                        .map_err(write_error)?;
                 }
                 writer.write_record(None::<&[u8]>).map_err(write_error)?;
             }
@@ -634,13 +637,20 @@ fn too_many_columns(count: usize) -> mlua::Result<()> {
 
 /// `opts.columns`, if given.
 fn column_names(lua: &Lua, opts: &Table) -> mlua::Result<Option<Vec<LuaString>>> {
-    let bad = || error(BuiltinId::CsvEncode, "columns must be an array of column names".into());
+    let bad = || {
+        error(
+            BuiltinId::CsvEncode,
+            "columns must be an array of column names".into(),
+        )
+    };
     match opts.get::<Value>("columns")? {
         Value::Nil => Ok(None),
         Value::Table(columns) => {
             too_many_columns(columns.raw_len())?;
             let columns = Value::Table(columns);
-            Ok(Some(Vec::<LuaString>::from_lua(columns, lua).map_err(|_| bad())?))
+            Ok(Some(
+                Vec::<LuaString>::from_lua(columns, lua).map_err(|_| bad())?,
+            ))
         }
         _ => Err(bad()),
     }

@@ -31,9 +31,7 @@ impl EncodeOptions {
             Value::Nil => None,
             Value::Integer(n) if (0..=16).contains(&n) => Some(n as usize),
             // `2.0` is an integer to Lua's own functions (`string.rep("x", 2.0)`).
-            Value::Number(n) if n.fract() == 0.0 && (0.0..=16.0).contains(&n) => {
-                Some(n as usize)
-            }
+            Value::Number(n) if n.fract() == 0.0 && (0.0..=16.0).contains(&n) => Some(n as usize),
             other => {
                 return Err(mlua::Error::RuntimeError(format!(
                     "{function}: indent must be an integer from 0 to 16, got {}",
@@ -235,7 +233,13 @@ impl Encoder<'_> {
     }
 
     /// Writes the `i`th (from 0) entry of an object, opening the object at the first.
-    fn entry(&mut self, i: usize, key: &[u8], value: &Value, path: &mut String) -> mlua::Result<()> {
+    fn entry(
+        &mut self,
+        i: usize,
+        key: &[u8],
+        value: &Value,
+        path: &mut String,
+    ) -> mlua::Result<()> {
         self.out.push(if i == 0 { b'{' } else { b',' });
         self.newline(self.visiting.len());
         self.string(key, path)?;

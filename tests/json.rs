@@ -558,3 +558,12 @@ fn an_object_of_more_than_a_million_keys_encodes_sorted_or_not() {
         "true\t1\t1100000\t{\"k1\":1,\"k10\":10\n"
     );
 }
+
+#[test]
+fn json_lines_cut_short_says_a_document_over_several_lines_is_for_json_decode() {
+    let env = env(Limits::default());
+    assert_eq!(
+        caught(&env, "for rec in json.lines('{\\n\"a\": 1\\n}') do end"),
+        "json.lines: unexpected end of input (while parsing an object) at line 1, column 1 (json.lines reads one whole value per line; json.decode reads one document)"
+    );
+}

@@ -214,9 +214,16 @@ pub(super) fn decode_error(
         | "EOF while parsing a string" => format!("unexpected end of input ({})", &what[4..]),
         other => other.replace('`', "'"),
     };
+    // A JSON-lines record cut short is most often a document spread over several lines.
+    let hint = match line {
+        Some(_) if what.starts_with("unexpected end of input") => {
+            " (json.lines reads one whole value per line; json.decode reads one document)"
+        }
+        _ => "",
+    };
     let line = line.unwrap_or(error.line());
     mlua::Error::RuntimeError(format!(
-        "{function}: {what} at line {line}, column {}",
+        "{function}: {what} at line {line}, column {}{hint}",
         error.column()
     ))
 }

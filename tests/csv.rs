@@ -196,3 +196,168 @@ fn a_memory_limit_hit_inside_a_huge_parse_is_a_limit_error_not_a_crash() {
     }
     assert_eq!(output(&env, "print(#csv.parse('a\\n1\\n'))"), "1\n");
 }
+
+/// The limit error `code` ends with, failing the test if it ends otherwise.
+fn limit_hit(env: &rlm_registry::environment::Environment, code: &str) -> LimitKind {
+    match env.execute(code) {
+        Err(ExecError::Limit { kind, .. }) => kind,
+        other => panic!("`{code}`: {other:?}"),
+    }
+}
+
+#[test]
+fn a_record_of_millions_of_fields_counts_against_the_memory_limit() {
+    let limits = Limits {
+        memory_bytes: 64 * 1024 * 1024,
+        ..Limits::default()
+    };
+    let env = env(limits);
+    // 12 MB of text, one line of 6 million fields: the record alone (each field's end
+    // kept as a machine word) is larger than the whole limit, before any table is made.
+    env.set_context("a,".repeat(6_000_000)).unwrap();
+    for code in [
+        "local rows = csv.parse(context)",
+        "local ok = pcall(csv.parse, context) print('swallowed')",
+        "local ok = pcall(function() for row in csv.rows(context) do end end) print('swallowed')",
+    ] {
+        assert_eq!(limit_hit(&env, code), LimitKind::Memory, "{code}");
+    }
+    assert_eq!(output(&env, "print(#csv.parse('a\\n1\\n'))"), "1\n");
+}
+
+#[test]
+fn a_time_limit_hit_inside_one_huge_header_stops_it() {
+    let limits = Limits {
+        time: std::time::Duration::from_millis(200),
+        ..Limits::default()
+    };
+    let env = env(limits);
+    let names: Vec<String> = (0..2_000_000).map(|i| format!("column{i}")).collect();
+    env.set_context(names.join(",")).unwrap();
+    for code in [
+        "local rows = csv.parse(context)",
+        "for row in csv.rows(context) do end",
+    ] {
+        let started = std::time::Instant::now();
+        assert_eq!(limit_hit(&env, code), LimitKind::Time, "{code}");
+        let took = started.elapsed();
+        assert!(took < std::time::Duration::from_secs(2), "{code}: {took:?}");
+    }
+}
+
+#[test]
+fn sep_cannot_be_a_quote_or_a_line_break() {
+    let env = env(Limits::default());
+    for sep in ["'\"'", "'\\n'", "'\\r'"] {
+        for call in [
+            format!("csv.parse('a,b\\n', {{sep = {sep}}})"),
+            format!("csv.rows('a,b\\n', {{sep = {sep}}})"),
+            format!("csv.encode({{{{'a', 'b'}}}}, {{sep = {sep}}})"),
+        ] {
+            let message = caught(&env, &call);
+            assert!(
+                message.contains("sep cannot be a quote or a line break"),
+                "{call}: {message}"
+            );
+        }
+    }
+}
+
+#[test]
+fn option_errors_name_the_type_with_its_article() {
+    let env = env(Limits::default());
+    assert!(
+        caught(&env, "csv.parse('a', {sep = 5})").ends_with("got a number"),
+        "sep"
+    );
+    assert!(
+        caught(&env, "csv.parse('a', {header = 1})").ends_with("got a number"),
+        "header"
+    );
+}
+
+#[test]
+fn encode_refuses_rows_mixing_arrays_and_keyed_tables_instead_of_dropping_fields() {
+    let env = env(Limits::default());
+    let cases = [
+        (
+            "csv.encode({{a = 1}, {1, 2}})",
+            "csv.encode: row 2 is an array of fields, but row 1 is keyed by column name",
+        ),
+        (
+            "csv.encode({{1, 2}, {a = 1}})",
+            "csv.encode: row 2 is keyed by column name, but row 1 is an array of fields",
+        ),
+        (
+            "csv.encode({{1, 2}}, {columns = {'a', 'b'}})",
+            "csv.encode: row 1 is an array of fields, but columns picks fields by name",
+        ),
+        (
+            "csv.encode({{a = 1, [1] = 'x'}})",
+            "csv.encode: row 1 mixes column names and positions (keys \"a\" and 1)",
+        ),
+        (
+            "csv.encode({{1, 2, x = 3}})",
+            "csv.encode: row 1 mixes column names and positions (keys \"x\" and 1)",
+        ),
+        (
+            "csv.encode({{[true] = 1}})",
+            "csv.encode: row 1 has key true: a row's keys are column names (strings) or positions 1..n",
+        ),
+        (
+            "csv.encode({[1] = {'a'}, [3] = {'c'}})",
+            "csv.encode: rows must be an array (keys 1..n), but it has key 3",
+        ),
+        (
+            "csv.encode({{'a'}, n = 1})",
+            "csv.encode: rows must be an array (keys 1..n), but it has key \"n\"",
+        ),
+    ];
+    for (code, expected) in cases {
+        let message = caught(&env, code);
+        assert!(message.ends_with(expected), "{code}: {message}");
+    }
+}
+
+#[test]
+fn encode_writes_a_hole_in_an_array_row_as_an_empty_field() {
+    let env = env(Limits::default());
+    let code = "local row = {} row[1] = 'a' row[4] = 'd' print(csv.encode({row, {}, {'x'}}))";
+    assert_eq!(output(&env, code), "a,,,d\n\"\"\nx\n\n");
+}
+
+#[test]
+fn an_unknown_option_is_an_error_not_ignored() {
+    let env = env(Limits::default());
+    let cases = [
+        (
+            "csv.parse('a\\tb\\n', {delimiter = '\\t'})",
+            "csv.parse: unknown option \"delimiter\" (the options are sep, header)",
+        ),
+        (
+            "csv.rows('a\\n', {headers = false})",
+            "csv.rows: unknown option \"headers\" (the options are sep, header)",
+        ),
+        (
+            "csv.encode({{1}}, {fieldnames = {'a'}})",
+            "csv.encode: unknown option \"fieldnames\" (the options are sep, header, columns)",
+        ),
+    ];
+    for (code, expected) in cases {
+        let message = caught(&env, code);
+        assert!(message.ends_with(expected), "{code}: {message}");
+    }
+}
+
+#[test]
+fn encode_writes_more_than_a_million_rows_and_refuses_that_many_columns_plainly() {
+    let env = env(Limits::default());
+    let rows = "local rows = {} for i = 1, 1100000 do rows[i] = {i} end
+        local text = csv.encode(rows) print(#text, text:sub(-8))";
+    assert_eq!(output(&env, rows), "7688896\t1100000\n\n");
+    let keyed = "local row = {} for i = 1, 1100000 do row['c' .. i] = 'x' end csv.encode({row})";
+    assert_eq!(
+        caught(&env, keyed),
+        "input:1: csv.encode: 1100000 columns; it writes at most 500000"
+    );
+}

@@ -130,11 +130,11 @@ fn every_decode_error_names_what_and_its_line_and_column() {
         ("\"\\q\"", "invalid escape at line 1, column 3"),
         (
             "\"\\ud800 \"",
-            "a \\u escape cut short or a lone surrogate at line 1, column 8",
+            "a lone surrogate in a \\u escape at line 1, column 8",
         ),
         (
             "\"\\ud800\\u0041\"",
-            "lone leading surrogate in hex escape at line 1, column 13",
+            "a lone surrogate in a \\u escape at line 1, column 13",
         ),
         (
             "\"a\u{1}b\"",
@@ -229,7 +229,7 @@ fn encode_errors_name_the_problem_and_its_path() {
         ),
         (
             "{a = {[true] = 1}}",
-            "the table at value.a has key a boolean among string keys: an object's keys must all be strings, an array's 1..n",
+            "the table at value.a has key true: an object's keys must all be strings, an array's 1..n",
         ),
         (
             "{[1] = 1, [3] = 3}",
@@ -412,4 +412,158 @@ fn json_lines_hands_out_every_record_across_batches_in_order() {
     let two =
         "local a, b = json.lines('1\\n2'), json.lines('3\\n4') print(a(), b(), a(), b(), a(), b())";
     assert_eq!(output(&env, two), "1\t3\t2\t4\tnil\tnil\n");
+}
+
+#[test]
+fn encode_takes_an_integer_valued_float_indent_and_names_a_bad_one_plainly() {
+    let env = env(Limits::default());
+    assert_eq!(
+        output(&env, "print(json.encode({1}, {indent = 2.0}))"),
+        "[\n  1\n]\n"
+    );
+    assert_eq!(
+        caught(&env, "json.encode({}, {indent = 2.5})"),
+        "json.encode: indent must be an integer from 0 to 16, got 2.5"
+    );
+    assert_eq!(
+        caught(&env, "json.encode({}, {indent = 1e10})"),
+        "json.encode: indent must be an integer from 0 to 16, got 10000000000"
+    );
+}
+
+#[test]
+fn a_key_that_is_neither_a_string_nor_a_position_is_named_without_inventing_neighbours() {
+    let env = env(Limits::default());
+    let cases = [
+        (
+            "{[0] = 1}",
+            "the table at value has key 0: an object's keys must all be strings, an array's 1..n",
+        ),
+        (
+            "{[-1] = 1}",
+            "the table at value has key -1: an object's keys must all be strings, an array's 1..n",
+        ),
+        (
+            "{[1.5] = 1}",
+            "the table at value has key 1.5: an object's keys must all be strings, an array's 1..n",
+        ),
+        (
+            "{a = {[true] = 1}}",
+            "the table at value.a has key true: an object's keys must all be strings, an array's 1..n",
+        ),
+        (
+            "{[print] = 1}",
+            "the table at value has key a function: an object's keys must all be strings, an array's 1..n",
+        ),
+    ];
+    for (value, expected) in cases {
+        assert_eq!(
+            caught(&env, &format!("json.encode({value})")),
+            format!("json.encode: {expected}"),
+            "{value}"
+        );
+    }
+}
+
+#[test]
+fn a_marked_array_with_other_keys_is_an_error_not_silently_cut() {
+    let env = env(Limits::default());
+    let cases = [
+        (
+            "json.array({1, 2, a = 1})",
+            "json.encode: the array at value has key \"a\": an array's keys must be 1..n",
+        ),
+        (
+            "json.array({a = 1})",
+            "json.encode: the array at value has key \"a\": an array's keys must be 1..n",
+        ),
+        (
+            "{list = json.array({[2] = 'b', [5] = 'e'})}",
+            "json.encode: the array at value.list is sparse (keys are not 1..n); fill the holes with json.null",
+        ),
+    ];
+    for (value, expected) in cases {
+        assert_eq!(
+            caught(&env, &format!("json.encode({value})")),
+            expected,
+            "{value}"
+        );
+    }
+    let decoded = "local v = json.decode('[1, null, 3]') print(json.encode(v))";
+    assert_eq!(output(&env, decoded), "[1,null,3]\n");
+}
+
+#[test]
+fn argument_errors_name_the_function_with_its_table() {
+    let env = env(Limits::default());
+    assert_eq!(
+        caught(&env, "json.encode(1, 5)"),
+        "bad argument #2 to 'json.encode' (table expected, got number)"
+    );
+    assert_eq!(
+        caught(&env, "csv.encode({}, 'x')"),
+        "bad argument #2 to 'csv.encode' (table expected, got string)"
+    );
+}
+
+#[test]
+fn a_byte_order_mark_before_the_text_is_skipped() {
+    let env = env(Limits::default());
+    let code = r#"
+        print(json.decode('\239\187\191{"a": 1}').a)
+        for rec in json.lines('\239\187\191[1]\n[2]\n') do print(rec[1]) end
+    "#;
+    assert_eq!(output(&env, code), "1\n1\n2\n");
+}
+
+#[test]
+fn a_lone_surrogate_escape_is_named_as_such() {
+    let env = env(Limits::default());
+    for text in [
+        r#""\ude00""#,
+        r#""\ud83d\u0041""#,
+        r#""\ud83d""#,
+        r#""\ud83dx""#,
+    ] {
+        let message = caught(&env, &format!("json.decode([[{text}]])"));
+        assert!(
+            message.starts_with("json.decode: a lone surrogate in a \\u escape at line 1"),
+            "{text}: {message}"
+        );
+    }
+}
+
+#[test]
+fn an_unknown_encode_option_is_an_error_not_ignored() {
+    let env = env(Limits::default());
+    assert_eq!(
+        caught(&env, "json.encode({}, {sort = true})"),
+        "json.encode: unknown option \"sort\" (the options are indent, sort_keys)"
+    );
+    assert_eq!(
+        caught(&env, "json.encode({}, {[1] = true})"),
+        "json.encode: unknown option 1 (the options are indent, sort_keys)"
+    );
+}
+
+#[test]
+fn an_object_of_more_than_a_million_keys_encodes_sorted_or_not() {
+    let env = env(Limits::default());
+    let code = "local t = {} for i = 1, 1100000 do t['k' .. i] = i end
+        local plain, sorted = json.encode(t), json.encode(t, {sort_keys = true})
+        local back = json.decode(plain)
+        print(#plain == #sorted, back.k1, back.k1100000, sorted:sub(1, 16))";
+    assert_eq!(
+        output(&env, code),
+        "true\t1\t1100000\t{\"k1\":1,\"k10\":10\n"
+    );
+}
+
+#[test]
+fn json_lines_cut_short_says_a_document_over_several_lines_is_for_json_decode() {
+    let env = env(Limits::default());
+    assert_eq!(
+        caught(&env, "for rec in json.lines('{\\n\"a\": 1\\n}') do end"),
+        "json.lines: unexpected end of input (while parsing an object) at line 1, column 1 (json.lines reads one whole value per line; json.decode reads one document)"
+    );
 }

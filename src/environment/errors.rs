@@ -41,10 +41,17 @@ pub(crate) fn per_state(
 /// `err:match(…)` or `"…" .. err` fail. Running out of memory stays as it is, and a limit a
 /// built-in trips is re-raised by the instruction hook whatever the message becomes.
 /// One call per table: environment creation pays for one chunk, not one per function.
-pub(crate) fn raise_plain_errors(lua: &Lua, functions: &Table, keep: &[&str]) -> mlua::Result<()> {
+/// `table` names the built-in table the functions are fields of (`json`), so that an
+/// argument error names `json.encode`, not an `encode` that could be `csv.encode`.
+pub(crate) fn raise_plain_errors(
+    lua: &Lua,
+    functions: &Table,
+    keep: &[&str],
+    table: Option<&str>,
+) -> mlua::Result<()> {
     let wrap_all = per_state(lua, "rlm.raise_plain_errors", || plain_error_wrapper(lua))?;
     let keep = lua.create_table_from(keep.iter().map(|&name| (name, true)))?;
-    wrap_all.call((functions, keep))
+    wrap_all.call((functions, keep, table))
 }
 
 fn plain_error_wrapper(lua: &Lua) -> mlua::Result<Function> {
@@ -112,8 +119,9 @@ fn argument_message(error: &mlua::Error, function: &str) -> Option<String> {
         mlua::Error::CallbackError { cause, .. } => argument_message(cause, function),
         mlua::Error::BadArgument { pos, cause, .. } => match &**cause {
             mlua::Error::FromLuaConversionError { from, to, .. } => Some(format!(
-                "bad argument #{pos} to '{function}' ({} expected, got {from})",
-                lua_type_of(to)
+                "bad argument #{pos} to '{function}' ({} expected, got {})",
+                lua_type_of(to),
+                lua_type_of(from)
             )),
             _ => None,
         },
@@ -174,9 +182,11 @@ static PLAIN_ERRORS: InternalChunk = InternalChunk::new(
             error(message(results[2], name))
           end
         end
-        return function(functions, keep)
+        return function(functions, keep, table)
           for name, value in next, functions do
-            if type(value) == "function" and not keep[name] then functions[name] = wrap(value, name) end
+            if type(value) == "function" and not keep[name] then
+              functions[name] = wrap(value, table and table .. "." .. name or name)
+            end
           end
         end
         "#,

@@ -393,7 +393,7 @@ pub(crate) fn table(
         }),
     )?;
     super::collections::add_primitives(lua, &primitives, tripwire)?;
-    raise_plain_errors(lua, &primitives, &[])?;
+    raise_plain_errors(lua, &primitives, &[], None)?;
     Ok(primitives)
 }
 

@@ -104,9 +104,9 @@ pub(crate) fn table(
     // `print` is hot in loops and cannot fail but on memory; host functions raise plain
     // errors already.
     keep_errors.push(BuiltinId::Print.name());
-    raise_plain_errors(lua, &builtins, &keep_errors)?;
+    raise_plain_errors(lua, &builtins, &keep_errors, None)?;
     for (name, functions) in tables {
-        raise_plain_errors(lua, &functions, &[])?;
+        raise_plain_errors(lua, &functions, &[], Some(name))?;
         for value in BUILTIN_VALUES {
             let (table, field) = value.table_and_field();
             if table == name {

@@ -43,6 +43,33 @@ pub(super) fn text_arg(lua: &Lua, function: BuiltinId, value: Value) -> mlua::Re
     }
 }
 
+/// Refuses a key of the options table `opts` that is not one of `known`: a misspelt
+/// option, or one borrowed from elsewhere (Python's `delimiter` for `sep`), would
+/// otherwise be ignored without a word.
+pub(super) fn known_options(function: BuiltinId, opts: &Table, known: &[&str]) -> mlua::Result<()> {
+    for pair in opts.pairs::<Value, Value>() {
+        let key = pair?.0;
+        if let Value::String(name) = &key
+            && known.iter().any(|k| name.as_bytes() == k.as_bytes())
+        {
+            continue;
+        }
+        let key = match &key {
+            Value::String(name) => format!("{:?}", name.to_string_lossy()),
+            Value::Integer(i) => i.to_string(),
+            Value::Number(n) => n.to_string(),
+            Value::Boolean(b) => b.to_string(),
+            other => format!("a {}", other.type_name()),
+        };
+        return Err(mlua::Error::RuntimeError(format!(
+            "{}: unknown option {key} (the options are {})",
+            function.name(),
+            known.join(", ")
+        )));
+    }
+    Ok(())
+}
+
 /// An iterator handing out `buffer[1..n]`, then calling `refill` (which fills the
 /// buffer and returns `n`, 0 at the end) for more: `json.lines` and `csv.rows` decode a
 /// batch per call into Rust, and a record costs no crossing of the boundary.

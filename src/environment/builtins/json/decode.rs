@@ -203,7 +203,10 @@ pub(super) fn decode_error(
     let what = text.strip_suffix(&position).unwrap_or(&text);
     let what = match what {
         "recursion limit exceeded" | TOO_DEEP => format!("nested deeper than {MAX_DEPTH} levels"),
-        "unexpected end of hex escape" => "a \\u escape cut short or a lone surrogate".to_string(),
+        // serde_json's words for a surrogate escape without its pair, whichever half it is.
+        "unexpected end of hex escape" | "lone leading surrogate in hex escape" => {
+            "a lone surrogate in a \\u escape".to_string()
+        }
         "expected ident" => "invalid literal (expected true, false or null)".to_string(),
         "EOF while parsing a value"
         | "EOF while parsing a list"
@@ -211,9 +214,16 @@ pub(super) fn decode_error(
         | "EOF while parsing a string" => format!("unexpected end of input ({})", &what[4..]),
         other => other.replace('`', "'"),
     };
+    // A JSON-lines record cut short is most often a document spread over several lines.
+    let hint = match line {
+        Some(_) if what.starts_with("unexpected end of input") => {
+            " (json.lines reads one whole value per line; json.decode reads one document)"
+        }
+        _ => "",
+    };
     let line = line.unwrap_or(error.line());
     mlua::Error::RuntimeError(format!(
-        "{function}: {what} at line {line}, column {}",
+        "{function}: {what} at line {line}, column {}{hint}",
         error.column()
     ))
 }

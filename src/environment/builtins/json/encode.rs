@@ -3,9 +3,9 @@
 use std::fmt::Write as _;
 use std::rc::Rc;
 
-use mlua::{Function, Lua, LuaString, Table, Value};
+use mlua::{Function, Lua, Table, Value, ffi};
 
-use super::super::reading::limit_on_memory;
+use super::super::reading::{known_options, limit_on_memory};
 use super::{MAX_DEPTH, install_array_metatable, is_null};
 use crate::conventions::builtins::BuiltinId;
 use crate::environment::limits::Tripwire;
@@ -26,9 +26,12 @@ impl EncodeOptions {
                 sort_keys: false,
             });
         };
+        known_options(BuiltinId::JsonEncode, &opts, &["indent", "sort_keys"])?;
         let indent = match opts.get::<Value>("indent")? {
             Value::Nil => None,
             Value::Integer(n) if (0..=16).contains(&n) => Some(n as usize),
+            // `2.0` is an integer to Lua's own functions (`string.rep("x", 2.0)`).
+            Value::Number(n) if n.fract() == 0.0 && (0.0..=16.0).contains(&n) => Some(n as usize),
             other => {
                 return Err(mlua::Error::RuntimeError(format!(
                     "{function}: indent must be an integer from 0 to 16, got {}",
@@ -55,9 +58,13 @@ fn describe(value: &Value) -> String {
         Value::Integer(i) => i.to_string(),
         Value::Number(n) => n.to_string(),
         Value::String(s) => format!("{:?}", s.to_string_lossy()),
+        Value::Boolean(b) => b.to_string(),
         other => format!("a {}", other.type_name()),
     }
 }
+
+/// The end of every error about a table's keys.
+const KEYS_RULE: &str = "an object's keys must all be strings, an array's 1..n";
 
 /// `json.encode(value [, opts])`.
 pub(in crate::environment::builtins) fn encode(
@@ -69,6 +76,7 @@ pub(in crate::environment::builtins) fn encode(
     lua.create_function(move |lua, (value, opts): (Value, Option<Table>)| {
         let options = EncodeOptions::from_table(opts)?;
         let mut encoder = Encoder {
+            lua,
             out: Vec::new(),
             options,
             metatable: &metatable,
@@ -84,6 +92,7 @@ pub(in crate::environment::builtins) fn encode(
 
 /// Writes one Lua value as JSON.
 struct Encoder<'a> {
+    lua: &'a Lua,
     out: Vec<u8>,
     options: EncodeOptions,
     metatable: &'a Table,
@@ -156,7 +165,7 @@ impl Encoder<'_> {
         }
         self.visiting.push(pointer);
         let written = if table.metatable().as_ref() == Some(self.metatable) {
-            self.array(table, table.raw_len(), path)
+            self.marked_array(table, path)
         } else {
             self.table_by_keys(table, path)
         };
@@ -167,18 +176,35 @@ impl Encoder<'_> {
     /// A table without the array mark: an array if its keys are 1..n, an object if they
     /// are strings, `{}` if it has none.
     fn table_by_keys(&mut self, table: &Table, path: &mut String) -> mlua::Result<()> {
-        let mut entries: Vec<(LuaString, Value)> = Vec::new();
-        let mut integers = 0usize;
+        // An object is written as its keys are met (sorted, only their bytes are kept):
+        // holding every key and value at once would take a handle each, and mlua has
+        // room for about a million.
+        let sort = self.options.sort_keys;
+        let mut sorted: Vec<Vec<u8>> = Vec::new();
+        let (mut strings, mut integers) = (0usize, 0usize);
         for pair in table.pairs::<Value, Value>() {
             let (key, value) = pair?;
             match key {
-                Value::String(key) if integers == 0 => entries.push((key, value)),
-                Value::Integer(i) if entries.is_empty() && i >= 1 => integers += 1,
+                Value::String(key) if integers == 0 => {
+                    if sort {
+                        sorted.push(key.as_bytes().to_vec());
+                    } else {
+                        self.entry(strings, &key.as_bytes(), &value, path)?;
+                    }
+                    strings += 1;
+                }
+                Value::Integer(i) if strings == 0 && i >= 1 => integers += 1,
                 other => {
+                    let among = if integers > 0 {
+                        " among integer keys"
+                    } else if strings == 0 {
+                        ""
+                    } else {
+                        " among string keys"
+                    };
                     return Err(encode_error(format!(
-                        "the table at {path} has key {} among {} keys: an object's keys must all be strings, an array's 1..n",
+                        "the table at {path} has key {}{among}: {KEYS_RULE}",
                         describe(&other),
-                        if integers > 0 { "integer" } else { "string" }
                     )));
                 }
             }
@@ -192,32 +218,70 @@ impl Encoder<'_> {
             }
             return self.array(table, length, path);
         }
-        if self.options.sort_keys {
-            entries.sort_by_cached_key(|(key, _)| key.as_bytes().to_vec());
+        sorted.sort_unstable();
+        for (i, key) in sorted.iter().enumerate() {
+            let value: Value = table.raw_get(self.lua.create_string(key)?)?;
+            self.entry(i, key, &value, path)?;
         }
-        self.out.push(b'{');
-        let depth = self.visiting.len();
-        for (i, (key, value)) in entries.iter().enumerate() {
-            if i > 0 {
-                self.out.push(b',');
-            }
-            self.newline(depth);
-            let bytes = key.as_bytes();
-            self.string(&bytes, path)?;
-            self.out.push(b':');
-            if self.options.indent.is_some() {
-                self.out.push(b' ');
-            }
-            let length = path.len();
-            push_key(path, &bytes);
-            self.value(value, path)?;
-            path.truncate(length);
-        }
-        if !entries.is_empty() {
-            self.newline(depth - 1);
+        if strings == 0 {
+            self.out.push(b'{');
+        } else {
+            self.newline(self.visiting.len() - 1);
         }
         self.out.push(b'}');
         Ok(())
+    }
+
+    /// Writes the `i`th (from 0) entry of an object, opening the object at the first.
+    fn entry(
+        &mut self,
+        i: usize,
+        key: &[u8],
+        value: &Value,
+        path: &mut String,
+    ) -> mlua::Result<()> {
+        self.out.push(if i == 0 { b'{' } else { b',' });
+        self.newline(self.visiting.len());
+        self.string(key, path)?;
+        self.out.push(b':');
+        if self.options.indent.is_some() {
+            self.out.push(b' ');
+        }
+        let length = path.len();
+        push_key(path, key);
+        self.value(value, path)?;
+        path.truncate(length);
+        Ok(())
+    }
+
+    /// A table with the array mark: its keys must be 1..n, as an unmarked array's, so
+    /// that no value is left out (the length operator alone would stop at a hole).
+    fn marked_array(&mut self, table: &Table, path: &mut String) -> mlua::Result<()> {
+        if let Some(length) = sequence_length(self.lua, table)? {
+            return self.array(table, length, path);
+        }
+        // Not 1..n: the slower walk below names the key at fault.
+        let (mut count, mut last) = (0usize, 0i64);
+        for pair in table.pairs::<Value, Value>() {
+            match pair?.0 {
+                Value::Integer(i) if i >= 1 => {
+                    count += 1;
+                    last = last.max(i);
+                }
+                other => {
+                    return Err(encode_error(format!(
+                        "the array at {path} has key {}: an array's keys must be 1..n",
+                        describe(&other)
+                    )));
+                }
+            }
+        }
+        if usize::try_from(last).ok() != Some(count) {
+            return Err(encode_error(format!(
+                "the array at {path} is sparse (keys are not 1..n); fill the holes with json.null"
+            )));
+        }
+        self.array(table, count, path)
     }
 
     fn array(&mut self, table: &Table, length: usize, path: &mut String) -> mlua::Result<()> {
@@ -247,6 +311,39 @@ impl Encoder<'_> {
             self.out.extend(std::iter::repeat_n(b' ', indent * depth));
         }
     }
+}
+
+/// The length of `table` if its keys are exactly 1..n, read with the C API: mlua's
+/// `pairs` would make a value of every element, nearly doubling an encode's time.
+fn sequence_length(lua: &Lua, table: &Table) -> mlua::Result<Option<usize>> {
+    let mut length = None;
+    // SAFETY: walks the table (stack index 1) with `lua_next`, which allocates nothing
+    // and cannot fail on a table left unchanged, and leaves the stack as it found it.
+    unsafe {
+        lua.exec_raw::<()>(table, |state| {
+            let (mut count, mut last) = (0usize, 0usize);
+            ffi::lua_pushnil(state);
+            while ffi::lua_next(state, 1) != 0 {
+                ffi::lua_pop(state, 1);
+                let position = (ffi::lua_isinteger(state, -1) != 0)
+                    .then(|| usize::try_from(ffi::lua_tointeger(state, -1)).unwrap_or(0));
+                match position {
+                    Some(i) if i >= 1 => {
+                        count += 1;
+                        last = last.max(i);
+                    }
+                    _ => {
+                        ffi::lua_pop(state, 1);
+                        return;
+                    }
+                }
+            }
+            if count == last {
+                length = Some(count);
+            }
+        })?;
+    }
+    Ok(length)
 }
 
 /// `path.key`, or `path["odd key"]` when the key is not a plain name.

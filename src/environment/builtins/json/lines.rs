@@ -7,7 +7,7 @@ use mlua::{Function, Lua, LuaString, Table, Value, ffi};
 
 use super::super::reading::{Tidy, buffered_iterator, limit_on_memory, text_arg};
 use super::decode::{Builder, Tape, read};
-use super::{ARRAY_METATABLE_C, MAX_DEPTH, install_array_metatable};
+use super::{ARRAY_METATABLE_C, MAX_DEPTH, install_array_metatable, without_bom};
 use crate::conventions::builtins::BuiltinId;
 use crate::environment::limits::Tripwire;
 use crate::environment::meter::WorkMeter;
@@ -120,10 +120,11 @@ pub(in crate::environment::builtins) fn lines(
     lua.create_function(move |lua, text: Value| {
         let text = text_arg(lua, BuiltinId::JsonLines, text)?;
         let buffer = lua.create_table_with_capacity(LINES_BATCH, 0)?;
+        let bom = text.as_bytes().len() - without_bom(&text.as_bytes()).len();
         let state = RefCell::new(LinesState {
             tidy: Tidy::new(lua, text.as_bytes().len()),
             text,
-            position: 0,
+            position: bom,
             line: 0,
             tape: Tape::default(),
             failed: None,

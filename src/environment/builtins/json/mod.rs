@@ -59,9 +59,19 @@ pub(super) fn decode(lua: &Lua, tripwire: &Rc<Tripwire>) -> mlua::Result<Functio
         let mut tape = Tape::default();
         let bytes = text.as_bytes();
         let function = BuiltinId::JsonDecode.name();
-        let decoded = decode_with(lua, &tripwire, function, &bytes, &mut tape, None);
+        let bytes = without_bom(&bytes);
+        let decoded = decode_with(lua, &tripwire, function, bytes, &mut tape, None);
         limit_on_memory(&tripwire, decoded)
     })
+}
+
+/// A UTF-8 byte order mark, which RFC 8259 (section 8.1) lets a parser ignore: files
+/// saved by some editors start with one.
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// `text` without the byte order mark it may start with.
+fn without_bom(text: &[u8]) -> &[u8] {
+    text.strip_prefix(BOM).unwrap_or(text)
 }
 
 /// Makes the arrays' shared metatable, once per Lua state.

@@ -425,11 +425,21 @@ fn comprehension(code: &str) -> bool {
 fn list_literal(code: &str) -> bool {
     code.match_indices('[').any(|(at, _)| {
         let before = code[..at].trim_end();
-        before.is_empty()
-            || before.ends_with('(')
-            || (before.ends_with('=') && !before.ends_with("=="))
-            || before.ends_with(" return")
-            || before == "return"
+        !table_key(&code[at..])
+            && (before.is_empty()
+                || before.ends_with('(')
+                || (before.ends_with('=') && !before.ends_with("=="))
+                || before.ends_with(" return")
+                || before == "return")
+    })
+}
+
+/// Whether `bracketed` (from a `[`) is a key in a table constructor, `["a b"] = 1`, as a
+/// constructor spread over lines has on a line of its own.
+fn table_key(bracketed: &str) -> bool {
+    bracketed.find(']').is_some_and(|close| {
+        let after = bracketed[close + 1..].trim_start();
+        after.starts_with('=') && !after.starts_with("==")
     })
 }
 

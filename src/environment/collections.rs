@@ -483,11 +483,6 @@ fn sort_by(
 /// Comparisons between two checks of the limits while sorting.
 const COMPARISONS_PER_CHECK: usize = 1024;
 
-/// The payload of the unwind that stops a sort once a limit has tripped: raised with
-/// `resume_unwind` (which runs no panic hook) and caught around the sort, with no Lua
-/// frame in between.
-struct SortStopped;
-
 /// Sorts `decorated` by key, stable (equal keys keep their order whichever the
 /// direction), checking the limits as it goes: a comparison of list keys costs up to their
 /// length, so sorting many long keys could outlast the time limit. The tripped limit's
@@ -499,22 +494,29 @@ fn sort_keys(
 ) -> mlua::Result<()> {
     let mut comparisons = 0usize;
     let mut tripped = None;
+    // Once a limit trips, every pair compares equal: the sort then finishes in a few cheap
+    // passes (its result is thrown away) instead of being unwound out of, which a host
+    // built with `panic = "abort"` would not survive. The one merge under way when the
+    // order changes may see it as no total order and panic; that is caught here.
     let sorted = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         decorated.sort_by(|(a, _), (b, _)| {
+            if tripped.is_some() {
+                return Ordering::Equal;
+            }
             comparisons += 1;
             if comparisons.is_multiple_of(COMPARISONS_PER_CHECK)
                 && let Err(limit) = meter.check()
             {
                 tripped = Some(limit);
-                std::panic::resume_unwind(Box::new(SortStopped));
+                return Ordering::Equal;
             }
             let order = compare(a, b);
             if reverse { order.reverse() } else { order }
         });
     }));
     match (sorted, tripped) {
-        (Ok(()), _) => Ok(()),
-        (Err(_), Some(limit)) => Err(limit),
+        (_, Some(limit)) => Err(limit),
+        (Ok(()), None) => Ok(()),
         (Err(panic), None) => std::panic::resume_unwind(panic),
     }
 }

@@ -2,20 +2,11 @@
 //! read-only table) and the Rust text primitives behind the Lua library (regex options,
 //! and the limits they check while they run).
 
-use rlm_registry::Registry;
+mod support;
+
 use rlm_registry::environment::{Environment, ExecError, LimitKind, Limits};
 use std::time::Duration;
-
-fn env(limits: Limits) -> Environment {
-    Environment::new(Registry::baked().clone(), limits).expect("environment")
-}
-
-fn output(env: &Environment, code: &str) -> String {
-    match env.execute(code) {
-        Ok(run) => run.output,
-        Err(e) => panic!("{code}\nfailed: {e}"),
-    }
-}
+use support::sandbox::{env, is_limit, output};
 
 fn error(env: &Environment, code: &str) -> ExecError {
     env.execute(code)
@@ -225,16 +216,7 @@ fn a_time_limit_stops_a_primitive_inside_its_scan() {
     ] {
         // Were the limit checked only after the call, "after" would be printed first.
         let failure = error(&env, &format!("{call} print('after')"));
-        assert!(
-            matches!(
-                failure,
-                ExecError::Limit {
-                    kind: LimitKind::Time,
-                    ..
-                }
-            ),
-            "{call}: {failure:?}"
-        );
+        assert!(is_limit(&failure, LimitKind::Time), "{call}: {failure:?}");
         assert_eq!(
             failure.output(),
             "",
@@ -255,16 +237,7 @@ fn result_tables_of_primitives_count_against_the_memory_limit() {
     assert_eq!(output(&env, "print(line_count(context))"), "1000000\n");
     for call in ["lines(context)", "re.find_all(context, [[\\d+]])"] {
         let failure = error(&env, &format!("t = {call}"));
-        assert!(
-            matches!(
-                failure,
-                ExecError::Limit {
-                    kind: LimitKind::Memory,
-                    ..
-                }
-            ),
-            "{call}: {failure:?}"
-        );
+        assert!(is_limit(&failure, LimitKind::Memory), "{call}: {failure:?}");
     }
     assert_eq!(output(&env, "print(#head(context, 2))"), "13\n");
 }
@@ -283,28 +256,10 @@ fn a_limit_hit_in_a_key_function_stops_the_execution_under_pcall() {
     for name in ["sort_by", "count_by", "group_by"] {
         let hog = "function(x) local t = {} while true do t[#t + 1] = {} end end";
         let failure = error(&env, &format!("print(pcall({name}, {{3, 1, 2}}, {hog}))"));
-        assert!(
-            matches!(
-                failure,
-                ExecError::Limit {
-                    kind: LimitKind::Memory,
-                    ..
-                }
-            ),
-            "{name}: {failure:?}"
-        );
+        assert!(is_limit(&failure, LimitKind::Memory), "{name}: {failure:?}");
         let spin = "function(x) while true do end end";
         let failure = error(&env, &format!("print(pcall({name}, {{3, 1, 2}}, {spin}))"));
-        assert!(
-            matches!(
-                failure,
-                ExecError::Limit {
-                    kind: LimitKind::Time,
-                    ..
-                }
-            ),
-            "{name}: {failure:?}"
-        );
+        assert!(is_limit(&failure, LimitKind::Time), "{name}: {failure:?}");
     }
 }
 
@@ -326,16 +281,7 @@ fn sort_by_counts_the_copies_of_shared_list_keys_against_the_memory_limit() {
          local xs = {} for i = 1, 20 do xs[i] = i end \
          print(pcall(sort_by, xs, function() return l1 end))",
     );
-    assert!(
-        matches!(
-            failure,
-            ExecError::Limit {
-                kind: LimitKind::Memory,
-                ..
-            }
-        ),
-        "{failure:?}"
-    );
+    assert!(is_limit(&failure, LimitKind::Memory), "{failure:?}");
 }
 
 /// A sort of many long list keys stops at the time limit, not when it is done.
@@ -356,16 +302,7 @@ fn sort_by_stops_at_the_time_limit_while_comparing_long_keys() {
          print(pcall(sort_by, xs, 'k'))",
     );
     let elapsed = started.elapsed();
-    assert!(
-        matches!(
-            failure,
-            ExecError::Limit {
-                kind: LimitKind::Time,
-                ..
-            }
-        ),
-        "{failure:?}"
-    );
+    assert!(is_limit(&failure, LimitKind::Time), "{failure:?}");
     assert!(elapsed < Duration::from_millis(2500), "took {elapsed:?}");
 }
 
@@ -396,28 +333,10 @@ fn collection_primitives_check_the_limits_and_pass_key_errors_on() {
         &env,
         "keep = {} for i = 1, 100 do keep[i] = sort_by(xs, function(x) return {x.s, x.n} end) end",
     );
-    assert!(
-        matches!(
-            failure,
-            ExecError::Limit {
-                kind: LimitKind::Memory,
-                ..
-            }
-        ),
-        "{failure:?}"
-    );
+    assert!(is_limit(&failure, LimitKind::Memory), "{failure:?}");
     output(&env, "keep = nil");
     let failure = error(&env, "sort_by(xs, function(x) while true do end end)");
-    assert!(
-        matches!(
-            failure,
-            ExecError::Limit {
-                kind: LimitKind::Time,
-                ..
-            }
-        ),
-        "{failure:?}"
-    );
+    assert!(is_limit(&failure, LimitKind::Time), "{failure:?}");
     for call in [
         "sort_by(xs, function(x) error('bad key ' .. x.n) end)",
         "count_by(xs, function(x) error('bad key ' .. x.n) end)",

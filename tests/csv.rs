@@ -5,7 +5,7 @@
 mod support;
 
 use rlm_registry::environment::{ExecError, LimitKind, Limits};
-use support::sandbox::{caught, env, output};
+use support::sandbox::{caught, env, is_limit, output};
 
 /// Prints every row of `rows` as `key=value` pairs in `header` order, then extra keys.
 const SHOW: &str = r#"
@@ -183,16 +183,7 @@ fn a_memory_limit_hit_inside_a_huge_parse_is_a_limit_error_not_a_crash() {
         "local ok = pcall(csv.parse, context, {header = false}) print('swallowed')",
     ] {
         let failure = env.execute(code).unwrap_err();
-        assert!(
-            matches!(
-                failure,
-                ExecError::Limit {
-                    kind: LimitKind::Memory,
-                    ..
-                }
-            ),
-            "{code}: {failure:?}"
-        );
+        assert!(is_limit(&failure, LimitKind::Memory), "{code}: {failure:?}");
     }
     assert_eq!(output(&env, "print(#csv.parse('a\\n1\\n'))"), "1\n");
 }

@@ -1,11 +1,16 @@
 //! A sandboxed environment holding the baked registry, and code run in it as a model's.
 
 use rlm_registry::Registry;
-use rlm_registry::environment::{Environment, Limits};
+use rlm_registry::environment::{Environment, ExecError, LimitKind, Limits};
 
 /// A fresh environment with the baked registry under `limits`.
 pub fn env(limits: Limits) -> Environment {
     Environment::new(Registry::baked().clone(), limits).unwrap()
+}
+
+/// Whether `error` is the limit `kind` stopping the execution.
+pub fn is_limit(error: &ExecError, kind: LimitKind) -> bool {
+    matches!(error, ExecError::Limit { kind: hit, .. } if *hit == kind)
 }
 
 /// What `code` prints; a failure fails the test, naming the code.

@@ -532,6 +532,15 @@ fn exec_writes_the_bytes_printed() {
     assert_eq!(out.stdout, b"\xc8\n");
 }
 
+#[test]
+fn exec_accepts_code_that_is_not_utf8_on_the_command_line() {
+    use std::os::unix::ffi::OsStrExt;
+    let code = std::ffi::OsStr::from_bytes(b"print('caf\xe9', #'\xe9t\xe9')");
+    let out = rlm_command().arg("exec").arg(code).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(out.stdout, b"caf\xe9\t3\n");
+}
+
 /// The README's first command: the main job, with no LLM server.
 #[test]
 fn the_readme_main_job_runs_and_its_examples_pass() {

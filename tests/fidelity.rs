@@ -128,6 +128,12 @@ fn load_raises_on_bad_arguments_and_takes_any_env_as_c_lua_does() {
         b"print(pcall(load('x = 1', '=n', 't', 'text')))",
         b"local env = setmetatable({}, {__index = function(_, k) return k .. '!' end})\nprint(load('return hello', 'n', 't', env)())",
         b"print(load('local a = 1 return a', 'n', 't', nil)())",
+        // The mode is checked first, then the chunk name, then the chunk.
+        b"print(pcall(load, {}, {}))",
+        b"print(pcall(load, {}, 'n', {}))",
+        b"print(pcall(load, 'return 1', {}, {}))",
+        // A reader's piece may be a number, float or integer, as `lua_isstring` allows.
+        b"local parts, i = {'return ', 1.5, ' + ', 2}, 0\nprint(load(function() i = i + 1 return parts[i] end)())",
     ]);
 }
 

@@ -60,6 +60,10 @@ const CORPUS: &[(&str, &str)] = &[
         "local v = None\nprint(v.x)",
         "`true`, `false` and `nil` in lower case",
     ),
+    (
+        "local done = False\nprint(done.x)",
+        "`true`, `false` and `nil` in lower case",
+    ),
     ("print(f\"{context}\")", "Lua has no f-strings"),
     ("for i in range(3) do end", "`for i = 1, n do … end`"),
     (
@@ -450,6 +454,55 @@ fn rlm_run_shows_the_hint() {
         stderr.ends_with("\nhint: Lua writes not-equal as `~=`: `a ~= b`.\n"),
         "{stderr}"
     );
+}
+
+const UNKNOWN: &str = "print(countlines(context))";
+const ITS_SUGGESTION: &str = "hint: `countlines` is not a function here. Did you mean \
+                              `line_count`? (help(\"line_count\") shows how to call it.)";
+
+#[test]
+fn rlm_exec_suggests_the_closest_function() {
+    let out = rlm_binary(&["exec", UNKNOWN]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!(
+            "error: input:1: attempt to call a nil value (global 'countlines')\n{ITS_SUGGESTION}\n"
+        )
+    );
+}
+
+#[test]
+fn rlm_run_suggests_the_closest_function() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("unknown.lua");
+    std::fs::write(&file, format!("local n = 0\n{UNKNOWN}\n")).unwrap();
+    let out = rlm_binary(&["run", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.ends_with(&format!("\n{ITS_SUGGESTION}\n")),
+        "{stderr}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_json_api_suggests_the_closest_function() {
+    bounded(async {
+        let server = TestServer::start(options()).await;
+        let (status, created) = request("POST", server.url("/v1/sessions"), None, None).await;
+        assert_eq!(status, 201);
+        let exec = server.url(&format!(
+            "/v1/sessions/{}/exec",
+            created["id"].as_str().unwrap()
+        ));
+        let body = json!({"code": UNKNOWN, "context": "a\nb"}).to_string();
+        let (status, failed) = request("POST", exec, Some(&body), None).await;
+        assert_eq!(status, 422);
+        let error = failed["error"].as_str().unwrap();
+        assert!(error.ends_with(&format!("\n{ITS_SUGGESTION}")), "{error}");
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -182,6 +182,11 @@ async fn json_api_sessions_keep_state_until_deleted() {
             .await,
             (200, json!({"output": "22\n"}))
         );
+        // Bytes that are not UTF-8 reach the JSON text as Lua's `\xNN`, not lost.
+        assert_eq!(
+            post(&exec, Some(r#"{"code": "print('caf\\233', '\u00e9')"}"#)).await,
+            (200, json!({"output": "caf\\xe9\t\u{e9}\n"}))
+        );
         let (status, failed) =
             post(&exec, Some(r#"{"code": "print('partial') error('bad')"}"#)).await;
         assert_eq!(status, 422);

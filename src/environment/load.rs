@@ -27,16 +27,18 @@ pub(crate) fn safe_load(lua: &Lua) -> mlua::Result<Function> {
     }
 }
 
-/// `luaB_load`'s argument checks, then the call to the implementation in upvalue 1.
+/// `luaB_load`'s argument checks, in its order (the mode, the chunk name, then the
+/// chunk: `load({}, {})` blames argument #2), then the call to the implementation in
+/// upvalue 1.
 unsafe extern "C-unwind" fn checked_load(state: *mut ffi::lua_State) -> c_int {
     unsafe {
-        if ffi::lua_type(state, 1) != ffi::LUA_TSTRING && ffi::lua_isnumber(state, 1) == 0 {
-            ffi::luaL_checktype(state, 1, ffi::LUA_TFUNCTION);
-        }
-        for optional_string in [2, 3] {
+        for optional_string in [3, 2] {
             if ffi::lua_isnoneornil(state, optional_string) == 0 {
                 ffi::luaL_checklstring(state, optional_string, std::ptr::null_mut());
             }
+        }
+        if ffi::lua_type(state, 1) != ffi::LUA_TSTRING && ffi::lua_isnumber(state, 1) == 0 {
+            ffi::luaL_checktype(state, 1, ffi::LUA_TFUNCTION);
         }
         let arguments = ffi::lua_gettop(state);
         ffi::lua_pushvalue(state, ffi::lua_upvalueindex(1));
@@ -175,7 +177,11 @@ fn read_all(reader: &Function) -> Result<Vec<u8>, String> {
             Ok(Value::Nil) => return Ok(source),
             Ok(Value::String(piece)) if piece.as_bytes().is_empty() => return Ok(source),
             Ok(Value::String(piece)) => source.extend_from_slice(&piece.as_bytes()),
-            Ok(Value::Integer(i)) => source.extend_from_slice(i.to_string().as_bytes()),
+            // `lua_isstring`: a number is a piece too, as `tostring` writes it.
+            Ok(number @ (Value::Integer(_) | Value::Number(_))) => {
+                let text = number.to_string().map_err(|error| lua_message(&error))?;
+                source.extend_from_slice(text.as_bytes());
+            }
             Ok(_) => return Err("reader function must return a string".to_string()),
             Err(error) => return Err(lua_message(&error)),
         }

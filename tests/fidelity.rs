@@ -108,6 +108,12 @@ fn load_names_reports_and_returns_as_c_lua_does() {
         b"print(type(load('error(\"x\")', '=here')))",
         b"print(pcall(load('error(\"x\")')))",
         b"print(pcall(load('error(\"x\")', '=here')))",
+        // Names and messages keep bytes that are not UTF-8.
+        b"print(load('x = \\'\\233'))",
+        b"print(load('x = \\'\xe9\\n'))",
+        b"print(pcall(load('error(\"x\")', 'caf\\233')))",
+        b"print(pcall(load('error(\"x\")', '=caf\xe9')))",
+        b"print(load('return +', 'a\\0b'))",
     ]);
 }
 

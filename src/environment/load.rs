@@ -2,7 +2,7 @@
 //! argument, one result on success, `nil` and the bare message on failure), except that
 //! binary chunks are always refused (they can crash the VM).
 
-use std::ffi::c_int;
+use std::ffi::{CStr, CString, c_int};
 
 use mlua::{Function, Lua, MultiValue, Value, ffi};
 
@@ -12,7 +12,7 @@ use super::lauxlib::type_name;
 /// The first byte of a precompiled chunk (`LUA_SIGNATURE`).
 const BINARY_SIGNATURE: u8 = 0x1b;
 /// How a chunk read from a reader function is named by default, as in C Lua.
-const READER_CHUNK_NAME: &str = "=(load)";
+const READER_CHUNK_NAME: &CStr = c"=(load)";
 
 /// `load(chunk [, chunkname [, mode [, env]]])`. A C function checks the arguments, so
 /// that their errors are C Lua's, at the caller's position even in a tail call; it then
@@ -51,22 +51,22 @@ unsafe extern "C-unwind" fn checked_load(state: *mut ffi::lua_State) -> c_int {
 fn load_function(lua: &Lua) -> mlua::Result<Function> {
     lua.create_function(|lua, args: MultiValue| {
         let arg = |n: usize| args.get(n).cloned().unwrap_or(Value::Nil);
-        let (source, default_name) = match arg(0) {
+        let (source, from_reader) = match arg(0) {
             chunk @ (Value::String(_) | Value::Integer(_) | Value::Number(_)) => {
                 let text = lua.coerce_string(chunk)?.map(|s| s.as_bytes().to_vec());
-                let text = text.unwrap_or_default();
-                let name = chunk_name_of(&text);
-                (text, name)
+                (text.unwrap_or_default(), false)
             }
             Value::Function(reader) => match read_all(&reader) {
-                Ok(text) => (text, READER_CHUNK_NAME.to_string()),
+                Ok(text) => (text, true),
                 Err(message) => return failure(lua, message),
             },
             other => return Err(bad_argument(1, "function", &other)),
         };
+        // Unnamed, a text chunk is named by its source, as C Lua names it.
         let name = match optional_string(lua, 2, arg(1))? {
             Some(name) => chunk_name_of(&name),
-            None => default_name,
+            None if from_reader => READER_CHUNK_NAME.to_owned(),
+            None => chunk_name_of(&source),
         };
         let mode = match optional_string(lua, 3, arg(2))? {
             Some(mode) => String::from_utf8_lossy(&mode).into_owned(),
@@ -92,29 +92,39 @@ fn load_function(lua: &Lua) -> mlua::Result<Function> {
     })
 }
 
-/// Compiles a text chunk: the function alone, or `nil` and Lua's own message.
+/// Compiles a text chunk: the function alone, or `nil` and Lua's own message. Through
+/// `luaL_loadbufferx` itself rather than mlua's loader, so that a chunk name and a
+/// message keep their bytes when they are not UTF-8 (`load("x = '\233")`).
 fn load_text(
     lua: &Lua,
     source: Vec<u8>,
-    name: String,
+    name: CString,
     env: Option<Value>,
 ) -> mlua::Result<MultiValue> {
-    let loaded = lua
-        .load(source)
-        .set_name(name)
-        .set_mode(mlua::chunk::ChunkMode::Text)
-        .into_function();
-    match loaded {
-        Ok(function) => {
+    let mut status = ffi::LUA_OK;
+    // SAFETY: `luaL_loadbufferx` raises no error (a failure is its status, with the
+    // message pushed), so nothing unwinds past `source` and `name`; it leaves one value.
+    let loaded = unsafe {
+        lua.exec_raw::<Value>((), |state| {
+            status = ffi::luaL_loadbufferx(
+                state,
+                source.as_ptr().cast(),
+                source.len(),
+                name.as_ptr(),
+                c"t".as_ptr(),
+            );
+        })
+    }?;
+    match (status, loaded) {
+        (ffi::LUA_OK, Value::Function(function)) => {
             let function = match env {
                 Some(env) => with_environment(lua, function, env)?,
                 None => function,
             };
             Ok(MultiValue::from_vec(vec![Value::Function(function)]))
         }
-        Err(mlua::Error::SyntaxError { message, .. }) => failure(lua, message),
-        Err(mlua::Error::MemoryError(message)) => Err(mlua::Error::MemoryError(message)),
-        Err(other) => failure(lua, other.to_string()),
+        (ffi::LUA_ERRMEM, _) => Err(mlua::Error::MemoryError("not enough memory".into())),
+        (_, message) => Ok(MultiValue::from_vec(vec![Value::Nil, message])),
     }
 }
 
@@ -163,9 +173,9 @@ fn failure(lua: &Lua, message: String) -> mlua::Result<MultiValue> {
 }
 
 /// A chunk name as C Lua reads it: a C string, so it ends at the first `'\0'`.
-fn chunk_name_of(bytes: &[u8]) -> String {
+fn chunk_name_of(bytes: &[u8]) -> CString {
     let end = memchr::memchr(0, bytes).unwrap_or(bytes.len());
-    String::from_utf8_lossy(&bytes[..end]).into_owned()
+    CString::new(&bytes[..end]).unwrap_or_default()
 }
 
 /// The pieces returned by a `load` reader function, concatenated, up to `nil` or an empty

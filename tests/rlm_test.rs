@@ -42,6 +42,26 @@ fn passing_examples_and_tests_exit_0_with_a_summary() {
     );
 }
 
+/// A test file is Lua source: bytes that are not UTF-8 in its strings are kept, and a
+/// last line ending in `]` with no newline after it loads as any other.
+#[test]
+fn a_test_file_keeps_its_bytes_and_may_end_in_a_bracket() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("bytes_test.lua"),
+        b"local T = {'caf\xe9'}\nreturn {\n  keeps_latin1 = function() check(#T[1], 4) check(T[1]:byte(4), 233) end,\n} -- T[1]",
+    )
+    .unwrap();
+    let output = rlm(&["test", "--no-baked", "--path", dir.path().to_str().unwrap()]);
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(0), "{text}");
+    assert!(text.contains("test keeps_latin1 ("), "{text}");
+    assert!(
+        text.ends_with("test result: ok. 1 passed; 0 failed; 0 errored\n"),
+        "{text}"
+    );
+}
+
 #[test]
 fn llm_query_in_an_example_is_answered_by_the_echo_model() {
     let report = json_report("tests/fixtures/rlm_test/passing");

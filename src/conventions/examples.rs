@@ -139,7 +139,7 @@ impl Example {
 }
 
 /// `text` as a double-quoted Lua string literal.
-fn lua_string(text: &str) -> String {
+pub(crate) fn lua_string(text: &str) -> String {
     let mut quoted = String::with_capacity(text.len() + 2);
     quoted.push('"');
     for c in text.chars() {

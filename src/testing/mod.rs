@@ -33,7 +33,7 @@ use walkdir::WalkDir;
 
 use crate::Registry;
 use crate::conventions::Function;
-use crate::conventions::examples::{examples_in, is_test_file};
+use crate::conventions::examples::{examples_in, is_test_file, lua_string};
 use crate::environment::{Environment, ExecError};
 use crate::llm::{Completion, Llm, LlmError, Request};
 
@@ -193,8 +193,9 @@ fn run_test_file(registry: &Arc<Registry>, path: &Path) -> Vec<TestResult> {
     names
         .iter()
         .map(|name| {
-            let call = format!("{}[{name:?}]()", loaded_tests(&source, &file));
-            result(name, run_chunk(registry, call.as_bytes(), "=test"))
+            let mut call = loaded_tests(&source, &file);
+            call.extend_from_slice(format!("[{}]()", lua_string(name)).as_bytes());
+            result(name, run_chunk(registry, &call, "=test"))
         })
         .collect()
 }
@@ -202,28 +203,34 @@ fn run_test_file(registry: &Arc<Registry>, path: &Path) -> Vec<TestResult> {
 /// The names of the test functions a test file returns, sorted.
 fn test_names(registry: &Arc<Registry>, source: &[u8], file: &str) -> Result<Vec<String>, String> {
     let env = environment(registry).map_err(|error| error.to_string())?;
-    let list = format!(
-        "local names = {{}}\nfor name, test in pairs({}) do\n  if type(test) == 'function' then names[#names + 1] = name end\nend\ntable.sort(names)\nprint(table.concat(names, '\\n'))",
-        loaded_tests(source, file)
+    let mut list = b"local names = {}\nfor name, test in pairs(".to_vec();
+    list.extend_from_slice(&loaded_tests(source, file));
+    list.extend_from_slice(
+        b") do\n  if type(test) == 'function' then names[#names + 1] = name end\nend\ntable.sort(names)\nprint(table.concat(names, '\\n'))",
     );
     let listed = env
-        .execute(&list)
+        .execute_bytes(&list)
         .map_err(|error| format!("the file did not load: {}", error.message()))?;
     Ok(listed.output.lines().map(str::to_string).collect())
 }
 
 /// A Lua expression loading the test file and calling it: its table of tests. The
-/// source is quoted in a long bracket whose level does not occur in it.
-fn loaded_tests(source: &[u8], file: &str) -> String {
-    let text = String::from_utf8_lossy(source);
+/// source, as its bytes, is quoted in a long bracket whose level does not occur in it,
+/// closed on a line of its own (a file ending in `]` would otherwise close it early).
+fn loaded_tests(source: &[u8], file: &str) -> Vec<u8> {
+    let closes = |level: &str| {
+        let close = format!("]{level}]");
+        source.windows(close.len()).any(|w| w == close.as_bytes())
+    };
     let level = (0..)
         .map(|n| "=".repeat(n))
-        .find(|eq| !text.contains(&format!("]{eq}]")))
+        .find(|level| !closes(level))
         .unwrap_or_default();
-    format!(
-        "assert(load([{level}[\n{text}]{level}], {:?}, 't'))()",
-        format!("@{file}")
-    )
+    let mut chunk = format!("assert(load([{level}[\n").into_bytes();
+    chunk.extend_from_slice(source);
+    let name = lua_string(&format!("@{file}"));
+    chunk.extend_from_slice(format!("\n]{level}], {name}, 't'))()").as_bytes());
+    chunk
 }
 
 /// Runs one chunk in a fresh environment: passed, failed (a check) or errored.

@@ -236,6 +236,11 @@ fn encode_errors_name_the_problem_and_its_path() {
             "the table at value is a sparse array (keys are not 1..n); fill the holes with json.null",
         ),
         (
+            // Four keys and a border `#t` of 4, but key 6 and the hole at 2 say sparse.
+            "{1, nil, 3, 4, [6] = 6}",
+            "the table at value is a sparse array (keys are not 1..n); fill the holes with json.null",
+        ),
+        (
             "{s = 'a\\xff'}",
             "the string at value.s is not valid UTF-8 (byte 2)",
         ),

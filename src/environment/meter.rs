@@ -52,6 +52,31 @@ impl<'a> WorkMeter<'a> {
         self.check_holding(self.held)
     }
 
+    /// Checks the limits now, before a buffer outside Lua (`length` bytes used of
+    /// `capacity`) takes `more` bytes, when `more` is large enough to matter before the
+    /// next periodic check: a writer about to copy one long string checks first, rather
+    /// than after taking several times the limit. A `Vec` written piece by piece grows by
+    /// doubling, so the capacity it may reach is the power of two above what it needs.
+    pub(crate) fn check_growth(
+        &self,
+        length: usize,
+        capacity: usize,
+        more: usize,
+    ) -> mlua::Result<()> {
+        if more < CHECK_BYTES {
+            return Ok(());
+        }
+        let needed = length.saturating_add(more);
+        if needed <= capacity {
+            return Ok(());
+        }
+        let grown = needed
+            .checked_next_power_of_two()
+            .unwrap_or(usize::MAX)
+            .max(capacity.saturating_mul(2));
+        self.check_holding(grown)
+    }
+
     /// Checks the limits now, with `held` bytes held outside Lua (a matcher's own count).
     pub(crate) fn check_holding(&self, held: usize) -> mlua::Result<()> {
         self.tripwire

@@ -5,6 +5,8 @@ pub mod bad_fixtures;
 #[cfg(feature = "cli")]
 pub mod cli;
 pub mod openai_server;
+#[cfg(feature = "cli")]
+pub mod peak;
 #[cfg(feature = "runtime")]
 pub mod reference;
 #[cfg(feature = "runtime")]

@@ -50,7 +50,6 @@ pub(in crate::environment::builtins) fn encode(
             .from_writer(Vec::new());
         let mut meter = WorkMeter::new(lua, &tripwire);
         let write_error = |e: csv::Error| error(function, e.to_string());
-        let mut text = Vec::new();
         // Each row is fetched as it is written: holding them all would take a handle
         // each, and mlua has room for about a million.
         if keyed {
@@ -71,9 +70,7 @@ pub(in crate::environment::builtins) fn encode(
                 for column in &columns {
                     let value: Value = row.raw_get(column)?;
                     let place = || format!("row {i}, column {:?}", column.to_string_lossy());
-                    field(lua, value, place, &mut text)?;
-                    writer.write_field(&text).map_err(write_error)?;
-                    meter.spend(text.len() + VALUE_COST)?;
+                    write_field(lua, &mut writer, &mut meter, value, place, write_error)?;
                 }
                 writer.write_record(None::<&[u8]>).map_err(write_error)?;
                 meter.hold(writer.get_ref().capacity());
@@ -88,9 +85,8 @@ pub(in crate::environment::builtins) fn encode(
                 };
                 for j in 1..=length {
                     let value: Value = row.raw_get(j)?;
-                    field(lua, value, || format!("row {i}, field {j}"), &mut text)?;
-                    writer.write_field(&text).map_err(write_error)?;
-                    meter.spend(text.len() + VALUE_COST)?;
+                    let place = || format!("row {i}, field {j}");
+                    write_field(lua, &mut writer, &mut meter, value, place, write_error)?;
                 }
                 writer.write_record(None::<&[u8]>).map_err(write_error)?;
                 meter.hold(writer.get_ref().capacity());
@@ -354,26 +350,40 @@ fn sorted_keys(lua: &Lua, rows: &Table, count: usize) -> mlua::Result<Vec<LuaStr
     keys.iter().map(|key| lua.create_string(key)).collect()
 }
 
-/// One field's text, into `text`: strings as they are, numbers as `tostring` writes
-/// them, booleans as `true`/`false`, nil and `json.null` empty; `place` names it in an
-/// error.
-fn field(
+/// Writes one field: a string, number or boolean (nil and `json.null` are empty), after
+/// checking the memory limit with room for it quoted (every quote doubled), then counts
+/// it. A string is written from Lua's bytes, with no copy.
+fn write_field(
     lua: &Lua,
+    writer: &mut csv::Writer<Vec<u8>>,
+    meter: &mut WorkMeter,
     value: Value,
     place: impl Fn() -> String,
-    text: &mut Vec<u8>,
+    write_error: impl Fn(csv::Error) -> mlua::Error,
 ) -> mlua::Result<()> {
-    text.clear();
-    match value {
-        Value::Nil => {}
-        Value::LightUserData(p) if p.0.is_null() => {}
-        Value::String(s) => text.extend_from_slice(&s.as_bytes()),
-        Value::Integer(i) => text.extend_from_slice(i.to_string().as_bytes()),
-        Value::Boolean(b) => text.extend_from_slice(if b { b"true" } else { b"false" }),
-        Value::Number(_) => {
-            if let Some(s) = lua.coerce_string(value)? {
-                text.extend_from_slice(&s.as_bytes());
+    let (number, borrowed);
+    let bytes: &[u8] = match &value {
+        Value::Nil => b"",
+        Value::LightUserData(p) if p.0.is_null() => b"",
+        Value::Boolean(b) => {
+            if *b {
+                b"true"
+            } else {
+                b"false"
             }
+        }
+        Value::String(s) => {
+            borrowed = s.as_bytes();
+            &borrowed
+        }
+        Value::Integer(i) => {
+            number = i.to_string().into_bytes();
+            &number
+        }
+        Value::Number(_) => {
+            let text = lua.coerce_string(value.clone())?;
+            number = text.map(|s| s.as_bytes().to_vec()).unwrap_or_default();
+            &number
         }
         other => {
             return Err(error(
@@ -385,6 +395,13 @@ fn field(
                 ),
             ));
         }
-    }
-    Ok(())
+    };
+    let (length, capacity) = (writer.get_ref().len(), writer.get_ref().capacity());
+    meter.check_growth(
+        length,
+        capacity,
+        bytes.len().saturating_mul(2).saturating_add(2),
+    )?;
+    writer.write_field(bytes).map_err(write_error)?;
+    meter.spend(bytes.len() + VALUE_COST)
 }

@@ -148,6 +148,10 @@ impl Encoder<'_> {
                 e.valid_up_to() + 1
             ))
         })?;
+        // Escaped, a byte takes up to six (`\u001f`).
+        let more = text.len().saturating_mul(6).saturating_add(2);
+        self.meter
+            .check_growth(self.out.len(), self.out.capacity(), more)?;
         serde_json::to_writer(&mut self.out, text).map_err(|e| encode_error(e.to_string()))
     }
 
@@ -181,7 +185,7 @@ impl Encoder<'_> {
         // room for about a million.
         let sort = self.options.sort_keys;
         let mut sorted: Vec<Vec<u8>> = Vec::new();
-        let (mut strings, mut integers) = (0usize, 0usize);
+        let (mut strings, mut integers, mut largest) = (0usize, 0usize, 0usize);
         for pair in table.pairs::<Value, Value>() {
             let (key, value) = pair?;
             match key {
@@ -193,7 +197,10 @@ impl Encoder<'_> {
                     }
                     strings += 1;
                 }
-                Value::Integer(i) if strings == 0 && i >= 1 => integers += 1,
+                Value::Integer(i) if strings == 0 && i >= 1 => {
+                    integers += 1;
+                    largest = largest.max(usize::try_from(i).unwrap_or(usize::MAX));
+                }
                 other => {
                     let among = if integers > 0 {
                         " among integer keys"
@@ -210,13 +217,14 @@ impl Encoder<'_> {
             }
         }
         if integers > 0 {
-            let length = table.raw_len();
-            if length != integers {
+            // Keys 1..n, n of them: `#t` could not tell, as a border of a table with holes
+            // can be any of them.
+            if largest != integers {
                 return Err(encode_error(format!(
                     "the table at {path} is a sparse array (keys are not 1..n); fill the holes with json.null"
                 )));
             }
-            return self.array(table, length, path);
+            return self.array(table, integers, path);
         }
         sorted.sort_unstable();
         for (i, key) in sorted.iter().enumerate() {

@@ -140,16 +140,36 @@ fn check_on_current_stack(file: &str, source: &str) -> FileCheck {
     }
 }
 
+/// What full_moon must not be handed: a backtick outside strings and comments (its
+/// lexer panics on one) or nesting deeper than its recursion survives.
+pub(crate) enum Unparsable {
+    /// The byte offset of the backtick.
+    Backtick(usize),
+    TooDeep(depth::TooDeep),
+}
+
+/// Parses Lua 5.4 source with full_moon, once the source is known to be safe to hand it:
+/// every parse of the conventions goes through here (a file, an example's chunk).
+pub(crate) fn parse_guarded(source: &str) -> Result<full_moon::ast::AstResult, Unparsable> {
+    if let Some(offset) = bare_backtick::first_bare_backtick(source) {
+        return Err(Unparsable::Backtick(offset));
+    }
+    depth::check_nesting(source).map_err(Unparsable::TooDeep)?;
+    Ok(full_moon::parse_fallible(source, LuaVersion::lua54()))
+}
+
 fn extract(ctx: &mut FileContext<'_>) -> Vec<Function> {
-    if let Some(offset) = bare_backtick::first_bare_backtick(ctx.source) {
-        rules::syntax::unexpected_backtick(ctx, offset);
-        return Vec::new();
-    }
-    if let Err(too_deep) = depth::check_nesting(ctx.source) {
-        rules::syntax::too_deep(ctx, too_deep);
-        return Vec::new();
-    }
-    let parsed = full_moon::parse_fallible(ctx.source, LuaVersion::lua54());
+    let parsed = match parse_guarded(ctx.source) {
+        Ok(parsed) => parsed,
+        Err(Unparsable::Backtick(offset)) => {
+            rules::syntax::unexpected_backtick(ctx, offset);
+            return Vec::new();
+        }
+        Err(Unparsable::TooDeep(too_deep)) => {
+            rules::syntax::too_deep(ctx, too_deep);
+            return Vec::new();
+        }
+    };
     if !parsed.errors().is_empty() {
         rules::syntax::parse_errors(ctx, parsed.errors());
         return Vec::new();

@@ -5,10 +5,10 @@
 //! expressions is reported here, at build time, with the line it is on.
 
 use super::super::context::{Definition, FileContext};
-use super::super::depth;
 use super::super::diagnostic::{Code, Diagnostic};
 use super::super::doc::DocBlock;
 use super::super::examples::{Example, examples_in};
+use super::super::{Unparsable, parse_guarded};
 
 pub(crate) fn check(ctx: &mut FileContext<'_>, def: &Definition<'_>, block: &DocBlock<'_>) {
     let lines: Vec<&str> = block.lines.iter().map(|(_, line)| *line).collect();
@@ -35,9 +35,15 @@ fn check_example(
     example: &Example,
 ) {
     let chunk = example.chunk(0);
-    let first_error = match depth::check_nesting(&chunk) {
-        Err(_) => Some((1, "code nested too deeply".to_string())),
-        Ok(()) => full_moon::parse_fallible(&chunk, full_moon::LuaVersion::lua54())
+    let line_at = |offset: usize| chunk[..offset].matches('\n').count() + 1;
+    let first_error = match parse_guarded(&chunk) {
+        Err(Unparsable::Backtick(offset)) => {
+            Some((line_at(offset), "unexpected character '`'".to_string()))
+        }
+        Err(Unparsable::TooDeep(at)) => {
+            Some((line_at(at.offset), "code nested too deeply".to_string()))
+        }
+        Ok(parsed) => parsed
             .errors()
             .first()
             .map(|error| (error.range().0.line(), error.error_message().to_string())),

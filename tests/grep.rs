@@ -88,6 +88,9 @@ const SEARCHES: &[(&str, &str)] = &[
     ("[[^ab]]", "'regex'"),
     ("[[a.]]", "'regex'"),
     ("[[\\bab\\b]]", "'regex'"),
+    // The same text as a Lua pattern above: each kind keeps its own compiled form.
+    ("'%w+ ab'", "'regex'"),
+    ("'a%w'", "'regex'"),
 ];
 
 #[test]

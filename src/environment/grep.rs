@@ -20,6 +20,7 @@ use regex::bytes::Regex;
 
 use super::meter::{CHECK_BYTES, VALUE_COST, WorkMeter, table_in_one_call};
 use super::patterns;
+use super::re::RegexCache;
 
 /// How `grep` matches a line.
 pub(crate) enum LineMatcher<'a> {
@@ -44,10 +45,10 @@ impl<'a> LineMatcher<'a> {
     /// A Lua pattern, prefiltered by the literal every match contains: translated to a
     /// regular expression when it is regular and cannot raise an error, run by the
     /// matcher otherwise.
-    pub(crate) fn pattern(pattern: &'a [u8]) -> Self {
+    pub(crate) fn pattern(pattern: &'a [u8], cache: &RegexCache) -> Self {
         let prefix = patterns::required_literal(pattern);
         let prefix = (!prefix.is_empty()).then(|| memmem::Finder::new(&prefix).into_owned());
-        match patterns::as_regex(pattern) {
+        match cache.lua_pattern(pattern) {
             Some(regex) => LineMatcher::Translated { regex, prefix },
             None => LineMatcher::Pattern { pattern, prefix },
         }

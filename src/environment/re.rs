@@ -30,6 +30,7 @@ use regex::bytes::{CaptureLocations, Captures, Regex, RegexBuilder};
 
 use super::limits::Tripwire;
 use super::meter::{WorkMeter, optional_string_sequence, string_sequence};
+use super::patterns;
 use crate::conventions::builtins::BuiltinId;
 
 /// The largest compiled program (and lazy DFA cache) one pattern may use, in bytes.
@@ -49,18 +50,42 @@ impl RegexCache {
     /// The compiled `pattern` with `flags`; `function` names the caller in errors.
     pub(crate) fn get(&self, function: &str, pattern: &[u8], flags: &str) -> mlua::Result<Regex> {
         let key = (pattern.to_vec(), flags.to_string());
-        if let Some(regex) = self.compiled.borrow().get(&key) {
-            return Ok(regex.clone());
+        if let Some(regex) = self.cached(&key) {
+            return Ok(regex);
         }
         let regex = compile(function, pattern, flags)?;
+        self.keep(key, &regex);
+        Ok(regex)
+    }
+
+    /// The regular expression equivalent to the Lua pattern `pattern`, when it is regular
+    /// (see [`patterns::as_regex`]): `grep` called in a loop translates and compiles it
+    /// once. Kept under flags no regular expression can have.
+    pub(crate) fn lua_pattern(&self, pattern: &[u8]) -> Option<Regex> {
+        let key = (pattern.to_vec(), LUA_PATTERN_FLAGS.to_string());
+        if let Some(regex) = self.cached(&key) {
+            return Some(regex);
+        }
+        let regex = patterns::as_regex(pattern)?;
+        self.keep(key, &regex);
+        Some(regex)
+    }
+
+    fn cached(&self, key: &(Vec<u8>, String)) -> Option<Regex> {
+        self.compiled.borrow().get(key).cloned()
+    }
+
+    fn keep(&self, key: (Vec<u8>, String), regex: &Regex) {
         let mut compiled = self.compiled.borrow_mut();
         if compiled.len() >= CACHE_ENTRIES {
             compiled.clear();
         }
         compiled.insert(key, regex.clone());
-        Ok(regex)
     }
 }
+
+/// The cache's flags for a translated Lua pattern: `get` refuses them (`-` is no flag).
+const LUA_PATTERN_FLAGS: &str = "-lua";
 
 fn error(message: String) -> mlua::Error {
     mlua::Error::RuntimeError(message)

@@ -415,7 +415,7 @@ fn grep_function(
             let matcher = match mode.as_str() {
                 _ if plain => LineMatcher::Plain(memmem::Finder::new(&pattern_bytes)),
                 "regex" => LineMatcher::Regex(cache.get("grep", &pattern_bytes, "")?),
-                _ => LineMatcher::pattern(&pattern_bytes),
+                _ => LineMatcher::pattern(&pattern_bytes, &cache),
             };
             let text = text.as_bytes();
             let hits = matching_lines(&text, &matcher, &mut meter)?;

@@ -367,9 +367,12 @@ fn most_common(
                 }
                 let count = number_key(state, -1);
                 ffi::lua_pop(state, 1);
+                // Into `entries` first: `lua_rawseti` may raise (out of memory), and
+                // nothing the pass holds may be unwound past.
+                let slot = entries.len() + 1;
+                entries.push((count, item, slot));
                 ffi::lua_pushvalue(state, -1);
-                ffi::lua_rawseti(state, 2, entries.len() as ffi::lua_Integer + 1);
-                entries.push((count, item, entries.len() + 1));
+                ffi::lua_rawseti(state, 2, slot as ffi::lua_Integer);
                 meter.hold(entries.capacity() * std::mem::size_of::<(SortKey, SortKey, usize)>());
                 if !outcome.spend(meter, VALUE_COST) {
                     break;

@@ -6,6 +6,8 @@ use std::process::{Command, Stdio};
 
 /// Runs `command` to its end with its output discarded; its exit code (`None` when a
 /// signal ended it) and its peak resident set in KiB (`ru_maxrss`).
+// The child is reaped by `wait4`, which std's `wait` would not let read its usage.
+#[allow(clippy::zombie_processes)]
 pub fn exit_and_peak_kib(mut command: Command) -> (Option<i32>, u64) {
     let child = command
         .stdout(Stdio::null())

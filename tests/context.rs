@@ -353,3 +353,32 @@ fn collection_primitives_check_the_limits_and_pass_key_errors_on() {
         "200\n"
     );
 }
+
+/// The Rust builders pause the collector while they build, and what they allocated
+/// meanwhile is charged to it afterwards: called again and again, their garbage is
+/// collected as plain Lua's would be, instead of piling up to the memory limit.
+#[test]
+fn garbage_of_repeated_native_builders_is_collected() {
+    let env = env(Limits {
+        memory_bytes: 4 << 30,
+        ..Limits::default()
+    });
+    let lines: String = (0..100_000)
+        .map(|i| format!("2024-05-01 INFO request {i} handled path=/api/v1\n"))
+        .collect();
+    env.set_context(lines).unwrap();
+    let heap = |code: &str| -> f64 {
+        let printed = output(&env, &format!("{code}\nprint(collectgarbage('count'))"));
+        printed.trim().parse().unwrap()
+    };
+    let base = heap("");
+    let once = heap("local r = grep(context, 'path=/api/', 0, true) r = lines(context)") - base;
+    let after = heap(
+        "for i = 1, 30 do local r = grep(context, 'path=/api/', 0, true) r = lines(context) end",
+    ) - base;
+    // Without the charge, thirty calls leave about thirty results' worth of garbage.
+    assert!(
+        after < 6.0 * once,
+        "one call: {once} KiB, thirty: {after} KiB"
+    );
+}

@@ -29,7 +29,7 @@ use std::rc::Rc;
 use mlua::{Lua, Table, Value, ffi};
 
 use super::limits::Tripwire;
-use super::meter::{VALUE_COST, WorkMeter};
+use super::meter::{VALUE_COST, WorkMeter, with_collector_paused};
 
 mod sort;
 
@@ -103,12 +103,8 @@ unsafe fn raw_call(
     work: impl FnOnce(*mut ffi::lua_State, &mut Outcome),
 ) -> mlua::Result<Reply> {
     let mut outcome = Outcome::default();
-    let collecting = lua.gc_is_running();
-    if !calls_lua {
-        lua.gc_stop();
-    }
     // SAFETY: as the caller promises of `work`.
-    let result = unsafe {
+    let result = with_collector_paused(lua, !calls_lua, || unsafe {
         lua.exec_raw::<Value>(args, |state| {
             work(state, &mut outcome);
             // The result is the top value, alone.
@@ -118,10 +114,7 @@ unsafe fn raw_call(
             ffi::lua_replace(state, 1);
             ffi::lua_settop(state, 1);
         })
-    };
-    if collecting && !calls_lua {
-        lua.gc_restart();
-    }
+    });
     let value = result?;
     if let Some(limit) = outcome.limit {
         return Err(limit);

@@ -11,7 +11,7 @@ use super::super::reading::{Tidy, buffered_iterator, limit_on_memory, text_arg};
 use super::{ReadOptions, error};
 use crate::conventions::builtins::BuiltinId;
 use crate::environment::limits::Tripwire;
-use crate::environment::meter::{VALUE_COST, WorkMeter};
+use crate::environment::meter::{VALUE_COST, WorkMeter, with_collector_paused};
 
 /// Input handed to the parser at a time: the limits are checked between two, so that
 /// even one record spanning the whole text stops at a limit.
@@ -235,12 +235,10 @@ pub(in crate::environment::builtins) fn parse(
             false => None,
         };
         let mut read = Ok(());
-        let collecting = lua.gc_is_running();
-        lua.gc_stop();
         // SAFETY: the names (or nil) are at stack index 1; the fill pushes the rows, a
         // table of strings, integers and tables of them, and leaves only it. The reader
         // and the record are owned outside the call.
-        let built = unsafe {
+        let built = with_collector_paused(lua, true, || unsafe {
             lua.exec_raw::<Option<Table>>(names.as_ref().map(|(names, _)| names), |state| {
                 let keys = names.as_ref().map(|&(_, n)| (1, n));
                 ffi::lua_createtable(state, 0, 0);
@@ -261,10 +259,7 @@ pub(in crate::environment::builtins) fn parse(
                 ffi::lua_settop(state, rows);
                 ffi::lua_remove(state, 1);
             })
-        };
-        if collecting {
-            lua.gc_restart();
-        }
+        });
         let rows = limit_on_memory(&tripwire, built)?;
         read?;
         Ok((rows, names.map(|(names, _)| names)))

@@ -6,7 +6,7 @@ use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 
 use super::*;
 use crate::environment::limits::Tripwire;
-use crate::environment::meter::{VALUE_COST, WorkMeter};
+use crate::environment::meter::{VALUE_COST, WorkMeter, with_collector_paused};
 
 /// Documents of at least this many events are built with the collector paused.
 const PAUSE_COLLECTOR_EVENTS: usize = 1 << 16;
@@ -234,14 +234,11 @@ fn build(lua: &Lua, input: &[u8], tape: &Tape, meter: &mut WorkMeter) -> mlua::R
     // A large document pauses the collector (every value is kept, so a collection would
     // only walk the growing tables); a small one does not, as restarting the collector
     // asks it for a step at once, which for a record per line would keep it running.
-    let collecting = tape.events.len() >= PAUSE_COLLECTOR_EVENTS && lua.gc_is_running();
-    if collecting {
-        lua.gc_stop();
-    }
+    let pause = tape.events.len() >= PAUSE_COLLECTOR_EVENTS;
     // SAFETY: `push_value` pushes exactly one value, and only strings, numbers, booleans,
     // light userdata and tables of them; everything it reads is owned outside this call,
     // so an allocation failing in Lua (which unwinds past it) leaks nothing.
-    let value = unsafe {
+    let value = with_collector_paused(lua, pause, || unsafe {
         lua.exec_raw::<Value>((), |state| {
             ffi::lua_getfield(state, ffi::LUA_REGISTRYINDEX, ARRAY_METATABLE_C.as_ptr());
             let metatable = ffi::lua_gettop(state);
@@ -262,10 +259,7 @@ fn build(lua: &Lua, input: &[u8], tape: &Tape, meter: &mut WorkMeter) -> mlua::R
             built = builder.push_value(&mut at);
             ffi::lua_remove(state, metatable);
         })
-    };
-    if collecting {
-        lua.gc_restart();
-    }
+    });
     let value = value?;
     built.map(|()| value)
 }

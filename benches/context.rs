@@ -199,8 +199,9 @@ const LIBRARY: &[(&str, &str)] = &[
         "r = re.compile(r'\\d+ ms user=[a-c]'); [(i + 1, l) for i, l in enumerate(s.split('\\n')) if r.search(l)]",
     ),
     (
-        "grep(context, [[handled in \\d+ ms user=[a-c] ]], 0, 'regex')",
-        "r = re.compile(r'handled in \\d+ ms user=[a-c] '); [(i + 1, l) for i, l in enumerate(s.split('\\n')) if r.search(l)]",
+        // A level-1 long bracket: `[a-c]]]` would close a level-0 one early.
+        "grep(context, [=[handled in \\d+ ms user=[a-c]]=], 0, 'regex')",
+        "r = re.compile(r'handled in \\d+ ms user=[a-c]'); [(i + 1, l) for i, l in enumerate(s.split('\\n')) if r.search(l)]",
     ),
     (
         "find_all(context, ',ERROR,')",

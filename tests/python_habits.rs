@@ -486,19 +486,26 @@ fn rlm_run_suggests_the_closest_function() {
     );
 }
 
+/// What the JSON API answers when `code` fails in a new session with `context`: a 422
+/// with the error's JSON.
+async fn json_api_failure(code: &str, context: &str) -> serde_json::Value {
+    let server = TestServer::start(options()).await;
+    let (status, created) = request("POST", server.url("/v1/sessions"), None, None).await;
+    assert_eq!(status, 201);
+    let exec = server.url(&format!(
+        "/v1/sessions/{}/exec",
+        created["id"].as_str().unwrap()
+    ));
+    let body = json!({"code": code, "context": context}).to_string();
+    let (status, failed) = request("POST", exec, Some(&body), None).await;
+    assert_eq!(status, 422);
+    failed
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_json_api_suggests_the_closest_function() {
     bounded(async {
-        let server = TestServer::start(options()).await;
-        let (status, created) = request("POST", server.url("/v1/sessions"), None, None).await;
-        assert_eq!(status, 201);
-        let exec = server.url(&format!(
-            "/v1/sessions/{}/exec",
-            created["id"].as_str().unwrap()
-        ));
-        let body = json!({"code": UNKNOWN, "context": "a\nb"}).to_string();
-        let (status, failed) = request("POST", exec, Some(&body), None).await;
-        assert_eq!(status, 422);
+        let failed = json_api_failure(UNKNOWN, "a\nb").await;
         let error = failed["error"].as_str().unwrap();
         assert!(error.ends_with(&format!("\n{ITS_SUGGESTION}")), "{error}");
     })
@@ -508,16 +515,7 @@ async fn the_json_api_suggests_the_closest_function() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_json_api_shows_the_hint() {
     bounded(async {
-        let server = TestServer::start(options()).await;
-        let (status, created) = request("POST", server.url("/v1/sessions"), None, None).await;
-        assert_eq!(status, 201);
-        let exec = server.url(&format!(
-            "/v1/sessions/{}/exec",
-            created["id"].as_str().unwrap()
-        ));
-        let body = json!({"code": HABIT, "context": "abc"}).to_string();
-        let (status, failed) = request("POST", exec, Some(&body), None).await;
-        assert_eq!(status, 422);
+        let failed = json_api_failure(HABIT, "abc").await;
         assert_eq!(failed["kind"], "lua");
         let error = failed["error"].as_str().unwrap();
         assert!(error.ends_with(&format!("\n{ITS_HINT}")), "{error}");

@@ -4,6 +4,12 @@ mod cli;
 
 use std::process::ExitCode;
 
+use rlm_registry::environment::allocator;
+
+#[global_allocator]
+static ALLOCATOR: allocator::Allocator = allocator::Allocator;
+
 fn main() -> ExitCode {
+    allocator::configure();
     cli::run()
 }

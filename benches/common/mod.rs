@@ -5,6 +5,12 @@
 
 use std::process::Command;
 
+use rlm_registry::environment::allocator;
+
+/// The `rlm` binary's allocator, so that the figures are the binary's.
+#[global_allocator]
+static ALLOCATOR: allocator::Allocator = allocator::Allocator;
+
 /// The number in the environment variable `name`, or `default`.
 pub fn setting(name: &str, default: usize) -> usize {
     std::env::var(name)
@@ -48,6 +54,7 @@ pub fn python(script: &str, args: &[&std::ffi::OsStr]) -> Option<String> {
 /// benchmark reaches (10 minutes, 16 GiB): the operations are timed, not stopped.
 pub fn sandbox(text: &str) -> rlm_registry::environment::Environment {
     use rlm_registry::environment::{Environment, Limits};
+    allocator::configure();
     let limits = Limits {
         time: std::time::Duration::from_secs(600),
         memory_bytes: 16 << 30,

@@ -136,9 +136,14 @@ pub(crate) fn optional_string_sequence<'t>(
 /// allocation: the garbage of earlier calls would pile up, and each new result would take
 /// fresh pages from the kernel (the same `grep` on 100 MB three times over: 223, 747, 752
 /// ms, the heap growing by 500 MB a call). So what one paused call allocated is charged
-/// to the collector, in one step of that size, when the next one starts: the step sweeps
-/// the garbage before the new result is built (which then reuses its memory) and never
-/// walks a result being built.
+/// to the collector, in one step, when the next one starts: the step sweeps the garbage
+/// before the new result is built (which then reuses its memory).
+///
+/// Restarting with no debt would also start a cycle at the next allocation, while the new
+/// result is still held: the cycle would mark every value of it, and it would outlive
+/// that cycle as garbage (a quarter of a dense `grep`'s time). So the collector restarts
+/// with the result's size as credit, as if a cycle had just ended with it live, and the
+/// charge at the next paused call covers that credit too.
 pub(crate) fn with_collector_paused<R>(lua: &Lua, pause: bool, work: impl FnOnce() -> R) -> R {
     if !pause || !lua.gc_is_running() {
         return work();
@@ -146,22 +151,14 @@ pub(crate) fn with_collector_paused<R>(lua: &Lua, pause: bool, work: impl FnOnce
     let owed = lua
         .app_data_mut::<UnchargedAllocation>()
         .map_or(0, |mut owed| std::mem::take(&mut owed.0));
-    let owed_kib = c_int::try_from(owed / 1024).unwrap_or(c_int::MAX);
-    if owed_kib > 0 {
-        // SAFETY: the step runs inside this protected call; what it could raise (nothing
-        // but a finalizer's error, which Lua 5.4 turns into a warning) is ignored: the
-        // collection is bookkeeping, not part of the caller's result.
-        let _ = unsafe {
-            lua.exec_raw::<()>((), |state| {
-                ffi::lua_gc(state, ffi::LUA_GCSTEP, owed_kib);
-            })
-        };
-    }
+    // The credit given at the last restart, then the allocation itself.
+    collector_step(lua, owed.saturating_mul(2));
     let before = lua.used_memory();
     lua.gc_stop();
     let result = work();
     lua.gc_restart();
     let grown = lua.used_memory().saturating_sub(before);
+    collector_credit(lua, grown);
     match lua.app_data_mut::<UnchargedAllocation>() {
         Some(mut owed) => owed.0 = owed.0.saturating_add(grown),
         None => {
@@ -173,6 +170,36 @@ pub(crate) fn with_collector_paused<R>(lua: &Lua, pause: bool, work: impl FnOnce
 
 /// Bytes allocated while the collector was paused, not yet charged to it.
 struct UnchargedAllocation(usize);
+
+/// Adds `bytes` to the collector's debt and lets it work that off (a full cycle, for a
+/// debt as large as a result).
+fn collector_step(lua: &Lua, bytes: usize) {
+    let kib = c_int::try_from(bytes / 1024).unwrap_or(c_int::MAX);
+    if kib > 0 {
+        // SAFETY: the step runs inside this protected call; what it could raise (nothing
+        // but a finalizer's error, which Lua 5.4 turns into a warning) is ignored: the
+        // collection is bookkeeping, not part of the caller's result.
+        let _ = unsafe {
+            lua.exec_raw::<()>((), |state| {
+                ffi::lua_gc(state, ffi::LUA_GCSTEP, kib);
+            })
+        };
+    }
+}
+
+/// Takes `bytes` off the collector's debt, so that no step runs until as much has been
+/// allocated again (a negative step only moves the debt: Lua steps when it is positive).
+fn collector_credit(lua: &Lua, bytes: usize) {
+    let kib = c_int::try_from(bytes / 1024).unwrap_or(c_int::MAX);
+    if kib > 0 {
+        // SAFETY: as in `collector_step`; with a negative debt no step runs at all.
+        let _ = unsafe {
+            lua.exec_raw::<()>((), |state| {
+                ffi::lua_gc(state, ffi::LUA_GCSTEP, -kib);
+            })
+        };
+    }
+}
 
 /// The table `fill` pushes, built in one protected call with the collector paused (see
 /// [`with_collector_paused`]). An `Err` from `fill` (a limit the meter tripped) stops it

@@ -26,6 +26,7 @@
 //! exactly as if every file had run in load order: a file's private helpers work, and a
 //! call to an overridden name reaches the winner.
 
+pub mod allocator;
 pub mod builtins;
 mod chunks;
 mod collections;

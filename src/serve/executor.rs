@@ -343,18 +343,7 @@ impl LiveSession {
 impl Drop for LiveSession {
     fn drop(&mut self) {
         if LIVE_SESSIONS.fetch_sub(1, Ordering::AcqRel) == 1 {
-            release_freed_memory();
+            crate::environment::allocator::release_freed_memory();
         }
-    }
-}
-
-/// Returns freed heap pages to the operating system (glibc's `malloc_trim`); nothing
-/// elsewhere.
-fn release_freed_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only releases memory the allocator holds free; it takes no
-    // pointer and is safe to call from any thread at any time.
-    unsafe {
-        libc::malloc_trim(0);
     }
 }

@@ -342,6 +342,7 @@ lua_tests!(
         group_by_rejects_bad_arguments,
         sort_by_sorts_by_a_key_function_or_field,
         sort_by_is_stable_in_both_directions,
+        sort_by_keeps_equal_integer_or_string_keys_in_order_both_ways,
         sort_by_reverses_for_any_true_value_as_lua_tests_it,
         sort_by_orders_numbers_then_strings_then_lists,
         sort_by_with_a_tuple_key_sorts_on_several_fields,

@@ -308,11 +308,12 @@ pub(crate) fn table(
         "lines",
         primitive!(|lua, meter, text: LuaString| {
             let text = text.as_bytes();
-            let expected = line_count(&text, &mut meter)?;
+            // One pass finds the lines (sizing the table), not one to count and one to cut.
+            let all = line_table(&text, &mut meter)?;
             string_sequence(
                 lua,
-                lines_of(&text).map(|line| slice(&text, line)),
-                expected,
+                all.iter().map(|&line| slice(&text, line)),
+                all.len(),
                 &mut meter,
             )
         }),

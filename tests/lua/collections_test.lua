@@ -100,6 +100,22 @@ function T.sort_by_is_stable_in_both_directions()
   end
 end
 
+function T.sort_by_keeps_equal_integer_or_string_keys_in_order_both_ways()
+  local items = {}
+  for i = 1, 500 do items[i] = { group = i % 3, label = "g" .. (i % 3), index = i } end
+  for _, field in ipairs({ "group", "label" }) do
+    for _, descending in ipairs({ false, true }) do
+      local sorted = sort_by(items, field, descending)
+      for i = 2, #sorted do
+        local a, b = sorted[i - 1], sorted[i]
+        local ahead = descending and a[field] > b[field] or not descending and a[field] < b[field]
+        assert(ahead or (a[field] == b[field] and a.index < b.index),
+          field .. (descending and " descending" or "") .. ": out of order at " .. i)
+      end
+    end
+  end
+end
+
 function T.sort_by_reverses_for_any_true_value_as_lua_tests_it()
   check(sort_by({ 1, 3, 2 }, nil, 1), { 3, 2, 1 })
   check(sort_by({ 1, 3, 2 }, nil, "yes"), { 3, 2, 1 })

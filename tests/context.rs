@@ -382,3 +382,28 @@ fn garbage_of_repeated_native_builders_is_collected() {
         "one call: {once} KiB, thirty: {after} KiB"
     );
 }
+
+/// Beside a large live heap, small results of the Rust builders are charged to the
+/// collector once their garbage could be half the heap, as Lua paces its own cycles (a
+/// cycle per call would walk the whole heap each time); their garbage still stays bounded.
+#[test]
+fn garbage_of_small_native_results_beside_a_large_heap_stays_bounded() {
+    let env = env(Limits {
+        memory_bytes: 4 << 30,
+        ..Limits::default()
+    });
+    let heap = |code: &str| -> f64 {
+        let printed = output(&env, &format!("{code}\nprint(collectgarbage('count'))"));
+        printed.trim().parse().unwrap()
+    };
+    let live = heap("held = {} for i = 1, 200000 do held[i] = {n = i, s = 'v' .. i} end");
+    let words = "words = {} for i = 1, 2000 do words[i] = 'w' .. i end";
+    let after = heap(&format!(
+        "{words}\nfor i = 1, 3000 do local r = count(words) end"
+    ));
+    // 3,000 counts of 2,000 words allocate several times the live heap in all.
+    assert!(
+        after < 2.0 * live,
+        "live heap: {live} KiB, after 3,000 counts: {after} KiB"
+    );
+}

@@ -135,41 +135,63 @@ pub(crate) fn optional_string_sequence<'t>(
 /// Restarting the collector clears its debt, so it would fall behind by every paused
 /// allocation: the garbage of earlier calls would pile up, and each new result would take
 /// fresh pages from the kernel (the same `grep` on 100 MB three times over: 223, 747, 752
-/// ms, the heap growing by 500 MB a call). So what one paused call allocated is charged
-/// to the collector, in one step, when the next one starts: the step sweeps the garbage
-/// before the new result is built (which then reuses its memory).
+/// ms, the heap growing by 500 MB a call). So what paused calls allocated is charged to
+/// the collector, in one step, when a later one starts: the step sweeps the garbage
+/// before the new result is built (which then reuses its memory). As Lua paces itself (a
+/// cycle once the heap has doubled), the charge waits until that allocation is at least
+/// half the rest of the heap: a small result beside a large live heap (`most_common` of
+/// a count, with a million rows held) would otherwise pay a whole cycle each time.
 ///
 /// Restarting with no debt would also start a cycle at the next allocation, while the new
 /// result is still held: the cycle would mark every value of it, and it would outlive
 /// that cycle as garbage (a quarter of a dense `grep`'s time). So the collector restarts
 /// with the result's size as credit, as if a cycle had just ended with it live, and the
-/// charge at the next paused call covers that credit too.
+/// charge covers that credit too.
 pub(crate) fn with_collector_paused<R>(lua: &Lua, pause: bool, work: impl FnOnce() -> R) -> R {
     if !pause || !lua.gc_is_running() {
         return work();
     }
-    let owed = lua
-        .app_data_mut::<UnchargedAllocation>()
-        .map_or(0, |mut owed| std::mem::take(&mut owed.0));
-    // The credit given at the last restart, then the allocation itself.
-    collector_step(lua, owed.saturating_mul(2));
+    if let Some(due) = due_charge(lua) {
+        collector_step(lua, due);
+    }
     let before = lua.used_memory();
     lua.gc_stop();
     let result = work();
     lua.gc_restart();
     let grown = lua.used_memory().saturating_sub(before);
     collector_credit(lua, grown);
-    match lua.app_data_mut::<UnchargedAllocation>() {
-        Some(mut owed) => owed.0 = owed.0.saturating_add(grown),
-        None => {
-            lua.set_app_data(UnchargedAllocation(grown));
-        }
-    }
+    let mut paused = lua
+        .app_data_mut::<PausedAllocation>()
+        .map_or_else(PausedAllocation::default, |mut paused| {
+            std::mem::take(&mut *paused)
+        });
+    paused.owed = paused.owed.saturating_add(grown);
+    paused.credit = grown;
+    lua.set_app_data(paused);
     result
 }
 
-/// Bytes allocated while the collector was paused, not yet charged to it.
-struct UnchargedAllocation(usize);
+/// What paused calls allocated and the collector has not been charged for.
+#[derive(Default)]
+struct PausedAllocation {
+    /// Bytes allocated while paused since the last charge.
+    owed: usize,
+    /// The credit the last restart gave, which a charge takes back.
+    credit: usize,
+}
+
+/// The debt to charge now, if the paused allocation owed is at least half the rest of
+/// the heap (see [`with_collector_paused`]); it is then no longer owed.
+fn due_charge(lua: &Lua) -> Option<usize> {
+    let used = lua.used_memory();
+    let mut paused = lua.app_data_mut::<PausedAllocation>()?;
+    let rest = used.saturating_sub(paused.owed);
+    if paused.owed == 0 || paused.owed < rest / 2 {
+        return None;
+    }
+    let charged = std::mem::take(&mut *paused);
+    Some(charged.owed.saturating_add(charged.credit))
+}
 
 /// Adds `bytes` to the collector's debt and lets it work that off (a full cycle, for a
 /// debt as large as a result).

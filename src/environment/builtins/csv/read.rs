@@ -1,13 +1,12 @@
 //! Reading: `csv.parse` and `csv.rows`, on `csv_core` a chunk of input at a time.
 
-use std::cell::RefCell;
 use std::ffi::c_int;
 use std::rc::Rc;
 
 use csv_core::ReadRecordResult;
 use mlua::{Function, Lua, LuaString, Table, Value, ffi};
 
-use super::super::reading::{Tidy, buffered_iterator, limit_on_memory, text_arg};
+use super::super::reading::{RecordSource, batched_iterator, limit_on_memory, text_arg};
 use super::{ReadOptions, error};
 use crate::conventions::builtins::BuiltinId;
 use crate::environment::limits::Tripwire;
@@ -266,12 +265,8 @@ pub(in crate::environment::builtins) fn parse(
     })
 }
 
-/// Rows `csv.rows` reads per call into Rust; its iterator, a Lua closure, hands them out
-/// one by one.
-const ROWS_BATCH: usize = 64;
-
-/// The state of one `csv.rows` iteration.
-struct RowsState {
+/// Where one `csv.rows` iteration stands.
+struct Rows {
     text: LuaString,
     records: Records,
     record: Record,
@@ -281,69 +276,61 @@ struct RowsState {
     started: bool,
     /// The header's error, raised again by every later call.
     failed: Option<mlua::Error>,
-    tidy: Tidy,
 }
 
-impl RowsState {
-    /// Reads up to [`ROWS_BATCH`] rows into `buffer[1..n]` in one protected call;
-    /// returns `n`, 0 at the end.
-    fn refill(&mut self, lua: &Lua, tripwire: &Tripwire, buffer: &Table) -> mlua::Result<usize> {
-        let function = BuiltinId::CsvRows;
+impl RecordSource for Rows {
+    fn text(&self) -> &LuaString {
+        &self.text
+    }
+
+    /// Reads the header, the first time.
+    fn prepare(&mut self, lua: &Lua, tripwire: &Tripwire) -> mlua::Result<()> {
         if let Some(error) = &self.failed {
             return Err(error.clone());
         }
-        self.tidy.after_record(lua)?;
+        if std::mem::replace(&mut self.started, true) || !self.header {
+            return Ok(());
+        }
         let text = self.text.clone();
-        let bytes = text.as_bytes();
+        let (records, record) = (&mut self.records, &mut self.record);
         let mut meter = WorkMeter::new(lua, tripwire);
-        if !self.started {
-            self.started = true;
-            if self.header {
-                let (records, record) = (&mut self.records, &mut self.record);
-                match header_names(lua, tripwire, function, &bytes, records, record, &mut meter) {
-                    Ok(names) => self.names = Some(names),
-                    Err(error) => {
-                        self.failed = Some(error.clone());
-                        return Err(error);
-                    }
-                }
+        let function = BuiltinId::CsvRows;
+        match header_names(
+            lua,
+            tripwire,
+            function,
+            &text.as_bytes(),
+            records,
+            record,
+            &mut meter,
+        ) {
+            Ok(names) => self.names = Some(names),
+            Err(error) => {
+                self.failed = Some(error.clone());
+                return Err(error);
             }
         }
-        let mut failure = None;
-        let mut count = 0usize;
-        let names = self.names.as_ref();
-        let args = (buffer, names.map(|(table, _)| table));
-        let (records, record) = (&mut self.records, &mut self.record);
-        // SAFETY: pushes up to ROWS_BATCH rows of strings and integers into the buffer
-        // (stack index 1), the names at index 2; the reader and the record are owned
-        // outside.
-        let done = unsafe {
-            lua.exec_raw::<()>(args, |state| {
-                let keys = names.map(|&(_, n)| (2, n));
-                while count < ROWS_BATCH {
-                    match records.next(&bytes, record, &mut meter) {
-                        Ok(true) => {}
-                        Ok(false) => break,
-                        Err(e) => {
-                            failure = Some(e);
-                            break;
-                        }
-                    }
-                    if let Err(e) = push_row(state, record, keys, &mut meter) {
-                        failure = Some(e);
-                        break;
-                    }
-                    ffi::lua_rawseti(state, 1, count as ffi::lua_Integer + 1);
-                    count += 1;
-                }
-                ffi::lua_settop(state, 0);
-            })
-        };
-        limit_on_memory(tripwire, done)?;
-        match failure {
-            Some(error) => limit_on_memory(tripwire, Err(error)),
-            None => Ok(count),
+        Ok(())
+    }
+
+    fn keys(&self) -> Option<Table> {
+        self.names.as_ref().map(|(names, _)| names.clone())
+    }
+
+    unsafe fn push_next(
+        &mut self,
+        state: *mut ffi::lua_State,
+        text: &[u8],
+        meter: &mut WorkMeter,
+    ) -> mlua::Result<bool> {
+        if !self.records.next(text, &mut self.record, meter)? {
+            return Ok(false);
         }
+        let keys = self.names.as_ref().map(|&(_, n)| (2, n));
+        // SAFETY: as the trait promises of `state`, with the names at index 2; the row
+        // is strings and integers in a table.
+        unsafe { push_row(state, &self.record, keys, meter)? };
+        Ok(true)
     }
 }
 
@@ -357,8 +344,7 @@ pub(in crate::environment::builtins) fn rows(
         let function = BuiltinId::CsvRows;
         let text = text_arg(lua, function, text)?;
         let options = ReadOptions::from_table(function, opts.as_ref())?;
-        let state = RefCell::new(RowsState {
-            tidy: Tidy::new(lua, text.as_bytes().len()),
+        let source = Rows {
             text,
             records: Records::new(options.sep),
             record: Record::default(),
@@ -366,12 +352,7 @@ pub(in crate::environment::builtins) fn rows(
             names: None,
             started: false,
             failed: None,
-        });
-        let tripwire = Rc::clone(&tripwire);
-        let buffer = lua.create_table_with_capacity(ROWS_BATCH, 0)?;
-        let filled = buffer.clone();
-        let refill =
-            lua.create_function(move |lua, ()| state.borrow_mut().refill(lua, &tripwire, &filled))?;
-        buffered_iterator(lua, refill, buffer)
+        };
+        batched_iterator(lua, &tripwire, source)
     })
 }

@@ -58,13 +58,15 @@ static SYSTEM: AtomicBool = AtomicBool::new(false);
 /// }
 /// ```
 pub fn use_system_allocator() {
-    SYSTEM.store(true, Ordering::Relaxed);
+    SYSTEM.store(true, Ordering::Release);
 }
 
-/// Whether mimalloc made the block at `pointer`.
+/// Whether mimalloc made the block at `pointer`. Until [`use_system_allocator`], every
+/// block is mimalloc's, and the page map is not even looked at.
 fn from_mimalloc(pointer: *mut u8) -> bool {
-    // SAFETY: a lookup in mimalloc's page map; any address may be asked about.
-    unsafe { libmimalloc_sys::mi_is_in_heap_region(pointer.cast()) }
+    !SYSTEM.load(Ordering::Acquire)
+        // SAFETY: a lookup in mimalloc's page map; any address may be asked about.
+        || unsafe { libmimalloc_sys::mi_is_in_heap_region(pointer.cast()) }
 }
 
 // SAFETY: each call goes to mimalloc or to the system's allocator, both `GlobalAlloc`s;
@@ -74,7 +76,7 @@ unsafe impl GlobalAlloc for Allocator {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         // SAFETY: as the caller promises.
         unsafe {
-            if SYSTEM.load(Ordering::Relaxed) {
+            if SYSTEM.load(Ordering::Acquire) {
                 System.alloc(layout)
             } else {
                 MiMalloc.alloc(layout)
@@ -85,7 +87,7 @@ unsafe impl GlobalAlloc for Allocator {
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         // SAFETY: as the caller promises.
         unsafe {
-            if SYSTEM.load(Ordering::Relaxed) {
+            if SYSTEM.load(Ordering::Acquire) {
                 System.alloc_zeroed(layout)
             } else {
                 MiMalloc.alloc_zeroed(layout)
@@ -110,7 +112,7 @@ unsafe impl GlobalAlloc for Allocator {
         // still the allocator in use, else it moves: the new block holds the old bytes
         // (as many as both have) before the old one is freed.
         unsafe {
-            match (mimalloc_made, SYSTEM.load(Ordering::Relaxed)) {
+            match (mimalloc_made, SYSTEM.load(Ordering::Acquire)) {
                 (true, false) => MiMalloc.realloc(pointer, layout, new_size),
                 (false, true) => System.realloc(pointer, layout, new_size),
                 _ => {

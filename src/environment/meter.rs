@@ -152,22 +152,26 @@ pub(crate) fn with_collector_paused<R>(lua: &Lua, pause: bool, work: impl FnOnce
         return work();
     }
     if let Some(due) = due_charge(lua) {
-        collector_step(lua, due);
+        move_collector_debt(lua, kib(due));
     }
     let before = lua.used_memory();
     lua.gc_stop();
     let result = work();
     lua.gc_restart();
     let grown = lua.used_memory().saturating_sub(before);
-    collector_credit(lua, grown);
-    let mut paused = lua
-        .app_data_mut::<PausedAllocation>()
-        .map_or_else(PausedAllocation::default, |mut paused| {
-            std::mem::take(&mut *paused)
-        });
-    paused.owed = paused.owed.saturating_add(grown);
-    paused.credit = grown;
-    lua.set_app_data(paused);
+    move_collector_debt(lua, -kib(grown));
+    match lua.app_data_mut::<PausedAllocation>() {
+        Some(mut paused) => {
+            paused.owed = paused.owed.saturating_add(grown);
+            paused.credit = grown;
+        }
+        None => {
+            lua.set_app_data(PausedAllocation {
+                owed: grown,
+                credit: grown,
+            });
+        }
+    }
     result
 }
 
@@ -193,31 +197,22 @@ fn due_charge(lua: &Lua) -> Option<usize> {
     Some(charged.owed.saturating_add(charged.credit))
 }
 
-/// Adds `bytes` to the collector's debt and lets it work that off (a full cycle, for a
-/// debt as large as a result).
-fn collector_step(lua: &Lua, bytes: usize) {
-    let kib = c_int::try_from(bytes / 1024).unwrap_or(c_int::MAX);
-    if kib > 0 {
+/// `bytes` in KiB, as `lua_gc` counts a step, at most `c_int::MAX`.
+fn kib(bytes: usize) -> c_int {
+    c_int::try_from(bytes / 1024).unwrap_or(c_int::MAX)
+}
+
+/// Moves the collector's debt by `kib` KiB. A positive move lets it work the debt off at
+/// once (a full cycle, for a debt as large as a result); a negative one is credit: Lua
+/// steps only when its debt is positive, so none runs until as much has been allocated.
+fn move_collector_debt(lua: &Lua, kib: c_int) {
+    if kib != 0 {
         // SAFETY: the step runs inside this protected call; what it could raise (nothing
         // but a finalizer's error, which Lua 5.4 turns into a warning) is ignored: the
         // collection is bookkeeping, not part of the caller's result.
         let _ = unsafe {
             lua.exec_raw::<()>((), |state| {
                 ffi::lua_gc(state, ffi::LUA_GCSTEP, kib);
-            })
-        };
-    }
-}
-
-/// Takes `bytes` off the collector's debt, so that no step runs until as much has been
-/// allocated again (a negative step only moves the debt: Lua steps when it is positive).
-fn collector_credit(lua: &Lua, bytes: usize) {
-    let kib = c_int::try_from(bytes / 1024).unwrap_or(c_int::MAX);
-    if kib > 0 {
-        // SAFETY: as in `collector_step`; with a negative debt no step runs at all.
-        let _ = unsafe {
-            lua.exec_raw::<()>((), |state| {
-                ffi::lua_gc(state, ffi::LUA_GCSTEP, -kib);
             })
         };
     }

@@ -22,6 +22,8 @@
 //! );
 //! ```
 
+use super::lexer::{Kind, pieces};
+
 /// The global function an example's chunk calls to check an expectation.
 pub const EXPECT_FUNCTION: &str = "__rlm_expect";
 
@@ -172,44 +174,11 @@ fn is_lua_fence(text: &str) -> bool {
         .is_some_and(|language| language.trim() == "lua")
 }
 
-/// Where the comment of a Lua line starts, skipping quoted and long-bracket strings.
+/// Where the comment of a Lua line starts, if it has one.
 fn comment_start(line: &str) -> Option<usize> {
-    let bytes = line.as_bytes();
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            quote @ (b'"' | b'\'') => i = skip_quoted(bytes, i + 1, quote),
-            b'[' if long_bracket_level(bytes, i).is_some() => {
-                let level = long_bracket_level(bytes, i).unwrap_or(0);
-                let close = format!("]{}]", "=".repeat(level));
-                let body = i + level + 2;
-                i = line[body..]
-                    .find(&close)
-                    .map_or(bytes.len(), |at| body + at + close.len());
-            }
-            b'-' if bytes.get(i + 1) == Some(&b'-') => return Some(i),
-            _ => i += 1,
-        }
-    }
-    None
-}
-
-/// The index after the string whose opening quote precedes `i`.
-fn skip_quoted(bytes: &[u8], mut i: usize, quote: u8) -> usize {
-    while i < bytes.len() {
-        match bytes[i] {
-            b'\\' => i += 2,
-            byte if byte == quote => return i + 1,
-            _ => i += 1,
-        }
-    }
-    bytes.len()
-}
-
-/// The level of a long bracket opening at `i` (`[[` is 0, `[==[` is 2).
-fn long_bracket_level(bytes: &[u8], i: usize) -> Option<usize> {
-    let equals = bytes[i + 1..].iter().take_while(|&&b| b == b'=').count();
-    (bytes.get(i + 1 + equals) == Some(&b'[')).then_some(equals)
+    pieces(line)
+        .find(|piece| piece.kind == Kind::Comment)
+        .map(|piece| piece.range.start)
 }
 
 #[cfg(test)]

@@ -29,6 +29,7 @@ pub mod diagnostic;
 mod doc;
 pub mod examples;
 mod function;
+pub(crate) mod lexer;
 pub mod lua_type;
 mod names;
 mod rules;

@@ -144,6 +144,27 @@ fn load_raises_on_bad_arguments_and_takes_any_env_as_c_lua_does() {
 }
 
 #[test]
+fn load_parses_a_readers_pieces_as_they_come_as_c_lua_does() {
+    assert_same_as_c_lua(&[
+        // A token split across pieces.
+        b"local parts, i = {'ret', 'urn 4', '2'}, 0\nprint(load(function() i = i + 1 return parts[i] end)())",
+        // The parser stops at the first error, whatever the reader would hand out next.
+        b"local calls = 0\nprint(load(function() calls = calls + 1 return 'x = = 1 ' end))\nprint(calls)",
+        b"local calls = 0\nprint(load(function() calls = calls + 1 return '(' end))\nprint(calls < 1000)",
+        // An empty piece ends the chunk; later pieces are never asked for.
+        b"local parts, i = {'return 1', '', 'error()'}, 0\nprint(load(function() i = i + 1 return parts[i] end)())\nprint(i)",
+        // A bad piece, or a failing reader, after good ones.
+        b"local parts, i = {'return ', {}}, 0\nprint(load(function() i = i + 1 return parts[i] end))",
+        b"local i = 0\nprint(load(function() i = i + 1 if i > 2 then error('stop') end return ' ' end))",
+        b"local i = 0\nlocal f, e = load(function() i = i + 1 if i > 2 then error({}) end return ' ' end)\nprint(f, type(e), i)",
+        // The mode is checked against the first piece.
+        b"local parts, i = {'', 'return 1'}, 0\nprint(load(function() i = i + 1 return parts[i] end, 'n', 'b'))",
+        b"local parts, i = {'\\27', 'Lua'}, 0\nprint(load(function() i = i + 1 return parts[i] end, 'n', 't'))",
+        b"print(load('return 1', 'n', 'b\\0t'))",
+    ]);
+}
+
+#[test]
 fn print_writes_the_bytes_printed() {
     assert_same_as_c_lua(&[
         b"print('\\200')",

@@ -280,6 +280,15 @@ mod time_limit {
     }
 
     #[test]
+    fn load_reader_handing_out_blanks_forever() {
+        // The parser skips blanks without holding them: only the time limit ends it.
+        assert_limit(
+            LimitKind::Time,
+            "local s = string.rep(' ', 1e6) print(load(function() return s end))",
+        );
+    }
+
+    #[test]
     fn loop_inside_pcall() {
         assert_limit(
             LimitKind::Time,
@@ -402,6 +411,15 @@ mod memory_limit {
     #[test]
     fn string_rep_bomb() {
         assert_limit(LimitKind::Memory, "local s = string.rep('x', 1e9)");
+    }
+
+    #[test]
+    fn load_reader_handing_out_a_large_piece_forever() {
+        // One name growing without end: the parser holds it, in Lua's memory.
+        assert_limit(
+            LimitKind::Memory,
+            "local s = string.rep('x', 1e7) print(load(function() return s end))",
+        );
     }
 }
 

@@ -1,199 +1,178 @@
-//! The sandbox's `load`: C Lua's `luaB_load` (chunk names, modes, the environment
-//! argument, one result on success, `nil` and the bare message on failure), except that
-//! binary chunks are always refused (they can crash the VM).
+//! The sandbox's `load`: C Lua's `luaB_load`, line for line (chunk names, modes, the
+//! environment argument, one result on success, `nil` and the message on failure),
+//! except that binary chunks are always refused: they can crash the VM.
+//!
+//! It is a C function, as C Lua's is, so that argument errors, the position of a bad
+//! piece and the traceback of an error raised by a reader are C Lua's. A reader
+//! function's pieces go straight to Lua's parser, one at a time: the parser stops at the
+//! first syntax error, and what it holds is Lua's memory, under the memory limit.
+//! (Gathering the pieces first would hold them outside Lua, where a reader handing out
+//! a large string forever exhausts the process's memory.)
 
-use std::ffi::{CStr, CString, c_int};
+use std::ffi::{c_char, c_int, c_void};
 
-use mlua::{Function, Lua, MultiValue, Value, ffi};
-
-use super::errors::lua_message;
-use super::lauxlib::type_name;
+use mlua::{Function, Lua, ffi};
 
 /// The first byte of a precompiled chunk (`LUA_SIGNATURE`).
 const BINARY_SIGNATURE: u8 = 0x1b;
-/// How a chunk read from a reader function is named by default, as in C Lua.
-const READER_CHUNK_NAME: &CStr = c"=(load)";
+/// `load`'s arguments: the chunk (a string, or a reader function), then its name, its
+/// mode and the environment.
+const CHUNK: c_int = 1;
+const NAME: c_int = 2;
+const MODE: c_int = 3;
+const ENV: c_int = 4;
+/// Where a reader function's last piece is kept, so that it is not collected while the
+/// parser reads it (C Lua's `RESERVEDSLOT`).
+const PIECE: c_int = 5;
 
-/// `load(chunk [, chunkname [, mode [, env]]])`. A C function checks the arguments, so
-/// that their errors are C Lua's, at the caller's position even in a tail call; it then
-/// calls the Rust implementation in its upvalue with the same arguments.
+/// `load(chunk [, chunkname [, mode [, env]]])`.
 pub(crate) fn safe_load(lua: &Lua) -> mlua::Result<Function> {
-    let implementation = load_function(lua)?;
-    // SAFETY: `exec_raw` runs the closure protected, with the upvalue on the stack.
+    // SAFETY: `exec_raw` runs the closure protected; it pushes one C function.
     unsafe {
-        lua.exec_raw(implementation, |state| {
-            ffi::lua_pushcclosure(state, checked_load, 1);
+        lua.exec_raw((), |state| {
+            ffi::lua_pushcfunction(state, load);
         })
     }
 }
 
-/// `luaB_load`'s argument checks, in its order (the mode, the chunk name, then the
-/// chunk: `load({}, {})` blames argument #2), then the call to the implementation in
-/// upvalue 1.
-unsafe extern "C-unwind" fn checked_load(state: *mut ffi::lua_State) -> c_int {
+/// What the readers know of the chunk being loaded.
+struct Reading {
+    /// Whether the mode lets Lua load a binary chunk, which the sandbox then refuses.
+    binary_allowed: bool,
+    /// Whether a piece has been handed to the parser yet.
+    started: bool,
+    /// Whether the chunk was found binary and refused (the parser was handed nothing).
+    refused: bool,
+}
+
+/// `luaB_load`, with the readers below in place of `luaL_loadbufferx` and
+/// `generic_reader`.
+unsafe extern "C-unwind" fn load(state: *mut ffi::lua_State) -> c_int {
+    // SAFETY: C API calls on the arguments of a C function; errors raised here (the
+    // argument checks) leave before `reading` exists, and errors raised by a reader are
+    // caught by `lua_load`, so nothing is unwound past a Rust value.
     unsafe {
-        for optional_string in [3, 2] {
-            if ffi::lua_isnoneornil(state, optional_string) == 0 {
-                ffi::luaL_checklstring(state, optional_string, std::ptr::null_mut());
-            }
-        }
-        if ffi::lua_type(state, 1) != ffi::LUA_TSTRING && ffi::lua_isnumber(state, 1) == 0 {
-            ffi::luaL_checktype(state, 1, ffi::LUA_TFUNCTION);
-        }
-        let arguments = ffi::lua_gettop(state);
-        ffi::lua_pushvalue(state, ffi::lua_upvalueindex(1));
-        ffi::lua_insert(state, 1);
-        ffi::lua_call(state, arguments, ffi::LUA_MULTRET);
-        ffi::lua_gettop(state)
-    }
-}
-
-fn load_function(lua: &Lua) -> mlua::Result<Function> {
-    lua.create_function(|lua, args: MultiValue| {
-        let arg = |n: usize| args.get(n).cloned().unwrap_or(Value::Nil);
-        let (source, from_reader) = match arg(0) {
-            chunk @ (Value::String(_) | Value::Integer(_) | Value::Number(_)) => {
-                let text = lua.coerce_string(chunk)?.map(|s| s.as_bytes().to_vec());
-                (text.unwrap_or_default(), false)
-            }
-            Value::Function(reader) => match read_all(&reader) {
-                Ok(text) => (text, true),
-                Err(message) => return failure(lua, message),
-            },
-            other => return Err(bad_argument(1, "function", &other)),
+        let text = ffi::lua_tolstring(state, CHUNK, std::ptr::null_mut());
+        let mode = ffi::luaL_optlstring(state, MODE, c"bt".as_ptr(), std::ptr::null_mut());
+        let env = ffi::lua_isnone(state, ENV) == 0;
+        let (reader, default_name): (ffi::lua_Reader, _) = if text.is_null() {
+            (read_from_function, c"=(load)".as_ptr())
+        } else {
+            (read_whole_string, text)
         };
-        // Unnamed, a text chunk is named by its source, as C Lua names it.
-        let name = match optional_string(lua, 2, arg(1))? {
-            Some(name) => chunk_name_of(&name),
-            None if from_reader => READER_CHUNK_NAME.to_owned(),
-            None => chunk_name_of(&source),
-        };
-        let mode = match optional_string(lua, 3, arg(2))? {
-            Some(mode) => String::from_utf8_lossy(&mode).into_owned(),
-            None => "bt".to_string(),
-        };
-        let binary = source.first() == Some(&BINARY_SIGNATURE);
-        let kind = if binary { "binary" } else { "text" };
-        if !mode.contains(&kind[..1]) {
-            return failure(
-                lua,
-                format!("attempt to load a {kind} chunk (mode is '{mode}')"),
-            );
+        let name = ffi::luaL_optlstring(state, NAME, default_name, std::ptr::null_mut());
+        if text.is_null() {
+            ffi::luaL_checktype(state, CHUNK, ffi::LUA_TFUNCTION);
+            ffi::lua_settop(state, PIECE);
         }
-        if binary {
-            return failure(
-                lua,
-                "attempt to load a binary chunk (the sandbox loads text chunks only)".to_string(),
-            );
-        }
-        // As C Lua: an `env` argument, even an explicit nil, becomes the chunk's `_ENV`.
-        let env = (args.len() > 3).then(|| arg(3));
-        load_text(lua, source, name, env)
-    })
-}
-
-/// Compiles a text chunk: the function alone, or `nil` and Lua's own message. Through
-/// `luaL_loadbufferx` itself rather than mlua's loader, so that a chunk name and a
-/// message keep their bytes when they are not UTF-8 (`load("x = '\233")`).
-fn load_text(
-    lua: &Lua,
-    source: Vec<u8>,
-    name: CString,
-    env: Option<Value>,
-) -> mlua::Result<MultiValue> {
-    let mut status = ffi::LUA_OK;
-    // SAFETY: `luaL_loadbufferx` raises no error (a failure is its status, with the
-    // message pushed), so nothing unwinds past `source` and `name`; it leaves one value.
-    let loaded = unsafe {
-        lua.exec_raw::<Value>((), |state| {
-            status = ffi::luaL_loadbufferx(
+        let mut reading = Reading {
+            binary_allowed: std::ffi::CStr::from_ptr(mode).to_bytes().contains(&b'b'),
+            started: false,
+            refused: false,
+        };
+        let data = (&raw mut reading).cast::<c_void>();
+        let status = ffi::lua_load(state, reader, data, name, mode);
+        if reading.refused {
+            // Refused as a message, not as an error raised in the parser, so that it
+            // reads as Lua's own refusals do (no traceback added by a message handler).
+            ffi::lua_pop(state, 1);
+            ffi::lua_pushnil(state);
+            ffi::lua_pushstring(
                 state,
-                source.as_ptr().cast(),
-                source.len(),
-                name.as_ptr(),
-                c"t".as_ptr(),
+                c"attempt to load a binary chunk (the sandbox loads text chunks only)".as_ptr(),
             );
-        })
-    }?;
-    match (status, loaded) {
-        (ffi::LUA_OK, Value::Function(function)) => {
-            let function = match env {
-                Some(env) => with_environment(lua, function, env)?,
-                None => function,
-            };
-            Ok(MultiValue::from_vec(vec![Value::Function(function)]))
+            return 2;
         }
-        (ffi::LUA_ERRMEM, _) => Err(mlua::Error::MemoryError("not enough memory".into())),
-        (_, message) => Ok(MultiValue::from_vec(vec![Value::Nil, message])),
+        match status {
+            ffi::LUA_OK => {
+                if env {
+                    ffi::lua_pushvalue(state, ENV);
+                    if ffi::lua_setupvalue(state, -2, 1).is_null() {
+                        ffi::lua_pop(state, 1);
+                    }
+                }
+                1
+            }
+            // Out of memory is the memory limit: raised again, not handed back to code
+            // that could go on allocating.
+            ffi::LUA_ERRMEM => ffi::lua_error(state),
+            _ => {
+                ffi::lua_pushnil(state);
+                ffi::lua_insert(state, -2);
+                2
+            }
+        }
     }
 }
 
-/// Sets a loaded chunk's first upvalue (its `_ENV`) to any value, as `load_aux` does:
-/// a table, but also nil or a number, whose every global access then fails as in C Lua.
-fn with_environment(lua: &Lua, function: Function, env: Value) -> mlua::Result<Function> {
-    // SAFETY: the stack holds the function (1) and the value (2); `lua_setupvalue` pops
-    // the value it assigns and raises no error, and one value, the function, is left.
+/// `lua_load`'s reader for a string chunk: the whole string, once.
+unsafe extern "C-unwind" fn read_whole_string(
+    state: *mut ffi::lua_State,
+    data: *mut c_void,
+    size: *mut usize,
+) -> *const c_char {
+    // SAFETY: `data` is `load`'s `Reading`, the string at `CHUNK`.
     unsafe {
-        lua.exec_raw::<Function>((function, env), |state| {
-            ffi::lua_pushvalue(state, 2);
-            if ffi::lua_setupvalue(state, 1, 1).is_null() {
-                ffi::lua_pop(state, 1);
-            }
-            ffi::lua_settop(state, 1);
-        })
+        let reading = &mut *data.cast::<Reading>();
+        if reading.started {
+            *size = 0;
+            return std::ptr::null();
+        }
+        let piece = ffi::lua_tolstring(state, CHUNK, size);
+        hand_over(reading, piece, size)
     }
 }
 
-/// `luaL_optstring`: nil or absent is `None`, a string or number its bytes, anything
-/// else an argument error.
-fn optional_string(lua: &Lua, position: usize, value: Value) -> mlua::Result<Option<Vec<u8>>> {
-    match value {
-        Value::Nil => Ok(None),
-        Value::String(_) | Value::Integer(_) | Value::Number(_) => Ok(lua
-            .coerce_string(value)?
-            .map(|text| text.as_bytes().to_vec())),
-        other => Err(bad_argument(position, "string", &other)),
+/// `lua_load`'s reader for a reader function, as C Lua's `generic_reader`: its next
+/// piece (`nil` or an empty string ends the chunk, a number is written as a string,
+/// anything else is an error at the position of the call to `load`).
+unsafe extern "C-unwind" fn read_from_function(
+    state: *mut ffi::lua_State,
+    data: *mut c_void,
+    size: *mut usize,
+) -> *const c_char {
+    // SAFETY: `data` is `load`'s `Reading`, the function at `CHUNK`, the slot `PIECE`
+    // made; errors raised here unwind into `lua_load`'s protected parser.
+    unsafe {
+        ffi::luaL_checkstack(state, 2, c"too many nested functions".as_ptr());
+        ffi::lua_pushvalue(state, CHUNK);
+        ffi::lua_call(state, 0, 1);
+        if ffi::lua_isnil(state, -1) != 0 {
+            ffi::lua_pop(state, 1);
+            *size = 0;
+            return std::ptr::null();
+        }
+        if ffi::lua_isstring(state, -1) == 0 {
+            ffi::luaL_error(state, c"reader function must return a string".as_ptr());
+        }
+        ffi::lua_replace(state, PIECE);
+        let piece = ffi::lua_tolstring(state, PIECE, size);
+        hand_over(&mut *data.cast::<Reading>(), piece, size)
     }
 }
 
-/// `luaL_typeerror`'s message for `load`.
-fn bad_argument(position: usize, expected: &str, got: &Value) -> mlua::Error {
-    mlua::Error::RuntimeError(format!(
-        "bad argument #{position} to 'load' ({expected} expected, got {})",
-        type_name(got)
-    ))
-}
-
-/// `nil, message`, as `load` reports a chunk it cannot load.
-fn failure(lua: &Lua, message: String) -> mlua::Result<MultiValue> {
-    Ok(MultiValue::from_vec(vec![
-        Value::Nil,
-        Value::String(lua.create_string(message)?),
-    ]))
-}
-
-/// A chunk name as C Lua reads it: a C string, so it ends at the first `'\0'`.
-fn chunk_name_of(bytes: &[u8]) -> CString {
-    let end = memchr::memchr(0, bytes).unwrap_or(bytes.len());
-    CString::new(&bytes[..end]).unwrap_or_default()
-}
-
-/// The pieces returned by a `load` reader function, concatenated, up to `nil` or an empty
-/// string; Lua's message if the reader fails or returns something else.
-fn read_all(reader: &Function) -> Result<Vec<u8>, String> {
-    let mut source = Vec::new();
-    loop {
-        match reader.call::<Value>(()) {
-            Ok(Value::Nil) => return Ok(source),
-            Ok(Value::String(piece)) if piece.as_bytes().is_empty() => return Ok(source),
-            Ok(Value::String(piece)) => source.extend_from_slice(&piece.as_bytes()),
-            // `lua_isstring`: a number is a piece too, as `tostring` writes it.
-            Ok(number @ (Value::Integer(_) | Value::Number(_))) => {
-                let text = number.to_string().map_err(|error| lua_message(&error))?;
-                source.extend_from_slice(text.as_bytes());
-            }
-            Ok(_) => return Err("reader function must return a string".to_string()),
-            Err(error) => return Err(lua_message(&error)),
+/// Hands a piece to the parser, or ends the chunk there when its first piece is binary
+/// and the mode would let Lua load it (where it would not, Lua refuses it with its own
+/// message).
+///
+/// # Safety
+/// `piece` must point to `*size` bytes, kept alive by the stack.
+unsafe fn hand_over(
+    reading: &mut Reading,
+    piece: *const c_char,
+    size: *mut usize,
+) -> *const c_char {
+    // SAFETY: as the caller promises; the first byte is read only when there is one.
+    unsafe {
+        if *size > 0
+            && !std::mem::replace(&mut reading.started, true)
+            && *piece.cast::<u8>() == BINARY_SIGNATURE
+            && reading.binary_allowed
+        {
+            reading.refused = true;
+            *size = 0;
+            return std::ptr::null();
         }
     }
+    piece
 }

@@ -1,6 +1,7 @@
 //! What the built-ins reading a large text share (`json`, `csv`): the text argument,
-//! a memory refusal kept as the memory limit, and the batched iterator (`json.lines`,
-//! `csv.rows`) with its collector: a [`RecordSource`] says how to read one record.
+//! the options table, how a message shows a value, a memory refusal kept as the memory
+//! limit, and the batched iterator (`json.lines`, `csv.rows`) with its collector: a
+//! [`RecordSource`] says how to read one record.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -59,13 +60,7 @@ pub(super) fn known_options(function: BuiltinId, opts: &Table, known: &[&str]) -
         {
             continue;
         }
-        let key = match &key {
-            Value::String(name) => format!("{:?}", name.to_string_lossy()),
-            Value::Integer(i) => i.to_string(),
-            Value::Number(n) => n.to_string(),
-            Value::Boolean(b) => b.to_string(),
-            other => format!("a {}", other.type_name()),
-        };
+        let key = describe_value(&key);
         return Err(mlua::Error::RuntimeError(format!(
             "{}: unknown option {key} (the options are {})",
             function.name(),
@@ -73,6 +68,17 @@ pub(super) fn known_options(function: BuiltinId, opts: &Table, known: &[&str]) -
         )));
     }
     Ok(())
+}
+
+/// A value as an error message shows it: `"name"`, `3`, `2.5`, `true`, `a function`.
+pub(super) fn describe_value(value: &Value) -> String {
+    match value {
+        Value::String(text) => format!("{:?}", text.to_string_lossy()),
+        Value::Integer(i) => i.to_string(),
+        Value::Number(n) => n.to_string(),
+        Value::Boolean(b) => b.to_string(),
+        other => format!("a {}", other.type_name()),
+    }
 }
 
 /// Records a batched iterator reads into Rust per call; its Lua closure hands them out

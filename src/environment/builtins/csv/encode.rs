@@ -6,8 +6,8 @@ use std::rc::Rc;
 use csv::{Terminator, WriterBuilder};
 use mlua::{FromLua, Function, Lua, LuaString, Table, Value, ffi};
 
-use super::super::reading::{known_options, limit_on_memory};
-use super::{describe_key, error, flag, separator};
+use super::super::reading::{describe_value, known_options, limit_on_memory};
+use super::{error, flag, separator};
 use crate::conventions::builtins::BuiltinId;
 use crate::environment::limits::Tripwire;
 use crate::environment::meter::{VALUE_COST, WorkMeter};
@@ -214,7 +214,7 @@ fn not_a_sequence(rows: &Table, length: usize) -> mlua::Error {
         BuiltinId::CsvEncode,
         format!(
             "rows must be an array (keys 1..n), but it has key {}",
-            key.as_ref().map_or("?".to_string(), describe_key)
+            key.as_ref().map_or("?".to_string(), describe_value)
         ),
     )
 }
@@ -282,7 +282,7 @@ fn row_shape(row: &Table, n: usize) -> mlua::Result<RowShape> {
                     BuiltinId::CsvEncode,
                     format!(
                         "row {n} has key {}: a row's keys are column names (strings) or positions 1..n",
-                        describe_key(&key)
+                        describe_value(&key)
                     ),
                 ));
             }

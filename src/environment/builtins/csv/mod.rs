@@ -50,17 +50,6 @@ fn a_type(value: &Value) -> String {
     }
 }
 
-/// A key as a message shows it: `"name"`, `3`, `true`, `a function`.
-fn describe_key(key: &Value) -> String {
-    match key {
-        Value::String(s) => format!("{:?}", s.to_string_lossy()),
-        Value::Integer(i) => i.to_string(),
-        Value::Number(n) => n.to_string(),
-        Value::Boolean(b) => b.to_string(),
-        other => a_type(other),
-    }
-}
-
 /// `sep` and `header`, from a call's options table.
 #[derive(Clone, Copy)]
 struct ReadOptions {

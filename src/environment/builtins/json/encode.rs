@@ -5,7 +5,7 @@ use std::rc::Rc;
 
 use mlua::{Function, Lua, Table, Value, ffi};
 
-use super::super::reading::{known_options, limit_on_memory};
+use super::super::reading::{describe_value, known_options, limit_on_memory};
 use super::{MAX_DEPTH, install_array_metatable, is_null};
 use crate::conventions::builtins::BuiltinId;
 use crate::environment::limits::Tripwire;
@@ -35,7 +35,7 @@ impl EncodeOptions {
             other => {
                 return Err(mlua::Error::RuntimeError(format!(
                     "{function}: indent must be an integer from 0 to 16, got {}",
-                    describe(&other)
+                    describe_value(&other)
                 )));
             }
         };
@@ -45,21 +45,11 @@ impl EncodeOptions {
             other => {
                 return Err(mlua::Error::RuntimeError(format!(
                     "{function}: sort_keys must be a boolean, got {}",
-                    describe(&other)
+                    describe_value(&other)
                 )));
             }
         };
         Ok(EncodeOptions { indent, sort_keys })
-    }
-}
-
-fn describe(value: &Value) -> String {
-    match value {
-        Value::Integer(i) => i.to_string(),
-        Value::Number(n) => n.to_string(),
-        Value::String(s) => format!("{:?}", s.to_string_lossy()),
-        Value::Boolean(b) => b.to_string(),
-        other => format!("a {}", other.type_name()),
     }
 }
 
@@ -211,7 +201,7 @@ impl Encoder<'_> {
                     };
                     return Err(encode_error(format!(
                         "the table at {path} has key {}{among}: {KEYS_RULE}",
-                        describe(&other),
+                        describe_value(&other),
                     )));
                 }
             }
@@ -279,7 +269,7 @@ impl Encoder<'_> {
                 other => {
                     return Err(encode_error(format!(
                         "the array at {path} has key {}: an array's keys must be 1..n",
-                        describe(&other)
+                        describe_value(&other)
                     )));
                 }
             }

@@ -14,7 +14,7 @@
 //! assert_eq!(tokens::split("one two three four", 2, 0), ["one two", " three four"]);
 //! ```
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 
 use bpe_openai::{Tokenizer, o200k_base};
 
@@ -56,12 +56,13 @@ pub fn count(text: &str) -> usize {
 }
 
 /// The longest prefix of `text` with at most `max_tokens` tokens, cut at a token
-/// boundary (and a character boundary).
+/// boundary (and a character boundary). Only the prefix is encoded.
 pub fn truncate(text: &str, max_tokens: usize) -> &str {
-    let ends = token_ends(text);
-    match ends.get(max_tokens.wrapping_sub(1)) {
-        _ if max_tokens == 0 => "",
-        Some(&end) => &text[..end],
+    if max_tokens == 0 {
+        return "";
+    }
+    match token_ends(text).nth(max_tokens - 1) {
+        Some(end) => &text[..end],
         None => text,
     }
 }
@@ -70,37 +71,77 @@ pub fn truncate(text: &str, max_tokens: usize) -> &str {
 /// `overlap` tokens. `max_tokens` must be positive and `overlap` smaller than it (the
 /// caller checks: see the built-in).
 pub fn split(text: &str, max_tokens: usize, overlap: usize) -> Vec<&str> {
-    let ends = token_ends(text);
-    let step = max_tokens.saturating_sub(overlap).max(1);
     let mut pieces = Vec::new();
-    let mut first = 0;
-    while first < ends.len() {
-        let last = (first + max_tokens).min(ends.len());
-        let start = if first == 0 { 0 } else { ends[first - 1] };
-        let end = ends[last - 1];
-        if end > start {
-            pieces.push(&text[start..end]);
-        }
-        if last == ends.len() {
-            break;
-        }
-        first += step;
-    }
+    let kept: Result<(), std::convert::Infallible> =
+        split_each(text, max_tokens, overlap, |piece| {
+            pieces.push(piece);
+            Ok(())
+        });
+    let Ok(()) = kept;
     pieces
 }
 
-/// Byte offset where each token ends, floored to a character boundary.
-fn token_ends(text: &str) -> Vec<usize> {
-    let bpe = &tokenizer().bpe;
+/// [`split`], handing each piece to `each` as soon as its last token is read, and
+/// stopping at its first error: nothing is held for the whole text but the pieces'
+/// starts still open, so a caller that keeps the pieces elsewhere (in Lua, under its
+/// memory limit) is stopped by that limit.
+///
+/// ```
+/// let mut lengths = Vec::new();
+/// let done: Result<(), String> = rlm_registry::tokens::split_each("one two three four", 2, 0, |piece| {
+///     lengths.push(piece.len());
+///     Ok(())
+/// });
+/// assert_eq!((done, lengths), (Ok(()), vec![7, 11]));
+/// ```
+pub fn split_each<'t, E>(
+    text: &'t str,
+    max_tokens: usize,
+    overlap: usize,
+    mut each: impl FnMut(&'t str) -> Result<(), E>,
+) -> Result<(), E> {
+    let max_tokens = max_tokens.max(1);
+    let step = max_tokens.saturating_sub(overlap).max(1);
+    // The pieces begun and not yet ended: their first token and where they start.
+    let mut open: VecDeque<(usize, usize)> = VecDeque::new();
+    let (mut previous_end, mut ended_last) = (0, false);
+    for (token, end) in token_ends(text).enumerate() {
+        if token % step == 0 {
+            open.push_back((token, previous_end));
+        }
+        ended_last = false;
+        while let Some(&(first, start)) = open.front()
+            && token + 1 - first == max_tokens
+        {
+            open.pop_front();
+            if end > start {
+                each(&text[start..end])?;
+            }
+            ended_last = true;
+        }
+        previous_end = end;
+    }
+    // The last piece runs to the end, unless one already ended there.
+    match open.front() {
+        Some(&(_, start)) if !ended_last && previous_end > start => {
+            each(&text[start..previous_end])
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Byte offset where each token ends, floored to a character boundary, token by token:
+/// the text is encoded one pre-tokenized piece at a time, as the encoder does.
+fn token_ends(text: &str) -> impl Iterator<Item = usize> + '_ {
+    let tokenizer = tokenizer();
     let mut end = 0;
-    tokenizer()
-        .encode(text)
-        .into_iter()
-        .map(|token| {
-            end += bpe.token_len(token);
+    tokenizer
+        .split(text)
+        .flat_map(|piece| tokenizer.bpe.encode_via_backtracking(piece.as_bytes()))
+        .map(move |token| {
+            end += tokenizer.bpe.token_len(token);
             floor_char_boundary(text, end.min(text.len()))
         })
-        .collect()
 }
 
 fn floor_char_boundary(text: &str, mut offset: usize) -> usize {
@@ -137,6 +178,54 @@ mod tests {
         let pieces = split("a b c d e f g h", 4, 2);
         assert!(pieces.len() >= 3, "{pieces:?}");
         assert!(pieces[1].starts_with(" c"), "{pieces:?}");
+    }
+
+    /// The pieces as windows over every token's end, all of them held at once.
+    fn split_by_windows(text: &str, max_tokens: usize, overlap: usize) -> Vec<&str> {
+        let ends: Vec<usize> = token_ends(text).collect();
+        let step = max_tokens.saturating_sub(overlap).max(1);
+        let (mut pieces, mut first) = (Vec::new(), 0);
+        while first < ends.len() {
+            let last = (first + max_tokens).min(ends.len());
+            let start = if first == 0 { 0 } else { ends[first - 1] };
+            if ends[last - 1] > start {
+                pieces.push(&text[start..ends[last - 1]]);
+            }
+            if last == ends.len() {
+                break;
+            }
+            first += step;
+        }
+        pieces
+    }
+
+    #[test]
+    fn streamed_pieces_are_the_windows_over_all_tokens() {
+        let text = "It's 2024-05-02: ERROR, handled in 12 ms\n\n Ünïcödé 日本語 🙂 ok".repeat(7);
+        let tokens = token_ends(&text).count();
+        for max_tokens in [1, 2, 3, 5, 8, 13, tokens - 1, tokens, tokens + 1] {
+            for overlap in [0, 1, 2, max_tokens / 2, max_tokens - 1] {
+                if overlap >= max_tokens {
+                    continue;
+                }
+                assert_eq!(
+                    split(&text, max_tokens, overlap),
+                    split_by_windows(&text, max_tokens, overlap),
+                    "max_tokens {max_tokens}, overlap {overlap}"
+                );
+            }
+        }
+        assert!(split("", 3, 1).is_empty());
+    }
+
+    #[test]
+    fn split_each_stops_at_the_first_error() {
+        let mut seen = 0;
+        let stopped = split_each("a b c d e f", 1, 0, |_| {
+            seen += 1;
+            if seen == 2 { Err("full") } else { Ok(()) }
+        });
+        assert_eq!((stopped, seen), (Err("full"), 2));
     }
 
     #[test]

@@ -284,16 +284,32 @@ impl Tripwire {
         Ok(())
     }
 
+    /// How many more bytes of output fit under the output limit.
+    pub(crate) fn output_room(&self) -> usize {
+        self.limits
+            .output_bytes
+            .saturating_sub(self.output.borrow().len())
+    }
+
     /// Appends captured output, tripping the output limit if it grows too large.
     pub fn append_output(&self, bytes: &[u8]) -> mlua::Result<()> {
         let mut output = self.output.borrow_mut();
         if output.len() + bytes.len() > self.limits.output_bytes {
             let room = self.limits.output_bytes.saturating_sub(output.len());
-            let cut = match std::str::from_utf8(bytes) {
-                Ok(text) => {
+            // Cut on a character boundary when the text up to the cut is UTF-8 (`print`
+            // hands over a line cut short just past the room, maybe inside a character).
+            let text = match std::str::from_utf8(bytes) {
+                Ok(text) => Some(text),
+                Err(e) if e.valid_up_to() >= room => {
+                    std::str::from_utf8(&bytes[..e.valid_up_to()]).ok()
+                }
+                Err(_) => None,
+            };
+            let cut = match text {
+                Some(text) => {
                     crate::conventions::diagnostic::floor_char_boundary(text, room.min(text.len()))
                 }
-                Err(_) => room.min(bytes.len()),
+                None => room.min(bytes.len()),
             };
             output.extend_from_slice(&bytes[..cut]);
             drop(output);

@@ -28,6 +28,7 @@ use std::rc::Rc;
 use mlua::{Function, Lua, LuaString, MultiValue, Table, Value};
 use regex::bytes::{CaptureLocations, Captures, Regex, RegexBuilder};
 
+use super::errors::quoted;
 use super::limits::Tripwire;
 use super::meter::{WorkMeter, optional_string_sequence, string_sequence};
 use super::patterns;
@@ -37,6 +38,11 @@ use crate::conventions::builtins::BuiltinId;
 pub(crate) const SIZE_LIMIT: usize = 4 << 20;
 /// Compiled patterns kept per environment; the cache starts over when full.
 const CACHE_ENTRIES: usize = 64;
+/// The longest pattern compiled. Parsing one holds about 80 bytes per byte of it outside
+/// Lua before the compiled size is checked, so its length is what keeps that bounded.
+const MAX_PATTERN_BYTES: usize = 256 << 10;
+/// The longest pattern kept in the cache: it holds each key twice, outside Lua.
+const MAX_CACHED_PATTERN_BYTES: usize = 4 << 10;
 /// The flags a pattern may be given, as in Python and the `regex` crate's `(?flags)`.
 const FLAGS: &str = "imsxU";
 
@@ -76,6 +82,9 @@ impl RegexCache {
     }
 
     fn keep(&self, key: (Vec<u8>, String), regex: &Regex) {
+        if key.0.len() > MAX_CACHED_PATTERN_BYTES {
+            return;
+        }
         let mut compiled = self.compiled.borrow_mut();
         if compiled.len() >= CACHE_ENTRIES {
             compiled.clear();
@@ -92,6 +101,13 @@ fn error(message: String) -> mlua::Error {
 }
 
 fn compile(function: &str, pattern: &[u8], flags: &str) -> mlua::Result<Regex> {
+    if pattern.len() > MAX_PATTERN_BYTES {
+        return Err(error(format!(
+            "{function}: the pattern is {} bytes, more than the {} KiB a pattern may have; match its parts one at a time, or search for plain text with string.find(s, text, 1, true)",
+            pattern.len(),
+            MAX_PATTERN_BYTES >> 10
+        )));
+    }
     let text = std::str::from_utf8(pattern).map_err(|e| {
         error(format!(
             "{function}: the pattern is not valid UTF-8 (byte {})",
@@ -123,7 +139,8 @@ fn compile(function: &str, pattern: &[u8], flags: &str) -> mlua::Result<Regex> {
 fn describe(pattern: &str, error: &regex::Error) -> String {
     match error {
         regex::Error::CompiledTooBig(limit) => format!(
-            "pattern {pattern:?} is too large once compiled (more than {limit} bytes); use a simpler pattern or smaller repetition counts"
+            "pattern {} is too large once compiled (more than {limit} bytes); use a simpler pattern or smaller repetition counts",
+            quoted(pattern.as_bytes())
         ),
         regex::Error::Syntax(text) => {
             // The crate's message shows the pattern with a caret line under the problem
@@ -141,13 +158,14 @@ fn describe(pattern: &str, error: &regex::Error) -> String {
             match column {
                 // The pattern is printed indented by four spaces.
                 Some(column) => format!(
-                    "bad pattern {pattern:?}: {problem} at character {}",
+                    "bad pattern {}: {problem} at character {}",
+                    quoted(pattern.as_bytes()),
                     column.saturating_sub(4) + 1
                 ),
-                None => format!("bad pattern {pattern:?}: {problem}"),
+                None => format!("bad pattern {}: {problem}", quoted(pattern.as_bytes())),
             }
         }
-        other => format!("bad pattern {pattern:?}: {other}"),
+        other => format!("bad pattern {}: {other}", quoted(pattern.as_bytes())),
     }
 }
 
@@ -429,9 +447,21 @@ impl Replacement {
 
     /// Appends the replacement of one match; a function or table giving nil or false
     /// keeps the match.
-    fn append(&self, lua: &Lua, captures: &Captures, out: &mut Vec<u8>) -> mlua::Result<()> {
+    fn append(
+        &self,
+        lua: &Lua,
+        captures: &Captures,
+        out: &mut Vec<u8>,
+        meter: &WorkMeter,
+    ) -> mlua::Result<()> {
+        let whole = captures.get(0).map_or(0, |m| m.len());
         let value = match self {
             Replacement::Template(template) => {
+                // Every group lies in the match: a template repeating `$0` could
+                // otherwise expand far past the memory limit in one go.
+                let refs = template.iter().filter(|&&b| b == b'$').count();
+                let most = template.len().saturating_add(refs.saturating_mul(whole));
+                meter.check_growth(out.len(), out.capacity(), most)?;
                 captures.expand(template, out);
                 return Ok(());
             }
@@ -450,7 +480,11 @@ impl Replacement {
             Value::Nil | Value::Boolean(false) => {
                 out.extend_from_slice(captures.get(0).map_or(&[][..], |m| m.as_bytes()))
             }
-            Value::String(text) => out.extend_from_slice(&text.as_bytes()),
+            Value::String(text) => {
+                let text = text.as_bytes();
+                meter.check_growth(out.len(), out.capacity(), text.len())?;
+                out.extend_from_slice(&text);
+            }
             Value::Integer(i) => out.extend_from_slice(i.to_string().as_bytes()),
             Value::Number(n) => out.extend_from_slice(n.to_string().as_bytes()),
             other => {
@@ -486,20 +520,24 @@ fn gsub(
     let mut out = Vec::new();
     let mut copied = 0;
     let mut n = 0;
-    let mut advance = |out: &mut Vec<u8>, start: usize, end: usize| -> mlua::Result<()> {
-        meter.hold(out.capacity());
-        meter.spend(end - copied + 1)?;
-        out.extend_from_slice(bytes.get(copied..start).unwrap_or_default());
+    // Each match counts its input and what replaced it: the result grows outside Lua.
+    let mut advance = |meter: &mut WorkMeter, out: &Vec<u8>, start: usize, end: usize| {
+        let work = end - copied + 1;
+        let skipped = bytes.get(copied..start).unwrap_or_default();
         copied = end;
         n += 1;
-        Ok(())
+        meter.hold(out.capacity());
+        meter.spend(work).map(|()| skipped)
     };
     match &replacement {
         // A template without `$` needs no groups: the faster search for matches only.
         Replacement::Template(text) if !text.contains(&b'$') => {
             for found in regex.find_iter(&bytes).take(max) {
-                advance(&mut out, found.start(), found.end())?;
+                let skipped = advance(&mut meter, &out, found.start(), found.end())?;
+                meter.check_growth(out.len(), out.capacity(), skipped.len() + text.len())?;
+                out.extend_from_slice(skipped);
                 out.extend_from_slice(text);
+                meter.spend(text.len())?;
             }
         }
         _ => {
@@ -507,8 +545,11 @@ fn gsub(
                 let Some(whole) = captures.get(0) else {
                     continue;
                 };
-                advance(&mut out, whole.start(), whole.end())?;
-                replacement.append(lua, &captures, &mut out)?;
+                let skipped = advance(&mut meter, &out, whole.start(), whole.end())?;
+                out.extend_from_slice(skipped);
+                let before = out.len();
+                replacement.append(lua, &captures, &mut out, &meter)?;
+                meter.spend(out.len() - before)?;
             }
         }
     }

@@ -82,7 +82,7 @@ unsafe extern "C-unwind" fn count_only_collectgarbage(state: *mut ffi::lua_State
         let shown = if ffi::lua_isnoneornil(state, 1) != 0 {
             String::new()
         } else {
-            format!("\"{}\"", String::from_utf8_lossy(option))
+            format!("\"{}\"", super::errors::shown(option))
         };
         let message =
             format!("collectgarbage({shown}) is not available in the sandbox; only \"count\" is");

@@ -15,13 +15,21 @@ use crate::tokens;
 pub(super) fn print(lua: &Lua, state: Rc<BuiltinState>) -> mlua::Result<Function> {
     let tostring: Function = lua.globals().get("tostring")?;
     lua.create_function(move |_, args: MultiValue| {
+        // The line is built no longer than the room left plus one byte, which is enough
+        // for the output limit to trip: a line of huge strings is never copied whole.
+        let most = state.tripwire.output_room().saturating_add(1);
         let mut line = Vec::new();
         for (i, value) in args.into_iter().enumerate() {
             if i > 0 {
                 line.push(b'\t');
             }
             let text: mlua::LuaString = tostring.call(value)?;
-            line.extend_from_slice(&text.as_bytes());
+            let text = text.as_bytes();
+            let fits = most.saturating_sub(line.len()).min(text.len());
+            line.extend_from_slice(&text[..fits]);
+            if line.len() >= most {
+                break;
+            }
         }
         line.push(b'\n');
         state.tripwire.append_output(&line)
@@ -101,7 +109,13 @@ pub(super) fn token_split(lua: &Lua) -> mlua::Result<Function> {
             )));
         }
         let text = text_of(&text);
-        lua.create_sequence_from(tokens::split(&text, n, overlap))
+        let pieces = lua.create_table()?;
+        let mut count = 0;
+        tokens::split_each(&text, n, overlap, |piece| {
+            count += 1;
+            pieces.raw_set(count, piece)
+        })?;
+        Ok(pieces)
     })
 }
 

@@ -10,7 +10,7 @@ use mlua::{Function, Lua, LuaString, Table, Value, ffi};
 
 use crate::conventions::builtins::BuiltinId;
 use crate::environment::chunks::InternalChunk;
-use crate::environment::errors::{is_memory_error, per_state, plain_message};
+use crate::environment::errors::{is_memory_error, per_state, plain_message, quoted};
 use crate::environment::limits::{LimitKind, Tripwire};
 use crate::environment::meter::WorkMeter;
 
@@ -73,7 +73,7 @@ pub(super) fn known_options(function: BuiltinId, opts: &Table, known: &[&str]) -
 /// A value as an error message shows it: `"name"`, `3`, `2.5`, `true`, `a function`.
 pub(super) fn describe_value(value: &Value) -> String {
     match value {
-        Value::String(text) => format!("{:?}", text.to_string_lossy()),
+        Value::String(text) => quoted(&text.as_bytes()),
         Value::Integer(i) => i.to_string(),
         Value::Number(n) => n.to_string(),
         Value::Boolean(b) => b.to_string(),

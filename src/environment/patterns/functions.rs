@@ -13,6 +13,7 @@ use super::limits::Tripwire;
 use super::matcher::{CaptureValue, Matcher, start_position};
 use super::plan::{Searcher, anchor};
 use super::{Failure, SPECIALS, raise};
+use crate::environment::errors::shown;
 use crate::environment::lauxlib::type_name;
 
 /// Replaces `string.find`, `string.match`, `string.gmatch` and `string.gsub` (also
@@ -187,7 +188,7 @@ fn type_name_for_message(value: &Value) -> String {
             .metatable()
             .and_then(|meta| meta.raw_get::<Value>("__name").ok());
         if let Some(Value::String(name)) = name {
-            return name.to_string_lossy();
+            return shown(&name.as_bytes()).into_owned();
         }
     }
     if let Value::LightUserData(_) = value {

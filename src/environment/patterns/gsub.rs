@@ -21,6 +21,7 @@ use super::matcher::{CaptureValue, Matcher};
 use super::plan::{Searcher, anchor};
 use super::{ESCAPE, Failure, raise};
 use crate::environment::lauxlib::type_name;
+use crate::environment::meter::CHECK_BYTES;
 
 /// Distinct addresses for the markers of [`Gsub`]'s replies (one static each could be
 /// merged; elements of one array cannot).
@@ -260,6 +261,15 @@ fn add_text(
     text: &[u8],
     out: &mut Vec<u8>,
 ) -> Result<(), Failure> {
+    // Every capture lies in the match (a position capture is a short number): a template
+    // repeating `%0` could otherwise expand far past the memory limit in one go.
+    let escapes = text.iter().filter(|&&b| b == ESCAPE).count();
+    let most = text
+        .len()
+        .saturating_add(escapes.saturating_mul((e - s).max(20)));
+    if most >= CHECK_BYTES {
+        matcher.check_before(most)?;
+    }
     let mut rest = text;
     while let Some(at) = rest.iter().position(|&b| b == ESCAPE) {
         out.extend_from_slice(piece(rest, 0, at));

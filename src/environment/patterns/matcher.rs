@@ -85,6 +85,12 @@ impl<'a> Matcher<'a> {
         }
     }
 
+    /// Checks the limits now, before `more` bytes are added to what is held outside Lua
+    /// (a replacement about to be expanded).
+    pub(crate) fn check_before(&self, more: usize) -> Result<(), Failure> {
+        (self.check)(self.held_bytes.saturating_add(more)).map_err(Failure::Host)
+    }
+
     #[cold]
     fn refuel(&mut self) -> Result<(), Failure> {
         self.fuel = STEP_INTERVAL;

@@ -31,6 +31,7 @@ use mlua::{Table, Value};
 
 use super::reading::known_options;
 use crate::conventions::builtins::BuiltinId;
+use crate::environment::errors::quoted;
 
 mod encode;
 mod read;
@@ -81,8 +82,8 @@ fn separator(function: BuiltinId, opts: &Table) -> mlua::Result<u8> {
         Value::String(sep) if matches!(*sep.as_bytes(), [b'"' | b'\n' | b'\r']) => Err(error(
             function,
             format!(
-                "sep cannot be a quote or a line break, got {:?}",
-                sep.to_string_lossy()
+                "sep cannot be a quote or a line break, got {}",
+                quoted(&sep.as_bytes())
             ),
         )),
         Value::String(sep) if sep.as_bytes().len() == 1 => Ok(sep.as_bytes()[0]),
@@ -91,7 +92,7 @@ fn separator(function: BuiltinId, opts: &Table) -> mlua::Result<u8> {
             format!(
                 "sep must be one character, like \",\" or \"\\t\", got {}",
                 match &other {
-                    Value::String(s) => format!("{:?}", s.to_string_lossy()),
+                    Value::String(s) => quoted(&s.as_bytes()),
                     other => a_type(other),
                 }
             ),

@@ -9,6 +9,7 @@ use mlua::{Function, Lua, LuaString, Table, Value, ffi};
 use super::super::reading::{RecordSource, batched_iterator, limit_on_memory, text_arg};
 use super::{ReadOptions, error};
 use crate::conventions::builtins::BuiltinId;
+use crate::environment::errors::quoted;
 use crate::environment::limits::Tripwire;
 use crate::environment::meter::{VALUE_COST, WorkMeter, with_collector_paused};
 
@@ -157,8 +158,8 @@ fn header_names(
         return Err(error(
             function,
             format!(
-                "the header names column {:?} twice (the second time in column {}); pass {{header = false}} to read rows as arrays",
-                String::from_utf8_lossy(name),
+                "the header names column {} twice (the second time in column {}); pass {{header = false}} to read rows as arrays",
+                quoted(name),
                 i + 1
             ),
         ));

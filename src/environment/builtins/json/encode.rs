@@ -8,6 +8,7 @@ use mlua::{Function, Lua, Table, Value, ffi};
 use super::super::reading::{describe_value, known_options, limit_on_memory};
 use super::{MAX_DEPTH, install_array_metatable, is_null};
 use crate::conventions::builtins::BuiltinId;
+use crate::environment::errors::{quoted, shown};
 use crate::environment::limits::Tripwire;
 use crate::environment::meter::{VALUE_COST, WorkMeter};
 
@@ -351,9 +352,9 @@ fn push_key(path: &mut String, key: &[u8]) {
         && key.iter().all(|&b| b.is_ascii_alphanumeric() || b == b'_');
     if plain {
         path.push('.');
-        path.push_str(&String::from_utf8_lossy(key));
+        path.push_str(&shown(key));
     } else {
-        let _ = write!(path, "[{:?}]", String::from_utf8_lossy(key));
+        let _ = write!(path, "[{}]", quoted(key));
     }
 }
 

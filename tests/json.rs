@@ -75,6 +75,25 @@ fn empty_arrays_and_objects_keep_their_kind() {
 }
 
 #[test]
+fn the_arrays_shared_metatable_is_protected() {
+    let env = env(Limits::default());
+    let code = r#"
+        local t = json.array()
+        print(getmetatable(t), getmetatable(json.decode('[1]')))
+        print(pcall(function() getmetatable(t).__gc = print end))
+        print(pcall(setmetatable, t, {}))
+        print(json.encode(json.array()))
+    "#;
+    assert_eq!(
+        output(&env, code),
+        "json.array\tjson.array\n\
+         false\tinput:4: attempt to index a string value\n\
+         false\tcannot change a protected metatable\n\
+         []\n"
+    );
+}
+
+#[test]
 fn null_is_json_null_and_encodes_back_as_null() {
     let env = env(Limits::default());
     let code = r#"

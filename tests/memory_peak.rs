@@ -107,3 +107,20 @@ fn messages_show_only_the_start_of_a_huge_string() {
         0,
     );
 }
+
+/// A row's width is its largest position: `{[2^40] = 1}` is a trillion empty fields,
+/// which count against the memory limit as they are written (checked every megabyte of
+/// them, so the text may double once past the limit before the check: 200, not 120).
+#[test]
+fn a_sparse_row_counts_its_empty_fields_as_they_are_written() {
+    ends_below("print(pcall(csv.encode, {{[2^40] = 1}}))", 1, 200);
+}
+
+/// The children of `rlm_query_batched` run on threads, so their prompts are copied out
+/// of Lua: three hundred references to one 10 MB string are checked before they are.
+#[test]
+fn batched_prompts_are_checked_before_they_are_copied_out_of_lua() {
+    limit_stops_it_below_120_mib(
+        "local s = string.rep('x', 1e7) local t = {} for i = 1, 300 do t[i] = s end print(pcall(rlm_query_batched, t))",
+    );
+}

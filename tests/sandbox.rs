@@ -489,3 +489,41 @@ mod recursion_limit {
         );
     }
 }
+
+/// The primitives behind the text functions are reachable from code, past the Lua side's
+/// checks: an overlap as large as the chunk is clamped, never a panic or an endless loop.
+#[test]
+fn text_primitives_called_directly_clamp_their_overlap() {
+    let env = env();
+    assert_eq!(
+        output(
+            &env,
+            "local p = _text_primitives
+             print(#p.chunk_by_lines('a\\nb\\nc\\nd', 2, 5), #p.chunk_by_size('abcdefgh', 4, 9))"
+        ),
+        "3\t5\n"
+    );
+}
+
+/// Searching or asking `help` with any text ends well inside the time limit: a query of
+/// a hundred thousand distinct words (its terms were deduplicated in quadratic time),
+/// and a 3 MB name (compared with every function's name for a "did you mean").
+#[test]
+fn fn_search_and_help_with_huge_arguments_end_in_time() {
+    let env = Environment::new(
+        Registry::baked().clone(),
+        Limits {
+            time: Duration::from_secs(10),
+            ..limits()
+        },
+    )
+    .unwrap();
+    let out = output(
+        &env,
+        "local w = {} for i = 1, 1e5 do w[i] = 'w' .. i end
+         print(type(fn_search(table.concat(w, ' '))))
+         local ok, e = pcall(help, string.rep('x', 3e6))
+         print(ok, #e < 200)",
+    );
+    assert_eq!(out, "table\nfalse\ttrue\n");
+}

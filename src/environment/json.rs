@@ -3,6 +3,29 @@
 use mlua::{Lua, MultiValue, Value};
 use serde_json::{Map, Number, Value as Json};
 
+use super::errors::shown;
+use super::meter::{VALUE_COST, WorkMeter};
+
+/// What a conversion to JSON has made so far, outside Lua: it counts against the memory
+/// limit as it grows, since JSON has no references and a table that a value reaches many
+/// times (`x = {x, x}` twelve times over) is written out each time.
+pub(super) struct Made<'m, 'l> {
+    meter: &'m mut WorkMeter<'l>,
+    bytes: usize,
+}
+
+impl<'m, 'l> Made<'m, 'l> {
+    pub(super) fn new(meter: &'m mut WorkMeter<'l>) -> Self {
+        Made { meter, bytes: 0 }
+    }
+
+    fn add(&mut self, bytes: usize) -> mlua::Result<()> {
+        self.bytes = self.bytes.saturating_add(bytes);
+        self.meter.hold(self.bytes);
+        self.meter.spend(bytes)
+    }
+}
+
 /// Deeper nesting is an error (in both directions), which also stops cycles.
 const MAX_DEPTH: usize = 64;
 
@@ -43,7 +66,7 @@ pub(super) fn to_lua(lua: &Lua, value: &Json, depth: usize) -> mlua::Result<Valu
 }
 
 /// A function's results as one JSON value: none → null, one → it, more → an array.
-pub(super) fn results_to_json(results: MultiValue) -> mlua::Result<Json> {
+pub(super) fn results_to_json(results: MultiValue, made: &mut Made) -> mlua::Result<Json> {
     let mut values: Vec<Json> = Vec::with_capacity(results.len());
     for (i, value) in results.into_iter().enumerate() {
         let path = if i == 0 {
@@ -51,7 +74,7 @@ pub(super) fn results_to_json(results: MultiValue) -> mlua::Result<Json> {
         } else {
             format!("result {}", i + 1)
         };
-        values.push(to_json(&value, &path, 0)?);
+        values.push(to_json(&value, &path, 0, made)?);
     }
     Ok(match values.len() {
         0 => Json::Null,
@@ -60,12 +83,22 @@ pub(super) fn results_to_json(results: MultiValue) -> mlua::Result<Json> {
     })
 }
 
-pub(super) fn to_json(value: &Value, path: &str, depth: usize) -> mlua::Result<Json> {
+pub(super) fn to_json(
+    value: &Value,
+    path: &str,
+    depth: usize,
+    made: &mut Made,
+) -> mlua::Result<Json> {
     if depth > MAX_DEPTH {
         return Err(error(format!(
             "{path}: nested deeper than {MAX_DEPTH} levels (a cycle?)"
         )));
     }
+    let size = match value {
+        Value::String(s) => s.as_bytes().len(),
+        _ => 0,
+    };
+    made.add(size + VALUE_COST)?;
     Ok(match value {
         Value::Nil => Json::Null,
         Value::Boolean(b) => Json::Bool(*b),
@@ -91,7 +124,7 @@ pub(super) fn to_json(value: &Value, path: &str, depth: usize) -> mlua::Result<J
                 for (key, item) in &pairs {
                     if let Value::Integer(i) = key {
                         let index = (*i - 1) as usize;
-                        items[index] = to_json(item, &format!("{path}[{i}]"), depth + 1)?;
+                        items[index] = to_json(item, &format!("{path}[{i}]"), depth + 1, made)?;
                     }
                 }
                 Json::Array(items)
@@ -110,7 +143,13 @@ pub(super) fn to_json(value: &Value, path: &str, depth: usize) -> mlua::Result<J
                             )));
                         }
                     };
-                    let item = to_json(item, &format!("{path}.{key}"), depth + 1)?;
+                    made.add(key.len())?;
+                    let item = to_json(
+                        item,
+                        &format!("{path}.{}", shown(key.as_bytes())),
+                        depth + 1,
+                        made,
+                    )?;
                     object.insert(key, item);
                 }
                 Json::Object(object)

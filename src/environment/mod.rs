@@ -415,7 +415,8 @@ impl Environment {
                 values.push(json::to_lua(&self.lua, arg, 0)?);
             }
             let results = function.call::<mlua::MultiValue>(mlua::MultiValue::from_vec(values))?;
-            json::results_to_json(results)
+            let mut meter = meter::WorkMeter::new(&self.lua, &self.tripwire);
+            json::results_to_json(results, &mut json::Made::new(&mut meter))
         };
         let result = call();
         if result.is_err() || self.tripwire.tripped().is_some() {

@@ -356,11 +356,14 @@ pub(crate) fn table(
     add(
         "chunk_by_lines",
         primitive!(|lua, meter, (text, n, overlap): (LuaString, i64, i64)| {
+            // The Lua side refuses an overlap of n or more; code may call the primitive
+            // directly, so it is clamped here too (else no chunk would move on).
+            let n = count(n).max(1);
             chunk_by_lines(
                 lua,
                 &text.as_bytes(),
-                count(n).max(1),
-                count(overlap),
+                n,
+                count(overlap).min(n - 1),
                 &mut meter,
             )
         }),
@@ -383,8 +386,9 @@ pub(crate) fn table(
         "chunk_by_size",
         primitive!(|lua, meter, (text, size, overlap): (LuaString, i64, i64)| {
             let text = text.as_bytes();
-            let chunks = size_chunks(&text, count(size).max(4), count(overlap));
-            let expected = text.len() / count(size).max(4) + 1;
+            let size = count(size).max(4);
+            let chunks = size_chunks(&text, size, count(overlap).min(size - 1));
+            let expected = text.len() / size + 1;
             string_sequence(
                 lua,
                 chunks.map(|(start, end)| text.get(start..end).unwrap_or_default()),

@@ -2,6 +2,7 @@
 //! contributions summed per function in reused accumulators, the best few kept.
 
 use std::cell::RefCell;
+use std::collections::HashSet;
 
 use super::SearchOptions;
 use crate::Function;
@@ -21,16 +22,16 @@ pub(super) struct QueryTerm {
 fn query_terms(index: &Index, query: &str) -> Vec<QueryTerm> {
     let tokenizer = Tokenizer::new();
     let mut terms: Vec<QueryTerm> = Vec::new();
+    // A set, not a scan of the terms so far: a query of a hundred thousand distinct
+    // words (code may pass any text) would otherwise take quadratic time.
+    let mut seen: HashSet<Result<u32, String>> = HashSet::new();
     tokenize::for_each_word(query, |word| {
         let Some(found) = index.word(&tokenizer, word) else {
             return;
         };
         let term = found.ok();
-        let seen = terms.iter().any(|t| match term {
-            Some(_) => t.term == term,
-            None => t.term.is_none() && t.word == word,
-        });
-        if !seen {
+        let key = term.ok_or_else(|| word.to_string());
+        if seen.insert(key) {
             terms.push(QueryTerm {
                 word: word.to_string(),
                 term,

@@ -209,11 +209,17 @@ impl<'a> FunctionSpec<'a> {
 /// assert_eq!(closest_name("wordcount", ["word_count", "line_count"]), Some("word_count"));
 /// assert_eq!(closest_name("countlines", ["word_count", "line_count"]), Some("line_count"));
 /// assert_eq!(closest_name("zzz", ["grep_text", "lines"]), None);
+/// assert_eq!(closest_name(&"grep_text".repeat(20), ["grep_text"]), None);
 /// ```
 pub fn closest_name<'a>(
     name: &str,
     candidates: impl IntoIterator<Item = &'a str>,
 ) -> Option<&'a str> {
+    // A name this long is like no function name, and comparing it with each would take
+    // time in proportion to its length (code may look up any text).
+    if name.len() > MAX_LIKENED_NAME_BYTES {
+        return None;
+    }
     let wanted = squashed(name);
     candidates
         .into_iter()
@@ -223,6 +229,9 @@ pub fn closest_name<'a>(
         .max_by(|a, b| a.0.total_cmp(&b.0))
         .map(|(_, candidate)| candidate)
 }
+
+/// Names longer than this get no "did you mean".
+const MAX_LIKENED_NAME_BYTES: usize = 128;
 
 /// Names longer than this many words are compared in their own order only: the orders
 /// grow as a factorial.

@@ -6,10 +6,11 @@
 use std::rc::Rc;
 use std::sync::Arc;
 
-use mlua::{Function, Lua};
+use mlua::{Function, Lua, LuaString};
 
 use super::state::BuiltinState;
 use crate::conventions::builtins::BuiltinId;
+use crate::environment::meter::WorkMeter;
 use crate::llm::Request;
 
 /// `rlm_query(prompt [, context])`: a child agent, or `llm_query` when there is none
@@ -29,8 +30,18 @@ pub(super) fn rlm_query(lua: &Lua, state: Rc<BuiltinState>) -> mlua::Result<Func
 /// `rlm_query_batched(prompts [, contexts])`: children on scoped threads, answers in order.
 pub(super) fn rlm_query_batched(lua: &Lua, state: Rc<BuiltinState>) -> mlua::Result<Function> {
     lua.create_function(
-        move |lua, (prompts, contexts): (Vec<String>, Option<Vec<String>>)| {
+        move |lua, (prompts, contexts): (Vec<LuaString>, Option<Vec<LuaString>>)| {
+            // The children run on threads, so their texts are copied out of Lua: the
+            // copies count against the memory limit before they are made.
             let contexts = contexts.unwrap_or_default();
+            let copied = prompts
+                .iter()
+                .chain(&contexts)
+                .map(|text| text.as_bytes().len());
+            WorkMeter::new(lua, &state.tripwire).check_holding(copied.sum())?;
+            let text = |text: &LuaString| text.to_string_lossy();
+            let prompts: Vec<String> = prompts.iter().map(text).collect();
+            let contexts: Vec<String> = contexts.iter().map(text).collect();
             let Some(agent) = state.sub_agent.clone() else {
                 let answers = prompts
                     .iter()

@@ -10,6 +10,7 @@ use super::core::count_arg;
 use super::state::BuiltinState;
 use crate::catalog::Catalog;
 use crate::conventions::builtins::{BUILTIN_VALUES, BuiltinId};
+use crate::environment::errors::shown;
 use crate::llm::{Completion, Llm, LlmError, Request};
 use crate::spec::Origin;
 
@@ -53,14 +54,14 @@ pub(super) fn help(lua: &Lua, catalog: Arc<Catalog>) -> mlua::Result<Function> {
             )));
         }
         let help = BuiltinId::Help.name();
-        Err(mlua::Error::RuntimeError(
-            match catalog.closest_name(&name) {
-                Some(suggestion) => {
-                    format!("{help}: no function named '{name}'; did you mean '{suggestion}'?")
-                }
-                None => format!("{help}: no function named '{name}'; call {help}() to list them"),
-            },
-        ))
+        let suggestion = catalog.closest_name(&name);
+        let name = shown(name.as_bytes());
+        Err(mlua::Error::RuntimeError(match suggestion {
+            Some(suggestion) => {
+                format!("{help}: no function named '{name}'; did you mean '{suggestion}'?")
+            }
+            None => format!("{help}: no function named '{name}'; call {help}() to list them"),
+        }))
     })
 }
 

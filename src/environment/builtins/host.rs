@@ -11,6 +11,7 @@ use super::state::BuiltinState;
 use crate::catalog::Catalog;
 use crate::environment::errors::{lua_message, raise_failures};
 use crate::environment::json;
+use crate::environment::meter::WorkMeter;
 use crate::providers::host::JsonHandler;
 use crate::providers::{Call, RawHandler};
 
@@ -63,8 +64,10 @@ pub(super) fn host_json(
     let inner = lua.create_function(move |lua, args: MultiValue| {
         let converted = || -> Result<serde_json::Value, String> {
             let mut values = Vec::with_capacity(args.len().max(arity));
+            let mut meter = WorkMeter::new(lua, &state.tripwire);
+            let mut made = json::Made::new(&mut meter);
             for (i, arg) in args.iter().enumerate() {
-                let value = json::to_json(arg, &format!("argument {}", i + 1), 0)
+                let value = json::to_json(arg, &format!("argument {}", i + 1), 0, &mut made)
                     .map_err(|e| lua_message(&e))?;
                 values.push(value);
             }

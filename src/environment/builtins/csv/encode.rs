@@ -9,6 +9,7 @@ use mlua::{FromLua, Function, Lua, LuaString, Table, Value, ffi};
 use super::super::reading::{describe_value, known_options, limit_on_memory};
 use super::{error, flag, separator};
 use crate::conventions::builtins::BuiltinId;
+use crate::environment::errors::quoted;
 use crate::environment::limits::Tripwire;
 use crate::environment::meter::{VALUE_COST, WorkMeter};
 
@@ -69,7 +70,8 @@ pub(in crate::environment::builtins) fn encode(
                 let row: Table = rows.raw_get(i)?;
                 for column in &columns {
                     let value: Value = row.raw_get(column)?;
-                    let place = || format!("row {i}, column {:?}", column.to_string_lossy());
+                    let place = || format!("row {i}, column {}", quoted(&column.as_bytes()));
+                    meter.hold(writer.get_ref().capacity());
                     write_field(lua, &mut writer, &mut meter, value, place, write_error)?;
                 }
                 writer.write_record(None::<&[u8]>).map_err(write_error)?;
@@ -86,6 +88,9 @@ pub(in crate::environment::builtins) fn encode(
                 for j in 1..=length {
                     let value: Value = row.raw_get(j)?;
                     let place = || format!("row {i}, field {j}");
+                    // A row's width is its largest position, which may be far past its
+                    // fields: the empty ones in between count as they are written.
+                    meter.hold(writer.get_ref().capacity());
                     write_field(lua, &mut writer, &mut meter, value, place, write_error)?;
                 }
                 writer.write_record(None::<&[u8]>).map_err(write_error)?;
@@ -292,8 +297,8 @@ fn row_shape(row: &Table, n: usize) -> mlua::Result<RowShape> {
         (Some(name), Some(position)) => Err(error(
             BuiltinId::CsvEncode,
             format!(
-                "row {n} mixes column names and positions (keys {:?} and {position})",
-                name.to_string_lossy()
+                "row {n} mixes column names and positions (keys {} and {position})",
+                quoted(&name.as_bytes())
             ),
         )),
         (Some(_), None) => Ok(RowShape::Keyed),

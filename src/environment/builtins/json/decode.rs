@@ -43,6 +43,15 @@ impl Tape {
         self.unescaped.clear();
     }
 
+    /// Gives back what a large document made the tape hold, so that a tape kept between
+    /// documents (an iterator's, idle or failed) holds little outside Lua.
+    pub(super) fn release_if_large(&mut self) {
+        const KEPT_BYTES: usize = 1 << 20;
+        if self.held() > KEPT_BYTES {
+            *self = Tape::default();
+        }
+    }
+
     /// Bytes held outside Lua, counted with Lua's memory against the limit.
     fn held(&self) -> usize {
         self.events.capacity() * std::mem::size_of::<Event>() + self.unescaped.capacity()

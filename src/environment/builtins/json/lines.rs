@@ -69,13 +69,17 @@ impl RecordSource for Lines {
             return Ok(false);
         };
         let record = &text[start..end];
-        read(
+        let tape = &mut self.tape;
+        if let Err(error) = read(
             BuiltinId::JsonLines.name(),
             record,
-            &mut self.tape,
+            tape,
             meter,
             Some(self.line),
-        )?;
+        ) {
+            tape.release_if_large();
+            return Err(error);
+        }
         let mut builder = Builder {
             state,
             input: record,
@@ -85,8 +89,9 @@ impl RecordSource for Lines {
         };
         // SAFETY: as the trait promises of `state`; the tape and the record are owned
         // outside the protected call.
-        unsafe { builder.push_value(&mut 0)? };
-        Ok(true)
+        let pushed = unsafe { builder.push_value(&mut 0) };
+        self.tape.release_if_large();
+        pushed.map(|()| true)
     }
 }
 

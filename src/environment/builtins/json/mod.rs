@@ -74,13 +74,17 @@ fn without_bom(text: &[u8]) -> &[u8] {
     text.strip_prefix(BOM).unwrap_or(text)
 }
 
-/// Makes the arrays' shared metatable, once per Lua state.
+/// Makes the arrays' shared metatable, once per Lua state. It is protected
+/// (`getmetatable` gives its name): arrays are given it from Rust, past the sandbox's
+/// `setmetatable`, so code that could change it could give every array a finalizer the
+/// sandbox never saw.
 pub(super) fn install_array_metatable(lua: &Lua) -> mlua::Result<Table> {
     if let Some(metatable) = lua.named_registry_value::<Option<Table>>(ARRAY_METATABLE)? {
         return Ok(metatable);
     }
     let metatable = lua.create_table()?;
     metatable.raw_set("__name", "json.array")?;
+    metatable.raw_set("__metatable", "json.array")?;
     lua.set_named_registry_value(ARRAY_METATABLE, &metatable)?;
     Ok(metatable)
 }

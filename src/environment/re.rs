@@ -424,17 +424,23 @@ fn split(
 
 /// What `re.gsub` puts in place of a match.
 enum Replacement {
-    Template(Vec<u8>),
+    /// A template, and how many `$` it has (counted once, to bound each expansion).
+    Template(Vec<u8>, usize),
     Call(Function),
     Index(Table),
 }
 
 impl Replacement {
+    fn template(text: Vec<u8>) -> Self {
+        let refs = text.iter().filter(|&&b| b == b'$').count();
+        Replacement::Template(text, refs)
+    }
+
     fn from_value(value: Value) -> mlua::Result<Self> {
         match value {
-            Value::String(text) => Ok(Replacement::Template(text.as_bytes().to_vec())),
-            Value::Integer(i) => Ok(Replacement::Template(i.to_string().into_bytes())),
-            Value::Number(n) => Ok(Replacement::Template(n.to_string().into_bytes())),
+            Value::String(text) => Ok(Replacement::template(text.as_bytes().to_vec())),
+            Value::Integer(i) => Ok(Replacement::template(i.to_string().into_bytes())),
+            Value::Number(n) => Ok(Replacement::template(n.to_string().into_bytes())),
             Value::Function(function) => Ok(Replacement::Call(function)),
             Value::Table(table) => Ok(Replacement::Index(table)),
             other => Err(error(format!(
@@ -456,10 +462,9 @@ impl Replacement {
     ) -> mlua::Result<()> {
         let whole = captures.get(0).map_or(0, |m| m.len());
         let value = match self {
-            Replacement::Template(template) => {
+            Replacement::Template(template, refs) => {
                 // Every group lies in the match: a template repeating `$0` could
                 // otherwise expand far past the memory limit in one go.
-                let refs = template.iter().filter(|&&b| b == b'$').count();
                 let most = template.len().saturating_add(refs.saturating_mul(whole));
                 meter.check_growth(out.len(), out.capacity(), most)?;
                 captures.expand(template, out);
@@ -531,7 +536,7 @@ fn gsub(
     };
     match &replacement {
         // A template without `$` needs no groups: the faster search for matches only.
-        Replacement::Template(text) if !text.contains(&b'$') => {
+        Replacement::Template(text, 0) => {
             for found in regex.find_iter(&bytes).take(max) {
                 let skipped = advance(&mut meter, &out, found.start(), found.end())?;
                 meter.check_growth(out.len(), out.capacity(), skipped.len() + text.len())?;

@@ -42,9 +42,17 @@ pub(super) fn marker(which: usize) -> Value {
 
 /// What `gsub` replaces a match with.
 enum Replacement {
-    Text(LuaString),
+    /// A template, and how many `%` it has (counted once, to bound each expansion).
+    Text(LuaString, usize),
     Call(Function),
     Index(Table),
+}
+
+impl Replacement {
+    fn text(text: LuaString) -> Self {
+        let escapes = text.as_bytes().iter().filter(|&&b| b == ESCAPE).count();
+        Replacement::Text(text, escapes)
+    }
 }
 
 /// What one run of [`Gsub`] ends with.
@@ -113,10 +121,10 @@ impl Gsub {
         // Lua checks the count (argument 4) before the replacement's type (argument 3).
         let max_replacements = args.opt_integer(4, len as i64 + 1)?;
         let replacement = match args.get(3) {
-            Some(Value::String(text)) => Replacement::Text(text.clone()),
+            Some(Value::String(text)) => Replacement::text(text.clone()),
             Some(number @ (Value::Integer(_) | Value::Number(_))) => {
                 match lua.coerce_string(number.clone())? {
-                    Some(text) => Replacement::Text(text),
+                    Some(text) => Replacement::text(text),
                     None => return Err(args.type_error(3, "string/function/table")),
                 }
             }
@@ -167,9 +175,10 @@ impl Gsub {
             self.count += 1;
             let matcher = searcher.matcher();
             match &self.replacement {
-                Replacement::Text(text) => {
+                Replacement::Text(text, escapes) => {
                     let before = self.out.len();
-                    add_text(matcher, &src, (start, e), &text.as_bytes(), &mut self.out)?;
+                    let template = (&*text.as_bytes(), *escapes);
+                    add_text(matcher, &src, (start, e), template, &mut self.out)?;
                     self.changed = true;
                     self.matched(matcher, e, self.out.len() - before + skipped.len())?;
                 }
@@ -258,12 +267,11 @@ fn add_text(
     matcher: &Matcher,
     src: &[u8],
     (s, e): (usize, usize),
-    text: &[u8],
+    (text, escapes): (&[u8], usize),
     out: &mut Vec<u8>,
 ) -> Result<(), Failure> {
     // Every capture lies in the match (a position capture is a short number): a template
     // repeating `%0` could otherwise expand far past the memory limit in one go.
-    let escapes = text.iter().filter(|&&b| b == ESCAPE).count();
     let most = text
         .len()
         .saturating_add(escapes.saturating_mul((e - s).max(20)));

@@ -71,7 +71,6 @@ pub(in crate::environment::builtins) fn encode(
                 for column in &columns {
                     let value: Value = row.raw_get(column)?;
                     let place = || format!("row {i}, column {}", quoted(&column.as_bytes()));
-                    meter.hold(writer.get_ref().capacity());
                     write_field(lua, &mut writer, &mut meter, value, place, write_error)?;
                 }
                 writer.write_record(None::<&[u8]>).map_err(write_error)?;
@@ -88,9 +87,6 @@ pub(in crate::environment::builtins) fn encode(
                 for j in 1..=length {
                     let value: Value = row.raw_get(j)?;
                     let place = || format!("row {i}, field {j}");
-                    // A row's width is its largest position, which may be far past its
-                    // fields: the empty ones in between count as they are written.
-                    meter.hold(writer.get_ref().capacity());
                     write_field(lua, &mut writer, &mut meter, value, place, write_error)?;
                 }
                 writer.write_record(None::<&[u8]>).map_err(write_error)?;
@@ -402,6 +398,10 @@ fn write_field(
         }
     };
     let (length, capacity) = (writer.get_ref().len(), writer.get_ref().capacity());
+    // Held as each field is written, not only after each row: a row's width is its
+    // largest position, which may be far past its fields (`{[2^40] = 1}`), and a column
+    // of keyed rows is written, empty, in every row without it.
+    meter.hold(capacity);
     meter.check_growth(
         length,
         capacity,

@@ -69,27 +69,26 @@ impl RecordSource for Lines {
             return Ok(false);
         };
         let record = &text[start..end];
-        let tape = &mut self.tape;
-        if let Err(error) = read(
+        let line = Some(self.line);
+        let read = read(
             BuiltinId::JsonLines.name(),
             record,
-            tape,
+            &mut self.tape,
             meter,
-            Some(self.line),
-        ) {
-            tape.release_if_large();
-            return Err(error);
-        }
-        let mut builder = Builder {
-            state,
-            input: record,
-            tape: &self.tape,
-            metatable: self.metatable,
-            meter,
-        };
-        // SAFETY: as the trait promises of `state`; the tape and the record are owned
-        // outside the protected call.
-        let pushed = unsafe { builder.push_value(&mut 0) };
+            line,
+        );
+        let pushed = read.and_then(|()| {
+            let mut builder = Builder {
+                state,
+                input: record,
+                tape: &self.tape,
+                metatable: self.metatable,
+                meter,
+            };
+            // SAFETY: as the trait promises of `state`; the tape and the record are owned
+            // outside the protected call.
+            unsafe { builder.push_value(&mut 0) }
+        });
         self.tape.release_if_large();
         pushed.map(|()| true)
     }

@@ -4,7 +4,7 @@
 //! - `llm_query_batched` of 32 prompts against one `llm_query`, on a loopback server
 //!   answering in 50 ms.
 
-#[path = "../tests/support/openai_server.rs"]
+#[path = "../tests/it/support/openai_server.rs"]
 #[allow(dead_code)]
 mod openai_server;
 

@@ -6,7 +6,7 @@
 //!
 //! `cargo bench --bench search`
 
-#[path = "../tests/support/corpus.rs"]
+#[path = "../tests/it/support/corpus.rs"]
 mod corpus;
 
 use std::time::{Duration, Instant};

@@ -94,7 +94,7 @@ pub fn check_files(files: &[(&str, &str)]) -> Vec<FileCheck> {
 
 /// Stack for the parsing thread: full_moon recurses once or more per nesting level, and
 /// `depth` caps the levels at `MAX_NESTING`, which this stack holds with a wide margin
-/// even in unoptimised builds (tested in `tests/conventions.rs`). Only the pages a parse
+/// even in unoptimised builds (tested in `tests/it/conventions.rs`). Only the pages a parse
 /// touches are ever committed.
 const PARSER_STACK_BYTES: usize = 256 * 1024 * 1024;
 

@@ -1,0 +1,100 @@
+//! The integration tests: one binary, one module per feature, so the crate and its
+//! dependencies are linked once. A module needing a feature is compiled only with it
+//! (`cargo test --all-features` runs them all); shared helpers are in `support/`.
+
+mod support;
+
+mod build_script;
+#[cfg(feature = "runtime")]
+mod builtins;
+#[cfg(feature = "cli")]
+mod cli;
+#[cfg(feature = "runtime")]
+mod config;
+#[cfg(feature = "runtime")]
+mod context;
+mod conventions;
+#[cfg(feature = "runtime")]
+mod csv;
+#[cfg(feature = "cli")]
+mod editor;
+#[cfg(feature = "runtime")]
+mod environment;
+#[cfg(feature = "cli")]
+mod eval;
+#[cfg(feature = "runtime")]
+mod fidelity;
+#[cfg(feature = "runtime")]
+mod grep;
+#[cfg(feature = "runtime")]
+mod json;
+mod layers;
+#[cfg(feature = "runtime")]
+mod llm_client;
+#[cfg(all(feature = "text", feature = "chunking"))]
+mod lua_library;
+#[cfg(feature = "cli")]
+mod memory_peak;
+#[cfg(feature = "runtime")]
+mod patterns;
+#[cfg(feature = "runtime")]
+mod providers;
+#[cfg(feature = "runtime")]
+mod providers_files;
+#[cfg(feature = "runtime")]
+mod providers_shell;
+#[cfg(all(feature = "cli", feature = "serve"))]
+mod python_habits;
+mod registry;
+#[cfg(feature = "runtime")]
+mod rlm_loop;
+#[cfg(feature = "runtime")]
+mod rlm_loop_agents;
+#[cfg(feature = "runtime")]
+mod rlm_loop_budgets;
+#[cfg(feature = "runtime")]
+mod rlm_loop_cli;
+#[cfg(feature = "runtime")]
+mod rlm_loop_prompt;
+#[cfg(feature = "runtime")]
+mod rlm_loop_trace;
+#[cfg(feature = "cli")]
+mod rlm_test;
+#[cfg(feature = "runtime")]
+mod sandbox;
+#[cfg(feature = "cli")]
+mod search;
+#[cfg(feature = "cli")]
+mod search_modes;
+#[cfg(feature = "cli")]
+mod search_modes_cli;
+#[cfg(feature = "cli")]
+mod search_modes_lua;
+#[cfg(feature = "cli")]
+mod serve_cli;
+#[cfg(feature = "cli")]
+mod serve_features;
+#[cfg(feature = "cli")]
+mod serve_json_api;
+#[cfg(feature = "cli")]
+mod serve_mcp;
+#[cfg(feature = "cli")]
+mod serve_security;
+#[cfg(feature = "cli")]
+mod serve_sessions;
+#[cfg(feature = "cli")]
+mod serve_stress;
+#[cfg(feature = "runtime")]
+mod tool_calls;
+#[cfg(feature = "runtime")]
+mod tool_dispatch;
+#[cfg(feature = "runtime")]
+mod tool_export;
+#[cfg(feature = "runtime")]
+mod tool_schema;
+#[cfg(feature = "cli")]
+mod trace_export;
+#[cfg(feature = "cli")]
+mod trace_html;
+#[cfg(feature = "cli")]
+mod trace_show;

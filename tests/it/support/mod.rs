@@ -1,0 +1,22 @@
+//! Helpers shared by integration tests. Each test binary uses only part of them.
+#![allow(dead_code)]
+
+pub mod bad_fixtures;
+#[cfg(feature = "cli")]
+pub mod corpus;
+#[cfg(feature = "cli")]
+pub mod cli;
+pub mod openai_server;
+#[cfg(feature = "cli")]
+pub mod peak;
+#[cfg(feature = "runtime")]
+pub mod reference;
+#[cfg(feature = "runtime")]
+pub mod rlm_loop;
+#[cfg(feature = "runtime")]
+pub mod sandbox;
+#[cfg(feature = "runtime")]
+pub mod search_modes;
+#[cfg(feature = "cli")]
+pub mod serve;
+pub mod tools;

@@ -83,12 +83,16 @@
 // Generated code names this crate `::rlm_registry`, inside it as well as outside.
 extern crate self as rlm_registry;
 
+#[cfg(feature = "runtime")]
+pub mod allocator;
 mod baked;
 #[cfg(feature = "runtime")]
 pub mod catalog;
 #[cfg(feature = "build")]
 pub mod codegen;
 pub mod conventions;
+#[cfg(feature = "runtime")]
+pub(crate) mod engines;
 #[cfg(feature = "runtime")]
 pub mod environment;
 #[cfg(feature = "runtime")]

@@ -4,7 +4,7 @@ mod cli;
 
 use std::process::ExitCode;
 
-use rlm_registry::environment::allocator;
+use rlm_registry::allocator;
 
 #[global_allocator]
 static ALLOCATOR: allocator::Allocator = allocator::Allocator;

@@ -5,7 +5,7 @@
 
 use std::process::Command;
 
-use rlm_registry::environment::allocator;
+use rlm_registry::allocator;
 
 /// The `rlm` binary's allocator, so that the figures are the binary's.
 #[global_allocator]

@@ -96,7 +96,7 @@ impl ServeArgs {
 pub(crate) fn run(args: &ServeArgs) -> Output {
     // A server runs for days: its memory goes back to the OS between bursts of sessions,
     // which glibc's allocator does and mimalloc's per-thread caches do not.
-    rlm_registry::environment::allocator::use_system_allocator();
+    rlm_registry::allocator::use_system_allocator();
     // Over stdio, stdout carries JSON-RPC only: logs go to stderr.
     let _ = tracing_subscriber::fmt()
         .with_max_level(tracing::Level::INFO)

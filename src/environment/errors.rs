@@ -3,33 +3,9 @@
 //! string it names; and the one test for the allocator's refusal, which must reach the
 //! environment untouched.
 
-use std::borrow::Cow;
-
 use mlua::{Function, Lua, Table, Value};
 
-/// The most bytes of a string a message shows: a message names a value, it never copies
-/// a large one (a 100 MB option name, escaped, would be held six times outside Lua).
-const SHOWN_BYTES: usize = 64;
-
-/// A string's first bytes as a message shows them, `…` after when there is more. Bytes
-/// that are not UTF-8 are shown as U+FFFD.
-pub(crate) fn shown(bytes: &[u8]) -> Cow<'_, str> {
-    if bytes.len() <= SHOWN_BYTES {
-        return String::from_utf8_lossy(bytes);
-    }
-    Cow::Owned(format!(
-        "{}…",
-        String::from_utf8_lossy(&bytes[..SHOWN_BYTES])
-    ))
-}
-
-/// A string quoted as a message shows it: `"name"`, escaped as Rust escapes a string,
-/// cut as [`shown`] cuts it (the `…` after the closing quote).
-pub(crate) fn quoted(bytes: &[u8]) -> String {
-    let cut = &bytes[..bytes.len().min(SHOWN_BYTES)];
-    let more = if cut.len() < bytes.len() { "…" } else { "" };
-    format!("{:?}{more}", String::from_utf8_lossy(cut))
-}
+pub(crate) use crate::engines::{quoted, shown};
 
 use super::chunks::InternalChunk;
 

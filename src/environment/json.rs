@@ -4,7 +4,7 @@ use mlua::{Lua, MultiValue, Value};
 use serde_json::{Map, Number, Value as Json};
 
 use super::errors::shown;
-use super::meter::{VALUE_COST, WorkMeter};
+use crate::engines::meter::{VALUE_COST, WorkMeter};
 
 /// What a conversion to JSON has made so far, outside Lua: it counts against the memory
 /// limit as it grows, since JSON has no references and a table that a value reaches many

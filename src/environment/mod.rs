@@ -26,24 +26,16 @@
 //! exactly as if every file had run in load order: a file's private helpers work, and a
 //! call to an overridden name reaches the winner.
 
-pub mod allocator;
 pub mod builtins;
 mod chunks;
-mod collections;
 mod errors;
-mod grep;
 pub mod hints;
 mod json;
-mod lauxlib;
 mod limits;
 mod load;
-mod meter;
 mod output;
-mod patterns;
 mod protected;
-mod re;
 mod sandbox;
-mod text;
 
 use std::fmt;
 use std::rc::Rc;
@@ -52,6 +44,8 @@ use std::sync::Arc;
 use mlua::{Function, HookTriggers, Lua, Table, Value, VmState};
 
 use chunks::InternalChunk;
+
+use crate::engines::{meter, patterns, re, text};
 
 use limits::Tripwire;
 pub use limits::{Interrupt, LimitKind, Limits, OutputObserver};
@@ -230,7 +224,7 @@ impl Environment {
         let lua = sandbox::new_state(Rc::clone(&tripwire))?;
         // Lua's pattern functions run in C, out of the hook's reach: use the port that
         // checks the limits as it goes.
-        patterns::install(&lua, Rc::clone(&tripwire))?;
+        patterns::install(&lua, Rc::clone(&tripwire.guard))?;
         let state = Rc::new(BuiltinState::new(
             Rc::clone(&tripwire),
             builder.llm,
@@ -246,10 +240,9 @@ impl Environment {
         // `re` and the text primitives share the environment's compiled patterns.
         let regexes = Rc::new(re::RegexCache::default());
         let builtins = builtins::table(&lua, &state, &catalog, &regexes)?;
-        builtins.raw_set(
-            TEXT_PRIMITIVES_GLOBAL,
-            text::table(&lua, &tripwire, &regexes)?,
-        )?;
+        let primitives = text::table(&lua, &tripwire.guard, &regexes)?;
+        errors::raise_plain_errors(&lua, &primitives, &[], None)?;
+        builtins.raw_set(TEXT_PRIMITIVES_GLOBAL, primitives)?;
         install_globals_metatable(&lua, builtins, builder.registry)?;
         let hook_tripwire = Rc::clone(&tripwire);
         let triggers = HookTriggers {

@@ -22,8 +22,8 @@ use mlua::{Function, Lua, LuaOptions, StdLib, Table, Value, ffi};
 
 use super::chunks::InternalChunk;
 
-use super::lauxlib::type_error;
 use super::limits::Tripwire;
+use crate::engines::lauxlib::type_error;
 
 /// The libraries opened at all: no `io`, `package` or `debug`.
 fn libraries() -> StdLib {

@@ -343,7 +343,7 @@ impl LiveSession {
 impl Drop for LiveSession {
     fn drop(&mut self) {
         if LIVE_SESSIONS.fetch_sub(1, Ordering::AcqRel) == 1 {
-            crate::environment::allocator::release_freed_memory();
+            crate::allocator::release_freed_memory();
         }
     }
 }

@@ -15,6 +15,7 @@ const LAYERS: &[&[&str]] = &[
     &["search", "codegen"],
     &["providers"],
     &["catalog"],
+    &["engines"],
     &["environment"],
     &["testing", "tools"],
     &["rlm"],
@@ -27,7 +28,7 @@ const LAYERS: &[&[&str]] = &[
 /// Modules every layer from `search` up may use (the search modes call an LLM), and
 /// which use nothing themselves. The build-safe layers below (`conventions`, `spec`,
 /// `registry`, also compiled into `build.rs`) may not.
-const LEAVES: &[&str] = &["llm", "tokens"];
+const LEAVES: &[&str] = &["llm", "tokens", "allocator"];
 
 /// Items the crate root re-exports, by the module that defines them.
 const ROOT_REEXPORTS: &[(&str, &str)] = &[

@@ -10,7 +10,7 @@ use mlua::{Function, Lua, LuaString};
 
 use super::state::BuiltinState;
 use crate::conventions::builtins::BuiltinId;
-use crate::environment::meter::WorkMeter;
+use crate::engines::meter::WorkMeter;
 use crate::llm::Request;
 
 /// `rlm_query(prompt [, context])`: a child agent, or `llm_query` when there is none

@@ -9,9 +9,9 @@ use mlua::{Function, Lua, MultiValue, Value};
 
 use super::state::BuiltinState;
 use crate::catalog::Catalog;
+use crate::engines::meter::WorkMeter;
 use crate::environment::errors::{lua_message, raise_failures};
 use crate::environment::json;
-use crate::environment::meter::WorkMeter;
 use crate::providers::host::JsonHandler;
 use crate::providers::{Call, RawHandler};
 

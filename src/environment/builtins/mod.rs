@@ -34,9 +34,9 @@ use crate::environment::chunks::InternalChunk;
 
 use super::errors::raise_plain_errors;
 use super::limits::Tripwire;
-use super::re;
 use crate::catalog::Catalog;
 use crate::conventions::builtins::{BUILTIN_VALUES, BuiltinId, BuiltinValueId};
+use crate::engines::re;
 use crate::providers::HostHandler;
 pub(crate) use state::BuiltinState;
 
@@ -162,7 +162,7 @@ impl Installer<'_> {
     fn builtin(&mut self, id: BuiltinId) -> mlua::Result<Function> {
         let (lua, state, catalog) = (self.lua, Rc::clone(self.state), self.catalog);
         let tripwire: &Rc<Tripwire> = &self.state.tripwire;
-        let re = |implementation| re::function(lua, tripwire, self.regexes, implementation);
+        let re = |implementation| re::function(lua, &tripwire.guard, self.regexes, implementation);
         match id {
             BuiltinId::Print => core::print(lua, state),
             BuiltinId::Final => core::final_value(lua, state),

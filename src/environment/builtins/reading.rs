@@ -9,10 +9,10 @@ use std::rc::Rc;
 use mlua::{Function, Lua, LuaString, Table, Value, ffi};
 
 use crate::conventions::builtins::BuiltinId;
+use crate::engines::meter::WorkMeter;
 use crate::environment::chunks::InternalChunk;
 use crate::environment::errors::{is_memory_error, per_state, plain_message, quoted};
 use crate::environment::limits::{LimitKind, Tripwire};
-use crate::environment::meter::WorkMeter;
 
 /// A Lua allocation refused at the memory limit, recorded as that limit: the protected
 /// calls re-raise a tripped limit, so `pcall` cannot swallow it.

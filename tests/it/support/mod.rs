@@ -3,9 +3,9 @@
 
 pub mod bad_fixtures;
 #[cfg(feature = "cli")]
-pub mod corpus;
-#[cfg(feature = "cli")]
 pub mod cli;
+#[cfg(feature = "cli")]
+pub mod corpus;
 pub mod openai_server;
 #[cfg(feature = "cli")]
 pub mod peak;

@@ -9,9 +9,9 @@ use mlua::{FromLua, Function, Lua, LuaString, Table, Value, ffi};
 use super::super::reading::{describe_value, known_options, limit_on_memory};
 use super::{error, flag, separator};
 use crate::conventions::builtins::BuiltinId;
+use crate::engines::meter::{VALUE_COST, WorkMeter};
 use crate::environment::errors::quoted;
 use crate::environment::limits::Tripwire;
-use crate::environment::meter::{VALUE_COST, WorkMeter};
 
 /// `csv.encode(rows [, opts])` → the CSV text.
 pub(in crate::environment::builtins) fn encode(

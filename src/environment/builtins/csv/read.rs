@@ -9,9 +9,9 @@ use mlua::{Function, Lua, LuaString, Table, Value, ffi};
 use super::super::reading::{RecordSource, batched_iterator, limit_on_memory, text_arg};
 use super::{ReadOptions, error};
 use crate::conventions::builtins::BuiltinId;
+use crate::engines::meter::{VALUE_COST, WorkMeter, with_collector_paused};
 use crate::environment::errors::quoted;
 use crate::environment::limits::Tripwire;
-use crate::environment::meter::{VALUE_COST, WorkMeter, with_collector_paused};
 
 /// Input handed to the parser at a time: the limits are checked between two, so that
 /// even one record spanning the whole text stops at a limit.

@@ -5,8 +5,8 @@ use mlua::{Lua, Value, ffi};
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 
 use super::*;
+use crate::engines::meter::{VALUE_COST, WorkMeter, with_collector_paused};
 use crate::environment::limits::Tripwire;
-use crate::environment::meter::{VALUE_COST, WorkMeter, with_collector_paused};
 
 /// Documents of at least this many events are built with the collector paused.
 const PAUSE_COLLECTOR_EVENTS: usize = 1 << 16;

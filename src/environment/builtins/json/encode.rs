@@ -8,9 +8,9 @@ use mlua::{Function, Lua, Table, Value, ffi};
 use super::super::reading::{describe_value, known_options, limit_on_memory};
 use super::{MAX_DEPTH, install_array_metatable, is_null};
 use crate::conventions::builtins::BuiltinId;
+use crate::engines::meter::{VALUE_COST, WorkMeter};
 use crate::environment::errors::{quoted, shown};
 use crate::environment::limits::Tripwire;
-use crate::environment::meter::{VALUE_COST, WorkMeter};
 
 /// `json.encode`'s options.
 struct EncodeOptions {

@@ -9,8 +9,8 @@ use super::super::reading::{RecordSource, batched_iterator, text_arg};
 use super::decode::{Builder, Tape, read};
 use super::{ARRAY_METATABLE_C, MAX_DEPTH, install_array_metatable, without_bom};
 use crate::conventions::builtins::BuiltinId;
+use crate::engines::meter::WorkMeter;
 use crate::environment::limits::Tripwire;
-use crate::environment::meter::WorkMeter;
 
 /// Where one `json.lines` iteration stands.
 struct Lines {

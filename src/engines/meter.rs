@@ -6,7 +6,7 @@ use std::ffi::c_int;
 
 use mlua::{Lua, Table, ffi};
 
-use super::limits::Tripwire;
+use super::limits::Guard;
 
 /// Bytes scanned between two checks of the limits: a check costs tens of nanoseconds,
 /// scanning a MiB a few dozen microseconds, so a runaway scan stops within a millisecond.
@@ -17,17 +17,17 @@ pub(crate) const VALUE_COST: usize = 64;
 /// Counts the work done and checks the limits every [`CHECK_BYTES`] of it.
 pub(crate) struct WorkMeter<'a> {
     lua: &'a Lua,
-    tripwire: &'a Tripwire,
+    guard: &'a Guard,
     done: usize,
     /// Bytes the caller holds outside Lua's allocator, counted with Lua's memory.
     held: usize,
 }
 
 impl<'a> WorkMeter<'a> {
-    pub(crate) fn new(lua: &'a Lua, tripwire: &'a Tripwire) -> Self {
+    pub(crate) fn new(lua: &'a Lua, guard: &'a Guard) -> Self {
         WorkMeter {
             lua,
-            tripwire,
+            guard,
             done: 0,
             held: 0,
         }
@@ -81,7 +81,7 @@ impl<'a> WorkMeter<'a> {
 
     /// Checks the limits now, with `held` bytes held outside Lua (a matcher's own count).
     pub(crate) fn check_holding(&self, held: usize) -> mlua::Result<()> {
-        self.tripwire
+        self.guard
             .check(self.lua.used_memory().saturating_add(held))
     }
 }

@@ -7,8 +7,8 @@ use std::ffi::c_int;
 
 use mlua::{Lua, Table, Value, ffi};
 
+use super::super::meter::{VALUE_COST, WorkMeter};
 use super::{Outcome, Reply, call_key, list_has_metamethods, push_key, raw_call, type_name};
-use crate::environment::meter::{VALUE_COST, WorkMeter};
 
 /// How deep list keys may nest (a key table that contains itself would never end).
 const MAX_KEY_DEPTH: usize = 16;

@@ -28,7 +28,7 @@ use std::rc::Rc;
 
 use mlua::{Lua, Table, Value, ffi};
 
-use super::limits::Tripwire;
+use super::limits::Guard;
 use super::meter::{VALUE_COST, WorkMeter, with_collector_paused};
 
 mod sort;
@@ -423,16 +423,12 @@ fn reply(lua: &Lua, reply: Reply) -> mlua::Result<(Value, Value, bool)> {
 }
 
 /// Adds the collection primitives to the hidden table of text primitives.
-pub(crate) fn add_primitives(
-    lua: &Lua,
-    primitives: &Table,
-    tripwire: &Rc<Tripwire>,
-) -> mlua::Result<()> {
+pub(crate) fn add_primitives(lua: &Lua, primitives: &Table, guard: &Rc<Guard>) -> mlua::Result<()> {
     macro_rules! primitive {
         (|$lua:ident, $meter:ident, $args:tt : $ty:ty| $body:expr) => {{
-            let tripwire = Rc::clone(tripwire);
+            let guard = Rc::clone(guard);
             lua.create_function(move |$lua, $args: $ty| {
-                let mut $meter = WorkMeter::new($lua, &tripwire);
+                let mut $meter = WorkMeter::new($lua, &guard);
                 reply($lua, $body?)
             })?
         }};

@@ -7,59 +7,58 @@ use std::rc::Rc;
 
 use mlua::{Function, LightUserData, Lua, LuaString, MultiValue, Table, Value};
 
+use super::super::lauxlib::type_name;
+use super::super::shown;
 use super::front::{c_closure, fail_marker, find_front, gmatch_front, gsub_front, match_front};
 use super::gsub::gsub;
-use super::limits::Tripwire;
+use super::limits::Guard;
 use super::matcher::{CaptureValue, Matcher, start_position};
 use super::plan::{Searcher, anchor};
 use super::{Failure, SPECIALS, raise};
-use crate::environment::errors::shown;
-use crate::environment::lauxlib::type_name;
 
 /// Replaces `string.find`, `string.match`, `string.gmatch` and `string.gsub` (also
-/// reached as string methods) with the interruptible port, checking `tripwire`.
-pub(crate) fn install(lua: &Lua, tripwire: Rc<Tripwire>) -> mlua::Result<()> {
+/// reached as string methods) with the interruptible port, checking `guard`.
+pub(crate) fn install(lua: &Lua, guard: Rc<Guard>) -> mlua::Result<()> {
     let globals = lua.globals();
     let core_find = {
-        let tripwire = Rc::clone(&tripwire);
+        let guard = Rc::clone(&guard);
         lua.create_function(move |lua, args: MultiValue| {
-            report(lua, find_aux(lua, &tripwire, &args, true))
+            report(lua, find_aux(lua, &guard, &args, true))
         })?
     };
     let core_match = {
-        let tripwire = Rc::clone(&tripwire);
+        let guard = Rc::clone(&guard);
         lua.create_function(move |lua, args: MultiValue| {
-            report(lua, find_aux(lua, &tripwire, &args, false))
+            report(lua, find_aux(lua, &guard, &args, false))
         })?
     };
     let core_gmatch = {
-        let tripwire = Rc::clone(&tripwire);
+        let guard = Rc::clone(&guard);
         lua.create_function(move |lua, args: MultiValue| {
-            let iterator = gmatch(lua, &tripwire, &args).map(|f| one(Value::Function(f)));
+            let iterator = gmatch(lua, &guard, &args).map(|f| one(Value::Function(f)));
             report(lua, iterator)
         })?
     };
     let core_gsub = {
-        let tripwire = Rc::clone(&tripwire);
-        lua.create_function(move |lua, args: MultiValue| report(lua, gsub(lua, &tripwire, &args)))?
+        let guard = Rc::clone(&guard);
+        lua.create_function(move |lua, args: MultiValue| report(lua, gsub(lua, &guard, &args)))?
     };
     let check = {
-        let tripwire = Rc::clone(&tripwire);
-        lua.create_function(move |lua, ()| tripwire.check(lua.used_memory()))?
+        let guard = Rc::clone(&guard);
+        lua.create_function(move |lua, ()| guard.check(lua.used_memory()))?
     };
-    // The C functions reach the tripwire through a light userdata: the Rust functions
+    // The C functions reach the guard through a light userdata: the Rust functions
     // beside it in their upvalues own a reference, so it lives as long as they do.
-    let tripwire_pointer =
-        Value::LightUserData(LightUserData(Rc::as_ptr(&tripwire).cast_mut().cast()));
+    let guard_pointer = Value::LightUserData(LightUserData(Rc::as_ptr(&guard).cast_mut().cast()));
     let find = c_closure(
         lua,
         find_front,
-        vec![Value::Function(core_find), tripwire_pointer.clone()],
+        vec![Value::Function(core_find), guard_pointer.clone()],
     )?;
     let r#match = c_closure(
         lua,
         match_front,
-        vec![Value::Function(core_match), tripwire_pointer],
+        vec![Value::Function(core_match), guard_pointer],
     )?;
     let gmatch = c_closure(
         lua,
@@ -95,9 +94,9 @@ pub(super) fn one(value: Value) -> MultiValue {
 /// The limits check handed to a [`Matcher`].
 pub(super) fn limits_check<'a>(
     lua: &'a Lua,
-    tripwire: &'a Tripwire,
+    guard: &'a Guard,
 ) -> impl Fn(usize) -> mlua::Result<()> + 'a {
-    move |held_bytes| tripwire.check(lua.used_memory().saturating_add(held_bytes))
+    move |held_bytes| guard.check(lua.used_memory().saturating_add(held_bytes))
 }
 
 /// The arguments of one call, with `luaL_check*`-style accessors and messages.
@@ -231,7 +230,7 @@ pub(super) fn push_captures(
 /// `str_find_aux`: `string.find` (`find`) or `string.match`.
 fn find_aux(
     lua: &Lua,
-    tripwire: &Tripwire,
+    guard: &Guard,
     values: &MultiValue,
     find: bool,
 ) -> Result<MultiValue, Failure> {
@@ -247,7 +246,7 @@ fn find_aux(
     if init > src.len() {
         return Ok(one(Value::Nil)); // starts after the end: cannot find anything
     }
-    let check = limits_check(lua, tripwire);
+    let check = limits_check(lua, guard);
     // An explicit plain search, or a pattern without special characters: no matcher.
     if find && (args.truthy(4) || !pat.iter().any(|b| SPECIALS.contains(b))) {
         let mut matcher = Matcher::new(&src, &[], &check);
@@ -274,7 +273,7 @@ fn find_aux(
 }
 
 /// `gmatch`: the iteration state lives in the Rust closure returned (wrapped in Lua).
-fn gmatch(lua: &Lua, tripwire: &Rc<Tripwire>, values: &MultiValue) -> Result<Function, Failure> {
+fn gmatch(lua: &Lua, guard: &Rc<Guard>, values: &MultiValue) -> Result<Function, Failure> {
     let args = Args {
         lua,
         values,
@@ -288,10 +287,10 @@ fn gmatch(lua: &Lua, tripwire: &Rc<Tripwire>, values: &MultiValue) -> Result<Fun
     let position = Cell::new(init);
     // End of the last match: 5.4 does not accept an empty match right where one ended.
     let last_match: Cell<Option<usize>> = Cell::new(None);
-    let tripwire = Rc::clone(tripwire);
+    let guard = Rc::clone(guard);
     let step = lua.create_function(move |lua, _: MultiValue| {
         let (src, pat) = (subject.as_bytes(), pattern.as_bytes());
-        let check = limits_check(lua, &tripwire);
+        let check = limits_check(lua, &guard);
         let mut searcher = Searcher::new(&src, &pat, &check);
         let result = (|| {
             if position.get() > src.len() {

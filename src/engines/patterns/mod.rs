@@ -4,7 +4,7 @@
 //! where the instruction hook never fires: a backtracking pattern such as
 //! `("a"):rep(1e5):find(".-.-.-.-.-.-b")` would run for hours whatever the time limit. The port
 //! below counts its steps and, every [`STEP_INTERVAL`] of them, asks the execution's
-//! [`Tripwire`](limits::Tripwire) whether a limit has tripped, so a runaway search ends with the
+//! [`Guard`](limits::Guard) whether a limit has tripped, so a runaway search ends with the
 //! limit's error like any other Lua code.
 //!
 //! [`Matcher`](matcher::Matcher) follows `lstrlib.c` (Lua 5.4.9) function by function (`match`,

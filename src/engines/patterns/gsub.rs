@@ -15,13 +15,13 @@ use std::rc::Rc;
 
 use mlua::{Function, LightUserData, Lua, LuaString, MultiValue, Table, Value};
 
+use super::super::lauxlib::type_name;
+use super::super::meter::CHECK_BYTES;
 use super::functions::{Args, capture_value, limits_check, one, piece, push_captures, report};
-use super::limits::Tripwire;
+use super::limits::Guard;
 use super::matcher::{CaptureValue, Matcher};
 use super::plan::{Searcher, anchor};
 use super::{ESCAPE, Failure, raise};
-use crate::environment::lauxlib::type_name;
-use crate::environment::meter::CHECK_BYTES;
 
 /// Distinct addresses for the markers of [`Gsub`]'s replies (one static each could be
 /// merged; elements of one array cannot).
@@ -83,18 +83,18 @@ struct Gsub {
 /// step function that takes the requested values.
 pub(super) fn gsub(
     lua: &Lua,
-    tripwire: &Rc<Tripwire>,
+    guard: &Rc<Guard>,
     values: &MultiValue,
 ) -> Result<MultiValue, Failure> {
     let mut state = Gsub::new(lua, values)?;
-    let request = match state.run(lua, tripwire, Value::Nil)? {
+    let request = match state.run(lua, guard, Value::Nil)? {
         Step::Done(values) => return Ok(values),
         Step::Request(request) => request,
     };
     let state = RefCell::new(state);
-    let tripwire = Rc::clone(tripwire);
+    let guard = Rc::clone(guard);
     let step = lua.create_function(move |lua, value: Value| {
-        let result = state.borrow_mut().run(lua, &tripwire, value);
+        let result = state.borrow_mut().run(lua, &guard, value);
         report(
             lua,
             result.map(|step| match step {
@@ -148,12 +148,12 @@ impl Gsub {
 
     /// Goes on with `value`, the replacement value requested last (if any), until the
     /// next request or the end.
-    fn run(&mut self, lua: &Lua, tripwire: &Tripwire, value: Value) -> Result<Step, Failure> {
+    fn run(&mut self, lua: &Lua, guard: &Guard, value: Value) -> Result<Step, Failure> {
         let subject = self.subject.clone();
         let pattern = self.pattern.clone();
         let (src, pat) = (subject.as_bytes(), pattern.as_bytes());
         let (anchored, pat) = anchor(&pat);
-        let check = limits_check(lua, tripwire);
+        let check = limits_check(lua, guard);
         let mut searcher = Searcher::new(&src, pat, &check);
         if let Some((start, e)) = self.pending.take() {
             let before = self.out.len();

@@ -23,9 +23,8 @@ use std::rc::Rc;
 use memchr::memmem;
 use mlua::{Lua, LuaString, Table};
 
-use super::errors::raise_plain_errors;
 use super::grep::{LineMatcher, matching_lines, result_table};
-use super::limits::Tripwire;
+use super::limits::Guard;
 use super::meter::{CHECK_BYTES, VALUE_COST, WorkMeter, string_sequence};
 use super::patterns;
 use super::re::RegexCache;
@@ -284,18 +283,14 @@ fn count(value: i64) -> usize {
 }
 
 /// Builds the hidden table of primitives.
-pub(crate) fn table(
-    lua: &Lua,
-    tripwire: &Rc<Tripwire>,
-    cache: &Rc<RegexCache>,
-) -> mlua::Result<Table> {
+pub(crate) fn table(lua: &Lua, guard: &Rc<Guard>, cache: &Rc<RegexCache>) -> mlua::Result<Table> {
     let primitives = lua.create_table()?;
     let add = |name: &str, function: mlua::Function| primitives.raw_set(name, function);
     macro_rules! primitive {
         (|$lua:ident, $meter:ident, $args:tt : $ty:ty| $body:expr) => {{
-            let tripwire = Rc::clone(tripwire);
+            let guard = Rc::clone(guard);
             lua.create_function(move |$lua, $args: $ty| {
-                let mut $meter = WorkMeter::new($lua, &tripwire);
+                let mut $meter = WorkMeter::new($lua, &guard);
                 $body
             })?
         }};
@@ -335,12 +330,12 @@ pub(crate) fn table(
             find_all(lua, &text.as_bytes(), &needle.as_bytes(), &mut meter)
         }),
     )?;
-    add("grep", grep_function(lua, tripwire, cache)?)?;
-    let (regex_tripwire, regex_cache) = (Rc::clone(tripwire), Rc::clone(cache));
+    add("grep", grep_function(lua, guard, cache)?)?;
+    let (regex_guard, regex_cache) = (Rc::clone(guard), Rc::clone(cache));
     add(
         "find_all_regex",
         lua.create_function(move |lua, (text, pattern): (LuaString, LuaString)| {
-            let mut meter = WorkMeter::new(lua, &regex_tripwire);
+            let mut meter = WorkMeter::new(lua, &regex_guard);
             let regex = regex_cache.get("find_all", &pattern.as_bytes(), "")?;
             let text = text.as_bytes();
             let positions = lua.create_table()?;
@@ -397,22 +392,21 @@ pub(crate) fn table(
             )
         }),
     )?;
-    super::collections::add_primitives(lua, &primitives, tripwire)?;
-    raise_plain_errors(lua, &primitives, &[], None)?;
+    super::collections::add_primitives(lua, &primitives, guard)?;
     Ok(primitives)
 }
 
 /// `grep(text, pattern, context, mode)`, mode `"plain"`, `"pattern"` or `"regex"`.
 fn grep_function(
     lua: &Lua,
-    tripwire: &Rc<Tripwire>,
+    guard: &Rc<Guard>,
     cache: &Rc<RegexCache>,
 ) -> mlua::Result<mlua::Function> {
-    let tripwire = Rc::clone(tripwire);
+    let guard = Rc::clone(guard);
     let cache = Rc::clone(cache);
     lua.create_function(
         move |lua, (text, pattern, context, mode): (LuaString, LuaString, i64, String)| {
-            let mut meter = WorkMeter::new(lua, &tripwire);
+            let mut meter = WorkMeter::new(lua, &guard);
             let pattern_bytes = pattern.as_bytes();
             // As in `string.find`, a pattern without special characters is plain text.
             let plain =

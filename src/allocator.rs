@@ -7,7 +7,7 @@
 //! benchmarks install it:
 //!
 //! ```
-//! use rlm_registry::environment::allocator;
+//! use rlm_registry::allocator;
 //!
 //! #[global_allocator]
 //! static ALLOCATOR: allocator::Allocator = allocator::Allocator;
@@ -43,7 +43,7 @@ static SYSTEM: AtomicBool = AtomicBool::new(false);
 /// burst of sessions (glibc: within 7 MiB).
 ///
 /// ```
-/// use rlm_registry::environment::allocator;
+/// use rlm_registry::allocator;
 ///
 /// #[global_allocator]
 /// static ALLOCATOR: allocator::Allocator = allocator::Allocator;
@@ -145,7 +145,7 @@ const PURGE_DECOMMITS: c_int = 5;
 /// decommits.
 ///
 /// ```
-/// rlm_registry::environment::allocator::configure();
+/// rlm_registry::allocator::configure();
 /// ```
 pub fn configure() {
     // SAFETY: options may be set at any time, from any thread; 0 is a valid value.
@@ -156,7 +156,7 @@ pub fn configure() {
 /// glibc's, whichever holds it): for a server whose last session has just ended.
 ///
 /// ```
-/// rlm_registry::environment::allocator::release_freed_memory();
+/// rlm_registry::allocator::release_freed_memory();
 /// ```
 pub fn release_freed_memory() {
     // SAFETY: options may be set at any time; a forced collection only frees what the

@@ -9,7 +9,7 @@ use mlua::{Function, LightUserData, Lua, MultiValue, Value, ffi};
 
 use super::functions::piece;
 use super::gsub::{CALL_MARKER, INDEX_MARKER, MARKERS, STEP_MARKER};
-use super::limits::Tripwire;
+use super::limits::Guard;
 use super::matcher::{CaptureValue, Matcher, find_bytes, start_position};
 use super::plan::{Plan, Searcher, anchor, has_specials};
 use super::{Check, Failure, MAX_CAPTURES, SCAN_WINDOW, SPECIALS};
@@ -163,7 +163,7 @@ unsafe fn lua_memory(state: *mut ffi::lua_State) -> usize {
 
 /// `string.find` (`find`) or `string.match` with ordinary arguments (two strings and an
 /// optional integer), run here rather than through an mlua callback: the same
-/// [`Searcher`] and limit checks (the [`Tripwire`] in upvalue 2), the same results and
+/// [`Searcher`] and limit checks (the [`Guard`] in upvalue 2), the same results and
 /// errors, without the per-call cost of converting arguments and results. `None` for
 /// other arguments (the full path then reports any error exactly).
 unsafe fn quick_search(state: *mut ffi::lua_State, find: bool) -> Option<c_int> {
@@ -172,11 +172,11 @@ unsafe fn quick_search(state: *mut ffi::lua_State, find: bool) -> Option<c_int> 
             return None;
         }
         let (src, pat, init) = ordinary_args(state, if find { 4 } else { 3 })?;
-        let tripwire = ffi::lua_touserdata(state, ffi::lua_upvalueindex(2))
-            .cast::<Tripwire>()
+        let guard = ffi::lua_touserdata(state, ffi::lua_upvalueindex(2))
+            .cast::<Guard>()
             .cast_const()
             .as_ref()?;
-        let check = |held: usize| tripwire.check(lua_memory(state).saturating_add(held));
+        let check = |held: usize| guard.check(lua_memory(state).saturating_add(held));
         let outcome = search(src, pat, init, find, &check);
         Some(push_quick(state, outcome, find, src))
     }

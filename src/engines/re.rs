@@ -28,10 +28,10 @@ use std::rc::Rc;
 use mlua::{Function, Lua, LuaString, MultiValue, Table, Value};
 use regex::bytes::{CaptureLocations, Captures, Regex, RegexBuilder};
 
-use super::errors::quoted;
-use super::limits::Tripwire;
+use super::limits::Guard;
 use super::meter::{WorkMeter, optional_string_sequence, string_sequence};
 use super::patterns;
+use super::quoted;
 use crate::conventions::builtins::BuiltinId;
 
 /// The largest compiled program (and lazy DFA cache) one pattern may use, in bytes.
@@ -211,7 +211,7 @@ fn groups_or_match(lua: &Lua, captures: &Captures) -> mlua::Result<MultiValue> {
 struct Call<'a> {
     lua: &'a Lua,
     cache: &'a RegexCache,
-    tripwire: &'a Tripwire,
+    guard: &'a Guard,
 }
 
 impl Call<'_> {
@@ -229,7 +229,7 @@ impl Call<'_> {
     }
 
     fn meter(&self) -> WorkMeter<'_> {
-        WorkMeter::new(self.lua, self.tripwire)
+        WorkMeter::new(self.lua, self.guard)
     }
 }
 
@@ -307,21 +307,17 @@ fn next_match(
 fn gmatch(
     lua: &Lua,
     cache: &RegexCache,
-    tripwire: &Rc<Tripwire>,
+    guard: &Rc<Guard>,
     (text, pattern, flags): (LuaString, LuaString, Option<LuaString>),
 ) -> mlua::Result<Function> {
-    let call = Call {
-        lua,
-        cache,
-        tripwire,
-    };
+    let call = Call { lua, cache, guard };
     let regex = call.regex(BuiltinId::ReGmatch.name(), &pattern, flags.as_ref())?;
     let groups = RefCell::new(regex.capture_locations());
     let position = Cell::new(0);
     let last_end = Cell::new(None);
-    let tripwire = Rc::clone(tripwire);
+    let guard = Rc::clone(guard);
     lua.create_function(move |lua, ()| {
-        WorkMeter::new(lua, &tripwire).check()?;
+        WorkMeter::new(lua, &guard).check()?;
         let bytes = text.as_bytes();
         if position.get() > bytes.len() {
             return Ok(MultiValue::from_vec(vec![Value::Nil]));
@@ -583,18 +579,18 @@ pub(crate) enum Implementation {
 /// patterns.
 pub(crate) fn function(
     lua: &Lua,
-    tripwire: &Rc<Tripwire>,
+    guard: &Rc<Guard>,
     cache: &Rc<RegexCache>,
     implementation: Implementation,
 ) -> mlua::Result<Function> {
     macro_rules! over_call {
         ($implementation:expr) => {{
-            let (tripwire, cache) = (Rc::clone(tripwire), Rc::clone(cache));
+            let (guard, cache) = (Rc::clone(guard), Rc::clone(cache));
             lua.create_function(move |lua, args| {
                 let call = Call {
                     lua,
                     cache: &cache,
-                    tripwire: &tripwire,
+                    guard: &guard,
                 };
                 $implementation(&call, args)
             })
@@ -608,8 +604,8 @@ pub(crate) fn function(
         Implementation::Split => over_call!(split),
         Implementation::Gsub => over_call!(gsub),
         Implementation::Gmatch => {
-            let (tripwire, cache) = (Rc::clone(tripwire), Rc::clone(cache));
-            lua.create_function(move |lua, args| gmatch(lua, &cache, &tripwire, args))
+            let (guard, cache) = (Rc::clone(guard), Rc::clone(cache));
+            lua.create_function(move |lua, args| gmatch(lua, &cache, &guard, args))
         }
     }
 }

@@ -333,8 +333,19 @@ impl Environment {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn execute_named(&self, code: &[u8], chunk_name: &str) -> Result<Execution, ExecError> {
+        self.run(|| self.lua.load(code).set_name(chunk_name).exec())
+            .map(|()| Execution {
+                output: self.take_output(),
+            })
+            .map_err(|error| self.with_hint(error, code))
+    }
+
+    /// The one protocol of an execution, for code and for calls: arm the limits, run
+    /// `body`, reclaim what a failure left behind, run the finalizers it queued, disarm,
+    /// and tell a limit from a Lua error. The output stays to be taken.
+    fn run<T>(&self, body: impl FnOnce() -> mlua::Result<T>) -> Result<T, ExecError> {
         self.tripwire.start();
-        let result = self.lua.load(code).set_name(chunk_name).exec();
+        let result = body();
         // Reclaim what a failed execution left behind, so the next one starts fresh.
         if result.is_err() || self.tripwire.tripped().is_some() {
             let _ = self.lua.gc_collect();
@@ -343,14 +354,11 @@ impl Environment {
         // once if a limit has already tripped).
         let finalized = sandbox::run_finalizers(&self.lua, &self.tripwire);
         self.tripwire.stop();
-        let tripped = self.tripwire.tripped();
-        let result = result.and(finalized);
-        match (result, tripped) {
-            (Ok(()), None) => Ok(Execution {
-                output: self.take_output(),
-            }),
-            (Ok(()), Some(kind)) => Err(self.limit_error(kind)),
-            (Err(error), _) => Err(self.with_hint(self.classify(error), code)),
+        let result = result.and_then(|value| finalized.map(|()| value));
+        match (result, self.tripwire.tripped()) {
+            (Ok(value), None) => Ok(value),
+            (Ok(_), Some(kind)) => Err(self.limit_error(kind)),
+            (Err(error), _) => Err(self.classify(error)),
         }
     }
 
@@ -382,8 +390,7 @@ impl Environment {
         name: &str,
         args: Vec<serde_json::Value>,
     ) -> Result<serde_json::Value, ExecError> {
-        self.tripwire.start();
-        let call = || -> mlua::Result<serde_json::Value> {
+        let value = self.run(|| -> mlua::Result<serde_json::Value> {
             let function = match self.lua.globals().get::<Value>(name)? {
                 Value::Function(function) => function,
                 Value::Nil => {
@@ -410,23 +417,10 @@ impl Environment {
             let results = function.call::<mlua::MultiValue>(mlua::MultiValue::from_vec(values))?;
             let mut meter = meter::WorkMeter::new(&self.lua, &self.tripwire);
             json::results_to_json(results, &mut json::Made::new(&mut meter))
-        };
-        let result = call();
-        if result.is_err() || self.tripwire.tripped().is_some() {
-            let _ = self.lua.gc_collect();
-        }
-        let finalized = sandbox::run_finalizers(&self.lua, &self.tripwire);
-        self.tripwire.stop();
-        let tripped = self.tripwire.tripped();
-        let result = result.and_then(|value| finalized.map(|()| value));
-        match (result, tripped) {
-            (Ok(value), None) => {
-                self.take_output();
-                Ok(value)
-            }
-            (Ok(_), Some(kind)) => Err(self.limit_error(kind)),
-            (Err(error), _) => Err(self.classify(error)),
-        }
+        })?;
+        // What it printed is discarded.
+        self.take_output();
+        Ok(value)
     }
 
     fn take_output(&self) -> String {

@@ -87,10 +87,14 @@ pub enum BuiltinProvider {
     Agent,
     /// The human user.
     User,
+    /// The Rust primitives behind the Lua library (`_text_primitives.*`): internal, called
+    /// by registry functions, never offered to the model (not in [`BuiltinProvider::ALL`]).
+    Primitives,
 }
 
 impl BuiltinProvider {
-    /// Every built-in provider, in listing order.
+    /// Every built-in provider offered to the model, in listing order: all but
+    /// [`BuiltinProvider::Primitives`].
     pub const ALL: [BuiltinProvider; 7] = [
         BuiltinProvider::Core,
         BuiltinProvider::Re,
@@ -111,6 +115,7 @@ impl BuiltinProvider {
             BuiltinProvider::Llm => "llm",
             BuiltinProvider::Agent => "agent",
             BuiltinProvider::User => "user",
+            BuiltinProvider::Primitives => "primitives",
         }
     }
 
@@ -134,6 +139,9 @@ impl BuiltinProvider {
                 "Child agents with a REPL of their own; only where a child may still be started."
             }
             BuiltinProvider::User => "The human user as a function; top-level agent only.",
+            BuiltinProvider::Primitives => {
+                "The Rust primitives the Lua library calls (internal: call the library's functions instead)."
+            }
         }
     }
 
@@ -287,6 +295,34 @@ builtins! {
         "--- Asks the human user a question and waits for the answer. Slow: batch your questions, and ask only what you cannot find out yourself.\n---@param question string The question\n---@return string answer The user's answer\nfunction ask_user(question) end";
     NotifyUser => "notify_user", User, User,
         "--- Tells the human user something (progress, a finding) without waiting for an answer.\n---@param message string The message\nfunction notify_user(message) end";
+    LineCount => "_text_primitives.line_count", Primitives, Core,
+        "--- The number of lines of a text, as `line_count` counts them.\n---@param text string The text\n---@return integer count The number of lines\nfunction _text_primitives.line_count(text) end";
+    Lines => "_text_primitives.lines", Primitives, Core,
+        "--- The lines of a text, without their terminators, as `lines` cuts them.\n---@param text string The text\n---@return string[] lines The lines\nfunction _text_primitives.lines(text) end";
+    JoinLines => "_text_primitives.join_lines", Primitives, Core,
+        "--- Lines first..last of a text, joined by \"\\n\".\n---@param text string The text\n---@param first integer The first line (1-based)\n---@param last integer The last line\n---@return string lines The lines, joined\nfunction _text_primitives.join_lines(text, first, last) end";
+    WordCount => "_text_primitives.word_count", Primitives, Core,
+        "--- The number of whitespace-separated words of a text.\n---@param text string The text\n---@return integer count The number of words\nfunction _text_primitives.word_count(text) end";
+    FindAll => "_text_primitives.find_all", Primitives, Core,
+        "--- The 1-based start of every non-overlapping occurrence of a plain string.\n---@param text string The text\n---@param needle string The string to find\n---@return integer[] starts The starts, in order\nfunction _text_primitives.find_all(text, needle) end";
+    FindAllRegex => "_text_primitives.find_all_regex", Primitives, Core,
+        "--- The 1-based start of every non-overlapping match of a regular expression.\n---@param text string The text\n---@param pattern string The regular expression\n---@return integer[] starts The starts, in order\nfunction _text_primitives.find_all_regex(text, pattern) end";
+    Grep => "_text_primitives.grep", Primitives, Core,
+        "--- The lines matching a plain string, Lua pattern or regular expression, with context lines, as `grep` gives them.\n---@param text string The text\n---@param pattern string What to match\n---@param context integer Lines of context around each match\n---@param mode string \"plain\", \"pattern\" or \"regex\"\n---@return table[] matches The matches, in order\nfunction _text_primitives.grep(text, pattern, context, mode) end";
+    ChunkByLines => "_text_primitives.chunk_by_lines", Primitives, Core,
+        "--- Chunks of n lines, consecutive chunks sharing `overlap` lines.\n---@param text string The text\n---@param n integer Lines per chunk\n---@param overlap integer Lines shared by consecutive chunks (less than n)\n---@return string[] chunks The chunks, in order\nfunction _text_primitives.chunk_by_lines(text, n, overlap) end";
+    ChunkBySeparator => "_text_primitives.chunk_by_separator", Primitives, Core,
+        "--- Pieces between separators, merged up to a size.\n---@param text string The text\n---@param separator string The separator\n---@param max_size? integer The most bytes per chunk\n---@return string[] chunks The chunks, in order\nfunction _text_primitives.chunk_by_separator(text, separator, max_size) end";
+    ChunkBySize => "_text_primitives.chunk_by_size", Primitives, Core,
+        "--- Chunks of at most `size` bytes, never cutting a UTF-8 character, sharing `overlap` bytes.\n---@param text string The text\n---@param size integer The most bytes per chunk\n---@param overlap integer Bytes shared by consecutive chunks\n---@return string[] chunks The chunks, in order\nfunction _text_primitives.chunk_by_size(text, size, overlap) end";
+    SortBy => "_text_primitives.sort_by", Primitives, Core,
+        "--- A list sorted by a key (a field name or a function), stable; nil, nil, false when the list needs the Lua path.\n---@param list table The list\n---@param key any The key\n---@param reverse boolean Descending order\n---@return table|nil sorted The sorted list\nfunction _text_primitives.sort_by(list, key, reverse) end";
+    Count => "_text_primitives.count", Primitives, Core,
+        "--- Counts of the values of a list, or of a key of each; nil, nil, false when the list needs the Lua path.\n---@param list table The list\n---@param key? any The key\n---@return table|nil counts Value to count\nfunction _text_primitives.count(list, key) end";
+    GroupBy => "_text_primitives.group_by", Primitives, Core,
+        "--- The items of a list grouped by a key; nil, nil, false when the list needs the Lua path.\n---@param list table The list\n---@param key any The key\n---@return table|nil groups Key to items\nfunction _text_primitives.group_by(list, key) end";
+    MostCommon => "_text_primitives.most_common", Primitives, Core,
+        "--- The n most common entries of a table of counts, most common first.\n---@param counts table Value to count\n---@param n? integer How many (default: all)\n---@return table|nil top {value, count} pairs\nfunction _text_primitives.most_common(counts, n) end";
 }
 
 /// A value a built-in table holds besides its functions (`json.null`): declared here,
@@ -350,6 +386,14 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_primitives_live_in_the_hidden_table_the_library_reads() {
+        for builtin in BuiltinProvider::Primitives.functions() {
+            assert_eq!(builtin.global(), super::super::TEXT_PRIMITIVES_GLOBAL);
+        }
+        assert!(is_global(super::super::TEXT_PRIMITIVES_GLOBAL));
+    }
+
+    #[test]
     fn each_row_sits_at_its_ids_discriminant() {
         for (i, builtin) in BUILTINS.iter().enumerate() {
             assert_eq!(builtin.id as usize, i, "{}", builtin.name);
@@ -384,7 +428,11 @@ mod tests {
                 seen.push(builtin.provider);
             }
         }
-        assert_eq!(seen, BuiltinProvider::ALL);
+        assert_eq!(seen[..BuiltinProvider::ALL.len()], BuiltinProvider::ALL);
+        assert_eq!(
+            seen[BuiltinProvider::ALL.len()..],
+            [BuiltinProvider::Primitives]
+        );
         for provider in BuiltinProvider::ALL {
             let scopes: Vec<Scope> = provider.functions().map(|b| b.scope).collect();
             assert!(scopes.windows(2).all(|w| w[0] == w[1]), "{provider:?}");

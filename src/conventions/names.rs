@@ -1,15 +1,15 @@
 //! Names an exposed registry function may not take (rule E008): the built-ins' globals
 //! (derived from [`BUILTINS`](super::builtins::BUILTINS)), the reserved globals and Lua's.
 
-/// Globals every environment defines that are not built-in functions: the context
-/// variable, and the Rust table the `text`, `chunking` and `collections` libraries call into. A
+/// Globals every environment defines that are not built-ins: the context variable. A
 /// registry function with one of these names would shadow them, so it is rejected.
-pub const RESERVED_GLOBALS: &[&str] = &[CONTEXT_GLOBAL, TEXT_PRIMITIVES_GLOBAL];
+pub const RESERVED_GLOBALS: &[&str] = &[CONTEXT_GLOBAL];
 
 /// The global holding the session's context.
 pub const CONTEXT_GLOBAL: &str = "context";
 
-/// The global holding the Rust text primitives the Lua library calls.
+/// The global holding the Rust primitives the Lua library calls: the table of the
+/// built-ins of [`BuiltinProvider::Primitives`](super::builtins::BuiltinProvider::Primitives).
 pub const TEXT_PRIMITIVES_GLOBAL: &str = "_text_primitives";
 
 /// The globals of the Lua 5.4 standard environment (base library and library tables).

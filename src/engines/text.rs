@@ -282,26 +282,45 @@ fn count(value: i64) -> usize {
     usize::try_from(value).unwrap_or(0)
 }
 
-/// Builds the hidden table of primitives.
-pub(crate) fn table(lua: &Lua, guard: &Rc<Guard>, cache: &Rc<RegexCache>) -> mlua::Result<Table> {
-    let primitives = lua.create_table()?;
-    let add = |name: &str, function: mlua::Function| primitives.raw_set(name, function);
+/// A primitive of the hidden table (a row of the built-ins table each, under
+/// `_text_primitives`): the environment's installer names one per row, matched here.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Primitive {
+    LineCount,
+    Lines,
+    JoinLines,
+    WordCount,
+    FindAll,
+    FindAllRegex,
+    Grep,
+    ChunkByLines,
+    ChunkBySeparator,
+    ChunkBySize,
+    /// One of `collections`' primitives.
+    Collection(super::collections::Primitive),
+}
+
+/// Makes the primitive `which` for one environment, checking `guard` as it works.
+pub(crate) fn primitive(
+    lua: &Lua,
+    guard: &Rc<Guard>,
+    cache: &Rc<RegexCache>,
+    which: Primitive,
+) -> mlua::Result<mlua::Function> {
     macro_rules! primitive {
         (|$lua:ident, $meter:ident, $args:tt : $ty:ty| $body:expr) => {{
             let guard = Rc::clone(guard);
             lua.create_function(move |$lua, $args: $ty| {
                 let mut $meter = WorkMeter::new($lua, &guard);
                 $body
-            })?
+            })
         }};
     }
-    add(
-        "line_count",
-        primitive!(|_lua, meter, text: LuaString| line_count(&text.as_bytes(), &mut meter)),
-    )?;
-    add(
-        "lines",
-        primitive!(|lua, meter, text: LuaString| {
+    match which {
+        Primitive::LineCount => {
+            primitive!(|_lua, meter, text: LuaString| line_count(&text.as_bytes(), &mut meter))
+        }
+        Primitive::Lines => primitive!(|lua, meter, text: LuaString| {
             let text = text.as_bytes();
             // One pass finds the lines (sizing the table), not one to count and one to cut.
             let all = line_table(&text, &mut meter)?;
@@ -312,88 +331,79 @@ pub(crate) fn table(lua: &Lua, guard: &Rc<Guard>, cache: &Rc<RegexCache>) -> mlu
                 &mut meter,
             )
         }),
-    )?;
-    add(
-        "join_lines",
-        primitive!(|lua, meter, (text, first, last): (LuaString, i64, i64)| {
-            let joined = join_lines(&text.as_bytes(), count(first), count(last), &mut meter)?;
-            lua.create_string(joined)
-        }),
-    )?;
-    add(
-        "word_count",
-        primitive!(|_lua, meter, text: LuaString| word_count(&text.as_bytes(), &mut meter)),
-    )?;
-    add(
-        "find_all",
-        primitive!(|lua, meter, (text, needle): (LuaString, LuaString)| {
-            find_all(lua, &text.as_bytes(), &needle.as_bytes(), &mut meter)
-        }),
-    )?;
-    add("grep", grep_function(lua, guard, cache)?)?;
-    let (regex_guard, regex_cache) = (Rc::clone(guard), Rc::clone(cache));
-    add(
-        "find_all_regex",
-        lua.create_function(move |lua, (text, pattern): (LuaString, LuaString)| {
-            let mut meter = WorkMeter::new(lua, &regex_guard);
-            let regex = regex_cache.get("find_all", &pattern.as_bytes(), "")?;
-            let text = text.as_bytes();
-            let positions = lua.create_table()?;
-            let mut previous = 0;
-            for (n, found) in regex.find_iter(&text).enumerate() {
-                meter.spend(found.start().saturating_sub(previous) + VALUE_COST)?;
-                previous = found.start();
-                positions.raw_set(n + 1, found.start() + 1)?;
-            }
-            Ok(positions)
-        })?,
-    )?;
-    add(
-        "chunk_by_lines",
-        primitive!(|lua, meter, (text, n, overlap): (LuaString, i64, i64)| {
-            // The Lua side refuses an overlap of n or more; code may call the primitive
-            // directly, so it is clamped here too (else no chunk would move on).
-            let n = count(n).max(1);
-            chunk_by_lines(
-                lua,
-                &text.as_bytes(),
-                n,
-                count(overlap).min(n - 1),
-                &mut meter,
-            )
-        }),
-    )?;
-    add(
-        "chunk_by_separator",
-        primitive!(
-            |lua, meter, (text, separator, max): (LuaString, LuaString, Option<i64>)| {
-                chunk_by_separator(
+        Primitive::JoinLines => {
+            primitive!(|lua, meter, (text, first, last): (LuaString, i64, i64)| {
+                let joined = join_lines(&text.as_bytes(), count(first), count(last), &mut meter)?;
+                lua.create_string(joined)
+            })
+        }
+        Primitive::WordCount => {
+            primitive!(|_lua, meter, text: LuaString| word_count(&text.as_bytes(), &mut meter))
+        }
+        Primitive::FindAll => {
+            primitive!(|lua, meter, (text, needle): (LuaString, LuaString)| {
+                find_all(lua, &text.as_bytes(), &needle.as_bytes(), &mut meter)
+            })
+        }
+        Primitive::FindAllRegex => {
+            let cache = Rc::clone(cache);
+            primitive!(|lua, meter, (text, pattern): (LuaString, LuaString)| {
+                let regex = cache.get("find_all", &pattern.as_bytes(), "")?;
+                let text = text.as_bytes();
+                let positions = lua.create_table()?;
+                let mut previous = 0;
+                for (n, found) in regex.find_iter(&text).enumerate() {
+                    meter.spend(found.start().saturating_sub(previous) + VALUE_COST)?;
+                    previous = found.start();
+                    positions.raw_set(n + 1, found.start() + 1)?;
+                }
+                Ok(positions)
+            })
+        }
+        Primitive::Grep => grep_function(lua, guard, cache),
+        Primitive::ChunkByLines => {
+            primitive!(|lua, meter, (text, n, overlap): (LuaString, i64, i64)| {
+                // The Lua side refuses an overlap of n or more; code may call the primitive
+                // directly, so it is clamped here too (else no chunk would move on).
+                let n = count(n).max(1);
+                chunk_by_lines(
                     lua,
                     &text.as_bytes(),
-                    &separator.as_bytes(),
-                    max.map(count),
+                    n,
+                    count(overlap).min(n - 1),
                     &mut meter,
                 )
-            }
-        ),
-    )?;
-    add(
-        "chunk_by_size",
-        primitive!(|lua, meter, (text, size, overlap): (LuaString, i64, i64)| {
-            let text = text.as_bytes();
-            let size = count(size).max(4);
-            let chunks = size_chunks(&text, size, count(overlap).min(size - 1));
-            let expected = text.len() / size + 1;
-            string_sequence(
-                lua,
-                chunks.map(|(start, end)| text.get(start..end).unwrap_or_default()),
-                expected,
-                &mut meter,
+            })
+        }
+        Primitive::ChunkBySeparator => {
+            primitive!(
+                |lua, meter, (text, separator, max): (LuaString, LuaString, Option<i64>)| {
+                    chunk_by_separator(
+                        lua,
+                        &text.as_bytes(),
+                        &separator.as_bytes(),
+                        max.map(count),
+                        &mut meter,
+                    )
+                }
             )
-        }),
-    )?;
-    super::collections::add_primitives(lua, &primitives, guard)?;
-    Ok(primitives)
+        }
+        Primitive::ChunkBySize => {
+            primitive!(|lua, meter, (text, size, overlap): (LuaString, i64, i64)| {
+                let text = text.as_bytes();
+                let size = count(size).max(4);
+                let chunks = size_chunks(&text, size, count(overlap).min(size - 1));
+                let expected = text.len() / size + 1;
+                string_sequence(
+                    lua,
+                    chunks.map(|(start, end)| text.get(start..end).unwrap_or_default()),
+                    expected,
+                    &mut meter,
+                )
+            })
+        }
+        Primitive::Collection(which) => super::collections::primitive(lua, guard, which),
+    }
 }
 
 /// `grep(text, pattern, context, mode)`, mode `"plain"`, `"pattern"` or `"regex"`.

@@ -45,7 +45,7 @@ use mlua::{Function, HookTriggers, Lua, Table, Value, VmState};
 
 use chunks::InternalChunk;
 
-use crate::engines::{meter, patterns, re, text};
+use crate::engines::{meter, patterns, re};
 
 use limits::Tripwire;
 pub use limits::{Interrupt, LimitKind, Limits, OutputObserver};
@@ -53,7 +53,7 @@ pub use output::escape_output;
 
 use crate::Registry;
 use crate::catalog::Catalog;
-use crate::conventions::{CONTEXT_GLOBAL, TEXT_PRIMITIVES_GLOBAL};
+use crate::conventions::CONTEXT_GLOBAL;
 use crate::llm::Llm;
 use crate::providers::{AgentScope, Providers};
 use builtins::BuiltinState;
@@ -240,9 +240,6 @@ impl Environment {
         // `re` and the text primitives share the environment's compiled patterns.
         let regexes = Rc::new(re::RegexCache::default());
         let builtins = builtins::table(&lua, &state, &catalog, &regexes)?;
-        let primitives = text::table(&lua, &tripwire.guard, &regexes)?;
-        errors::raise_plain_errors(&lua, &primitives, &[], None)?;
-        builtins.raw_set(TEXT_PRIMITIVES_GLOBAL, primitives)?;
         install_globals_metatable(&lua, builtins, builder.registry)?;
         let hook_tripwire = Rc::clone(&tripwire);
         let triggers = HookTriggers {

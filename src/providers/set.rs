@@ -8,6 +8,7 @@ use std::fmt;
 use std::sync::{Arc, OnceLock};
 
 use super::{HostFunction, Method, Provider, Route, RouteRequest, RouteResponse, Scope, builtin};
+use crate::conventions::builtins::BuiltinProvider;
 use crate::conventions::{Code, Function, LUA_GLOBALS, Severity, check_files};
 use crate::registry::{Chunk, Registry};
 use crate::spec::{FunctionSpec, Origin};
@@ -20,6 +21,20 @@ struct Entry {
     builtin: bool,
     functions: Vec<HostFunction>,
     routes: Vec<Route>,
+}
+
+/// The entries of the built-in providers `which`, as [`Providers::builtin`] holds them.
+fn builtin_entries(which: &[BuiltinProvider]) -> Vec<Entry> {
+    builtin::providers(which)
+        .into_iter()
+        .map(|(name, description, functions)| Entry {
+            routes: Vec::new(),
+            name: name.to_string(),
+            description: description.to_string(),
+            builtin: true,
+            functions,
+        })
+        .collect()
 }
 
 /// A set of providers: the registration API. Cheap to clone (to give one agent extra
@@ -173,16 +188,7 @@ impl Providers {
         static BUILTIN: OnceLock<Providers> = OnceLock::new();
         BUILTIN
             .get_or_init(|| {
-                let entries = builtin::providers()
-                    .into_iter()
-                    .map(|(name, description, functions)| Entry {
-                        routes: Vec::new(),
-                        name: name.to_string(),
-                        description: description.to_string(),
-                        builtin: true,
-                        functions,
-                    })
-                    .collect();
+                let entries = builtin_entries(&BuiltinProvider::ALL);
                 let mut set = Providers {
                     entries,
                     docs: Arc::new(Registry::empty()),
@@ -573,4 +579,18 @@ pub(super) fn is_identifier(name: &str) -> bool {
         .next()
         .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The primitives are not offered to the model, but their docs (what `rlm meta`
+    /// and a reader of the table see) follow the same conventions as every built-in's.
+    #[test]
+    fn the_primitives_docs_pass_the_conventions() {
+        let entries = builtin_entries(&[BuiltinProvider::Primitives]);
+        assert!(!entries[0].functions.is_empty());
+        describe(&entries).expect("the primitives' docs pass the conventions");
+    }
 }

@@ -476,3 +476,40 @@ fn errors_of_rust_builtins_are_plain_strings_like_lua_c_functions() {
          input:11: boom\n"
     );
 }
+
+/// The Rust primitives the Lua library calls are rows of the one built-ins table: every
+/// environment has each of them, read-only, and none is offered to the model (not in
+/// `help`, the prompt's built-ins or the providers).
+#[test]
+fn the_library_primitives_are_built_ins_hidden_from_the_model() {
+    use rlm_registry::conventions::builtins::{BUILTINS, BuiltinProvider};
+    use rlm_registry::providers::Providers;
+
+    let env = Environment::new(Registry::baked().clone(), Limits::default()).unwrap();
+    let primitives: Vec<_> = BuiltinProvider::Primitives.functions().collect();
+    assert!(!primitives.is_empty());
+    for primitive in &primitives {
+        let field = primitive.name.strip_prefix("_text_primitives.").unwrap();
+        let code = format!("print(type(_text_primitives.{field}))");
+        assert_eq!(output(&env, &code), "function\n", "{}", primitive.name);
+    }
+    let assignment = env.execute("_text_primitives.grep = print").unwrap_err();
+    assert!(
+        assignment.message().contains("cannot assign to built-in"),
+        "{}",
+        assignment.message()
+    );
+    let listed = output(&env, "print(help())");
+    assert!(!listed.contains("_text_primitives"), "{listed}");
+    assert!(listed.contains("re.find"), "{listed}");
+    let providers = Providers::builtin();
+    for builtin in BUILTINS {
+        let offered = providers.get(builtin.name).is_some();
+        assert_eq!(
+            offered,
+            builtin.provider != BuiltinProvider::Primitives,
+            "{}",
+            builtin.name
+        );
+    }
+}

@@ -26,7 +26,7 @@
 use std::ffi::c_int;
 use std::rc::Rc;
 
-use mlua::{Lua, Table, Value, ffi};
+use mlua::{Function, Lua, Table, Value, ffi};
 
 use super::limits::Guard;
 use super::meter::{VALUE_COST, WorkMeter, with_collector_paused};
@@ -422,37 +422,40 @@ fn reply(lua: &Lua, reply: Reply) -> mlua::Result<(Value, Value, bool)> {
     })
 }
 
-/// Adds the collection primitives to the hidden table of text primitives.
-pub(crate) fn add_primitives(lua: &Lua, primitives: &Table, guard: &Rc<Guard>) -> mlua::Result<()> {
+/// A collection primitive of the hidden table (`_text_primitives.count`, …).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Primitive {
+    SortBy,
+    Count,
+    GroupBy,
+    MostCommon,
+}
+
+/// Makes the collection primitive `which` for one environment, checking `guard`.
+pub(crate) fn primitive(lua: &Lua, guard: &Rc<Guard>, which: Primitive) -> mlua::Result<Function> {
     macro_rules! primitive {
         (|$lua:ident, $meter:ident, $args:tt : $ty:ty| $body:expr) => {{
             let guard = Rc::clone(guard);
             lua.create_function(move |$lua, $args: $ty| {
                 let mut $meter = WorkMeter::new($lua, &guard);
                 reply($lua, $body?)
-            })?
+            })
         }};
     }
-    primitives.raw_set(
-        "sort_by",
-        primitive!(|lua, meter, (list, key, reverse): (Table, Value, bool)| {
-            sort_by(lua, list, key, reverse, &mut meter)
+    match which {
+        Primitive::SortBy => {
+            primitive!(|lua, meter, (list, key, reverse): (Table, Value, bool)| {
+                sort_by(lua, list, key, reverse, &mut meter)
+            })
+        }
+        Primitive::Count => primitive!(|lua, meter, (list, key): (Table, Value)| {
+            count(lua, list, key, &mut meter)
         }),
-    )?;
-    primitives.raw_set(
-        "count",
-        primitive!(|lua, meter, (list, key): (Table, Value)| { count(lua, list, key, &mut meter) }),
-    )?;
-    primitives.raw_set(
-        "group_by",
-        primitive!(|lua, meter, (list, key): (Table, Value)| {
+        Primitive::GroupBy => primitive!(|lua, meter, (list, key): (Table, Value)| {
             group_by(lua, list, key, &mut meter)
         }),
-    )?;
-    primitives.raw_set(
-        "most_common",
-        primitive!(|lua, meter, (counts, n): (Table, Option<i64>)| {
+        Primitive::MostCommon => primitive!(|lua, meter, (counts, n): (Table, Option<i64>)| {
             most_common(lua, counts, n, &mut meter)
         }),
-    )
+    }
 }

@@ -35,8 +35,11 @@ use crate::environment::chunks::InternalChunk;
 use super::errors::raise_plain_errors;
 use super::limits::Tripwire;
 use crate::catalog::Catalog;
-use crate::conventions::builtins::{BUILTIN_VALUES, BuiltinId, BuiltinValueId};
+use crate::conventions::TEXT_PRIMITIVES_GLOBAL;
+use crate::conventions::builtins::{BUILTIN_VALUES, BuiltinId, BuiltinProvider, BuiltinValueId};
+use crate::engines::collections::Primitive as Collection;
 use crate::engines::re;
+use crate::engines::text::{self, Primitive};
 use crate::providers::HostHandler;
 pub(crate) use state::BuiltinState;
 
@@ -101,12 +104,22 @@ pub(crate) fn table(
             None => builtins.raw_set(name, function)?,
         }
     }
+    // The library's primitives are not the model's: every environment has them, in no
+    // provider, whatever its scope.
+    for primitive in BuiltinProvider::Primitives.functions() {
+        let function = installer.builtin(primitive.id)?;
+        let field = primitive.field().unwrap_or(primitive.name);
+        sub_table(lua, &mut tables, primitive.global())?.raw_set(field, function)?;
+    }
     // `print` is hot in loops and cannot fail but on memory; host functions raise plain
     // errors already.
     keep_errors.push(BuiltinId::Print.name());
     raise_plain_errors(lua, &builtins, &keep_errors, None)?;
     for (name, functions) in tables {
-        raise_plain_errors(lua, &functions, &[], Some(name))?;
+        // A primitive's argument error names its field only: that is the name of the
+        // library function that called it (`lines`), the one the model knows.
+        let shown_table = (name != TEXT_PRIMITIVES_GLOBAL).then_some(name);
+        raise_plain_errors(lua, &functions, &[], shown_table)?;
         for value in BUILTIN_VALUES {
             let (table, field) = value.table_and_field();
             if table == name {
@@ -163,6 +176,7 @@ impl Installer<'_> {
         let (lua, state, catalog) = (self.lua, Rc::clone(self.state), self.catalog);
         let tripwire: &Rc<Tripwire> = &self.state.tripwire;
         let re = |implementation| re::function(lua, &tripwire.guard, self.regexes, implementation);
+        let primitive = |which| text::primitive(lua, &tripwire.guard, self.regexes, which);
         match id {
             BuiltinId::Print => core::print(lua, state),
             BuiltinId::Final => core::final_value(lua, state),
@@ -195,6 +209,20 @@ impl Installer<'_> {
             BuiltinId::RlmQueryBatched => agent::rlm_query_batched(lua, state),
             BuiltinId::AskUser => user::ask_user(lua, state),
             BuiltinId::NotifyUser => user::notify_user(lua, state),
+            BuiltinId::LineCount => primitive(Primitive::LineCount),
+            BuiltinId::Lines => primitive(Primitive::Lines),
+            BuiltinId::JoinLines => primitive(Primitive::JoinLines),
+            BuiltinId::WordCount => primitive(Primitive::WordCount),
+            BuiltinId::FindAll => primitive(Primitive::FindAll),
+            BuiltinId::FindAllRegex => primitive(Primitive::FindAllRegex),
+            BuiltinId::Grep => primitive(Primitive::Grep),
+            BuiltinId::ChunkByLines => primitive(Primitive::ChunkByLines),
+            BuiltinId::ChunkBySeparator => primitive(Primitive::ChunkBySeparator),
+            BuiltinId::ChunkBySize => primitive(Primitive::ChunkBySize),
+            BuiltinId::SortBy => primitive(Primitive::Collection(Collection::SortBy)),
+            BuiltinId::Count => primitive(Primitive::Collection(Collection::Count)),
+            BuiltinId::GroupBy => primitive(Primitive::Collection(Collection::GroupBy)),
+            BuiltinId::MostCommon => primitive(Primitive::Collection(Collection::MostCommon)),
         }
     }
 

@@ -146,8 +146,8 @@ enum Command {
     /// RLM's log format). Exit 0, 1 no such agent or turn, 2 unreadable trace.
     #[command(subcommand)]
     Trace(trace::TraceCommand),
-    /// Measure answer quality: generated tasks modelled on the RLM paper's (niah,
-    /// aggregate, pairs, logs) or your own (`--tasks FILE.jsonl`), answered by each method
+    /// Measure answer quality: generated tasks modelled on the RLM paper's (the families
+    /// of `--suite`) or your own (`--tasks FILE.jsonl`), answered by each method
     /// (rlm, direct, rlm-bare); results, summary.md and report.html in `--out DIR`, resumed
     /// when run again. `rlm eval generate` writes the tasks as JSONL.
     Eval(eval::EvalArgs),

@@ -12,6 +12,7 @@ mod inspect;
 mod meta;
 mod search;
 mod serve;
+mod setup;
 mod test;
 mod tools;
 mod trace;
@@ -184,7 +185,7 @@ pub(crate) struct LlmArgs {
 impl LlmArgs {
     /// The client; a bad setting in the environment is a usage error (exit 2).
     pub(crate) fn client(&self) -> Result<rlm_registry::llm::LlmClient, Output> {
-        exec::llm_client(self.model.as_deref(), self.base_url.as_deref())
+        setup::llm_client(self.model.as_deref(), self.base_url.as_deref())
     }
 
     /// The client when `--model` or `--base-url` was given, for commands where a model is

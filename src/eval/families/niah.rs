@@ -1,4 +1,4 @@
-//! `niah` (S-NIAH): one needle, "The special magic number for <word> is <7 digits>.",
+//! `niah` (S-NIAH): one needle, `The special magic number for <word> is <7 digits>.`,
 //! at a random depth in generated prose, with distractor needles for other words.
 //! Scored by exact match on the number.
 

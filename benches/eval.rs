@@ -8,7 +8,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group};
-use rlm_registry::eval::{Family, Size, generate_task};
+use rlm_registry::eval::{FAMILIES, Size, generate_task};
 
 fn tokens() -> u64 {
     std::env::var("RLM_BENCH_EVAL_TOKENS")
@@ -23,7 +23,7 @@ fn benches(c: &mut Criterion) {
     group
         .sample_size(10)
         .measurement_time(Duration::from_secs(5));
-    for family in Family::ALL {
+    for &family in FAMILIES {
         let task = generate_task(family, size, 1, 0);
         let context = task.context.unwrap_or_default();
         let count = rlm_registry::tokens::count(&context);

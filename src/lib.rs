@@ -66,7 +66,8 @@
 //! 11. `serve` (feature `serve`): MCP (stdio, streamable HTTP) and the JSON HTTP API.
 //!
 //! Beside them: `llm`, the OpenAI-compatible client (a leaf every layer above `search`
-//! may use); `tokens`, exact `o200k_base` counts; `codegen` (feature `build`), the
+//! may use); `tokens`, exact `o200k_base` counts; `text_format`, how text is cut,
+//! escaped and numbers written for a reader (a leaf too); `codegen` (feature `build`), the
 //! `Builder` a `build.rs` uses to bake directories, this crate's and yours.
 //!
 //! ```
@@ -110,6 +111,8 @@ pub mod serve;
 pub mod spec;
 #[cfg(feature = "runtime")]
 pub mod testing;
+#[cfg(feature = "runtime")]
+pub(crate) mod text_format;
 #[cfg(feature = "runtime")]
 pub mod tokens;
 #[cfg(feature = "runtime")]

@@ -14,7 +14,7 @@ use rlm_registry::rlm::{
 };
 
 use super::ask_trace::{TraceRequest, Traces};
-use super::exec::{Terminal, limits, llm_client, read_context};
+use super::setup::{Terminal, limits, llm_client, read_context};
 use super::{EXIT_USAGE, EXIT_VIOLATIONS, Output, SourceArgs, with_catalog};
 
 /// Options of `rlm ask`.

@@ -3,13 +3,14 @@
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use clap::{Args, Subcommand};
 
 use rlm_registry::eval::{
-    self, EvalOptions, Family, Method, Prices, Progress, RESULTS_FILE, Runner, Size, Task,
+    self, EvalMethod, EvalOptions, FAMILIES, Family, Prices, Progress, RESULTS_FILE, Runner, Size,
+    Task,
 };
 use rlm_registry::rlm::Budgets;
 
@@ -36,8 +37,15 @@ enum EvalCommand {
 /// Which tasks to generate.
 #[derive(Args, Debug, Clone)]
 struct SuiteArgs {
-    /// Task families, comma-separated: niah, aggregate, pairs, logs.
-    #[arg(long, value_name = "LIST", default_value = "niah,aggregate,pairs,logs")]
+    // The help and the default come from the families' table, so that a family added
+    // there is offered here with nothing else to change.
+    #[arg(
+        long,
+        value_name = "LIST",
+        help = suite_help(),
+        long_help = suite_long_help(),
+        default_value = ALL_FAMILIES.as_str()
+    )]
     suite: String,
     /// Context sizes in tokens, comma-separated (8k, 128k, 1m, …).
     #[arg(long, value_name = "LIST", default_value = "8k")]
@@ -105,6 +113,30 @@ struct RunArgs {
     llm: LlmArgs,
     #[command(flatten)]
     source: SourceArgs,
+}
+
+/// Every family of the table, as `--suite` takes them: the default suite.
+static ALL_FAMILIES: LazyLock<String> = LazyLock::new(|| family_names().join(","));
+
+fn family_names() -> Vec<&'static str> {
+    FAMILIES.iter().map(|family| family.name()).collect()
+}
+
+fn suite_help() -> String {
+    format!(
+        "Task families, comma-separated: {}",
+        family_names().join(", ")
+    )
+}
+
+/// The short help, then each family with its description.
+fn suite_long_help() -> String {
+    let mut help = suite_help();
+    help.push('\n');
+    for family in FAMILIES {
+        help.push_str(&format!("\n- {family}: {}", family.description()));
+    }
+    help
 }
 
 /// `--context-window`: a [`Size`].
@@ -181,7 +213,7 @@ fn task_file(path: &Path) -> Result<(Vec<Task>, PathBuf), Output> {
 }
 
 fn evaluate(args: &RunArgs) -> Output {
-    let methods: Vec<Method> = match list(&args.methods) {
+    let methods: Vec<EvalMethod> = match list(&args.methods) {
         Ok(methods) => methods,
         Err(output) => return output,
     };

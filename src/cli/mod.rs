@@ -12,6 +12,7 @@ mod inspect;
 mod meta;
 mod search;
 mod serve;
+mod setup;
 mod test;
 mod tools;
 mod trace;
@@ -146,8 +147,8 @@ enum Command {
     /// RLM's log format). Exit 0, 1 no such agent or turn, 2 unreadable trace.
     #[command(subcommand)]
     Trace(trace::TraceCommand),
-    /// Measure answer quality: generated tasks modelled on the RLM paper's (niah,
-    /// aggregate, pairs, logs) or your own (`--tasks FILE.jsonl`), answered by each method
+    /// Measure answer quality: generated tasks modelled on the RLM paper's (the families
+    /// of `--suite`) or your own (`--tasks FILE.jsonl`), answered by each method
     /// (rlm, direct, rlm-bare); results, summary.md and report.html in `--out DIR`, resumed
     /// when run again. `rlm eval generate` writes the tasks as JSONL.
     Eval(eval::EvalArgs),
@@ -184,7 +185,7 @@ pub(crate) struct LlmArgs {
 impl LlmArgs {
     /// The client; a bad setting in the environment is a usage error (exit 2).
     pub(crate) fn client(&self) -> Result<rlm_registry::llm::LlmClient, Output> {
-        exec::llm_client(self.model.as_deref(), self.base_url.as_deref())
+        setup::llm_client(self.model.as_deref(), self.base_url.as_deref())
     }
 
     /// The client when `--model` or `--base-url` was given, for commands where a model is

@@ -79,7 +79,7 @@ impl ServeArgs {
             .or_else(|| std::env::var("RLM_SERVE_TOKEN").ok())
             .filter(|token| !token.is_empty());
         Ok(ServeOptions {
-            limits: super::exec::limits(self.time_limit, self.memory_limit)?,
+            limits: super::setup::limits(self.time_limit, self.memory_limit)?,
             max_sessions: self.max_sessions,
             max_concurrent_executions: self.max_concurrent,
             idle_timeout: Duration::from_secs(self.idle_timeout.max(1)),

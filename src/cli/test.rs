@@ -4,7 +4,7 @@ use std::io::IsTerminal;
 use std::sync::Arc;
 
 use rlm_registry::Registry;
-use rlm_registry::testing::{self, Kind, Outcome, Summary, TestResult};
+use rlm_registry::testing::{self, TestKind, TestOutcome, TestResult, TestSummary};
 use serde_json::json;
 
 use super::{EXIT_USAGE, EXIT_VIOLATIONS, Format, Output, SourceArgs};
@@ -21,7 +21,7 @@ pub(super) fn run(source: &SourceArgs, format: Format) -> Output {
         }
     };
     let results = run_tests(source, &registry);
-    let summary = Summary::of(&results);
+    let summary = TestSummary::of(&results);
     let stdout = match format {
         Format::Human => human(&results, &summary),
         Format::Json => format!("{}\n", to_json(&results, &summary)),
@@ -53,13 +53,13 @@ fn run_tests(source: &SourceArgs, registry: &Arc<Registry>) -> Vec<TestResult> {
     results
 }
 
-fn human(results: &[TestResult], summary: &Summary) -> String {
+fn human(results: &[TestResult], summary: &TestSummary) -> String {
     let mut text = String::new();
     for result in results {
         let status = match result.outcome {
-            Outcome::Passed => "ok",
-            Outcome::Failed(_) => "FAILED",
-            Outcome::Errored(_) => "ERROR",
+            TestOutcome::Passed => "ok",
+            TestOutcome::Failed(_) => "FAILED",
+            TestOutcome::Errored(_) => "ERROR",
         };
         text.push_str(&format!(
             "{} {} ... {status}\n",
@@ -69,7 +69,7 @@ fn human(results: &[TestResult], summary: &Summary) -> String {
     }
     let problems: Vec<&TestResult> = results
         .iter()
-        .filter(|r| r.outcome != Outcome::Passed)
+        .filter(|r| r.outcome != TestOutcome::Passed)
         .collect();
     if !problems.is_empty() {
         text.push_str("\nfailures:\n");
@@ -88,19 +88,19 @@ fn human(results: &[TestResult], summary: &Summary) -> String {
 
 fn what(result: &TestResult) -> String {
     match result.kind {
-        Kind::Example => format!("example of {}", result.name),
-        Kind::Test => format!("test {}", result.name),
+        TestKind::Example => format!("example of {}", result.name),
+        TestKind::Test => format!("test {}", result.name),
     }
 }
 
 fn where_(result: &TestResult) -> String {
     match result.kind {
-        Kind::Example => format!("({}:{})", result.file, result.line),
-        Kind::Test => format!("({})", result.file),
+        TestKind::Example => format!("({}:{})", result.file, result.line),
+        TestKind::Test => format!("({})", result.file),
     }
 }
 
-fn to_json(results: &[TestResult], summary: &Summary) -> serde_json::Value {
+fn to_json(results: &[TestResult], summary: &TestSummary) -> serde_json::Value {
     let results: Vec<serde_json::Value> = results
         .iter()
         .map(|result| {
@@ -108,7 +108,7 @@ fn to_json(results: &[TestResult], summary: &Summary) -> serde_json::Value {
                 "kind": result.kind,
                 "name": result.name,
                 "file": result.file,
-                "line": (result.kind == Kind::Example).then_some(result.line),
+                "line": (result.kind == TestKind::Example).then_some(result.line),
                 "outcome": result.outcome.name(),
                 "message": result.outcome.message(),
             })

@@ -2,7 +2,7 @@
 //! string or comment (upstream issue #359), which Lua 5.4 rejects anyway. This scan finds
 //! such a backtick so it becomes an E001 instead of a panic.
 
-use super::lexer::{Kind, pieces};
+use super::lexer::{PieceKind, pieces};
 
 /// Byte offset of the first backtick that is not inside a string or a comment.
 pub(crate) fn first_bare_backtick(source: &str) -> Option<usize> {
@@ -10,7 +10,7 @@ pub(crate) fn first_bare_backtick(source: &str) -> Option<usize> {
         return None;
     }
     pieces(source)
-        .filter(|piece| piece.kind == Kind::Code)
+        .filter(|piece| piece.kind == PieceKind::Code)
         .find_map(|piece| {
             let at = source[piece.range.clone()].find('`')?;
             Some(piece.range.start + at)

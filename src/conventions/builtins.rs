@@ -246,9 +246,9 @@ builtins! {
     TokenBudget => "token_budget", Core, Core,
         "--- Returns how many tokens the session may still spend on sub-model calls (math.huge if unlimited).\n---@return number remaining The remaining tokens\nfunction token_budget() end";
     StoreList => "store_list", Core, Core,
-        "--- Lists the variables you have made: each entry has name, type, size and a short preview.\n---@return table[] variables One table per variable, sorted by name\nfunction store_list() end";
+        "--- Lists this session's variables, the globals your code has set (not the keys saved with the store provider's store_set): each entry has name, type, size and a short preview.\n---@return table[] variables One table per variable, sorted by name\nfunction store_list() end";
     StoreSummarize => "store_summarize", Core, Core,
-        "--- Describes one variable: its type, size and a longer preview.\n---@param name string The variable's name\n---@return string summary The description\nfunction store_summarize(name) end";
+        "--- Describes one of this session's variables (see store_list): its type, size and a longer preview.\n---@param name string The variable's name\n---@return string summary The description\nfunction store_summarize(name) end";
     FnSearch => "fn_search", Core, Core,
         "--- Searches the registry functions for a task, best match first: each result has name, signature, summary and confidence (0..1). Then call help(name) for the full documentation.\n---@param query string What you want to do, in words, or a function name\n---@param opts? table Options: max_results (default 5), capability (e.g. \"search\", \"transform\"), source (a registry directory), mode: \"fast\" (BM25, the default), \"balanced\" (an LLM reranks; counts as 1 llm_query call) or \"accurate\" (an LLM also expands the query; 2 calls). The LLM modes need an LLM (an error without one) and fall back to the fast order when the model fails\n---@return table[] results The matches, best first\n---@return table info mode; fallback: why the fast order was used (nil if not); expanded_terms: the phrases the LLM added\nfunction fn_search(query, opts) end";
     Help => "help", Core, Core,

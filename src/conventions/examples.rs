@@ -22,7 +22,7 @@
 //! );
 //! ```
 
-use super::lexer::{Kind, pieces};
+use super::lexer::{PieceKind, pieces};
 
 /// The global function an example's chunk calls to check an expectation.
 pub const EXPECT_FUNCTION: &str = "__rlm_expect";
@@ -177,7 +177,7 @@ fn is_lua_fence(text: &str) -> bool {
 /// Where the comment of a Lua line starts, if it has one.
 fn comment_start(line: &str) -> Option<usize> {
     pieces(line)
-        .find(|piece| piece.kind == Kind::Comment)
+        .find(|piece| piece.kind == PieceKind::Comment)
         .map(|piece| piece.range.start)
 }
 

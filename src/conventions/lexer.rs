@@ -16,7 +16,7 @@ use std::ops::Range;
 
 /// What a stretch of source is to Lua's lexer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Kind {
+pub(crate) enum PieceKind {
     /// Anything outside strings and comments: names, keywords, numbers, symbols, blanks.
     Code,
     /// A quoted string, quotes included.
@@ -30,7 +30,7 @@ pub(crate) enum Kind {
 /// One stretch of source: its kind and its byte range.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Piece {
-    pub kind: Kind,
+    pub kind: PieceKind,
     pub range: Range<usize>,
 }
 
@@ -47,7 +47,7 @@ pub(crate) fn pieces(source: &str) -> impl Iterator<Item = Piece> + '_ {
         let start = at;
         let (kind, end) = match piece_at(bytes, start) {
             Some(piece) => piece,
-            None => (Kind::Code, code_end(bytes, start)),
+            None => (PieceKind::Code, code_end(bytes, start)),
         };
         at = end;
         Some(Piece {
@@ -58,20 +58,22 @@ pub(crate) fn pieces(source: &str) -> impl Iterator<Item = Piece> + '_ {
 }
 
 /// The string or comment starting at `at`, with where it ends, if one does.
-fn piece_at(bytes: &[u8], at: usize) -> Option<(Kind, usize)> {
+fn piece_at(bytes: &[u8], at: usize) -> Option<(PieceKind, usize)> {
     match bytes[at] {
         b'-' if bytes.get(at + 1) == Some(&b'-') => {
             let end = match long_bracket_level(bytes, at + 2) {
                 Some(level) => long_bracket_end(bytes, at + 2, level),
                 None => line_end(bytes, at),
             };
-            Some((Kind::Comment, end))
+            Some((PieceKind::Comment, end))
         }
         b'[' => {
             let level = long_bracket_level(bytes, at)?;
-            Some((Kind::LongString, long_bracket_end(bytes, at, level)))
+            Some((PieceKind::LongString, long_bracket_end(bytes, at, level)))
         }
-        quote @ (b'"' | b'\'') => Some((Kind::ShortString, short_string_end(bytes, at, quote))),
+        quote @ (b'"' | b'\'') => {
+            Some((PieceKind::ShortString, short_string_end(bytes, at, quote)))
+        }
         _ => None,
     }
 }
@@ -149,7 +151,7 @@ fn line_end(bytes: &[u8], at: usize) -> usize {
 mod tests {
     use super::*;
 
-    fn cut(source: &str) -> Vec<(Kind, &str)> {
+    fn cut(source: &str) -> Vec<(PieceKind, &str)> {
         pieces(source)
             .map(|piece| (piece.kind, &source[piece.range]))
             .collect()
@@ -157,7 +159,7 @@ mod tests {
 
     #[test]
     fn code_strings_and_comments_are_told_apart() {
-        use Kind::*;
+        use PieceKind::*;
         assert_eq!(
             cut("x = 'a' .. \"b\" -- c\ny = [[d]] --[==[ e\n]==] z"),
             [
@@ -178,7 +180,7 @@ mod tests {
 
     #[test]
     fn escapes_keep_a_short_string_open() {
-        use Kind::*;
+        use PieceKind::*;
         assert_eq!(
             cut(r#""a\"b" x"#),
             [(ShortString, r#""a\"b""#), (Code, " x")]
@@ -193,14 +195,14 @@ mod tests {
 
     #[test]
     fn an_unfinished_short_string_ends_at_its_line() {
-        use Kind::*;
+        use PieceKind::*;
         assert_eq!(cut("'a\nb"), [(ShortString, "'a"), (Code, "\nb")]);
         assert_eq!(cut("x = \"a\\"), [(Code, "x = "), (ShortString, "\"a\\")]);
     }
 
     #[test]
     fn unclosed_long_brackets_run_to_the_end() {
-        use Kind::*;
+        use PieceKind::*;
         assert_eq!(
             cut("x = [==[ a ]] b"),
             [(Code, "x = "), (LongString, "[==[ a ]] b")]
@@ -211,7 +213,7 @@ mod tests {
 
     #[test]
     fn brackets_that_are_not_long_are_code() {
-        use Kind::*;
+        use PieceKind::*;
         assert_eq!(cut("t[ [=x] ]"), [(Code, "t[ [=x] ]")]);
         assert_eq!(cut("a - -b"), [(Code, "a - -b")]);
     }

@@ -90,7 +90,7 @@ impl<'a> LineMatcher<'a> {
 /// A matching line: its 1-based number, where its text is, and where it stops (the
 /// index of its `"\n"`, or the text's length).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Hit {
+pub(crate) struct MatchedLine {
     pub number: usize,
     pub start: usize,
     pub end: usize,
@@ -115,7 +115,7 @@ pub(crate) fn matching_lines(
     text: &[u8],
     matcher: &LineMatcher,
     meter: &mut WorkMeter,
-) -> mlua::Result<Vec<Hit>> {
+) -> mlua::Result<Vec<MatchedLine>> {
     let mut hits = Vec::new();
     match matcher.prefilter() {
         Some(finder) => search_whole_text(text, matcher, finder, &mut hits, meter)?,
@@ -127,7 +127,7 @@ pub(crate) fn matching_lines(
 fn search_line_by_line(
     text: &[u8],
     matcher: &LineMatcher,
-    hits: &mut Vec<Hit>,
+    hits: &mut Vec<MatchedLine>,
     meter: &mut WorkMeter,
 ) -> mlua::Result<()> {
     let mut start = 0;
@@ -150,7 +150,7 @@ fn search_whole_text(
     text: &[u8],
     matcher: &LineMatcher,
     finder: &memmem::Finder,
-    hits: &mut Vec<Hit>,
+    hits: &mut Vec<MatchedLine>,
     meter: &mut WorkMeter,
 ) -> mlua::Result<()> {
     let needle = finder.needle().len();
@@ -207,20 +207,20 @@ fn next_hit(
 }
 
 fn push_hit(
-    hits: &mut Vec<Hit>,
+    hits: &mut Vec<MatchedLine>,
     meter: &mut WorkMeter,
     number: usize,
     start: usize,
     end: usize,
     stop: usize,
 ) {
-    hits.push(Hit {
+    hits.push(MatchedLine {
         number,
         start,
         end,
         stop,
     });
-    meter.hold(hits.capacity() * std::mem::size_of::<Hit>());
+    meter.hold(hits.capacity() * std::mem::size_of::<MatchedLine>());
 }
 
 /// The lines before the line starting at `start`, nearest first.
@@ -253,7 +253,7 @@ fn lines_after(text: &[u8], stop: usize) -> impl Iterator<Item = (usize, usize)>
 pub(crate) fn result_table(
     lua: &Lua,
     text: &[u8],
-    hits: &[Hit],
+    hits: &[MatchedLine],
     context: usize,
     meter: &mut WorkMeter,
 ) -> mlua::Result<Table> {

@@ -1,5 +1,5 @@
 //! The crate's own Lua chunks (the sandbox's wrappers, the globals' metatable, the error
-//! wrappers, `store_*`), compiled once per process. Compiling them again for every
+//! wrappers, the session's variables), compiled once per process. Compiling them again for every
 //! environment was most of what creating one cost; the first environment compiles each
 //! from its source and keeps the bytecode, and the others load that bytecode.
 //!

@@ -2,6 +2,7 @@
 //! note when longer, and one model call.
 
 use crate::llm::{Completion, Llm, LlmError, Message, Request};
+use crate::text_format::char_prefix;
 use crate::tokens;
 
 /// Tokens kept free in the window for the instructions, the question and the answer.
@@ -68,13 +69,14 @@ pub(super) fn direct_trace(
         .messages
         .iter()
         .map(|m| {
-            let content = match m.content.char_indices().nth(TRACED_CHARS) {
-                Some((at, _)) => format!(
-                    "{}\n[… {} more bytes not kept in the trace]",
-                    &m.content[..at],
-                    m.content.len() - at
-                ),
-                None => m.content.clone(),
+            let kept = char_prefix(&m.content, TRACED_CHARS);
+            let content = if kept.len() == m.content.len() {
+                m.content.clone()
+            } else {
+                format!(
+                    "{kept}\n[… {} more bytes not kept in the trace]",
+                    m.content.len() - kept.len()
+                )
             };
             serde_json::json!({"role": m.role, "content": content})
         })

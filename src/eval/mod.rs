@@ -7,14 +7,15 @@
 //! and works with any [`Llm`](crate::llm::Llm).
 //!
 //! - Generators ([`generate`], [`generate_task`]): deterministic from a seed, at a size
-//!   in tokens ([`Size`]) hit within 2% with the real tokenizer. Families: `niah`
-//!   (`niah.rs`, on `prose.rs`), `aggregate` and `pairs` (on `records.rs` and
-//!   `classes.rs`), `logs`. The generator's PRNG is `rng.rs`; fitting to a size is
-//!   `size.rs`.
+//!   in tokens ([`Size`]) hit within 2% with the real tokenizer. Each family is a
+//!   [`TaskFamily`] in its own file of `families/`, listed once in [`FAMILIES`] (what
+//!   the CLI's `--suite` reads); `prose.rs` is `niah`'s text, `records.rs` and
+//!   `classes.rs` the records of `aggregate` and `pairs`. The generator's PRNG is
+//!   `rng.rs`; fitting to a size is `size.rs`.
 //! - [`Scorer`]s (`score.rs`): exact, contains, numeric (OOLONG's `0.75^|error|`),
 //!   F1 over sets, and a model judge.
 //! - [`Task`]s and their JSONL file (`task.rs`).
-//! - [`Runner`] (`runner.rs`): methods ([`Method`]: `rlm`, `direct` in `direct.rs`,
+//! - [`Runner`] (`runner.rs`): methods ([`EvalMethod`]: `rlm`, `direct` in `direct.rs`,
 //!   `rlm-bare`) over tasks, `jobs` at once, each [`TaskResult`] appended to
 //!   `results.jsonl` as it ends (`results.rs`); a re-run resumes.
 //! - `summary.md` (`summary.rs`) and `report.html` (`report.rs`).
@@ -22,22 +23,20 @@
 //! ```
 //! use rlm_registry::eval::{Family, Scorer, Size, generate};
 //!
-//! let tasks = generate(&[Family::Aggregate], &[Size::new(2_000)], 2, 1);
+//! let aggregate: Family = "aggregate".parse()?;
+//! let tasks = generate(&[aggregate], &[Size::new(2_000)], 2, 1);
 //! assert_eq!(tasks.len(), 2);
 //! let task = &tasks[0];
 //! // A perfect answer scores 1 whatever the scorer.
 //! assert_eq!(task.scorer.score(&task.question, &task.answer, &task.answer, None)?, 1.0);
-//! # Ok::<(), rlm_registry::eval::ScoreError>(())
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-mod aggregate;
 mod classes;
 mod direct;
+mod families;
 mod generate;
-mod logs;
 mod method;
-mod niah;
-mod pairs;
 mod prose;
 mod records;
 mod report;
@@ -51,8 +50,9 @@ mod task;
 
 pub use classes::CLASSES;
 pub use direct::{DIRECT_SYSTEM, RESERVED_TOKENS, ask_direct, direct_prompt};
-pub use generate::{Family, generate, generate_task};
-pub use method::Method;
+pub use families::{FAMILIES, Family, Generated, TaskFamily};
+pub use generate::{generate, generate_task};
+pub use method::EvalMethod;
 pub use report::{report_html, score_plot};
 pub use results::{DepthTokens, ResultWriter, TaskResult, read_results};
 pub use rng::Rng;
@@ -61,3 +61,12 @@ pub use score::{JUDGE_RUBRIC, ScoreError, Scorer, first_number, normalize, set_i
 pub use size::{MAX_SIZE, SIZE_TOLERANCE, Size, SizeError, fit_lines, parse_sizes};
 pub use summary::{Prices, Row, mean_interval, rows, size_label, summary_markdown};
 pub use task::{Task, TaskError, read_tasks, write_tasks};
+
+/// `a`, `a or b`, `a, b or c`: the choices an error message offers.
+fn one_of(names: &[&str]) -> String {
+    match names {
+        [] => String::new(),
+        [only] => (*only).to_string(),
+        [init @ .., last] => format!("{} or {last}", init.join(", ")),
+    }
+}

@@ -7,29 +7,16 @@ use std::fmt::Write;
 
 use super::results::TaskResult;
 use super::summary::{Prices, mean_interval, rows, size_label};
+use crate::text_format::{cut_chars, escape_html};
 
 const COLORS: [&str; 6] = [
     "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b",
 ];
+/// The characters of an answer, expected answer or error a task's row shows.
+const CELL_CHARS: usize = 200;
 const WIDTH: f64 = 640.0;
 const HEIGHT: f64 = 360.0;
 const MARGIN: f64 = 50.0;
-
-/// Escapes text for HTML.
-fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            _ => out.push(c),
-        }
-    }
-    out
-}
 
 /// The plot: mean score (all families) per size, one line per method, sizes on a log
 /// scale.
@@ -107,7 +94,7 @@ pub fn score_plot(results: &[TaskResult]) -> String {
         let _ = writeln!(
             svg,
             "<polyline class=\"method-line\" data-method=\"{}\" fill=\"none\" stroke=\"{color}\" stroke-width=\"2\" points=\"{}\"/>",
-            escape(method),
+            escape_html(method),
             path.join(" ")
         );
         for (px, py) in coords {
@@ -124,7 +111,7 @@ pub fn score_plot(results: &[TaskResult]) -> String {
             right + 35.0,
             right + 40.0,
             ly + 4.0,
-            escape(method)
+            escape_html(method)
         );
     }
     svg.push_str("</svg>\n");
@@ -147,9 +134,9 @@ pub fn report_html(results: &[TaskResult], prices: Prices) -> String {
         let _ = writeln!(
             html,
             "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{:.3} ± {:.3}</td><td class=\"num\">{:.0}</td><td class=\"num\">{:.4}</td><td class=\"num\">{:.1}</td><td class=\"num\">{}</td></tr>",
-            escape(&row.family),
+            escape_html(&row.family),
             size_label(row.size),
-            escape(&row.method),
+            escape_html(&row.method),
             row.n,
             row.mean,
             row.half_width,
@@ -166,10 +153,10 @@ pub fn report_html(results: &[TaskResult], prices: Prices) -> String {
             match page {
                 Some(page) => format!(
                     "<a href=\"{}\">page</a> <a href=\"{}\">trace</a>",
-                    escape(&page),
-                    escape(t)
+                    escape_html(&page),
+                    escape_html(t)
                 ),
-                None => format!("<a href=\"{}\">trace</a>", escape(t)),
+                None => format!("<a href=\"{}\">trace</a>", escape_html(t)),
             }
         });
         let _ = writeln!(
@@ -180,27 +167,19 @@ pub fn report_html(results: &[TaskResult], prices: Prices) -> String {
             } else {
                 ""
             },
-            escape(&r.id),
-            escape(&r.method),
+            escape_html(&r.id),
+            escape_html(&r.method),
             r.score,
-            escape(&short(r.answer.as_deref().unwrap_or(""))),
-            escape(&short(&r.expected)),
+            escape_html(&cut_chars(r.answer.as_deref().unwrap_or(""), CELL_CHARS)),
+            escape_html(&cut_chars(&r.expected, CELL_CHARS)),
             r.turns,
             r.prompt_tokens() + r.completion_tokens(),
             r.seconds,
-            escape(&short(r.error.as_deref().unwrap_or(""))),
+            escape_html(&cut_chars(r.error.as_deref().unwrap_or(""), CELL_CHARS)),
         );
     }
     html.push_str("</table>\n</body></html>\n");
     html
-}
-
-/// At most 200 characters.
-fn short(text: &str) -> String {
-    match text.char_indices().nth(200) {
-        Some((at, _)) => format!("{}…", &text[..at]),
-        None => text.to_string(),
-    }
 }
 
 #[cfg(test)]

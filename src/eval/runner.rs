@@ -14,7 +14,7 @@ use crate::registry::Registry;
 use crate::rlm::{Budgets, Context, PromptMode, Rlm};
 
 use super::direct::{direct_request, direct_trace};
-use super::method::Method;
+use super::method::EvalMethod;
 use super::results::{DepthTokens, ResultWriter, TaskResult, read_results};
 use super::task::Task;
 
@@ -27,7 +27,7 @@ pub const TRACES_DIR: &str = "traces";
 #[derive(Clone)]
 pub struct EvalOptions {
     /// The methods, each run on every task.
-    pub methods: Vec<Method>,
+    pub methods: Vec<EvalMethod>,
     /// Tasks run at once.
     pub jobs: usize,
     /// Turns of each agent (the loop's methods).
@@ -51,7 +51,7 @@ pub struct EvalOptions {
 impl Default for EvalOptions {
     fn default() -> EvalOptions {
         EvalOptions {
-            methods: vec![Method::Rlm, Method::Direct],
+            methods: vec![EvalMethod::Rlm, EvalMethod::Direct],
             jobs: 1,
             max_iterations: crate::rlm::DEFAULT_MAX_ITERATIONS,
             max_depth: 1,
@@ -99,7 +99,7 @@ impl Progress {
 /// use rlm_registry::llm::LlmClient;
 ///
 /// let llm = Arc::new(LlmClient::from_env()?);
-/// let tasks = generate(&[Family::Niah], &[Size::new(8_000)], 5, 1);
+/// let tasks = generate(&["niah".parse::<Family>()?], &[Size::new(8_000)], 5, 1);
 /// let runner = Runner::new(llm, EvalOptions::default(), "eval-out");
 /// let results = runner.run(&tasks, |_, progress| eprintln!("{}/{}", progress.done, progress.total))?;
 /// println!("{} results", results.len());
@@ -154,7 +154,7 @@ impl Runner {
             .collect();
         let mut seen = HashSet::new();
         earlier.retain(|r| seen.insert(r.key()));
-        let work: Vec<(&Task, Method)> = tasks
+        let work: Vec<(&Task, EvalMethod)> = tasks
             .iter()
             .flat_map(|t| self.options.methods.iter().map(move |&m| (t, m)))
             .filter(|(t, m)| !seen.contains(&(t.id.clone(), m.to_string())))
@@ -223,7 +223,7 @@ impl Runner {
     }
 
     /// Runs one task with one method; every failure is a result with its error.
-    pub fn run_one(&self, task: &Task, method: Method) -> TaskResult {
+    pub fn run_one(&self, task: &Task, method: EvalMethod) -> TaskResult {
         let started = Instant::now();
         let trace = format!("{TRACES_DIR}/{}.{method}.jsonl", file_safe(&task.id));
         let mut result = TaskResult {
@@ -244,11 +244,11 @@ impl Runner {
         match task.context_text(&self.task_base) {
             Err(error) => result.error = Some(error.to_string()),
             Ok(context) => match method {
-                Method::Direct => {
+                EvalMethod::Direct => {
                     self.direct(task, &context, &self.out.join(&trace), &mut result);
                     result.trace = Some(trace);
                 }
-                Method::Rlm | Method::RlmBare => {
+                EvalMethod::Rlm | EvalMethod::RlmBare => {
                     self.rlm(task, method, context, &self.out.join(&trace), &mut result);
                     result.trace = Some(trace);
                 }
@@ -299,14 +299,14 @@ impl Runner {
     fn rlm(
         &self,
         task: &Task,
-        method: Method,
+        method: EvalMethod,
         context: String,
         trace: &Path,
         result: &mut TaskResult,
     ) {
         let options = &self.options;
         let registry = match method {
-            Method::RlmBare => Arc::new(Registry::empty()),
+            EvalMethod::RlmBare => Arc::new(Registry::empty()),
             _ => Arc::clone(&options.registry),
         };
         let mut rlm = Rlm::new(Arc::clone(&self.llm), registry, options.max_iterations)

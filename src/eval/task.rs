@@ -38,7 +38,7 @@ pub struct Task {
     pub answer: String,
     /// How an answer is scored against [`Task::answer`].
     pub scorer: Scorer,
-    /// The generator family (`niah`, `aggregate`, `pairs`, `logs`), if generated.
+    /// The generator family (a name of [`FAMILIES`](super::FAMILIES)), if generated.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub family: Option<String>,
     /// The context size asked, in tokens, if generated.

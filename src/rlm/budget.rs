@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use super::format::thousands;
 use crate::llm::{Completion, Llm, LlmError, Request, Usage, UsageSnapshot};
+use crate::text_format::thousands;
 
 /// What a whole run may spend, summed over the root agent, its children at every depth,
 /// and every `llm_query` they make. `None` is unlimited (the default).

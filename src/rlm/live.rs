@@ -2,8 +2,8 @@
 //! on stderr). Written for the person watching, never sent to the model.
 
 use super::agent::Agent;
-use super::format::{first_line, thousands};
 use super::run::TurnData;
+use crate::text_format::{cut_chars, first_line, thousands};
 
 impl Agent {
     /// `turn 2/10 · 1 block · 340 chars out · 1,234 tokens`, the first line of code and
@@ -37,10 +37,16 @@ impl Agent {
             head.push_str(&format!("{indent}  → {}\n", summary_line(&output.output)));
         }
         if let Some(error) = data.outputs.iter().find_map(|o| o.error.as_ref()) {
-            head.push_str(&format!("{indent}  ✗ {}\n", first_line(error, 160)));
+            head.push_str(&format!(
+                "{indent}  ✗ {}\n",
+                cut_chars(first_line(error), 160)
+            ));
         }
         if let Some(error) = &data.error {
-            head.push_str(&format!("{indent}  ✗ {}\n", first_line(error, 160)));
+            head.push_str(&format!(
+                "{indent}  ✗ {}\n",
+                cut_chars(first_line(error), 160)
+            ));
         }
         if let Some(answer) = &data.final_answer {
             head.push_str(&format!("{indent}  = {}\n", summary_line(answer)));
@@ -51,7 +57,7 @@ impl Agent {
 
 /// The first line (at most 100 characters) and how many more lines there are.
 fn summary_line(text: &str) -> String {
-    let mut line = first_line(text, 100);
+    let mut line = cut_chars(first_line(text), 100);
     let more = text.lines().filter(|l| !l.trim().is_empty()).count();
     if more > 1 {
         let plural = if more == 2 { "" } else { "s" };

@@ -76,13 +76,11 @@
 //! - `context`, `budget`, `report`: [`Context`], [`Budgets`] and usage, [`RlmError`].
 //! - `trace`, `live`: the JSONL trace and the live view.
 //! - `rlm_log`: the trace in the reference RLM's log format ([`TraceFormat::Rlm`]).
-//! - `format`: thousands separators and first lines, for all of the above.
 
 mod agent;
 mod budget;
 mod builder;
 mod context;
-pub(crate) mod format;
 mod live;
 mod parse;
 mod prompt;

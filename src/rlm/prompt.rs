@@ -16,10 +16,10 @@ use std::time::Duration;
 
 use crate::catalog::Catalog;
 use crate::environment::ExecError;
+use crate::text_format::{byte_prefix, thousands};
 use crate::tokens;
 
 use super::context::Context;
-use super::format::thousands;
 use super::prompt_mode::PromptMode;
 use super::report::RlmError;
 
@@ -207,7 +207,10 @@ pub(crate) fn block_output(block: usize, output: &str, room: usize) -> String {
     if output.is_empty() {
         format!("Block {block} ran and printed nothing (only what you print comes back).")
     } else {
-        format!("Output of block {block}:\n{}", truncate(output, room))
+        format!(
+            "Output of block {block}:\n{}",
+            cut_bytes_noted(output, room)
+        )
     }
 }
 
@@ -269,22 +272,20 @@ pub(crate) fn child_failed(id: &str, error: &RlmError) -> String {
     format!("child agent {id} failed: {error}")
 }
 
-/// Cuts `text` to at most `max` bytes (at a character boundary) and says how much was cut.
-pub(crate) fn truncate(text: &str, max: usize) -> String {
-    if text.len() <= max {
+/// Cuts `text` to at most `max` bytes (at a character boundary) and says, on a line of
+/// its own, how many bytes were cut: the model reads the note, not an ellipsis.
+pub(crate) fn cut_bytes_noted(text: &str, max: usize) -> String {
+    let kept = byte_prefix(text, max);
+    if kept.len() == text.len() {
         return text.to_string();
     }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    let mut out = text[..end].to_string();
+    let mut out = kept.to_string();
     if !out.is_empty() && !out.ends_with('\n') {
         out.push('\n');
     }
     out.push_str(&format!(
         "[... {} more bytes cut; print less, or slices]",
-        thousands((text.len() - end) as u64)
+        thousands((text.len() - kept.len()) as u64)
     ));
     out
 }
@@ -310,13 +311,13 @@ pub(crate) fn describe_error(
              try a cheaper approach (smaller pieces, fewer calls, less output)."
         ),
         ExecError::Lua { .. } => {
-            let message = truncate(error.message_without_hint(), max_bytes.max(200));
+            let message = cut_bytes_noted(error.message_without_hint(), max_bytes.max(200));
             match error_line(&message) {
                 Some((line, rest)) => {
                     let mut text =
                         format!("Block {block} failed with a Lua error on line {line}: {rest}");
                     if let Some(source) = code.lines().nth(line.wrapping_sub(1)) {
-                        let source = truncate(source.trim_end(), 200);
+                        let source = cut_bytes_noted(source.trim_end(), 200);
                         text.push_str(&format!("\n  {line} | {source}"));
                     }
                     text
@@ -334,7 +335,7 @@ pub(crate) fn describe_error(
     if !output.is_empty() {
         text.push_str(&format!(
             "\nOutput before the error:\n{}",
-            truncate(output, max_bytes)
+            cut_bytes_noted(output, max_bytes)
         ));
     }
     text
@@ -452,13 +453,13 @@ mod tests {
 
     #[test]
     fn truncation_says_what_was_cut() {
-        assert_eq!(truncate("short", 10), "short");
-        let cut = truncate(&"x".repeat(12_355), 10);
+        assert_eq!(cut_bytes_noted("short", 10), "short");
+        let cut = cut_bytes_noted(&"x".repeat(12_355), 10);
         assert_eq!(
             cut,
             "xxxxxxxxxx\n[... 12,345 more bytes cut; print less, or slices]"
         );
-        let cut = truncate("ééé", 3);
+        let cut = cut_bytes_noted("ééé", 3);
         assert!(cut.starts_with("é\n"), "{cut}");
     }
 

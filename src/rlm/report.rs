@@ -11,7 +11,7 @@ use crate::environment::ExecError;
 use crate::llm::LlmError;
 
 use super::budget::{BudgetExceeded, UsageReport};
-use super::format::first_line;
+use crate::text_format::{cut_chars, first_line};
 
 /// A successful run.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -95,12 +95,12 @@ impl fmt::Display for RlmError {
             RlmError::ConsecutiveErrors { count, last_error } => write!(
                 f,
                 "gave up after {count} turns in a row with errors; the last: {}",
-                first_line(last_error, 300)
+                cut_chars(first_line(last_error), 300)
             ),
             RlmError::NoCode { reply } => write!(
                 f,
                 "the model replied without code or a final answer twice in a row, the second time after a reminder; its reply began: {}",
-                first_line(reply, 200)
+                cut_chars(first_line(reply), 200)
             ),
             RlmError::Setup(message) => f.write_str(message),
             RlmError::Context(error) => write!(f, "cannot load the context: {error}"),

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use super::Hit;
+use super::SearchHit;
 use super::ranking::{QueryTerm, Ranking};
 use crate::registry::index::{FIELDS, Index};
 
@@ -47,7 +47,12 @@ pub struct SearchResult {
 }
 
 /// The explained result for `hit`, the `doc`th function, one of `ranking`'s.
-pub(super) fn result(index: &Index, doc: u32, hit: Hit<'_>, ranking: &Ranking) -> SearchResult {
+pub(super) fn result(
+    index: &Index,
+    doc: u32,
+    hit: SearchHit<'_>,
+    ranking: &Ranking,
+) -> SearchResult {
     let function = hit.function;
     let terms = &ranking.terms;
     let exact_bonus = ranking

@@ -99,6 +99,7 @@ use serde_json::Value;
 
 use super::{FunctionSearch, SearchMode, SearchOptions, SearchResult, Signal};
 use crate::llm::{Llm, Message, Request};
+use crate::text_format::{byte_prefix, cut_chars};
 
 /// The fewest candidates the reranker sees (when that many match).
 pub const MIN_CANDIDATES: usize = 20;
@@ -590,7 +591,7 @@ fn first_usable<T>(answer: &str, usable: impl Fn(&[Value]) -> Vec<T>) -> Parsed<
     let answer = answer
         .rsplit_once("</think>")
         .map_or(answer, |(_, after)| after);
-    let answer = prefix(answer, MAX_ANSWER_BYTES);
+    let answer = byte_prefix(answer, MAX_ANSWER_BYTES);
     let mut seen_array = false;
     // Python-style lists (single quotes) are tried only when the JSON reading fails.
     let requoted = answer.contains('\'').then(|| answer.replace('\'', "\""));
@@ -635,11 +636,7 @@ fn arrays(text: &str) -> Vec<Vec<Value>> {
 
 /// `text` on one line (whitespace runs collapsed), at most `max` characters.
 fn one_line(text: &str, max: usize) -> String {
-    let joined = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    match joined.char_indices().nth(max) {
-        Some((cut, _)) => format!("{}…", &joined[..cut]),
-        None => joined,
-    }
+    cut_chars(&text.split_whitespace().collect::<Vec<_>>().join(" "), max)
 }
 
 /// The start of a model's answer, quoted in a fallback reason.
@@ -650,18 +647,6 @@ fn snippet(answer: &str) -> String {
     } else {
         format!("the answer began: {line}")
     }
-}
-
-/// The longest prefix of `text` of at most `max` bytes that ends on a character boundary.
-fn prefix(text: &str, max: usize) -> &str {
-    if text.len() <= max {
-        return text;
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
 }
 
 #[cfg(test)]
@@ -706,7 +691,6 @@ mod tests {
     fn one_line_collapses_and_cuts_on_characters() {
         assert_eq!(one_line(" a\n\n b\tc ", 10), "a b c");
         assert_eq!(one_line("ééééé", 3), "ééé…");
-        assert_eq!(prefix("éé", 3), "é");
     }
 
     #[test]

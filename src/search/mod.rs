@@ -118,7 +118,7 @@ impl Default for SearchOptions {
 
 /// A ranked function, unexplained: what [`search_hits`] returns.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Hit<'r> {
+pub struct SearchHit<'r> {
     /// The function.
     pub function: &'r Function,
     /// `name(a, b?)`.
@@ -168,7 +168,7 @@ pub fn search_hits<'r>(
     registry: &'r Registry,
     query: &str,
     options: &SearchOptions,
-) -> Vec<Hit<'r>> {
+) -> Vec<SearchHit<'r>> {
     let ranking = ranking::ranking(registry.index(), registry.functions(), query, options);
     hits(registry, &ranking).map(|(_, hit)| hit).collect()
 }
@@ -177,11 +177,11 @@ pub fn search_hits<'r>(
 fn hits<'r, 'k>(
     registry: &'r Registry,
     ranking: &'k ranking::Ranking,
-) -> impl Iterator<Item = (u32, Hit<'r>)> + use<'r, 'k> {
+) -> impl Iterator<Item = (u32, SearchHit<'r>)> + use<'r, 'k> {
     let (index, functions) = (registry.index(), registry.functions());
     ranking.top.iter().filter_map(move |&(score, doc)| {
         let i = doc as usize;
-        let hit = Hit {
+        let hit = SearchHit {
             function: functions.get(i)?,
             signature: index.signatures.get(i).map_or("", |s| s),
             summary: index.summaries.get(i).map_or("", |s| s),

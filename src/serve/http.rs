@@ -26,7 +26,7 @@ use super::functions;
 use super::mcp::{McpHandler, code_arguments, search_arguments};
 use super::mcp_gate;
 use super::sessions::CreateError;
-use super::slots::Kind;
+use super::slots::SessionKind;
 use crate::environment::ExecError;
 use crate::providers;
 use crate::tools::CallError;
@@ -202,8 +202,8 @@ async fn health(Shared(state): Shared<AppState>) -> Response {
         "status": "ok",
         "functions": state.functions.registry().len(),
         "sessions": state.slots.total(),
-        "mcp_sessions": state.slots.count(Kind::Mcp),
-        "api_sessions": state.slots.count(Kind::Api),
+        "mcp_sessions": state.slots.count(SessionKind::Mcp),
+        "api_sessions": state.slots.count(SessionKind::Api),
         "max_sessions": state.slots.max(),
         "running_executions": state.executor.running(),
     }))

@@ -29,7 +29,7 @@ use super::mcp_gate::RESERVED;
 use super::mcp_logging::LogLevel;
 use super::mcp_sessions::McpSession;
 use super::sessions::{CreateError, InUse};
-use super::slots::{Kind, Slot};
+use super::slots::{SessionKind, Slot};
 
 /// The tool that runs Lua in the session's environment.
 pub const RUN_LUA: &str = "run_lua";
@@ -65,9 +65,9 @@ impl McpHandler {
             .try_with(|reserved| reserved.borrow_mut().slot.take())
             .ok()
             .flatten();
-        let Some(slot) = reserved.or_else(|| state.slots.take(Kind::Mcp)) else {
+        let Some(slot) = reserved.or_else(|| state.slots.take(SessionKind::Mcp)) else {
             let full = CreateError::Full {
-                kind: Kind::Mcp,
+                kind: SessionKind::Mcp,
                 max: state.slots.max(),
                 idle_timeout: state.options.idle_timeout,
             };

@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 use super::State;
 use super::mcp_sessions::McpSession;
 use super::sessions::CreateError;
-use super::slots::{Kind, Slot};
+use super::slots::{SessionKind, Slot};
 
 const SESSION_HEADER: &str = "mcp-session-id";
 
@@ -121,7 +121,7 @@ async fn initialize(
     request: Request,
     next: Next,
 ) -> Response {
-    let Some(slot) = state.slots.take(Kind::Mcp) else {
+    let Some(slot) = state.slots.take(SessionKind::Mcp) else {
         return refuse_full(state, request_id);
     };
     let reservation = RefCell::new(Reservation {
@@ -148,7 +148,7 @@ async fn initialize(
 /// 503 with a JSON-RPC error an MCP client shows: the cap, and how MCP sessions end.
 fn refuse_full(state: &State, request_id: Option<String>) -> Response {
     let full = CreateError::Full {
-        kind: Kind::Mcp,
+        kind: SessionKind::Mcp,
         max: state.slots.max(),
         idle_timeout: state.options.idle_timeout,
     };

@@ -64,7 +64,7 @@ use crate::tools::CallError;
 use executor::{Executor, RunError, SessionThread};
 use mcp_sessions::McpSessions;
 use sessions::{CreateError, Sessions};
-use slots::{Kind, Slot, Slots};
+use slots::{SessionKind, Slot, Slots};
 
 /// How a server runs.
 ///
@@ -228,8 +228,8 @@ impl State {
 
     /// A new JSON-API session, under the cap; its id.
     fn new_api_session(&self) -> Result<String, CreateError> {
-        let slot = self.slots.take(Kind::Api).ok_or(CreateError::Full {
-            kind: Kind::Api,
+        let slot = self.slots.take(SessionKind::Api).ok_or(CreateError::Full {
+            kind: SessionKind::Api,
             max: self.slots.max(),
             idle_timeout: self.options.idle_timeout,
         })?;
@@ -283,7 +283,10 @@ impl Server {
     /// A handler for one MCP session (each has its own `run_lua` environment), holding
     /// a place under the session cap while it lives.
     pub fn mcp_handler(&self) -> McpHandler {
-        McpHandler::new(Arc::clone(&self.state), self.state.slots.take(Kind::Mcp))
+        McpHandler::new(
+            Arc::clone(&self.state),
+            self.state.slots.take(SessionKind::Mcp),
+        )
     }
 
     /// Live sessions: MCP sessions and `/v1/sessions` together (what the cap counts).

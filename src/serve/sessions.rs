@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use super::executor::SessionThread;
-use super::slots::{Kind, Slot};
+use super::slots::{SessionKind, Slot};
 
 /// One live session.
 pub struct Session {
@@ -64,7 +64,7 @@ pub enum CreateError {
     /// The cap on live sessions is reached.
     Full {
         /// The protocol the refused session came by (the advice differs).
-        kind: Kind,
+        kind: SessionKind,
         /// The cap, MCP and JSON-API sessions together.
         max: usize,
         /// How long a session may stay idle before it ends.
@@ -84,10 +84,10 @@ impl std::fmt::Display for CreateError {
             } => {
                 let idle = idle_timeout.as_secs_f64();
                 let advice = match kind {
-                    Kind::Mcp => format!(
+                    SessionKind::Mcp => format!(
                         "close an MCP session you no longer need (DELETE /mcp with its Mcp-Session-Id header; MCP clients do this when they close) or wait until one has been idle for {idle} s"
                     ),
-                    Kind::Api => format!(
+                    SessionKind::Api => format!(
                         "end one (DELETE /v1/sessions/ID) or wait until one has been idle for {idle} s"
                     ),
                 };

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Which protocol a session came by (for counting and for the refusal message).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
+pub enum SessionKind {
     /// An MCP session (streamable HTTP or stdio).
     Mcp,
     /// A JSON-API session.
@@ -27,7 +27,7 @@ pub struct Slots {
 #[derive(Debug)]
 pub struct Slot {
     slots: Arc<Slots>,
-    kind: Kind,
+    kind: SessionKind,
 }
 
 impl Drop for Slot {
@@ -48,16 +48,16 @@ impl Slots {
         })
     }
 
-    fn counter(&self, kind: Kind) -> &AtomicUsize {
+    fn counter(&self, kind: SessionKind) -> &AtomicUsize {
         match kind {
-            Kind::Mcp => &self.mcp,
-            Kind::Api => &self.api,
+            SessionKind::Mcp => &self.mcp,
+            SessionKind::Api => &self.api,
         }
     }
 
     /// A slot for a new session of `kind`, or `None` when the cap is reached. Atomic:
     /// however many requests race, at most `max` slots are ever out.
-    pub fn take(self: &Arc<Self>, kind: Kind) -> Option<Slot> {
+    pub fn take(self: &Arc<Self>, kind: SessionKind) -> Option<Slot> {
         self.total
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |taken| {
                 (taken < self.max).then_some(taken + 1)
@@ -71,7 +71,7 @@ impl Slots {
     }
 
     /// Live sessions of `kind`.
-    pub fn count(&self, kind: Kind) -> usize {
+    pub fn count(&self, kind: SessionKind) -> usize {
         self.counter(kind).load(Ordering::Acquire)
     }
 
@@ -93,13 +93,16 @@ mod tests {
     #[test]
     fn both_kinds_share_one_cap_and_dropping_a_slot_frees_it() {
         let slots = Slots::new(2);
-        let mcp = slots.take(Kind::Mcp).unwrap();
-        let api = slots.take(Kind::Api).unwrap();
-        assert!(slots.take(Kind::Mcp).is_none());
-        assert_eq!((slots.count(Kind::Mcp), slots.count(Kind::Api)), (1, 1));
+        let mcp = slots.take(SessionKind::Mcp).unwrap();
+        let api = slots.take(SessionKind::Api).unwrap();
+        assert!(slots.take(SessionKind::Mcp).is_none());
+        assert_eq!(
+            (slots.count(SessionKind::Mcp), slots.count(SessionKind::Api)),
+            (1, 1)
+        );
         drop(mcp);
         assert_eq!(slots.total(), 1);
-        assert!(slots.take(Kind::Mcp).is_some());
+        assert!(slots.take(SessionKind::Mcp).is_some());
         drop(api);
     }
 }

@@ -16,13 +16,13 @@
 //! ```
 //! use std::sync::Arc;
 //! use rlm_registry::Registry;
-//! use rlm_registry::testing::{Outcome, run_examples};
+//! use rlm_registry::testing::{TestOutcome, run_examples};
 //!
 //! let src = "--- Doubles.\n---\n--- ```lua\n--- double(2) --> 4\n--- double(3) --> 7\n--- ```\n---@param x number\n---@return number\nfunction double(x) return 2 * x end";
 //! let registry = Arc::new(Registry::from_map([("double", src)]).unwrap());
 //! let results = run_examples(&registry);
 //! assert_eq!(results.len(), 1);
-//! assert!(matches!(&results[0].outcome, Outcome::Failed(m) if m.ends_with("double(3): expected 7, got 6")));
+//! assert!(matches!(&results[0].outcome, TestOutcome::Failed(m) if m.ends_with("double(3): expected 7, got 6")));
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -53,7 +53,7 @@ const FAILED_FLAG: &str = "__rlm_check_failed";
 /// What a result is the result of.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Kind {
+pub enum TestKind {
     /// A fenced example in a function's doc comment.
     Example,
     /// One function of a `*_test.lua` file.
@@ -62,7 +62,7 @@ pub enum Kind {
 
 /// How a test or example ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Outcome {
+pub enum TestOutcome {
     /// Every check held.
     Passed,
     /// A check did not hold: the message says what was expected and what came.
@@ -71,21 +71,21 @@ pub enum Outcome {
     Errored(String),
 }
 
-impl Outcome {
+impl TestOutcome {
     /// `passed`, `failed` or `errored`.
     pub fn name(&self) -> &'static str {
         match self {
-            Outcome::Passed => "passed",
-            Outcome::Failed(_) => "failed",
-            Outcome::Errored(_) => "errored",
+            TestOutcome::Passed => "passed",
+            TestOutcome::Failed(_) => "failed",
+            TestOutcome::Errored(_) => "errored",
         }
     }
 
     /// The message of a failure or an error.
     pub fn message(&self) -> Option<&str> {
         match self {
-            Outcome::Passed => None,
-            Outcome::Failed(message) | Outcome::Errored(message) => Some(message),
+            TestOutcome::Passed => None,
+            TestOutcome::Failed(message) | TestOutcome::Errored(message) => Some(message),
         }
     }
 }
@@ -94,7 +94,7 @@ impl Outcome {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TestResult {
     /// Example or test function.
-    pub kind: Kind,
+    pub kind: TestKind,
     /// The function the example documents, or the test's name.
     pub name: String,
     /// The file it is in.
@@ -102,7 +102,7 @@ pub struct TestResult {
     /// The example's first code line; 0 for a test function.
     pub line: usize,
     /// How it ended.
-    pub outcome: Outcome,
+    pub outcome: TestOutcome,
 }
 
 /// Every example of every function of `registry`, in name order.
@@ -126,8 +126,8 @@ fn run_examples_of(registry: &Arc<Registry>, name: &str, function: &Function) ->
     let doc_lines: Vec<&str> = function.doc().lines().collect();
     // The doc sits right above the definition, so its first line's number follows.
     let doc_start = (function.line() as usize).saturating_sub(doc_lines.len());
-    let result = |line: usize, outcome: Outcome| TestResult {
-        kind: Kind::Example,
+    let result = |line: usize, outcome: TestOutcome| TestResult {
+        kind: TestKind::Example,
         name: name.to_string(),
         file: function.file().to_string(),
         line,
@@ -137,7 +137,10 @@ fn run_examples_of(registry: &Arc<Registry>, name: &str, function: &Function) ->
         Ok(examples) => examples,
         Err(unclosed) => {
             let message = "the example is not closed (E012)".to_string();
-            return vec![result(doc_start + unclosed.line, Outcome::Errored(message))];
+            return vec![result(
+                doc_start + unclosed.line,
+                TestOutcome::Errored(message),
+            )];
         }
     };
     examples
@@ -175,8 +178,8 @@ pub fn test_files(paths: &[PathBuf]) -> Vec<PathBuf> {
 
 fn run_test_file(registry: &Arc<Registry>, path: &Path) -> Vec<TestResult> {
     let file = path.display().to_string();
-    let result = |name: &str, outcome: Outcome| TestResult {
-        kind: Kind::Test,
+    let result = |name: &str, outcome: TestOutcome| TestResult {
+        kind: TestKind::Test,
         name: name.to_string(),
         file: file.clone(),
         line: 0,
@@ -184,11 +187,11 @@ fn run_test_file(registry: &Arc<Registry>, path: &Path) -> Vec<TestResult> {
     };
     let source = match std::fs::read(path) {
         Ok(source) => source,
-        Err(error) => return vec![result("(file)", Outcome::Errored(error.to_string()))],
+        Err(error) => return vec![result("(file)", TestOutcome::Errored(error.to_string()))],
     };
     let names = match test_names(registry, &source, &file) {
         Ok(names) => names,
-        Err(message) => return vec![result("(file)", Outcome::Errored(message))],
+        Err(message) => return vec![result("(file)", TestOutcome::Errored(message))],
     };
     names
         .iter()
@@ -234,15 +237,17 @@ fn loaded_tests(source: &[u8], file: &str) -> Vec<u8> {
 }
 
 /// Runs one chunk in a fresh environment: passed, failed (a check) or errored.
-fn run_chunk(registry: &Arc<Registry>, chunk: &[u8], chunk_name: &str) -> Outcome {
+fn run_chunk(registry: &Arc<Registry>, chunk: &[u8], chunk_name: &str) -> TestOutcome {
     let env = match environment(registry) {
         Ok(env) => env,
-        Err(error) => return Outcome::Errored(error.to_string()),
+        Err(error) => return TestOutcome::Errored(error.to_string()),
     };
     match env.execute_named(chunk, chunk_name) {
-        Ok(_) => Outcome::Passed,
-        Err(error) if check_failed(&env, &error) => Outcome::Failed(error.message().to_string()),
-        Err(error) => Outcome::Errored(error.message().to_string()),
+        Ok(_) => TestOutcome::Passed,
+        Err(error) if check_failed(&env, &error) => {
+            TestOutcome::Failed(error.message().to_string())
+        }
+        Err(error) => TestOutcome::Errored(error.message().to_string()),
     }
 }
 
@@ -287,7 +292,7 @@ impl Llm for EchoLlm {
 
 /// Counts of a run's outcomes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct Summary {
+pub struct TestSummary {
     /// Examples and tests that passed.
     pub passed: usize,
     /// Those whose checks did not hold.
@@ -296,20 +301,20 @@ pub struct Summary {
     pub errored: usize,
 }
 
-impl Summary {
+impl TestSummary {
     /// The counts of `results`.
     ///
     /// ```
-    /// use rlm_registry::testing::Summary;
-    /// assert_eq!(Summary::of(&[]), Summary::default());
+    /// use rlm_registry::testing::TestSummary;
+    /// assert_eq!(TestSummary::of(&[]), TestSummary::default());
     /// ```
-    pub fn of(results: &[TestResult]) -> Summary {
-        let mut summary = Summary::default();
+    pub fn of(results: &[TestResult]) -> TestSummary {
+        let mut summary = TestSummary::default();
         for result in results {
             match result.outcome {
-                Outcome::Passed => summary.passed += 1,
-                Outcome::Failed(_) => summary.failed += 1,
-                Outcome::Errored(_) => summary.errored += 1,
+                TestOutcome::Passed => summary.passed += 1,
+                TestOutcome::Failed(_) => summary.failed += 1,
+                TestOutcome::Errored(_) => summary.errored += 1,
             }
         }
         summary
@@ -321,7 +326,7 @@ impl Summary {
     }
 }
 
-impl std::fmt::Display for Summary {
+impl std::fmt::Display for TestSummary {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,

@@ -23,6 +23,7 @@ use crate::conventions::lua_type::LuaType;
 use crate::environment::{Environment, ExecError, Limits, SetupError};
 use crate::providers::Providers;
 use crate::spec::{NotExportable, Tool};
+use crate::text_format::cut_chars;
 
 /// Why a call failed.
 #[derive(Clone, Debug, PartialEq)]
@@ -198,13 +199,7 @@ fn child(path: &str, key: &str) -> String {
 
 /// A value, shortened for an error message.
 fn short(value: &Value) -> String {
-    let text = value.to_string();
-    if text.chars().count() > 60 {
-        let cut: String = text.chars().take(57).collect();
-        format!("{cut}...")
-    } else {
-        text
-    }
+    cut_chars(&value.to_string(), 60)
 }
 
 /// Checks a tool call's arguments (a JSON object) against `tool` and orders them as

@@ -13,6 +13,7 @@ use std::collections::HashMap;
 use serde_json::{Value, json};
 
 use super::model::{Agent, Trace, Turn};
+use crate::text_format::escape_html;
 
 /// The page's template; `/*DATA*/` and `TITLE` are filled in.
 const TEMPLATE: &str = include_str!("page.html");
@@ -139,22 +140,6 @@ fn embed(data: &Value) -> String {
             '&' => out.push_str("\\u0026"),
             '\u{2028}' => out.push_str("\\u2028"),
             '\u{2029}' => out.push_str("\\u2029"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-/// Text as HTML text or attribute value.
-fn escape_html(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '&' => out.push_str("&amp;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
             c => out.push(c),
         }
     }

@@ -1,6 +1,6 @@
 //! Small text helpers of the renderers: numbers, durations, first lines.
 
-pub(crate) use crate::rlm::format::thousands;
+pub(crate) use crate::text_format::{cut_chars as cut, first_line, thousands};
 
 /// `850` → `"850 ms"`, `2300` → `"2.3 s"`, `65000` → `"1 min 5 s"`.
 pub(crate) fn duration(ms: u64) -> String {
@@ -21,15 +21,6 @@ pub(crate) fn first_lines(text: &str, count: usize, width: usize) -> (Vec<String
         .map(|line| cut(line, width))
         .collect();
     (shown, all.len().saturating_sub(count))
-}
-
-/// `line` cut to `width` characters, with `…` when cut.
-pub(crate) fn cut(line: &str, width: usize) -> String {
-    let mut out: String = line.chars().take(width).collect();
-    if line.chars().count() > width {
-        out.push('…');
-    }
-    out
 }
 
 /// `1 block`, `2 blocks`.

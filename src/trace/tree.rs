@@ -4,7 +4,7 @@
 use serde_json::{Value, json};
 
 use super::model::{Agent, Outcome, Summary, Trace, Turn};
-use super::text::{cut, duration, first_lines, plural, thousands};
+use super::text::{cut, duration, first_line, first_lines, plural, thousands};
 
 /// Lines of code, output and errors shown per block in the tree.
 const CODE_LINES: usize = 3;
@@ -294,13 +294,6 @@ fn excerpt(text: &str, count: usize, prefix: &str, out: &mut String) {
         let lines = if more == 1 { "line" } else { "lines" };
         out.push_str(&format!("{prefix}… {more} more {lines}\n"));
     }
-}
-
-fn first_line(text: &str) -> &str {
-    text.lines()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("")
-        .trim()
 }
 
 fn section(out: &mut String, title: &str) {

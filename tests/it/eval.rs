@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rlm_registry::eval::{EvalOptions, Method, Runner, Scorer, Task, TaskResult};
+use rlm_registry::eval::{EvalMethod, EvalOptions, Runner, Scorer, Task, TaskResult};
 use serde_json::Value;
 use support::openai_server::{Behavior, OpenAiServer};
 use support::rlm_loop::{bodies, client, last_message, lua};
@@ -46,7 +46,7 @@ fn answering(answer: &str) -> OpenAiServer {
 fn run_lib(
     server: &OpenAiServer,
     tasks: &[Task],
-    methods: &[Method],
+    methods: &[EvalMethod],
     out: &Path,
 ) -> Vec<TaskResult> {
     let options = EvalOptions {
@@ -59,7 +59,7 @@ fn run_lib(
         .unwrap()
 }
 
-const ALL: [Method; 3] = [Method::Rlm, Method::Direct, Method::RlmBare];
+const ALL: [EvalMethod; 3] = [EvalMethod::Rlm, EvalMethod::Direct, EvalMethod::RlmBare];
 
 #[test]
 fn a_model_that_answers_correctly_scores_1_with_every_method() {
@@ -100,7 +100,7 @@ fn rlm_bare_runs_the_loop_without_registry_functions() {
     run_lib(
         &server,
         &[task("t1", "What is the answer?", "4242")],
-        &[Method::Rlm, Method::RlmBare],
+        &[EvalMethod::Rlm, EvalMethod::RlmBare],
         dir.path(),
     );
     let systems: Vec<String> = bodies(&server)
@@ -139,7 +139,7 @@ fn a_model_that_never_calls_final_scores_0_with_its_error_recorded() {
     let results = run_lib(
         &server,
         &[task("t1", "What is the answer?", "4242")],
-        &[Method::Rlm],
+        &[EvalMethod::Rlm],
         dir.path(),
     );
     assert_eq!(results[0].score, 0.0);
@@ -156,7 +156,7 @@ fn direct_cuts_a_context_longer_than_the_window_with_a_note() {
     let mut long = task("t1", "What is the answer?", "4242");
     long.context = Some("lorem ipsum dolor sit amet ".repeat(1_000));
     let options = EvalOptions {
-        methods: vec![Method::Direct],
+        methods: vec![EvalMethod::Direct],
         context_window: 2_024,
         ..EvalOptions::default()
     };
@@ -416,12 +416,56 @@ fn generate_writes_the_same_bytes_for_the_same_seed_and_eval_reads_them() {
     assert_eq!(
         tasks[0],
         rlm_registry::eval::generate_task(
-            rlm_registry::eval::Family::Niah,
+            rlm_registry::eval::Family::named("niah").unwrap(),
             rlm_registry::eval::Size::new(2_000),
             7,
             0
         )
     );
+}
+
+/// The families `--suite` offers in `help`: the names after "comma-separated:" on the
+/// option's first help line, and those of its `[default: …]`.
+fn suite_help_names(help: &str) -> (Vec<String>, Vec<String>) {
+    let at = help.find("--suite <LIST>").expect("--suite in the help");
+    let section = &help[at..];
+    let listed = section
+        .split_once("comma-separated:")
+        .and_then(|(_, rest)| rest.lines().next())
+        .expect("the families after `comma-separated:`");
+    let default = section
+        .split_once("[default: ")
+        .and_then(|(_, rest)| rest.split_once(']'))
+        .expect("a default suite")
+        .0;
+    let names = |text: &str, separator: char| -> Vec<String> {
+        text.split(separator)
+            .map(|name| name.trim().to_string())
+            .collect()
+    };
+    (names(listed, ','), names(default, ','))
+}
+
+#[test]
+fn the_suite_help_and_default_list_exactly_the_families_of_the_table() {
+    let table: Vec<String> = rlm_registry::eval::FAMILIES
+        .iter()
+        .map(|family| family.name().to_string())
+        .collect();
+    for args in [&["eval", "--help"][..], &["eval", "generate", "--help"]] {
+        let output = rlm().args(args).output().unwrap();
+        assert_eq!(output.status.code(), Some(0), "{args:?}");
+        let help = text(&output.stdout);
+        let (listed, default) = suite_help_names(&help);
+        assert_eq!(listed, table, "{args:?}: {help}");
+        assert_eq!(default, table, "{args:?}: {help}");
+        for family in rlm_registry::eval::FAMILIES {
+            assert!(
+                help.contains(&format!("- {}: ", family.name())),
+                "{args:?}: {family} is described"
+            );
+        }
+    }
 }
 
 #[test]

@@ -27,8 +27,10 @@ const LAYERS: &[&[&str]] = &[
 
 /// Modules every layer from `search` up may use (the search modes call an LLM), and
 /// which use nothing themselves. The build-safe layers below (`conventions`, `spec`,
-/// `registry`, also compiled into `build.rs`) may not.
-const LEAVES: &[&str] = &["llm", "tokens", "allocator"];
+/// `registry`, also compiled into `build.rs`) may not. `text_format` is a leaf so that
+/// every layer that shows text to a reader (search, rlm, trace, eval, tools) cuts,
+/// escapes and numbers it one way, from one place, without naming another's module.
+const LEAVES: &[&str] = &["llm", "tokens", "allocator", "text_format"];
 
 /// Items the crate root re-exports, by the module that defines them.
 const ROOT_REEXPORTS: &[(&str, &str)] = &[

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use rlm_registry::Registry;
 use rlm_registry::conventions::examples::examples_in;
-use rlm_registry::testing::{Outcome, Summary, run_examples};
+use rlm_registry::testing::{TestOutcome, TestSummary, run_examples};
 use support::cli::{rlm, stdout};
 
 fn json_report(dir: &str) -> serde_json::Value {
@@ -194,9 +194,9 @@ fn every_example_of_the_crates_library_passes() {
     let results = run_examples(&Arc::new(Registry::baked().clone()));
     let problems: Vec<String> = results
         .iter()
-        .filter(|r| r.outcome != Outcome::Passed)
+        .filter(|r| r.outcome != TestOutcome::Passed)
         .map(|r| format!("{} ({}:{}): {:?}", r.name, r.file, r.line, r.outcome))
         .collect();
     assert!(problems.is_empty(), "{}", problems.join("\n"));
-    assert!(Summary::of(&results).passed >= Registry::baked().functions().len());
+    assert!(TestSummary::of(&results).passed >= Registry::baked().functions().len());
 }

@@ -1,5 +1,5 @@
 //! The `core` provider's output, answer and token built-ins: `print`, `FINAL`,
-//! `FINAL_VAR` and `token_*` (the session's variables are in `store.rs`, discovery in
+//! `FINAL_VAR` and `token_*` (the session's variables are in `session_variables.rs`, discovery in
 //! `discovery.rs`).
 
 use std::rc::Rc;

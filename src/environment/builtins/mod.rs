@@ -7,7 +7,8 @@
 //! prompt and every listing read it from there. This module only implements them:
 //! [`Installer::builtin`] matches exhaustively on [`BuiltinId`], so adding a row to the
 //! table without an implementation does not compile. One file per provider: `core.rs`
-//! (`print`, `FINAL`, `token_*`), `store.rs` and `discovery.rs` (also `core`), `llm.rs`,
+//! (`print`, `FINAL`, `token_*`), `session_variables.rs` (`store_list`,
+//! `store_summarize`) and `discovery.rs` (also `core`), `llm.rs`,
 //! `agent.rs`, `user.rs`, `json.rs`, `csv.rs`; the `re` provider is
 //! [`environment::re`](super::re). The values a built-in table holds besides its
 //! functions ([`BUILTIN_VALUES`]: `json.null`) are added to their provider's table where
@@ -21,8 +22,8 @@ mod host;
 mod json;
 mod llm;
 mod reading;
+mod session_variables;
 mod state;
-mod store;
 mod user;
 
 use std::rc::Rc;
@@ -76,7 +77,7 @@ pub(crate) fn table(
         state,
         catalog,
         regexes,
-        store: None,
+        session_variables: None,
     };
     let mut tables: Vec<(&str, Table)> = Vec::new();
     let mut keep_errors: Vec<&str> = Vec::new();
@@ -167,7 +168,7 @@ struct Installer<'a> {
     catalog: &'a Arc<Catalog>,
     regexes: &'a Rc<re::RegexCache>,
     /// `store_list` and `store_summarize`, made together by one chunk.
-    store: Option<(Function, Function)>,
+    session_variables: Option<(Function, Function)>,
 }
 
 impl Installer<'_> {
@@ -185,8 +186,8 @@ impl Installer<'_> {
             BuiltinId::TokenTruncate => core::token_truncate(lua),
             BuiltinId::TokenSplit => core::token_split(lua),
             BuiltinId::TokenBudget => core::token_budget(lua, state),
-            BuiltinId::StoreList => Ok(self.store()?.0),
-            BuiltinId::StoreSummarize => Ok(self.store()?.1),
+            BuiltinId::StoreList => Ok(self.session_variables()?.0),
+            BuiltinId::StoreSummarize => Ok(self.session_variables()?.1),
             BuiltinId::FnSearch => discovery::fn_search(lua, state, Arc::clone(catalog)),
             BuiltinId::Help => discovery::help(lua, Arc::clone(catalog)),
             BuiltinId::ReFind => re(re::Implementation::Find),
@@ -226,12 +227,12 @@ impl Installer<'_> {
         }
     }
 
-    fn store(&mut self) -> mlua::Result<(Function, Function)> {
-        if let Some(made) = &self.store {
+    fn session_variables(&mut self) -> mlua::Result<(Function, Function)> {
+        if let Some(made) = &self.session_variables {
             return Ok(made.clone());
         }
-        let made = store::store(self.lua, Arc::clone(self.catalog.registry()))?;
-        self.store = Some(made.clone());
+        let made = session_variables::functions(self.lua, Arc::clone(self.catalog.registry()))?;
+        self.session_variables = Some(made.clone());
         Ok(made)
     }
 }

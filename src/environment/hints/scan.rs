@@ -2,7 +2,7 @@
 //! becomes `""`, where the string ends), comments dropped, and the lines a long string
 //! or comment spans kept, so that a habit is looked for in code only, never in text.
 
-use crate::conventions::lexer::{Kind, pieces};
+use crate::conventions::lexer::{PieceKind, pieces};
 
 /// The code of each line of `source`, up to line `last` (1-based) at most.
 pub(crate) fn code_lines(source: &str, last: usize) -> Vec<String> {
@@ -14,20 +14,20 @@ pub(crate) fn code_lines(source: &str, last: usize) -> Vec<String> {
     let mut code = String::with_capacity(source.len());
     for piece in pieces(source) {
         let text = &source[piece.range];
-        if piece.kind == Kind::Code {
+        if piece.kind == PieceKind::Code {
             code.push_str(text);
             continue;
         }
         // Keep the line breaks inside, so that lines still line up with the source.
         code.extend(text.chars().filter(|&c| c == '\n'));
         match piece.kind {
-            Kind::ShortString => {
+            PieceKind::ShortString => {
                 let quote = &text[..1];
                 code.push_str(quote);
                 code.push_str(quote);
             }
-            Kind::LongString => code.push_str("\"\""),
-            Kind::Code | Kind::Comment => {}
+            PieceKind::LongString => code.push_str("\"\""),
+            PieceKind::Code | PieceKind::Comment => {}
         }
     }
     code.split('\n').map(str::to_string).collect()

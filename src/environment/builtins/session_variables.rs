@@ -1,5 +1,7 @@
-//! The `core` provider's `store_list` and `store_summarize`: the variables the session
-//! has made, written in Lua so that the execution's limits apply.
+//! The session's variables: the `core` provider's `store_list` and `store_summarize`,
+//! which list and describe the globals the session's code has set (not the keys of the
+//! `store` provider, whose functions are `store_set`, `store_get` and `store_ref`),
+//! written in Lua so that the execution's limits apply.
 
 use std::sync::Arc;
 
@@ -9,9 +11,9 @@ use crate::Registry;
 use crate::conventions::builtins::BuiltinId;
 use crate::environment::chunks::InternalChunk;
 
-/// The two functions of the session's variables, written in Lua (so the execution's limits
-/// apply) over the globals that are neither the standard library nor registry functions.
-pub(super) fn store(lua: &Lua, registry: Arc<Registry>) -> mlua::Result<(Function, Function)> {
+/// `store_list` and `store_summarize`, over the globals that are neither the standard
+/// library nor registry functions.
+pub(super) fn functions(lua: &Lua, registry: Arc<Registry>) -> mlua::Result<(Function, Function)> {
     let is_registry_function =
         lua.create_function(move |_, name: String| Ok(registry.get(&name).is_some()))?;
     let standard = lua.create_table()?;
@@ -19,16 +21,17 @@ pub(super) fn store(lua: &Lua, registry: Arc<Registry>) -> mlua::Result<(Functio
         let (key, _) = pair?;
         standard.raw_set(key, true)?;
     }
-    STORE.function(lua)?.call((
+    SESSION_VARIABLES.function(lua)?.call((
         standard,
         is_registry_function,
         BuiltinId::StoreSummarize.name(),
     ))
 }
 
-static STORE: InternalChunk = InternalChunk::new("=store", STORE_LUA);
+// `store` is the chunk's name in Lua's messages: the prefix of the built-ins it makes.
+static SESSION_VARIABLES: InternalChunk = InternalChunk::new("=store", SESSION_VARIABLES_LUA);
 
-const STORE_LUA: &str = r#"
+const SESSION_VARIABLES_LUA: &str = r#"
 local standard, is_registry_function, summarize_name = ...
 local G, next, type, tostring, rawget, pairs = _G, next, type, tostring, rawget, pairs
 local sort, concat, min, format = table.sort, table.concat, math.min, string.format

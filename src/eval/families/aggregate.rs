@@ -3,23 +3,40 @@
 //! how many of user U's records are X. Labels are scored exactly, counts with OOLONG's
 //! `0.75^|error|`.
 
-use super::classes::CLASSES;
-use super::records::{self, Record};
-use super::rng::Rng;
-use super::score::Scorer;
+use super::{Generated, TaskFamily};
+use crate::eval::classes::CLASSES;
+use crate::eval::records::{self, Record};
+use crate::eval::rng::Rng;
+use crate::eval::score::Scorer;
 
-/// A generated `aggregate` task: (question, context, answer, scorer).
-pub(super) fn generate(rng: &mut Rng, target: usize) -> (String, String, String, Scorer) {
-    let records = records::generate(rng, target, None);
-    let counts = records::class_counts(&records);
-    let (question, answer, scorer) = match rng.below(4) {
-        0 => most_common(&counts).unwrap_or_else(|| class_count(rng, &counts)),
-        1 => compare(rng, &counts),
-        2 => user_count(rng, &records),
-        _ => class_count(rng, &counts),
-    };
-    let question = format!("{} {question}", records::preamble());
-    (question, records::context(&records), answer, scorer)
+/// The `aggregate` family.
+pub(super) struct Aggregate;
+
+impl TaskFamily for Aggregate {
+    fn name(&self) -> &'static str {
+        "aggregate"
+    }
+
+    fn description(&self) -> &'static str {
+        "reading every record (OOLONG): counts and comparisons over six latent classes that only reading a record reveals; labels exact, counts 0.75^|error|"
+    }
+
+    fn generate(&self, rng: &mut Rng, target: usize) -> Generated {
+        let records = records::generate(rng, target, None);
+        let counts = records::class_counts(&records);
+        let (question, answer, scorer) = match rng.below(4) {
+            0 => most_common(&counts).unwrap_or_else(|| class_count(rng, &counts)),
+            1 => compare(rng, &counts),
+            2 => user_count(rng, &records),
+            _ => class_count(rng, &counts),
+        };
+        Generated {
+            question: format!("{} {question}", records::preamble()),
+            context: records::context(&records),
+            answer,
+            scorer,
+        }
+    }
 }
 
 type Asked = (String, String, Scorer);

@@ -1,9 +1,10 @@
 //! `logs`: a generated service log with exact answers — errors of one service in a time
 //! window, the endpoint with the highest p95 latency, the first timeout after a deploy.
 
-use super::rng::Rng;
-use super::score::Scorer;
-use super::size::fit_lines;
+use super::{Generated, TaskFamily};
+use crate::eval::rng::Rng;
+use crate::eval::score::Scorer;
+use crate::eval::size::fit_lines;
 
 const SERVICES: [(&str, &[&str]); 6] = [
     ("auth", &["/auth/login", "/auth/logout", "/auth/token"]),
@@ -96,30 +97,41 @@ fn stream(rng: &mut Rng) -> impl FnMut() -> Line + '_ {
     }
 }
 
-/// A generated `logs` task: (question, context, answer, scorer).
-pub(super) fn generate(rng: &mut Rng, target: usize) -> (String, String, String, Scorer) {
-    // Room for the deploy events inserted after fitting.
-    let mut lines = {
-        let mut next = stream(rng);
-        fit_lines(target.saturating_sub(90), &mut next, |l| l.text.as_str())
-    };
-    let deploys = deploy_events(rng, &mut lines);
-    let asked = match rng.below(3) {
-        0 => p95_question(&lines),
-        1 => first_timeout_question(rng, &lines, &deploys),
-        _ => None,
+/// The `logs` family.
+pub(super) struct Logs;
+
+impl TaskFamily for Logs {
+    fn name(&self) -> &'static str {
+        "logs"
     }
-    .unwrap_or_else(|| errors_question(rng, &lines));
-    let context: String = lines.iter().map(|l| l.text.as_str()).collect();
-    (
-        format!(
-            "The context is a service log, one event per line. {}",
-            asked.0
-        ),
-        context,
-        asked.1,
-        asked.2,
-    )
+
+    fn description(&self) -> &'static str {
+        "a service log: errors of a service in a time window, the endpoint with the highest p95 latency, the first timeout after a deploy; counts 0.75^|error|, the rest exact"
+    }
+
+    fn generate(&self, rng: &mut Rng, target: usize) -> Generated {
+        // Room for the deploy events inserted after fitting.
+        let mut lines = {
+            let mut next = stream(rng);
+            fit_lines(target.saturating_sub(90), &mut next, |l| l.text.as_str())
+        };
+        let deploys = deploy_events(rng, &mut lines);
+        let asked = match rng.below(3) {
+            0 => p95_question(&lines),
+            1 => first_timeout_question(rng, &lines, &deploys),
+            _ => None,
+        }
+        .unwrap_or_else(|| errors_question(rng, &lines));
+        Generated {
+            question: format!(
+                "The context is a service log, one event per line. {}",
+                asked.0
+            ),
+            context: lines.iter().map(|l| l.text.as_str()).collect(),
+            answer: asked.1,
+            scorer: asked.2,
+        }
+    }
 }
 
 type Asked = (String, String, Scorer);

@@ -30,6 +30,7 @@ pub mod builtins;
 mod chunks;
 mod errors;
 pub mod hints;
+mod hook;
 mod json;
 mod limits;
 mod load;
@@ -41,7 +42,7 @@ use std::fmt;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use mlua::{Function, HookTriggers, Lua, Table, Value, VmState};
+use mlua::{Function, Lua, Table, Value};
 
 use chunks::InternalChunk;
 
@@ -60,14 +61,12 @@ use builtins::BuiltinState;
 pub use builtins::{SubAgent, User};
 use errors::{is_memory_error, lua_message};
 
-/// Instructions between two checks of the limits: small enough to stop within a
-/// fraction of a millisecond, large enough to cost little.
-const HOOK_INTERVAL: u32 = 1_000;
-
 /// A sandboxed Lua session. Not `Send`: one environment belongs to one thread.
 pub struct Environment {
     lua: Lua,
     tripwire: Rc<Tripwire>,
+    /// What arms the limits hook while an execution runs (see `hook`).
+    timer: hook::TimerSlot,
     state: Rc<BuiltinState>,
     catalog: Arc<Catalog>,
 }
@@ -241,21 +240,12 @@ impl Environment {
         let regexes = Rc::new(re::RegexCache::default());
         let builtins = builtins::table(&lua, &state, &catalog, &regexes)?;
         install_globals_metatable(&lua, builtins, builder.registry)?;
-        let hook_tripwire = Rc::clone(&tripwire);
-        let triggers = HookTriggers {
-            every_nth_instruction: Some(HOOK_INTERVAL),
-            ..HookTriggers::new()
-        };
-        lua.set_global_hook(triggers, move |lua, _| {
-            hook_tripwire.check_with_depth(lua.used_memory(), |depth| {
-                lua.inspect_stack(depth, |_| ()).is_some()
-            })?;
-            Ok(VmState::Continue)
-        })?;
+        hook::install(&lua, &tripwire)?;
         lua.set_memory_limit(limits.memory_bytes)?;
         Ok(Environment {
             lua,
             tripwire,
+            timer: hook::TimerSlot::default(),
             state,
             catalog,
         })
@@ -341,16 +331,22 @@ impl Environment {
     /// `body`, reclaim what a failure left behind, run the finalizers it queued, disarm,
     /// and tell a limit from a Lua error. The output stays to be taken.
     fn run<T>(&self, body: impl FnOnce() -> mlua::Result<T>) -> Result<T, ExecError> {
+        let mut running = hook::Running::start(&self.lua, &self.timer);
         self.tripwire.start();
         let result = body();
         // Reclaim what a failed execution left behind, so the next one starts fresh.
         if result.is_err() || self.tripwire.tripped().is_some() {
             let _ = self.lua.gc_collect();
         }
+        if self.tripwire.tripped().is_some() {
+            // What is left is dropped, by Lua code that a tick must not cut short.
+            running.stop_ticks(&self.lua);
+        }
         // Queued `__gc` finalizers run now, under this execution's limits (cut short at
         // once if a limit has already tripped).
         let finalized = sandbox::run_finalizers(&self.lua, &self.tripwire);
         self.tripwire.stop();
+        drop(running);
         let result = result.and_then(|value| finalized.map(|()| value));
         match (result, self.tripwire.tripped()) {
             (Ok(value), None) => Ok(value),
@@ -501,6 +497,7 @@ impl Drop for Environment {
         // Finalizers run when the state closes; halting first means a `__gc` that loops
         // forever is stopped by the hook instead of hanging the drop.
         self.tripwire.halt();
+        hook::stop_everything(&self.lua);
     }
 }
 

@@ -513,3 +513,59 @@ fn the_library_primitives_are_built_ins_hidden_from_the_model() {
         );
     }
 }
+
+/// While an execution runs, its thread gets a tick every millisecond (it arms the limits
+/// hook); a model call held back from it is never interrupted, however long it takes.
+#[test]
+fn slow_model_calls_are_not_interrupted_by_the_limits_ticks() {
+    let server = OpenAiServer::always(Behavior::echo(Duration::from_millis(150)));
+    let (env, _) = env_with(&server, Limits::default());
+    let out = output(
+        &env,
+        "for i = 1, 3 do print(llm_query('q' .. i)) end
+         print(table.concat(llm_query_batched({'a', 'b'}), ' '))",
+    );
+    assert_eq!(out, "echo: q1\necho: q2\necho: q3\necho: a echo: b\n");
+    assert_eq!(server.request_count(), 5, "no call was retried");
+}
+
+/// The ticks are held back for the whole of a blocking call out of Lua: a user channel
+/// that sleeps with a system call that a signal would cut short (`nanosleep` answers
+/// `EINTR`) sleeps its full time, while the execution around it is watched as usual.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_blocking_host_call_sees_no_tick() {
+    struct SleepyUser;
+    impl rlm_registry::environment::User for SleepyUser {
+        fn ask(&self, _: &str) -> Result<String, String> {
+            let pause = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 50_000_000,
+            };
+            // SAFETY: a plain-data request and no remainder pointer.
+            let slept = unsafe { libc::nanosleep(&pause, std::ptr::null_mut()) };
+            match slept {
+                0 => Ok("rested".to_string()),
+                _ => Err(format!("cut short: {}", std::io::Error::last_os_error())),
+            }
+        }
+        fn notify(&self, _: &str) -> Result<(), String> {
+            Ok(())
+        }
+    }
+    let env = Environment::builder(Registry::baked().clone())
+        .limits(Limits {
+            time: Duration::from_secs(2),
+            ..Limits::default()
+        })
+        .user(Arc::new(SleepyUser))
+        .build()
+        .unwrap();
+    let out = output(&env, "for i = 1, 4 do answer = ask_user('?') end print(answer)");
+    assert_eq!(out, "rested\n");
+    let stopped = env.execute("ask_user('?') while true do end").unwrap_err();
+    assert!(
+        matches!(stopped, ExecError::Limit { kind: LimitKind::Time, .. }),
+        "{stopped:?}"
+    );
+}

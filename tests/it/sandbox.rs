@@ -324,6 +324,70 @@ mod time_limit {
         );
     }
 
+    /// Coroutines run under a hook of their own, set when they are made: also those made
+    /// inside a coroutine, and those a coroutine closes with a looping `__close`.
+    #[test]
+    fn coroutines_within_coroutines_and_their_close() {
+        assert_limit(
+            LimitKind::Time,
+            "coroutine.wrap(function() coroutine.wrap(function() while true do end end)() end)()",
+        );
+        assert_limit(
+            LimitKind::Time,
+            "local co = coroutine.create(function() local x <close> = setmetatable({}, {__close = function() while true do end end}) coroutine.yield() end)
+             coroutine.resume(co) coroutine.close(co)",
+        );
+        assert_limit(
+            LimitKind::Time,
+            "local co = coroutine.wrap(function() coroutine.yield() while true do end end) co() co()",
+        );
+    }
+
+    /// A loop that makes no call and takes no jump but its own, started after many
+    /// executions that ended quickly: every execution is watched from its start.
+    #[test]
+    fn a_tight_loop_after_many_short_executions() {
+        let env = env();
+        for i in 0..200 {
+            output(&env, &format!("x = {i}"));
+        }
+        assert!(matches!(
+            env.execute("local n = 0 repeat n = n + 1 until n < 0"),
+            Err(ExecError::Limit { kind: LimitKind::Time, .. })
+        ));
+        assert_eq!(output(&env, "print(x)"), "199\n");
+    }
+
+    /// An execution that runs inside another's host call (a child agent's, started by
+    /// `rlm_query` while its parent waits) is held to its own limits.
+    #[test]
+    fn an_execution_inside_a_host_call_is_stopped_by_its_own_limit() {
+        use std::sync::Arc;
+
+        struct LoopingChild;
+        impl rlm_registry::environment::SubAgent for LoopingChild {
+            fn run(&self, _: &str, _: Option<&str>) -> Result<String, String> {
+                let child = Environment::new(Registry::baked().clone(), limits()).unwrap();
+                match child.execute("while true do end") {
+                    Err(ExecError::Limit { kind, .. }) => Ok(format!("child stopped: {kind}")),
+                    other => Err(format!("the child was not stopped: {other:?}")),
+                }
+            }
+        }
+        let parent = Environment::builder(Registry::baked().clone())
+            .limits(Limits {
+                time: Duration::from_secs(30),
+                ..limits()
+            })
+            .sub_agent(Arc::new(LoopingChild))
+            .build()
+            .unwrap();
+        assert_eq!(
+            output(&parent, "print(rlm_query('loop'))"),
+            "child stopped: time\n"
+        );
+    }
+
     #[test]
     fn tostring_metamethod() {
         assert_limit(

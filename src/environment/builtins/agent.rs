@@ -11,6 +11,7 @@ use mlua::{Function, Lua, LuaString};
 use super::state::BuiltinState;
 use crate::conventions::builtins::BuiltinId;
 use crate::engines::meter::WorkMeter;
+use crate::environment::hook::hold_ticks;
 use crate::llm::Request;
 
 /// `rlm_query(prompt [, context])`: a child agent, or `llm_query` when there is none
@@ -21,7 +22,7 @@ pub(super) fn rlm_query(lua: &Lua, state: Rc<BuiltinState>) -> mlua::Result<Func
             return fallback_llm_query(&state, &prompt, context.as_deref());
         };
         state.before_calls(1)?;
-        agent.run(&prompt, context.as_deref()).map_err(|e| {
+        hold_ticks(|| agent.run(&prompt, context.as_deref())).map_err(|e| {
             mlua::Error::RuntimeError(format!("{} failed: {e}", BuiltinId::RlmQuery.name()))
         })
     })
@@ -54,7 +55,7 @@ pub(super) fn rlm_query_batched(lua: &Lua, state: Rc<BuiltinState>) -> mlua::Res
                 return lua.create_sequence_from(answers);
             };
             state.before_calls(prompts.len())?;
-            let answers: Vec<String> = std::thread::scope(|scope| {
+            let answers: Vec<String> = hold_ticks(|| std::thread::scope(|scope| {
                 let handles: Vec<_> = prompts
                     .iter()
                     .enumerate()
@@ -72,7 +73,7 @@ pub(super) fn rlm_query_batched(lua: &Lua, state: Rc<BuiltinState>) -> mlua::Res
                         Err(_) => "error: the child agent crashed".to_string(),
                     })
                     .collect()
-            });
+            }));
             lua.create_sequence_from(answers)
         },
     )
@@ -90,7 +91,7 @@ fn fallback_llm_query(
         Some(context) => format!("{prompt}\n\n<context>\n{context}\n</context>"),
         None => prompt.to_string(),
     };
-    let result = llm.complete(Request::from(text));
+    let result = hold_ticks(|| llm.complete(Request::from(text)));
     state.spent(&result);
     result.map(|c| c.content).map_err(|e| {
         mlua::Error::RuntimeError(format!("{} failed: {e}", BuiltinId::RlmQuery.name()))

@@ -11,6 +11,7 @@ use super::state::BuiltinState;
 use crate::catalog::Catalog;
 use crate::conventions::builtins::{BUILTIN_VALUES, BuiltinId};
 use crate::environment::errors::shown;
+use crate::environment::hook::hold_ticks;
 use crate::llm::{Completion, Llm, LlmError, Request};
 use crate::spec::Origin;
 
@@ -111,7 +112,7 @@ pub(super) fn fn_search(
                 llm: llm.as_ref(),
                 results: std::sync::Mutex::new(Vec::new()),
             };
-            let found = search_with_llm(&*catalog, &recorded, &query, &options, mode);
+            let found = hold_ticks(|| search_with_llm(&*catalog, &recorded, &query, &options, mode));
             let results = recorded
                 .results
                 .into_inner()

@@ -6,6 +6,7 @@ use std::rc::Rc;
 use mlua::{Function, Lua};
 
 use super::state::BuiltinState;
+use crate::environment::hook::hold_ticks;
 use crate::conventions::builtins::BuiltinId;
 use crate::llm::Request;
 
@@ -14,7 +15,8 @@ pub(super) fn llm_query(lua: &Lua, state: Rc<BuiltinState>) -> mlua::Result<Func
     lua.create_function(move |_, prompt: mlua::LuaString| {
         let llm = state.llm(BuiltinId::LlmQuery)?;
         state.before_calls(1)?;
-        let result = llm.complete(Request::from(prompt.to_string_lossy()));
+        let request = Request::from(prompt.to_string_lossy());
+        let result = hold_ticks(|| llm.complete(request));
         state.spent(&result);
         result
             .map(|completion| completion.content)
@@ -34,8 +36,7 @@ pub(super) fn llm_query_batched(lua: &Lua, state: Rc<BuiltinState>) -> mlua::Res
             .iter()
             .map(|p| Request::from(p.to_string_lossy()))
             .collect();
-        let answers: Vec<String> = llm
-            .complete_batch(requests)
+        let answers: Vec<String> = hold_ticks(|| llm.complete_batch(requests))
             .into_iter()
             .inspect(|result| state.spent(result))
             .map(|result| match result {

@@ -8,12 +8,14 @@ use std::rc::Rc;
 use mlua::{Function, Lua};
 
 use super::state::BuiltinState;
+use crate::environment::hook::hold_ticks;
 use crate::conventions::builtins::BuiltinId;
 
 /// `ask_user(question)` → the answer.
 pub(super) fn ask_user(lua: &Lua, state: Rc<BuiltinState>) -> mlua::Result<Function> {
     lua.create_function(move |_, question: String| {
-        state.user(BuiltinId::AskUser)?.ask(&question).map_err(|e| {
+        let user = state.user(BuiltinId::AskUser)?;
+        hold_ticks(|| user.ask(&question)).map_err(|e| {
             mlua::Error::RuntimeError(format!("{} failed: {e}", BuiltinId::AskUser.name()))
         })
     })
@@ -22,10 +24,8 @@ pub(super) fn ask_user(lua: &Lua, state: Rc<BuiltinState>) -> mlua::Result<Funct
 /// `notify_user(message)`.
 pub(super) fn notify_user(lua: &Lua, state: Rc<BuiltinState>) -> mlua::Result<Function> {
     lua.create_function(move |_, message: String| {
-        state
-            .user(BuiltinId::NotifyUser)?
-            .notify(&message)
-            .map_err(|e| {
+        let user = state.user(BuiltinId::NotifyUser)?;
+        hold_ticks(|| user.notify(&message)).map_err(|e| {
                 mlua::Error::RuntimeError(format!("{} failed: {e}", BuiltinId::NotifyUser.name()))
             })
     })

@@ -57,7 +57,7 @@ use crate::conventions::{CONTEXT_GLOBAL, TEXT_PRIMITIVES_GLOBAL};
 use crate::llm::Llm;
 use crate::providers::{AgentScope, Providers};
 use builtins::BuiltinState;
-pub use builtins::{SubAgent, User};
+pub use builtins::{SubAgent, SubTask, User, run_on_threads};
 use errors::{is_memory_error, lua_message};
 
 /// Instructions between two checks of the limits: small enough to stop within a

@@ -197,7 +197,7 @@ impl Environment {
     /// struct Echo;
     /// impl Llm for Echo {
     ///     fn complete(&self, request: Request) -> Result<Completion, LlmError> {
-    ///         Ok(Completion::new(format!("echo: {}", request.messages[0].content)))
+    ///         Ok(Completion::new(format!("echo: {}", request.messages[0].text())))
     ///     }
     /// }
     ///

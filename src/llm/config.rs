@@ -289,7 +289,9 @@ fn without_credentials(url: &str) -> String {
         return url.to_string();
     };
     let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-    let host = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
+    let host = authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, host)| host);
     format!("{scheme}://{host}{path}")
 }
 

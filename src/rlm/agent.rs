@@ -71,7 +71,12 @@ impl SubAgent for Child {
         let size = tasks.len();
         run_on_threads(tasks, |index, task| {
             let slot = BatchSlot { index, size };
-            self.run_numbered(first + index, Some(slot), &task.prompt, task.context.as_deref())
+            self.run_numbered(
+                first + index,
+                Some(slot),
+                &task.prompt,
+                task.context.as_deref(),
+            )
         })
     }
 }

@@ -18,8 +18,8 @@ use super::budget::{Budgets, Ledger};
 use super::context::Context;
 use super::prompt;
 use super::prompt_mode::PromptMode;
-use super::report::{Answer, Report, RlmError};
 use super::recorder::{Recorder, Sink};
+use super::report::{Answer, Report, RlmError};
 use super::rlm_log::TraceFormat;
 use super::trajectory::{BlockLimits, RunBudgets, RunLimits};
 

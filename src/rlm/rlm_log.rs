@@ -129,7 +129,8 @@ impl RlmLog {
                 _ => None,
             };
             let run = RunInfo::new(root, &self.assumed);
-            let mut line = json!({"type": "metadata", "timestamp": timestamp(&run, record.at_ms())});
+            let mut line =
+                json!({"type": "metadata", "timestamp": timestamp(&run, record.at_ms())});
             merge(&mut line, run_metadata(&run));
             lines.push(line);
             self.run = Some(run);

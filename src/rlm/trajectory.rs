@@ -440,8 +440,14 @@ mod tests {
         let json = serde_json::to_value(&start).unwrap();
         assert_eq!(json["event"], "start");
         assert_eq!(json["agent"], "0.1");
-        assert_eq!(json["messages"][0], serde_json::json!({"role": "system", "content": "S"}));
-        assert!(json.get("setup").is_none(), "the setup's fields are the line's own");
+        assert_eq!(
+            json["messages"][0],
+            serde_json::json!({"role": "system", "content": "S"})
+        );
+        assert!(
+            json.get("setup").is_none(),
+            "the setup's fields are the line's own"
+        );
         assert!(json.as_object().unwrap().contains_key("model"));
 
         let turn = Record::Turn(Turn {
@@ -478,7 +484,10 @@ mod tests {
         assert_eq!(start.setup, Setup::default());
         assert_eq!(start.at_ms, Some(3));
         let later = r#"{"event":"heartbeat","agent":"0"}"#;
-        assert_eq!(serde_json::from_str::<Record>(later).unwrap(), Record::Unknown);
+        assert_eq!(
+            serde_json::from_str::<Record>(later).unwrap(),
+            Record::Unknown
+        );
         let bad_status = r#"{"event":"turn","agent":"0","turn":1,"outputs":[{"status":"odd"}]}"#;
         assert!(serde_json::from_str::<Record>(bad_status).is_err());
     }

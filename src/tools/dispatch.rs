@@ -50,7 +50,7 @@ use super::call::{CallError, ToolCaller};
 use crate::Registry;
 use crate::catalog::Catalog;
 use crate::environment::{Environment, Limits, SetupError};
-use crate::llm::{Message, LlmClient, LlmError, ToolCall, ToolCompletion};
+use crate::llm::{LlmClient, LlmError, Message, ToolCall, ToolCompletion};
 use crate::providers::{AgentScope, Providers};
 use crate::spec::NotExportable;
 
@@ -255,9 +255,7 @@ impl ToolDispatcher {
                 .complete_with_tools(&messages, &definitions)
                 .map_err(DispatchError::Llm)?;
             if completion.tool_calls.is_empty() {
-                messages.push(Message::assistant(
-                    completion.content.unwrap_or_default(),
-                ));
+                messages.push(Message::assistant(completion.content.unwrap_or_default()));
                 return Ok(messages);
             }
             let calls = completion.tool_calls;

@@ -2,8 +2,8 @@
 //! [`TraceFormat::Rlm`](crate::rlm::TraceFormat::Rlm) writes during the run, made by the
 //! same converter from the same records.
 
-use crate::rlm::{Assumed, RlmLog};
 use crate::rlm::trajectory::Record;
+use crate::rlm::{Assumed, RlmLog};
 
 use super::model::{Agent, Trace};
 

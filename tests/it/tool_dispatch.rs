@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use rlm_registry::Registry;
 use rlm_registry::environment::Limits;
-use rlm_registry::llm::{Message, Role, LlmClient, LlmConfig};
+use rlm_registry::llm::{LlmClient, LlmConfig, Message, Role};
 use rlm_registry::tools::{DispatchError, ToolDispatcher};
 use serde_json::{Value, json};
 use support::openai_server::{Behavior, OpenAiServer};
@@ -69,10 +69,7 @@ fn dispatch_runs_tools_and_returns_the_text_answer() {
     );
     let conversation = dispatcher
         .dispatch(
-            vec![
-                Message::system("Use tools."),
-                Message::user("Count."),
-            ],
+            vec![Message::system("Use tools."), Message::user("Count.")],
             &client_for(&server),
         )
         .unwrap();

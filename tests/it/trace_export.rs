@@ -457,7 +457,13 @@ fn the_export_command_writes_the_trace_s_own_metadata_and_assumes_only_for_an_ol
     let first = export_command(&path, &assume);
     assert_eq!(first["type"], "metadata");
     assert_eq!(first["root_model"], "test-model", "the trace's own model");
-    assert_eq!((first["max_depth"].as_u64(), first["max_iterations"].as_u64()), (Some(2), Some(10)));
+    assert_eq!(
+        (
+            first["max_depth"].as_u64(),
+            first["max_iterations"].as_u64()
+        ),
+        (Some(2), Some(10))
+    );
 
     // A trace written before the start lines recorded the run still reads and exports,
     // with what the command is told, or what the trace shows.
@@ -465,7 +471,16 @@ fn the_export_command_writes_the_trace_s_own_metadata_and_assumes_only_for_an_ol
         .lines()
         .map(|line| {
             let mut record: Value = serde_json::from_str(line).unwrap();
-            for field in ["version", "model", "base_url", "started_unix_ms", "prompt_mode", "limits", "context", "batch"] {
+            for field in [
+                "version",
+                "model",
+                "base_url",
+                "started_unix_ms",
+                "prompt_mode",
+                "limits",
+                "context",
+                "batch",
+            ] {
                 record.as_object_mut().unwrap().remove(field);
             }
             record.to_string() + "\n"
@@ -475,11 +490,20 @@ fn the_export_command_writes_the_trace_s_own_metadata_and_assumes_only_for_an_ol
     std::fs::write(&older_path, older).unwrap();
     let first = export_command(&older_path, &assume);
     assert_eq!(first["root_model"], "m");
-    assert_eq!((first["max_depth"].as_u64(), first["max_iterations"].as_u64()), (Some(5), Some(7)));
+    assert_eq!(
+        (
+            first["max_depth"].as_u64(),
+            first["max_iterations"].as_u64()
+        ),
+        (Some(5), Some(7))
+    );
     let first = export_command(&older_path, &[]);
     assert_eq!(first["root_model"], "unknown");
     assert_eq!(
-        (first["max_depth"].as_u64(), first["max_iterations"].as_u64()),
+        (
+            first["max_depth"].as_u64(),
+            first["max_iterations"].as_u64()
+        ),
         (Some(2), Some(3)),
         "the deepest agent and the most turns, for want of better"
     );
@@ -494,7 +518,10 @@ fn a_run_that_stopped_early_exports_its_real_limits_model_and_start_time() {
         .max_depth(2)
         .trace(trace.clone())
         .run("Q", Some(Context::from("ctx")));
-    assert!(matches!(result, Err(RlmError::IterationLimit { max_iterations: 3 })));
+    assert!(matches!(
+        result,
+        Err(RlmError::IterationLimit { max_iterations: 3 })
+    ));
     let events = trace.text();
     let started = events_of(&events)[0]["started_unix_ms"].as_u64().unwrap();
     assert!((before..=unix_ms()).contains(&started), "{started}");
@@ -505,7 +532,10 @@ fn a_run_that_stopped_early_exports_its_real_limits_model_and_start_time() {
     assert_eq!(meta["root_model"], "test-model");
     assert_eq!(meta["backend_kwargs"]["model_name"], "test-model");
     assert_eq!(meta["max_iterations"], 3);
-    assert_eq!(meta["max_depth"], 3, "depth limit 2; the reference counts the root as 1");
+    assert_eq!(
+        meta["max_depth"], 3,
+        "depth limit 2; the reference counts the root as 1"
+    );
     // The same run with its clock pinned: the timestamps are its start plus `at_ms`.
     let pinned = exported(&pinned_clock(&events));
     assert_eq!(pinned[0]["timestamp"], "2024-03-01T12:04:05.250000");
@@ -521,11 +551,17 @@ fn unix_ms() -> u64 {
 /// A root that starts three children in one `rlm_query_batched` call; the first takes
 /// longest and the last answers at once, so they end in the reverse of the batch's order.
 fn batch_finishing_in_reverse() -> OpenAiServer {
-    let slow = |answer: &str, ms: u64| lua(&format!("FINAL('{answer}')")).after(Duration::from_millis(ms));
+    let slow =
+        |answer: &str, ms: u64| lua(&format!("FINAL('{answer}')")).after(Duration::from_millis(ms));
     OpenAiServer::start(
         Vec::new(),
         Behavior::ByPrompt(vec![
-            ("Run the batch".into(), lua("local a = rlm_query_batched({'task-1', 'task-2', 'task-3'})\nprint(table.concat(a, ','))")),
+            (
+                "Run the batch".into(),
+                lua(
+                    "local a = rlm_query_batched({'task-1', 'task-2', 'task-3'})\nprint(table.concat(a, ','))",
+                ),
+            ),
             ("one,two,three".into(), lua("FINAL('all done')")),
             ("task-1".into(), slow("one", 800)),
             ("task-2".into(), slow("two", 400)),
@@ -538,22 +574,35 @@ fn batch_finishing_in_reverse() -> OpenAiServer {
 fn batched_children_that_end_out_of_order_are_exported_in_the_batch_s_order() {
     let server = batch_finishing_in_reverse();
     let trace = Shared::default();
-    let answer = rlm(&server, 5).trace(trace.clone()).run("Run the batch", None).unwrap();
+    let answer = rlm(&server, 5)
+        .trace(trace.clone())
+        .run("Run the batch", None)
+        .unwrap();
     assert_eq!(answer.text, "all done");
     let events = trace.text();
     let parsed = Trace::parse(&events).unwrap();
     let root = parsed.root().unwrap();
-    let ids: Vec<&str> = parsed.children_of_turn(root, 1).map(|c| c.id.as_str()).collect();
+    let ids: Vec<&str> = parsed
+        .children_of_turn(root, 1)
+        .map(|c| c.id.as_str())
+        .collect();
     assert_eq!(ids, ["0.1", "0.2", "0.3"]);
     let mut ended = Vec::new();
     for (index, id) in ids.iter().enumerate() {
         let child = parsed.agent(id).unwrap();
-        assert_eq!(child.question, format!("task-{}", index + 1), "ids follow the batch");
+        assert_eq!(
+            child.question,
+            format!("task-{}", index + 1),
+            "ids follow the batch"
+        );
         let batch = child.setup.batch.unwrap();
         assert_eq!((batch.index, batch.size), (index, 3));
         ended.push(child.turns[0].at_ms.unwrap());
     }
-    assert!(ended[2] < ended[1] && ended[1] < ended[0], "they ended in reverse: {ended:?}");
+    assert!(
+        ended[2] < ended[1] && ended[1] < ended[0],
+        "they ended in reverse: {ended:?}"
+    );
     // Their lines are in the order they were written: the last of the batch ends first.
     let written: Vec<String> = events_of(&events)
         .iter()
@@ -563,8 +612,19 @@ fn batched_children_that_end_out_of_order_are_exported_in_the_batch_s_order() {
     assert_eq!(written, ["0.3", "0.2", "0.1"]);
 
     let in_batch_order = |lines: &[Value]| -> Vec<String> {
-        let calls = lines[1]["code_blocks"][0]["result"]["rlm_calls"].as_array().unwrap();
-        calls.iter().map(|c| format!("{}={}", c["prompt"].as_str().unwrap(), c["response"].as_str().unwrap())).collect()
+        let calls = lines[1]["code_blocks"][0]["result"]["rlm_calls"]
+            .as_array()
+            .unwrap();
+        calls
+            .iter()
+            .map(|c| {
+                format!(
+                    "{}={}",
+                    c["prompt"].as_str().unwrap(),
+                    c["response"].as_str().unwrap()
+                )
+            })
+            .collect()
     };
     let expected = ["task-1=one", "task-2=two", "task-3=three"];
     assert_eq!(in_batch_order(&exported(&events)), expected);

@@ -61,7 +61,9 @@ pub trait SubAgent: Send + Sync {
     /// through [`run_on_threads`]; a host that names or numbers its children overrides it
     /// to do so in the batch's order before any starts, since threads start in any order.
     fn run_batch(&self, tasks: &[SubTask]) -> Vec<Result<String, String>> {
-        run_on_threads(tasks, |_, task| self.run(&task.prompt, task.context.as_deref()))
+        run_on_threads(tasks, |_, task| {
+            self.run(&task.prompt, task.context.as_deref())
+        })
     }
 }
 

@@ -155,7 +155,7 @@ impl RlmLog {
     /// An `RLMIteration` for the turn; a root turn is written, a child's kept for its
     /// completion.
     fn turn(&mut self, turn: &Turn) -> Option<Value> {
-        let run = self.run.clone()?;
+        let run = self.run.as_ref()?;
         let log = self.agents.entry(turn.agent.clone()).or_default();
         let mut children = std::mem::take(&mut log.children);
         children.sort_by_key(|(number, _)| *number);
@@ -165,7 +165,7 @@ impl RlmLog {
         let line = json!({
             "type": "iteration",
             "iteration": log.turns,
-            "timestamp": timestamp(&run, turn.at_ms),
+            "timestamp": timestamp(run, turn.at_ms),
             "prompt": log.messages,
             "response": reply,
             "code_blocks": code_blocks(turn, children),
@@ -188,7 +188,7 @@ impl RlmLog {
         log.iterations.push(line);
         let ended = turn.final_answer.is_some() || turn.error.is_some();
         if ended && let Some(log) = self.agents.remove(&turn.agent) {
-            let completion = completion(&run, log, turn);
+            let completion = completion(run, log, turn);
             let number = number.parse().unwrap_or(u64::MAX);
             self.agents
                 .entry(parent.to_string())

@@ -139,7 +139,6 @@ pub(super) fn ask(args: &AskArgs) -> Output {
         Ok(llm) => llm,
         Err(output) => return output,
     };
-    let model = llm.config().model.clone();
     let context = match read_context(args.context.as_deref()) {
         Ok(context) => context.map(Context::Text),
         Err(output) => return output,
@@ -170,9 +169,6 @@ pub(super) fn ask(args: &AskArgs) -> Output {
             file: args.trace.as_deref(),
             rlm_format: args.trace_format == TraceFormatArg::Rlm,
             html: args.trace_html.as_deref(),
-            model: &model,
-            max_depth: args.max_depth,
-            max_iterations: args.max_iterations,
         };
         let traces;
         (rlm, traces) = match Traces::attach(rlm, &request) {

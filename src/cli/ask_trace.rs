@@ -19,10 +19,6 @@ pub(super) struct TraceRequest<'a> {
     pub rlm_format: bool,
     /// `--trace-html OUT.html`.
     pub html: Option<&'a Path>,
-    /// The model, for the reference format's metadata.
-    pub model: &'a str,
-    pub max_depth: usize,
-    pub max_iterations: u32,
 }
 
 /// The traces of one run: the events kept in memory when a page is to be written.
@@ -32,7 +28,6 @@ pub(super) struct Traces {
     /// events are also needed for the page).
     rlm_file: Option<PathBuf>,
     html: Option<PathBuf>,
-    options: ExportOptions,
 }
 
 impl Traces {
@@ -43,12 +38,6 @@ impl Traces {
             memory: None,
             rlm_file: None,
             html: request.html.map(Path::to_path_buf),
-            options: ExportOptions {
-                model: Some(request.model.to_string()),
-                max_depth: Some(request.max_depth),
-                max_iterations: Some(request.max_iterations),
-                timestamp: None,
-            },
         };
         let file = match request.file {
             Some(path) => Some(create(path)?),
@@ -60,7 +49,7 @@ impl Traces {
             };
             let mut rlm = rlm.trace(file);
             if request.rlm_format {
-                rlm = rlm.trace_format(TraceFormat::rlm(request.model));
+                rlm = rlm.trace_format(TraceFormat::Rlm);
             }
             return Ok((rlm, traces));
         }
@@ -89,9 +78,9 @@ impl Traces {
         };
         let mut notes = String::new();
         if let Some(path) = &self.rlm_file {
-            let mut options = self.options.clone();
-            options.timestamp = now();
-            notes.push_str(&write(path, &trace::export_rlm(&trace, &options)));
+            // The events record the model, the limits and the start: nothing to assume.
+            let text = trace::export_rlm(&trace, &ExportOptions::default());
+            notes.push_str(&write(path, &text));
         }
         if let Some(path) = &self.html {
             let title = path
@@ -117,13 +106,6 @@ fn write(path: &Path, text: &str) -> String {
         Ok(()) => String::new(),
         Err(error) => format!("error: cannot write {}: {error}\n", path.display()),
     }
-}
-
-fn now() -> Option<u64> {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .ok()
-        .map(|d| d.as_secs())
 }
 
 /// The events, kept for the page.

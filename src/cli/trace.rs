@@ -56,13 +56,17 @@ pub(crate) struct ExportArgs {
     /// Where to write (default: standard output).
     #[arg(short, long, value_name = "FILE")]
     out: Option<PathBuf>,
-    /// The model's name for the metadata line (default: unknown).
+    /// The model's name for the metadata line, for a trace that does not record it
+    /// (written by an older rlm); a trace's own is written whatever this says (default:
+    /// unknown).
     #[arg(long, value_name = "MODEL")]
     model: Option<String>,
-    /// The run's depth limit (default: the deepest agent in the trace).
+    /// The run's depth limit, for a trace that does not record it (default: the deepest
+    /// agent in the trace).
     #[arg(long, value_name = "N")]
     max_depth: Option<usize>,
-    /// The run's iteration cap (default: the most turns of an agent in the trace).
+    /// The run's iteration cap, for a trace that does not record it (default: the most
+    /// turns of an agent in the trace).
     #[arg(long, value_name = "N")]
     max_iterations: Option<u32>,
 }
@@ -153,15 +157,18 @@ pub(super) fn write_html(trace: &Trace, file: &Path, out: &Path) -> Output {
 
 fn export(trace: &Trace, args: &ExportArgs) -> Output {
     let ExportFormat::Rlm = args.format;
+    // A trace that does not record its start: the file was last written when the run
+    // ended, its wall time before.
+    let ended_unix_ms = std::fs::metadata(&args.file)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .and_then(|d| u64::try_from(d.as_millis()).ok());
     let options = ExportOptions {
         model: args.model.clone(),
         max_depth: args.max_depth,
         max_iterations: args.max_iterations,
-        timestamp: std::fs::metadata(&args.file)
-            .and_then(|m| m.modified())
-            .ok()
-            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-            .map(|d| d.as_secs()),
+        started_unix_ms: ended_unix_ms.map(|end| end.saturating_sub(trace.summary().wall_ms)),
     };
     let text = trace::export_rlm(trace, &options);
     match &args.out {

@@ -58,7 +58,7 @@ use crate::conventions::CONTEXT_GLOBAL;
 use crate::llm::Llm;
 use crate::providers::{AgentScope, Providers};
 use builtins::BuiltinState;
-pub use builtins::{SubAgent, User};
+pub use builtins::{SubAgent, SubTask, User, run_on_threads};
 use errors::{is_memory_error, lua_message};
 
 /// A sandboxed Lua session. Not `Send`: one environment belongs to one thread.
@@ -196,7 +196,7 @@ impl Environment {
     /// struct Echo;
     /// impl Llm for Echo {
     ///     fn complete(&self, request: Request) -> Result<Completion, LlmError> {
-    ///         Ok(Completion::new(format!("echo: {}", request.messages[0].content)))
+    ///         Ok(Completion::new(format!("echo: {}", request.messages[0].text())))
     ///     }
     /// }
     ///

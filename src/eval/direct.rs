@@ -3,6 +3,7 @@
 
 use crate::llm::{Completion, Llm, LlmError, Message, Request};
 use crate::text_format::char_prefix;
+use crate::rlm::trajectory::{Record, Setup, Start, Turn};
 use crate::tokens;
 
 /// Tokens kept free in the window for the instructions, the question and the answer.
@@ -57,48 +58,68 @@ pub fn direct_request(context: &str, question: &str, context_window: usize) -> R
 /// task, and a trace per task of a 1M-token run would otherwise weigh megabytes.
 const TRACED_CHARS: usize = 4_000;
 
-/// The trace of a `direct` run, in the loop's JSONL trace format: a `start` line with
-/// the messages (each cut to a few thousand characters, with a note) and one `turn`.
+/// The trace of a `direct` run, in the loop's JSONL trace format (its
+/// [`trajectory`](crate::rlm::trajectory) records): a `start` line with the messages (each
+/// cut to a few thousand characters, with a note) and one `turn`.
 pub(super) fn direct_trace(
     question: &str,
     request: &Request,
     outcome: &Result<Completion, LlmError>,
     elapsed_ms: u64,
 ) -> String {
-    let messages: Vec<serde_json::Value> = request
-        .messages
-        .iter()
-        .map(|m| {
-            let kept = char_prefix(&m.content, TRACED_CHARS);
-            let content = if kept.len() == m.content.len() {
-                m.content.clone()
-            } else {
-                format!(
-                    "{kept}\n[… {} more bytes not kept in the trace]",
-                    m.content.len() - kept.len()
-                )
-            };
-            serde_json::json!({"role": m.role, "content": content})
-        })
-        .collect();
-    let start = serde_json::json!({
-        "event": "start", "agent": "0", "depth": 0, "question": question, "messages": messages,
+    let messages = request.messages.iter().map(kept_in_trace).collect();
+    let start = Record::Start(Start {
+        agent: "0".to_string(),
+        question: question.to_string(),
+        messages,
+        setup: Setup {
+            version: Some(env!("CARGO_PKG_VERSION").to_string()),
+            ..Setup::default()
+        },
+        ..Start::default()
     });
     let (reply, error, prompt_tokens, completion_tokens) = match outcome {
         Ok(c) => (
-            Some(c.content.as_str()),
+            Some(c.content.clone()),
             None,
             c.prompt_tokens,
             c.completion_tokens,
         ),
         Err(e) => (None, Some(e.to_string()), 0, 0),
     };
-    let turn = serde_json::json!({
-        "event": "turn", "agent": "0", "depth": 0, "turn": 1, "messages_sent": 2,
-        "reply": reply, "code_blocks": [], "outputs": [], "feedback": null, "final": reply,
-        "error": error, "elapsed_ms": elapsed_ms, "llm_ms": elapsed_ms,
-        "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-        "run_tokens": prompt_tokens + completion_tokens,
+    let turn = Record::Turn(Turn {
+        agent: "0".to_string(),
+        turn: 1,
+        messages_sent: request.messages.len(),
+        final_answer: reply.clone(),
+        reply,
+        error,
+        elapsed_ms,
+        llm_ms: elapsed_ms,
+        prompt_tokens,
+        completion_tokens,
+        run_tokens: prompt_tokens + completion_tokens,
+        ..Turn::default()
     });
-    format!("{start}\n{turn}\n")
+    [start, turn]
+        .iter()
+        .filter_map(|record| serde_json::to_string(record).ok())
+        .map(|line| line + "\n")
+        .collect()
+}
+
+/// `message` with its text cut to [`TRACED_CHARS`] characters, with a note of the rest.
+fn kept_in_trace(message: &Message) -> Message {
+    let text = message.text();
+    let kept = char_prefix(text, TRACED_CHARS);
+    if kept.len() == text.len() {
+        return message.clone();
+    }
+    Message::new(
+        message.role,
+        format!(
+            "{kept}\n[… {} more bytes not kept in the trace]",
+            text.len() - kept.len()
+        ),
+    )
 }

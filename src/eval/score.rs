@@ -279,7 +279,7 @@ mod tests {
     struct Says(&'static str);
     impl Llm for Says {
         fn complete(&self, request: Request) -> Result<Completion, LlmError> {
-            assert_eq!(request.messages[0].content, JUDGE_RUBRIC);
+            assert_eq!(request.messages[0].text(), JUDGE_RUBRIC);
             Ok(Completion::new(self.0))
         }
     }

@@ -19,7 +19,7 @@ use super::{Completion, Llm, LlmError, Request};
 /// struct Shout;
 /// impl Llm for Shout {
 ///     fn complete(&self, request: Request) -> Result<Completion, LlmError> {
-///         Ok(Completion::new(request.messages[0].content.to_uppercase()))
+///         Ok(Completion::new(request.messages[0].text().to_uppercase()))
 ///     }
 /// }
 ///

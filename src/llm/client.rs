@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use super::error::snippet;
 use super::{
-    ChatMessage, Completion, Llm, LlmConfig, LlmError, Message, Request, ToolCall, ToolCompletion,
+    Completion, Llm, LlmConfig, LlmError, Message, ModelInfo, Request, ToolCall, ToolCompletion,
     Usage, batch,
 };
 
@@ -80,7 +80,7 @@ struct WireRequest<'a> {
 #[derive(Serialize)]
 struct WireToolRequest<'a> {
     model: &'a str,
-    messages: &'a [ChatMessage],
+    messages: &'a [Message],
     #[serde(skip_serializing_if = "<[Value]>::is_empty")]
     tools: &'a [Value],
 }
@@ -283,13 +283,13 @@ impl LlmClient {
     /// or the tool calls it asks for, retrying like [`LlmClient::complete`].
     ///
     /// ```no_run
-    /// use rlm_registry::llm::{ChatMessage, LlmClient};
+    /// use rlm_registry::llm::{LlmClient, Message};
     /// use rlm_registry::tools::{export, ToolFormat};
     ///
     /// let client = LlmClient::from_env()?;
     /// let (tools, _) = export(rlm_registry::Registry::baked().specs(), ToolFormat::OpenAi);
     /// let answer = client.complete_with_tools(
-    ///     &[ChatMessage::user("How many words in 'a b c'?")],
+    ///     &[Message::user("How many words in 'a b c'?")],
     ///     tools.as_array().unwrap(),
     /// )?;
     /// for call in &answer.tool_calls {
@@ -299,7 +299,7 @@ impl LlmClient {
     /// ```
     pub fn complete_with_tools(
         &self,
-        messages: &[ChatMessage],
+        messages: &[Message],
         tools: &[Value],
     ) -> Result<ToolCompletion, LlmError> {
         let started = Instant::now();
@@ -449,6 +449,10 @@ impl Llm for LlmClient {
 
     fn complete_batch(&self, requests: Vec<Request>) -> Vec<Result<Completion, LlmError>> {
         batch::run_batch(self, requests, self.config.max_concurrency)
+    }
+
+    fn model_info(&self) -> Option<ModelInfo> {
+        Some(self.config.model_info())
     }
 }
 

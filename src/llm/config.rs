@@ -227,6 +227,24 @@ impl LlmConfig {
         format!("{}/chat/completions", self.base_url.trim_end_matches('/'))
     }
 
+    /// The model and the base URL, for a run's record: the URL without any credentials
+    /// (a `user:password@` in it) nor query or fragment, and never the API key.
+    ///
+    /// ```
+    /// use rlm_registry::llm::LlmConfig;
+    ///
+    /// let config = LlmConfig::new("https://user:secret@llm.example/v1?key=k", "m").with_api_key("sk-1");
+    /// let info = config.model_info();
+    /// assert_eq!(info.model, "m");
+    /// assert_eq!(info.base_url, "https://llm.example/v1");
+    /// ```
+    pub fn model_info(&self) -> ModelInfo {
+        ModelInfo {
+            model: self.model.clone(),
+            base_url: without_credentials(self.base_url.trim()),
+        }
+    }
+
     /// Checks what can be checked before any request: an `http(s)://` base URL, a
     /// non-empty model, a non-zero timeout.
     pub(crate) fn validate(&self) -> Result<(), LlmError> {
@@ -251,6 +269,30 @@ impl LlmConfig {
         }
         Ok(())
     }
+}
+
+/// Which model answers, and at which server: what a run's record names
+/// ([`Llm::model_info`](super::Llm::model_info)). Never holds a credential.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ModelInfo {
+    /// The model name sent with the requests.
+    pub model: String,
+    /// The server's base URL, without credentials, query or fragment.
+    pub base_url: String,
+}
+
+/// `url` without a `user:password@` before its host, and without its query and fragment
+/// (where some servers take a key).
+fn without_credentials(url: &str) -> String {
+    let url = url.split(['?', '#']).next().unwrap_or_default();
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let host = authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, host)| host);
+    format!("{scheme}://{host}{path}")
 }
 
 impl fmt::Debug for LlmConfig {
@@ -300,6 +342,19 @@ mod tests {
             assert!(LlmConfig::new(url, "m").validate().is_err(), "{url}");
         }
         assert!(LlmConfig::new("http://x", " ").validate().is_err());
+    }
+
+    #[test]
+    fn the_recorded_base_url_has_no_credentials() {
+        for (url, recorded) in [
+            ("http://127.0.0.1:8080/v1", "http://127.0.0.1:8080/v1"),
+            ("https://u:p@host/v1", "https://host/v1"),
+            ("https://u@host", "https://host"),
+            ("https://host/v1?api-key=k#x", "https://host/v1"),
+            ("https://host/a@b", "https://host/a@b"),
+        ] {
+            assert_eq!(without_credentials(url), recorded, "{url}");
+        }
     }
 
     #[test]

@@ -1,44 +1,97 @@
 //! What goes to the model ([`Message`], [`Request`]) and what comes back ([`Completion`]).
 
+use std::fmt;
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+
+use super::ToolCall;
 
 /// Who wrote a [`Message`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+///
+/// ```
+/// use rlm_registry::llm::Role;
+///
+/// assert_eq!(Role::Assistant.as_str(), "assistant");
+/// assert_eq!(serde_json::to_string(&Role::Tool).unwrap(), "\"tool\"");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     /// Instructions for the model (`"system"`).
     System,
     /// The user's turn (`"user"`).
     User,
-    /// The model's earlier turn (`"assistant"`).
+    /// The model's earlier turn (`"assistant"`): text, tool calls, or both.
     Assistant,
+    /// The result of one tool call (`"tool"`).
+    Tool,
 }
 
-/// One chat message, serialized as `{"role": …, "content": …}`.
+impl Role {
+    /// The name on the wire: `system`, `user`, `assistant` or `tool`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::System => "system",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::Tool => "tool",
+        }
+    }
+}
+
+impl fmt::Display for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One chat message, serialized the OpenAI way: `{"role", "content"}`, plus
+/// `"tool_calls"` on an assistant turn that asks for tools and `"tool_call_id"` on a
+/// tool result. The one message type of the crate: the client sends it, the RLM loop
+/// keeps its conversation in it, and a trace records and reads it back.
 ///
 /// ```
-/// use rlm_registry::llm::{Message, Role};
+/// use rlm_registry::llm::{Message, Role, ToolCall};
 ///
 /// let message = Message::user("What is 2 + 2?");
 /// assert_eq!(message.role, Role::User);
-/// assert_eq!(message.content, "What is 2 + 2?");
+/// assert_eq!(message.text(), "What is 2 + 2?");
+/// assert_eq!(
+///     serde_json::to_string(&message).unwrap(),
+///     r#"{"role":"user","content":"What is 2 + 2?"}"#
+/// );
+///
+/// let call = ToolCall { id: "c1".into(), name: "word_count".into(), arguments: r#"{"text":"a b"}"#.into() };
+/// let json = serde_json::to_value(Message::assistant_tool_calls(None, vec![call])).unwrap();
+/// assert_eq!(json["content"], serde_json::Value::Null);
+/// assert_eq!(json["tool_calls"][0]["function"]["name"], "word_count");
+/// let json = serde_json::to_value(Message::tool_result("c1", "2")).unwrap();
+/// assert_eq!(json, serde_json::json!({"role": "tool", "content": "2", "tool_call_id": "c1"}));
 /// ```
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Message {
     /// Who wrote it.
     pub role: Role,
-    /// The text.
-    pub content: String,
+    /// The text; `None` (`null` on the wire) for an assistant turn with only tool calls.
+    #[serde(default)]
+    pub content: Option<String>,
+    /// The calls an assistant turn asked for (left out of the JSON when empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    /// For a tool result: the call it answers (left out of the JSON when `None`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
 }
 
 impl Message {
-    /// A message with the given role.
+    /// A text message with the given role.
     pub fn new(role: Role, content: impl Into<String>) -> Message {
         Message {
             role,
-            content: content.into(),
+            content: Some(content.into()),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
         }
     }
 
@@ -52,9 +105,32 @@ impl Message {
         Message::new(Role::User, content)
     }
 
-    /// An assistant message.
+    /// An assistant text message.
     pub fn assistant(content: impl Into<String>) -> Message {
         Message::new(Role::Assistant, content)
+    }
+
+    /// An assistant turn asking for tool calls, with its text if it had any.
+    pub fn assistant_tool_calls(content: Option<String>, calls: Vec<ToolCall>) -> Message {
+        Message {
+            role: Role::Assistant,
+            content,
+            tool_calls: calls,
+            tool_call_id: None,
+        }
+    }
+
+    /// The result of the tool call `id`.
+    pub fn tool_result(id: impl Into<String>, content: impl Into<String>) -> Message {
+        Message {
+            tool_call_id: Some(id.into()),
+            ..Message::new(Role::Tool, content)
+        }
+    }
+
+    /// The text, or `""` for a message without one (tool calls only).
+    pub fn text(&self) -> &str {
+        self.content.as_deref().unwrap_or("")
     }
 }
 

@@ -12,8 +12,9 @@
 //! - [`Usage`]: calls, failures, attempts and tokens, summed across every call of
 //!   every client that shares it.
 //! - [`LlmError`]: what went wrong, in words a model or a user can act on.
-//! - [`LlmClient::complete_with_tools`]: OpenAI tool calling ([`ChatMessage`],
-//!   [`ToolCall`], [`ToolCompletion`]), for the dispatch loop in `tools`.
+//! - [`Message`]: the one chat message, of plain completions, tool conversations
+//!   ([`LlmClient::complete_with_tools`], [`ToolCall`], [`ToolCompletion`], for the
+//!   dispatch loop in `tools`), the RLM loop and its traces.
 //! - [`Llm`]: the trait the RLM loop and the environment take, implemented by
 //!   [`LlmClient`] and by any scripted fake.
 //!
@@ -44,11 +45,11 @@ pub use client::LlmClient;
 pub use config::{
     DEFAULT_BASE_URL, DEFAULT_INITIAL_BACKOFF, DEFAULT_MAX_BACKOFF, DEFAULT_MAX_CONCURRENCY,
     DEFAULT_MAX_RETRIES, DEFAULT_MODEL, DEFAULT_TIMEOUT, ENV_API_KEY, ENV_BASE_URL, ENV_MODEL,
-    ENV_OPENAI_API_KEY, ENV_OPENAI_BASE_URL, ENV_TIMEOUT_SECS, LlmConfig,
+    ENV_OPENAI_API_KEY, ENV_OPENAI_BASE_URL, ENV_TIMEOUT_SECS, LlmConfig, ModelInfo,
 };
 pub use error::LlmError;
 pub use message::{Completion, Message, Request, Role};
-pub use tool_calls::{ChatMessage, ChatRole, ToolCall, ToolCompletion};
+pub use tool_calls::{ToolCall, ToolCompletion};
 pub use usage::{Usage, UsageSnapshot};
 
 /// Something that answers chat completion requests: the HTTP [`LlmClient`], or a
@@ -85,6 +86,13 @@ pub trait Llm: Send + Sync {
     fn complete_batch(&self, requests: Vec<Request>) -> Vec<Result<Completion, LlmError>> {
         run_batch(self, requests, DEFAULT_MAX_CONCURRENCY)
     }
+
+    /// Which model answers, and at which server, for a run's record; `None` (the
+    /// default) when the implementation cannot say, as a scripted fake cannot.
+    /// [`LlmClient`] answers from its configuration, never with the API key.
+    fn model_info(&self) -> Option<ModelInfo> {
+        None
+    }
 }
 
 impl<T: Llm + ?Sized> Llm for &T {
@@ -94,6 +102,10 @@ impl<T: Llm + ?Sized> Llm for &T {
 
     fn complete_batch(&self, requests: Vec<Request>) -> Vec<Result<Completion, LlmError>> {
         (**self).complete_batch(requests)
+    }
+
+    fn model_info(&self) -> Option<ModelInfo> {
+        (**self).model_info()
     }
 }
 
@@ -105,6 +117,10 @@ impl<T: Llm + ?Sized> Llm for Box<T> {
     fn complete_batch(&self, requests: Vec<Request>) -> Vec<Result<Completion, LlmError>> {
         (**self).complete_batch(requests)
     }
+
+    fn model_info(&self) -> Option<ModelInfo> {
+        (**self).model_info()
+    }
 }
 
 impl<T: Llm + ?Sized> Llm for Arc<T> {
@@ -114,5 +130,9 @@ impl<T: Llm + ?Sized> Llm for Arc<T> {
 
     fn complete_batch(&self, requests: Vec<Request>) -> Vec<Result<Completion, LlmError>> {
         (**self).complete_batch(requests)
+    }
+
+    fn model_info(&self) -> Option<ModelInfo> {
+        (**self).model_info()
     }
 }

@@ -1,33 +1,29 @@
-//! OpenAI tool calling: the messages of a tool conversation ([`ChatMessage`]), the
-//! calls a model asks for ([`ToolCall`]) and its answer ([`ToolCompletion`]), for
-//! [`LlmClient::complete_with_tools`](super::LlmClient::complete_with_tools).
+//! OpenAI tool calling: the calls a model asks for ([`ToolCall`]) and its answer
+//! ([`ToolCompletion`]), for
+//! [`LlmClient::complete_with_tools`](super::LlmClient::complete_with_tools). The
+//! messages of a tool conversation are plain [`Message`](super::Message)s.
 //!
-//! Kept apart from [`Message`] and [`Completion`](super::Completion) so that plain
+//! [`ToolCompletion`] is kept apart from [`Completion`](super::Completion) so that plain
 //! completions keep their simple shape.
 
 use std::time::Duration;
 
-use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
+use serde::{Deserialize, Serialize};
 
-use super::{Message, Role};
-
-/// Who wrote a [`ChatMessage`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ChatRole {
-    /// `"system"`.
-    System,
-    /// `"user"`.
-    User,
-    /// `"assistant"`: text, tool calls, or both.
-    Assistant,
-    /// `"tool"`: the result of one tool call.
-    Tool,
-}
-
-/// One tool call the model asked for.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+/// One tool call the model asked for, serialized the OpenAI way:
+/// `{"id", "type": "function", "function": {"name", "arguments"}}`.
+///
+/// ```
+/// use rlm_registry::llm::ToolCall;
+///
+/// let call = ToolCall { id: "c1".into(), name: "f".into(), arguments: "{}".into() };
+/// let json = serde_json::to_string(&call).unwrap();
+/// assert_eq!(json, r#"{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}"#);
+/// assert_eq!(serde_json::from_str::<ToolCall>(&json).unwrap(), call);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Deserialize)]
+#[serde(from = "WireToolCall")]
 pub struct ToolCall {
     /// The call's id, echoed in the result message.
     pub id: String,
@@ -58,86 +54,27 @@ impl Serialize for ToolCall {
     }
 }
 
-/// One message of a tool conversation, serialized the OpenAI way:
-/// `{"role", "content", "tool_calls"?, "tool_call_id"?}`.
-///
-/// ```
-/// use rlm_registry::llm::{ChatMessage, ToolCall};
-///
-/// let call = ToolCall { id: "c1".into(), name: "word_count".into(), arguments: r#"{"text":"a b"}"#.into() };
-/// let json = serde_json::to_value(ChatMessage::assistant_tool_calls(None, vec![call])).unwrap();
-/// assert_eq!(json["tool_calls"][0]["function"]["name"], "word_count");
-/// let json = serde_json::to_value(ChatMessage::tool_result("c1", "2")).unwrap();
-/// assert_eq!(json, serde_json::json!({"role": "tool", "content": "2", "tool_call_id": "c1"}));
-/// ```
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
-pub struct ChatMessage {
-    /// Who wrote it.
-    pub role: ChatRole,
-    /// The text; `null` for an assistant turn with only tool calls.
-    pub content: Option<String>,
-    /// The calls an assistant turn asked for.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub tool_calls: Vec<ToolCall>,
-    /// For a tool result: the call it answers.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub tool_call_id: Option<String>,
+/// The shape a [`ToolCall`] is read from (its `type` is always `function`).
+#[derive(Deserialize)]
+struct WireToolCall {
+    id: String,
+    function: WireFunction,
 }
 
-impl ChatMessage {
-    fn text(role: ChatRole, content: impl Into<String>) -> ChatMessage {
-        ChatMessage {
-            role,
-            content: Some(content.into()),
-            tool_calls: Vec::new(),
-            tool_call_id: None,
-        }
-    }
-
-    /// A system message.
-    pub fn system(content: impl Into<String>) -> ChatMessage {
-        ChatMessage::text(ChatRole::System, content)
-    }
-
-    /// A user message.
-    pub fn user(content: impl Into<String>) -> ChatMessage {
-        ChatMessage::text(ChatRole::User, content)
-    }
-
-    /// An assistant text message.
-    pub fn assistant(content: impl Into<String>) -> ChatMessage {
-        ChatMessage::text(ChatRole::Assistant, content)
-    }
-
-    /// An assistant turn asking for tool calls.
-    pub fn assistant_tool_calls(content: Option<String>, calls: Vec<ToolCall>) -> ChatMessage {
-        ChatMessage {
-            role: ChatRole::Assistant,
-            content,
-            tool_calls: calls,
-            tool_call_id: None,
-        }
-    }
-
-    /// The result of the tool call `id`.
-    pub fn tool_result(id: impl Into<String>, content: impl Into<String>) -> ChatMessage {
-        ChatMessage {
-            role: ChatRole::Tool,
-            content: Some(content.into()),
-            tool_calls: Vec::new(),
-            tool_call_id: Some(id.into()),
-        }
-    }
+#[derive(Deserialize)]
+struct WireFunction {
+    name: String,
+    #[serde(default)]
+    arguments: String,
 }
 
-impl From<Message> for ChatMessage {
-    fn from(message: Message) -> ChatMessage {
-        let role = match message.role {
-            Role::System => ChatRole::System,
-            Role::User => ChatRole::User,
-            Role::Assistant => ChatRole::Assistant,
-        };
-        ChatMessage::text(role, message.content)
+impl From<WireToolCall> for ToolCall {
+    fn from(wire: WireToolCall) -> ToolCall {
+        ToolCall {
+            id: wire.id,
+            name: wire.function.name,
+            arguments: wire.function.arguments,
+        }
     }
 }
 

@@ -6,12 +6,15 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use crate::environment::{Environment, Limits, SetupError, SubAgent, User};
+use crate::environment::{
+    Environment, Limits, SetupError, SubAgent, SubTask, User, run_on_threads,
+};
 
 use super::budget::{Ledger, Metered};
 use super::builder::Config;
 use super::context::Context;
 use super::prompt;
+use super::trajectory::{BatchSlot, ContextDigest, Setup};
 
 /// One agent of a run: the root, or a child at `depth`.
 pub(super) struct Agent {
@@ -19,6 +22,8 @@ pub(super) struct Agent {
     pub(super) ledger: Arc<Ledger>,
     pub(super) depth: usize,
     pub(super) id: String,
+    /// A child of `rlm_query_batched`: its place in the batch.
+    pub(super) batch: Option<BatchSlot>,
 }
 
 /// What `rlm_query` runs: a child agent one level deeper, sharing the run's budgets.
@@ -27,17 +32,25 @@ struct Child {
     ledger: Arc<Ledger>,
     depth: usize,
     parent: String,
+    /// Children numbered so far: the next is `parent.(spawned + 1)`.
     spawned: AtomicUsize,
 }
 
-impl SubAgent for Child {
-    fn run(&self, prompt: &str, context: Option<&str>) -> Result<String, String> {
-        let n = self.spawned.fetch_add(1, Ordering::SeqCst) + 1;
+impl Child {
+    /// Runs child number `n` of this parent.
+    fn run_numbered(
+        &self,
+        n: usize,
+        batch: Option<BatchSlot>,
+        prompt: &str,
+        context: Option<&str>,
+    ) -> Result<String, String> {
         let agent = Agent {
             config: Arc::clone(&self.config),
             ledger: Arc::clone(&self.ledger),
             depth: self.depth,
             id: format!("{}.{n}", self.parent),
+            batch,
         };
         let context = context.map(Context::from);
         let (result, _) = agent.run(prompt, context.as_ref(), None);
@@ -45,7 +58,41 @@ impl SubAgent for Child {
     }
 }
 
+impl SubAgent for Child {
+    fn run(&self, prompt: &str, context: Option<&str>) -> Result<String, String> {
+        let n = self.spawned.fetch_add(1, Ordering::SeqCst) + 1;
+        self.run_numbered(n, None, prompt, context)
+    }
+
+    /// Numbers the whole batch before any child starts, so the children's ids follow the
+    /// batch's order, not the order their threads happen to start in.
+    fn run_batch(&self, tasks: &[SubTask]) -> Vec<Result<String, String>> {
+        let first = self.spawned.fetch_add(tasks.len(), Ordering::SeqCst) + 1;
+        let size = tasks.len();
+        run_on_threads(tasks, |index, task| {
+            let slot = BatchSlot { index, size };
+            self.run_numbered(
+                first + index,
+                Some(slot),
+                &task.prompt,
+                task.context.as_deref(),
+            )
+        })
+    }
+}
+
 impl Agent {
+    /// The root agent of a run.
+    pub(super) fn root(config: Arc<Config>, ledger: Arc<Ledger>) -> Agent {
+        Agent {
+            config,
+            ledger,
+            depth: 0,
+            id: "0".to_string(),
+            batch: None,
+        }
+    }
+
     /// The environment: the metered model, the child agent unless at the depth limit,
     /// the user at the top only.
     pub(super) fn environment(
@@ -88,5 +135,21 @@ impl Agent {
             limits.time = limits.time.min(left.max(Duration::from_millis(1)));
         }
         limits
+    }
+
+    /// What this agent's `start` record says the run was (the recorder adds the clock).
+    pub(super) fn setup(&self, context: Option<&Context>) -> Setup {
+        let config = &self.config;
+        let model = config.llm.model_info();
+        Setup {
+            version: Some(env!("CARGO_PKG_VERSION").to_string()),
+            model: model.as_ref().map(|m| m.model.clone()),
+            base_url: model.map(|m| m.base_url),
+            started_unix_ms: None,
+            prompt_mode: Some(config.prompt_mode.recorded_name().to_string()),
+            limits: Some(config.run_limits(&self.limits())),
+            context: context.map(ContextDigest::of),
+            batch: self.batch,
+        }
     }
 }

@@ -18,9 +18,10 @@ use super::budget::{Budgets, Ledger};
 use super::context::Context;
 use super::prompt;
 use super::prompt_mode::PromptMode;
+use super::recorder::{Recorder, Sink};
 use super::report::{Answer, Report, RlmError};
-use super::rlm_log::{Clock, RlmLog, RunInfo, TraceFormat};
-use super::trace::Sink;
+use super::rlm_log::TraceFormat;
+use super::trajectory::{BlockLimits, RunBudgets, RunLimits};
 
 /// The iteration cap of [`Rlm::with_default_iterations`].
 pub const DEFAULT_MAX_ITERATIONS: u32 = 10;
@@ -60,6 +61,8 @@ pub(super) struct Config {
     pub(super) prompt_mode: PromptMode,
     pub(super) trace: Option<Arc<Sink>>,
     pub(super) trace_format: TraceFormat,
+    /// The trace of one run, on `trace`: set on the run's own copy of the settings.
+    pub(super) recorder: Option<Arc<Recorder>>,
     pub(super) live: Option<Arc<Sink>>,
 }
 
@@ -104,6 +107,7 @@ impl Rlm {
                 prompt_mode: PromptMode::Full,
                 trace: None,
                 trace_format: TraceFormat::Events,
+                recorder: None,
                 live: None,
             },
         }
@@ -194,10 +198,11 @@ impl Rlm {
         self
     }
 
-    /// Writes the trajectory to `writer` as JSON lines, flushed one by one: a `start`
-    /// line per agent (its system prompt and question), then a line per turn with only
-    /// what the turn added, so the trace grows linearly with the run (see the fields in
-    /// the crate README).
+    /// Writes the trajectory of each run to `writer` as JSON lines, flushed one by one: a
+    /// `start` line per agent (its system prompt and question, and what the run was:
+    /// model, server, limits, start time, version, context digest), then a line per turn
+    /// with only what the turn added, so the trace grows linearly with the run. The format
+    /// is [`trajectory`](super::trajectory)'s.
     ///
     /// ```
     /// use std::io::Write;
@@ -248,12 +253,14 @@ impl Rlm {
 
     /// The format of the trace (default [`TraceFormat::Events`], this crate's event log);
     /// [`TraceFormat::Rlm`] writes the reference RLM's `RLMLogger` JSONL instead, which
-    /// its visualizer reads.
+    /// its visualizer reads: the lines `rlm trace export --format rlm` writes from the
+    /// event log of the same run, its `metadata` naming the model the [`Llm`] reports
+    /// ([`Llm::model_info`]) and the run's limits.
     ///
     /// ```
     /// use std::sync::Arc;
     /// use rlm_registry::Registry;
-    /// use rlm_registry::llm::{Completion, Llm, LlmError, Request};
+    /// use rlm_registry::llm::{Completion, Llm, LlmError, ModelInfo, Request};
     /// use rlm_registry::rlm::{Rlm, TraceFormat};
     ///
     /// struct Answers;
@@ -261,12 +268,16 @@ impl Rlm {
     ///     fn complete(&self, _request: Request) -> Result<Completion, LlmError> {
     ///         Ok(Completion::new("```lua\nFINAL('done')\n```"))
     ///     }
+    ///     fn model_info(&self) -> Option<ModelInfo> {
+    ///         Some(ModelInfo { model: "my-model".into(), base_url: "http://localhost:8080/v1".into() })
+    ///     }
     /// }
     ///
     /// let path = std::env::temp_dir().join("rlm-trace-format-doctest.jsonl");
     /// Rlm::new(Arc::new(Answers), Registry::baked().clone(), 5)
+    ///     .max_depth(2)
     ///     .trace_file(&path)?
-    ///     .trace_format(TraceFormat::rlm("my-model"))
+    ///     .trace_format(TraceFormat::Rlm)
     ///     .run("Q", None)
     ///     .unwrap();
     /// let text = std::fs::read_to_string(&path)?;
@@ -274,6 +285,8 @@ impl Rlm {
     ///     text.lines().map(|line| serde_json::from_str(line).unwrap()).collect();
     /// assert_eq!(lines[0]["type"], "metadata");
     /// assert_eq!(lines[0]["root_model"], "my-model");
+    /// assert_eq!(lines[0]["max_iterations"], 5);
+    /// assert_eq!(lines[0]["max_depth"], 3, "the reference counts the root as depth 1");
     /// assert_eq!(lines[1]["type"], "iteration");
     /// assert_eq!(lines[1]["final_answer"], "done");
     /// # Ok::<(), std::io::Error>(())
@@ -322,23 +335,15 @@ impl Rlm {
         // Decided once per run: `Auto` counts the listing's tokens, and every agent of
         // the tree, `rlm_query` children included, shares this config.
         config.prompt_mode = config.prompt_mode.resolve(&config.registry);
-        // The reference format's converter holds one run's conversations.
-        if let (Some(sink), TraceFormat::Rlm { model }) = (&config.trace, &config.trace_format) {
-            let info = RunInfo {
-                model: model.clone(),
-                max_depth: config.max_depth,
-                max_iterations: config.max_iterations,
-            };
-            config.trace = Some(Arc::new(sink.converting(RlmLog::new(info, Clock::Now))));
-        }
+        // Each run has its own clock, and the reference format's converter holds one
+        // run's conversations.
+        config.recorder = config
+            .trace
+            .as_ref()
+            .map(|sink| Arc::new(Recorder::start(Arc::clone(sink), &config.trace_format)));
         let config = Arc::new(config);
         let ledger = Ledger::new(config.budgets, config.max_depth);
-        let agent = Agent {
-            config,
-            ledger: Arc::clone(&ledger),
-            depth: 0,
-            id: "0".to_string(),
-        };
+        let agent = Agent::root(config, Arc::clone(&ledger));
         let (result, turns) = agent.run(question, context.as_ref(), user);
         Report {
             result,
@@ -364,6 +369,19 @@ impl Config {
             Arc::clone(&self.providers),
             self.scope(depth),
         )
+    }
+
+    /// Every limit of the run, for a trace, with `block` the limits of an agent's code
+    /// blocks.
+    pub(super) fn run_limits(&self, block: &Limits) -> RunLimits {
+        RunLimits {
+            max_iterations: self.max_iterations,
+            max_depth: self.max_depth,
+            max_consecutive_errors: self.max_consecutive_errors,
+            output_bytes: self.output_bytes,
+            block: BlockLimits::from(block),
+            budgets: RunBudgets::from(&self.budgets),
+        }
     }
 
     /// The numbers the prompt quotes for an agent at `depth`.

@@ -2,35 +2,36 @@
 //! on stderr). Written for the person watching, never sent to the model.
 
 use super::agent::Agent;
-use super::run::TurnData;
+use super::trajectory::Turn;
 use crate::text_format::{cut_chars, first_line, thousands};
 
 impl Agent {
     /// `turn 2/10 · 1 block · 340 chars out · 1,234 tokens`, the first line of code and
     /// of output, indented by depth.
-    pub(super) fn live_lines(&self, turn: u32, data: &TurnData, run_tokens: u64) -> String {
+    pub(super) fn live_lines(&self, data: &Turn) -> String {
         let indent = "    ".repeat(self.depth);
         let agent = if self.depth > 0 {
             format!("[agent {}] ", self.id)
         } else {
             String::new()
         };
-        let blocks = data.blocks.len();
+        let blocks = data.code_blocks.len();
         let chars: usize = data.outputs.iter().map(|o| o.output.chars().count()).sum();
         let mut head = format!(
-            "{indent}{agent}turn {turn}/{} · {blocks} block{} · {} chars out",
+            "{indent}{agent}turn {}/{} · {blocks} block{} · {} chars out",
+            data.turn,
             self.config.max_iterations,
             if blocks == 1 { "" } else { "s" },
             thousands(chars as u64),
         );
-        if let Some(failed) = data.outputs.iter().find(|o| o.error.is_some()) {
+        if let Some(failed) = data.failed_block() {
             head.push_str(&format!(" · {} in block {}", failed.status, failed.block));
         }
         if data.final_answer.is_some() {
             head.push_str(" · FINAL");
         }
-        head.push_str(&format!(" · {} tokens\n", thousands(run_tokens)));
-        if let Some(code) = data.blocks.first() {
+        head.push_str(&format!(" · {} tokens\n", thousands(data.run_tokens)));
+        if let Some(code) = data.code_blocks.first() {
             head.push_str(&format!("{indent}  │ {}\n", summary_line(code)));
         }
         if let Some(output) = data.outputs.iter().find(|o| !o.output.is_empty()) {

@@ -74,7 +74,9 @@
 //! - `prompt_mode`: [`PromptMode`], how the registry is listed in the system prompt.
 //! - `parse`: the code blocks and plain-text `FINAL` of a reply.
 //! - `context`, `budget`, `report`: [`Context`], [`Budgets`] and usage, [`RlmError`].
-//! - `trace`, `live`: the JSONL trace and the live view.
+//! - [`trajectory`]: the trace format, the records the loop writes and `rlm trace` reads.
+//! - `recorder`, `live`: writing the trace (a run's clock on a shared writer) and the live
+//!   view.
 //! - `rlm_log`: the trace in the reference RLM's log format ([`TraceFormat::Rlm`]).
 
 mod agent;
@@ -85,10 +87,11 @@ mod live;
 mod parse;
 mod prompt;
 mod prompt_mode;
+mod recorder;
 mod report;
 mod rlm_log;
 mod run;
-mod trace;
+pub mod trajectory;
 
 pub use budget::{BudgetExceeded, Budgets, UsageReport};
 pub use builder::{
@@ -99,5 +102,5 @@ pub use context::Context;
 pub use prompt_mode::{AUTO_COMPACT_ABOVE_TOKENS, PromptMode};
 pub use report::{Answer, Report, RlmError};
 pub use rlm_log::TraceFormat;
-pub(crate) use rlm_log::{Clock, RlmLog, RunInfo};
+pub(crate) use rlm_log::{Assumed, RlmLog};
 pub use run::WARN_FROM_ITERATION;

@@ -86,6 +86,16 @@ impl PromptMode {
         }
     }
 
+    /// The name a trace records: `full`, `compact`, or `auto` (a run resolves `auto`
+    /// before it starts, so its trace records what `auto` chose).
+    pub(crate) fn recorded_name(self) -> &'static str {
+        match self {
+            PromptMode::Full => "full",
+            PromptMode::Compact => "compact",
+            PromptMode::Auto { .. } => "auto",
+        }
+    }
+
     /// [`Full`](PromptMode::Full) or [`Compact`](PromptMode::Compact), as this mode
     /// decides for `registry`.
     pub(crate) fn resolve(self, registry: &Registry) -> PromptMode {

@@ -2,84 +2,108 @@
 //! `RLMLogger` writes (alexzhang13/rlm, `rlm/logger/rlm_logger.py`, types in
 //! `rlm/core/types.py`), so its visualizer and tools read our runs.
 //!
-//! A `metadata` line, then one `iteration` line per turn of the root agent: the messages
-//! it was sent (`prompt`), the `response`, the `code_blocks` with their `result`
-//! (`stdout`, `stderr`, `locals`, `execution_time`, `rlm_calls`, `final_answer`), the
-//! `final_answer` and the `iteration_time` in seconds. A child agent is an `rlm_calls`
-//! entry (an `RLMChatCompletion`) of the block that started it, its own iterations in
-//! its `metadata`, as the reference nests a sub-RLM's trajectory.
+//! A `metadata` line (the model and the limits, from the root's `start` record), then one
+//! `iteration` line per turn of the root agent: the messages it was sent (`prompt`), the
+//! `response`, the `code_blocks` with their `result` (`stdout`, `stderr`, `locals`,
+//! `execution_time`, `rlm_calls`, `final_answer`), the `final_answer` and the
+//! `iteration_time` in seconds. A child agent is an `rlm_calls` entry (an
+//! `RLMChatCompletion`) of the block that started it, its own iterations in its
+//! `metadata`, as the reference nests a sub-RLM's trajectory; the children of a turn are
+//! in the order they were called (a batch in its order), whatever the order they ended.
+//! Every line's `timestamp` is the run's start plus the record's `at_ms`.
 //!
-//! [`RlmLog`] converts our event lines as they are written, so a crash still leaves every
-//! root turn written so far. Our trace does not say which block of a turn started a
-//! child: a child goes to the first block that ran and calls `rlm_query`, else the last
-//! block that ran.
+//! [`RlmLog`] converts records one at a time, so a crash still leaves every root turn
+//! written so far; the streaming writer and `rlm trace export` both use it. Our trace
+//! does not say which block of a turn started a child: a child goes to the first block
+//! that ran and calls `rlm_query`, else the last block that ran.
 
 use std::collections::HashMap;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 
 use crate::conventions::builtins::BuiltinId;
+use crate::llm::Message;
+
+use super::trajectory::{BlockStatus, Record, Setup, Start, Turn};
 
 /// The format of the trace [`Rlm::trace`](super::Rlm::trace) writes.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum TraceFormat {
-    /// This crate's event log: a `start` line per agent, a `turn` line per turn (see the
-    /// README's "The trajectory"). `rlm trace` reads it.
+    /// This crate's event log ([`trajectory`](super::trajectory)): a `start` line per
+    /// agent, a `turn` line per turn. `rlm trace` reads it.
     #[default]
     Events,
-    /// The reference RLM's `RLMLogger` JSONL, with `model` as its `root_model`.
-    Rlm {
-        /// The model's name, for the `metadata` line.
-        model: String,
-    },
+    /// The reference RLM's `RLMLogger` JSONL, made by the converter `rlm trace export`
+    /// uses, so both write the same lines for a run: its `metadata` names the model the
+    /// [`Llm`](crate::llm::Llm) reports and the run's limits.
+    Rlm,
 }
 
-impl TraceFormat {
-    /// The reference RLM's format, naming `model` in its metadata.
-    pub fn rlm(model: impl Into<String>) -> TraceFormat {
-        TraceFormat::Rlm {
-            model: model.into(),
-        }
-    }
+/// What to write where a trace does not say: a trace written before its `start` lines
+/// recorded the model, the limits and the start time.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Assumed {
+    pub model: Option<String>,
+    /// Our depth limit.
+    pub max_depth: Option<usize>,
+    pub max_iterations: Option<u32>,
+    pub started_unix_ms: Option<u64>,
 }
 
 /// The settings the `metadata` line records (`RLMMetadata`).
 #[derive(Clone, Debug)]
-pub(crate) struct RunInfo {
-    pub model: String,
+struct RunInfo {
+    model: String,
     /// Our depth limit: the reference counts the root as depth 1, so it writes one more.
-    pub max_depth: usize,
-    pub max_iterations: u32,
+    max_depth: usize,
+    max_iterations: u32,
+    started_unix_ms: u64,
 }
 
-/// Converts event lines, one at a time, into the reference's lines.
+impl RunInfo {
+    /// The root's `setup`, else what is `assumed`, else the reference's placeholders.
+    fn new(setup: Option<&Setup>, assumed: &Assumed) -> RunInfo {
+        let limits = setup.and_then(|s| s.limits);
+        RunInfo {
+            model: setup
+                .and_then(|s| s.model.clone())
+                .or_else(|| assumed.model.clone())
+                .unwrap_or_else(|| "unknown".to_string()),
+            max_depth: limits
+                .map(|l| l.max_depth)
+                .or(assumed.max_depth)
+                .unwrap_or(0),
+            max_iterations: limits
+                .map(|l| l.max_iterations)
+                .or(assumed.max_iterations)
+                .unwrap_or(0),
+            started_unix_ms: setup
+                .and_then(|s| s.started_unix_ms)
+                .or(assumed.started_unix_ms)
+                .unwrap_or(0),
+        }
+    }
+}
+
+/// Converts records, one at a time, into the reference's lines.
+#[derive(Default)]
 pub(crate) struct RlmLog {
-    info: RunInfo,
+    assumed: Assumed,
+    /// Set by the first record, which writes the `metadata` line.
+    run: Option<RunInfo>,
     agents: HashMap<String, AgentLog>,
-    /// The `timestamp` of every line: the time it is written, or a fixed one when a
-    /// finished trace is converted (our trace has no clock times).
-    clock: Clock,
-    started: bool,
-}
-
-/// Where line timestamps come from.
-pub(crate) enum Clock {
-    /// The time each line is written.
-    Now,
-    /// One time for every line, seconds since the epoch.
-    Fixed(u64),
 }
 
 /// One agent's conversation and iterations so far.
 #[derive(Default)]
 struct AgentLog {
     question: String,
-    messages: Vec<Value>,
+    messages: Vec<Message>,
     iterations: Vec<Value>,
-    /// Children that ended, waiting for the line of the turn that started them.
-    children: Vec<Value>,
+    /// Children that ended, by their number under this agent, waiting for the line of
+    /// the turn that started them.
+    children: Vec<(u64, Value)>,
     turns: usize,
     elapsed_ms: u64,
     calls: u64,
@@ -88,179 +112,171 @@ struct AgentLog {
 }
 
 impl RlmLog {
-    pub(crate) fn new(info: RunInfo, clock: Clock) -> RlmLog {
+    /// A converter that writes what is `assumed` where the trace does not say.
+    pub(crate) fn assuming(assumed: Assumed) -> RlmLog {
         RlmLog {
-            info,
-            agents: HashMap::new(),
-            clock,
-            started: false,
+            assumed,
+            ..RlmLog::default()
         }
     }
 
-    /// The reference lines that `event` (one of our lines, as JSON) completes.
-    pub(crate) fn push(&mut self, event: &Value) -> Vec<Value> {
+    /// The reference lines that `record` completes.
+    pub(crate) fn push(&mut self, record: &Record) -> Vec<Value> {
         let mut lines = Vec::new();
-        if !self.started {
-            self.started = true;
-            lines.push(self.metadata());
+        if self.run.is_none() {
+            let root = match record {
+                Record::Start(start) if !start.agent.contains('.') => Some(&start.setup),
+                _ => None,
+            };
+            let run = RunInfo::new(root, &self.assumed);
+            let mut line =
+                json!({"type": "metadata", "timestamp": timestamp(&run, record.at_ms())});
+            merge(&mut line, run_metadata(&run));
+            lines.push(line);
+            self.run = Some(run);
         }
-        let agent = event["agent"].as_str().unwrap_or("0").to_string();
-        match event["event"].as_str() {
-            Some("start") => {
-                let log = AgentLog {
-                    question: str_of(&event["question"]),
-                    messages: event["messages"].as_array().cloned().unwrap_or_default(),
-                    ..AgentLog::default()
-                };
-                self.agents.insert(agent, log);
-            }
-            Some("turn") => lines.extend(self.turn(&agent, event)),
-            _ => {}
+        match record {
+            Record::Start(start) => self.start(start),
+            Record::Turn(turn) => lines.extend(self.turn(turn)),
+            Record::Unknown => {}
         }
         lines
     }
 
-    /// `RLMMetadata`, as `RLMLogger.log_metadata` writes it.
-    fn metadata(&self) -> Value {
-        let mut line = json!({"type": "metadata", "timestamp": self.timestamp()});
-        merge(&mut line, self.run_metadata());
-        line
-    }
-
-    fn run_metadata(&self) -> Value {
-        json!({
-            "root_model": self.info.model,
-            "max_depth": self.info.max_depth + 1,
-            "max_iterations": self.info.max_iterations,
-            "backend": "openai",
-            "backend_kwargs": {"model_name": self.info.model},
-            "environment_type": "lua",
-            "environment_kwargs": {},
-            "other_backends": null,
-        })
+    fn start(&mut self, start: &Start) {
+        let log = AgentLog {
+            question: start.question.clone(),
+            messages: start.messages.clone(),
+            ..AgentLog::default()
+        };
+        self.agents.insert(start.agent.clone(), log);
     }
 
     /// An `RLMIteration` for the turn; a root turn is written, a child's kept for its
     /// completion.
-    fn turn(&mut self, agent: &str, event: &Value) -> Option<Value> {
-        let timestamp = self.timestamp();
-        let log = self.agents.entry(agent.to_string()).or_default();
-        let children = std::mem::take(&mut log.children);
-        let final_answer = event["final"].as_str().map(str::to_string);
+    fn turn(&mut self, turn: &Turn) -> Option<Value> {
+        let run = self.run.as_ref()?;
+        let log = self.agents.entry(turn.agent.clone()).or_default();
+        let mut children = std::mem::take(&mut log.children);
+        children.sort_by_key(|(number, _)| *number);
+        let children = children.into_iter().map(|(_, child)| child).collect();
         log.turns += 1;
-        let mut line = json!({
+        let reply = turn.reply.as_deref().unwrap_or_default();
+        let line = json!({
             "type": "iteration",
             "iteration": log.turns,
-            "timestamp": timestamp,
+            "timestamp": timestamp(run, turn.at_ms),
             "prompt": log.messages,
-            "response": str_of(&event["reply"]),
-            "code_blocks": code_blocks(event, children, final_answer.as_deref()),
-            "final_answer": final_answer,
-            "iteration_time": secs(event["elapsed_ms"].as_u64().unwrap_or(0)),
+            "response": reply,
+            "code_blocks": code_blocks(turn, children),
+            "final_answer": turn.final_answer,
+            "iteration_time": secs(turn.elapsed_ms),
         });
-        log.elapsed_ms += event["elapsed_ms"].as_u64().unwrap_or(0);
-        if !event["reply"].is_null() {
+        log.elapsed_ms += turn.elapsed_ms;
+        if turn.reply.is_some() {
             log.calls += 1;
         }
-        log.input_tokens += event["prompt_tokens"].as_u64().unwrap_or(0);
-        log.output_tokens += event["completion_tokens"].as_u64().unwrap_or(0);
-        if let Some(feedback) = event["feedback"].as_str() {
-            log.messages
-                .push(json!({"role": "assistant", "content": str_of(&event["reply"])}));
-            log.messages
-                .push(json!({"role": "user", "content": feedback}));
+        log.input_tokens += turn.prompt_tokens;
+        log.output_tokens += turn.completion_tokens;
+        if let Some(feedback) = &turn.feedback {
+            log.messages.push(Message::assistant(reply));
+            log.messages.push(Message::user(feedback.as_str()));
         }
-        let Some((parent, _)) = agent.rsplit_once('.') else {
+        let Some((parent, number)) = turn.agent.rsplit_once('.') else {
             return Some(line);
         };
-        log.iterations.push(line.take());
-        let ended = final_answer.is_some() || !event["error"].is_null();
-        if ended && let Some(log) = self.agents.remove(agent) {
-            let completion = self.completion(log, final_answer, event["error"].as_str());
+        log.iterations.push(line);
+        let ended = turn.final_answer.is_some() || turn.error.is_some();
+        if ended && let Some(log) = self.agents.remove(&turn.agent) {
+            let completion = completion(run, log, turn);
+            let number = number.parse().unwrap_or(u64::MAX);
             self.agents
                 .entry(parent.to_string())
                 .or_default()
                 .children
-                .push(completion);
+                .push((number, completion));
         }
         None
     }
+}
 
-    /// A child agent as an `RLMChatCompletion`, its iterations as its trajectory.
-    fn completion(&self, log: AgentLog, answer: Option<String>, error: Option<&str>) -> Value {
-        let mut completion = json!({
-            "root_model": self.info.model,
-            "prompt": log.question,
-            "response": answer.unwrap_or_default(),
-            "usage_summary": {"model_usage_summaries": {self.info.model.as_str(): {
-                "total_calls": log.calls,
-                "total_input_tokens": log.input_tokens,
-                "total_output_tokens": log.output_tokens,
-            }}},
-            "execution_time": secs(log.elapsed_ms),
-            "metadata": {"run_metadata": self.run_metadata(), "iterations": log.iterations},
-        });
-        if let Some(error) = error {
-            completion["error"] = json!(error);
-        }
-        completion
-    }
+fn run_metadata(run: &RunInfo) -> Value {
+    json!({
+        "root_model": run.model,
+        "max_depth": run.max_depth + 1,
+        "max_iterations": run.max_iterations,
+        "backend": "openai",
+        "backend_kwargs": {"model_name": run.model},
+        "environment_type": "lua",
+        "environment_kwargs": {},
+        "other_backends": null,
+    })
+}
 
-    /// Python's `datetime.isoformat()` (UTC): `2026-01-02T03:04:05.678901`.
-    fn timestamp(&self) -> String {
-        let micros = match self.clock {
-            Clock::Fixed(secs) => u128::from(secs) * 1_000_000,
-            Clock::Now => SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map_or(0, |d| d.as_micros()),
-        };
-        iso(micros)
+/// A child agent as an `RLMChatCompletion`, its iterations as its trajectory; `last` is
+/// its last turn.
+fn completion(run: &RunInfo, log: AgentLog, last: &Turn) -> Value {
+    let mut completion = json!({
+        "root_model": run.model,
+        "prompt": log.question,
+        "response": last.final_answer.as_deref().unwrap_or_default(),
+        "usage_summary": {"model_usage_summaries": {run.model.as_str(): {
+            "total_calls": log.calls,
+            "total_input_tokens": log.input_tokens,
+            "total_output_tokens": log.output_tokens,
+        }}},
+        "execution_time": secs(log.elapsed_ms),
+        "metadata": {"run_metadata": run_metadata(run), "iterations": log.iterations},
+    });
+    if let Some(error) = &last.error {
+        completion["error"] = json!(error);
     }
+    completion
 }
 
 /// The turn's blocks as `CodeBlock`s; `children` go to the block that started them.
-fn code_blocks(event: &Value, children: Vec<Value>, final_answer: Option<&str>) -> Vec<Value> {
-    let codes = event["code_blocks"].as_array().cloned().unwrap_or_default();
-    let outputs = event["outputs"].as_array().cloned().unwrap_or_default();
-    let ran = |i: usize| outputs.get(i).is_some_and(|o| o["status"] != "not run");
+fn code_blocks(turn: &Turn, children: Vec<Value>) -> Vec<Value> {
+    let codes = &turn.code_blocks;
+    let ran = |i: usize| {
+        turn.outputs
+            .get(i)
+            .is_some_and(|o| o.status != BlockStatus::NotRun)
+    };
     let last_ran = (0..codes.len()).rev().find(|&i| ran(i));
     let spawner = (0..codes.len())
-        .find(|&i| {
-            ran(i)
-                && codes[i]
-                    .as_str()
-                    .unwrap_or("")
-                    .contains(BuiltinId::RlmQuery.name())
-        })
+        .find(|&i| ran(i) && codes[i].contains(BuiltinId::RlmQuery.name()))
         .or(last_ran);
     let mut children = Some(children);
     codes
         .iter()
         .enumerate()
         .map(|(i, code)| {
-            let output = outputs.get(i).cloned().unwrap_or(Value::Null);
+            let output = turn.outputs.get(i);
             let rlm_calls = if Some(i) == spawner {
                 children.take().unwrap_or_default()
             } else {
                 Vec::new()
             };
+            let final_answer = turn.final_answer.as_deref().filter(|_| Some(i) == last_ran);
             json!({
-                "code": str_of(code),
+                "code": code,
                 "result": {
-                    "stdout": str_of(&output["output"]),
-                    "stderr": str_of(&output["error"]),
+                    "stdout": output.map_or("", |o| o.output.as_str()),
+                    "stderr": output.and_then(|o| o.error.as_deref()).unwrap_or_default(),
                     "locals": {},
-                    "execution_time": secs(output["elapsed_ms"].as_u64().unwrap_or(0)),
+                    "execution_time": secs(output.map_or(0, |o| o.elapsed_ms)),
                     "rlm_calls": rlm_calls,
-                    "final_answer": if Some(i) == last_ran { final_answer } else { None },
+                    "final_answer": final_answer,
                 },
             })
         })
         .collect()
 }
 
-fn str_of(value: &Value) -> String {
-    value.as_str().unwrap_or("").to_string()
+/// Python's `datetime.isoformat()` (UTC) of the run's start plus `at_ms`.
+fn timestamp(run: &RunInfo, at_ms: Option<u64>) -> String {
+    let ms = run.started_unix_ms.saturating_add(at_ms.unwrap_or(0));
+    iso(u128::from(ms) * 1000)
 }
 
 fn secs(ms: u64) -> f64 {

@@ -16,7 +16,7 @@ use super::context::Context;
 use super::parse::{self, PlainFinal, Reply};
 use super::prompt;
 use super::report::RlmError;
-use super::trace::{BlockRecord, Event, StartRecord, TurnRecord};
+use super::trajectory::{Block, BlockStatus, Record, Start, Turn, millis};
 
 /// From this iteration on, each turn logs a `tracing` warning.
 pub const WARN_FROM_ITERATION: u32 = 5;
@@ -58,13 +58,7 @@ impl Agent {
             Message::system(system),
             Message::user(prompt::question(question, context.is_some())),
         ];
-        let start = Event::Start(StartRecord {
-            agent: &self.id,
-            depth: self.depth,
-            question,
-            messages: &messages,
-        });
-        if let Err(error) = self.trace(&start) {
+        if let Err(error) = self.record_start(question, context, &messages) {
             return (Err(RlmError::Trace(error)), 0);
         }
         let mut state = LoopState::default();
@@ -109,7 +103,13 @@ impl Agent {
         state: &mut LoopState,
     ) -> io::Result<Outcome> {
         let started = Instant::now();
-        let mut record = TurnData::default();
+        let mut record = Turn {
+            agent: self.id.clone(),
+            depth: self.depth,
+            turn,
+            messages_sent: messages.len(),
+            ..Turn::default()
+        };
         let outcome = match self.ask(messages, &mut record, started) {
             Ok(completion) => self.respond(turn, env, completion, state, &mut record),
             Err(error) => Outcome::Fail(error),
@@ -119,7 +119,7 @@ impl Agent {
             Outcome::Final(answer) => record.final_answer = Some(answer.clone()),
             Outcome::Fail(error) => record.error = Some(error.to_string()),
         }
-        self.write(turn, messages, &record, started)?;
+        self.write(record, started)?;
         Ok(outcome)
     }
 
@@ -127,13 +127,13 @@ impl Agent {
     fn ask(
         &self,
         messages: &[Message],
-        record: &mut TurnData,
+        record: &mut Turn,
         started: Instant,
     ) -> Result<Completion, RlmError> {
         self.ledger.reserve().map_err(RlmError::Budget)?;
         let result = self.config.llm.complete(Request::new(messages.to_vec()));
         self.ledger.record(self.depth, &result);
-        record.llm_ms = started.elapsed().as_millis() as u64;
+        record.llm_ms = millis(started.elapsed());
         let completion = result.map_err(RlmError::Llm)?;
         record.prompt_tokens = completion.prompt_tokens;
         record.completion_tokens = completion.completion_tokens;
@@ -148,11 +148,11 @@ impl Agent {
         env: &Environment,
         completion: Completion,
         state: &mut LoopState,
-        record: &mut TurnData,
+        record: &mut Turn,
     ) -> Outcome {
         let reply = completion.content;
         let parsed = parse::parse(&reply);
-        record.blocks = parsed.blocks.clone();
+        record.code_blocks = parsed.blocks.clone();
         record.reply = Some(reply.clone());
 
         // Run the blocks in order, up to a failure or a final answer.
@@ -215,7 +215,7 @@ impl Agent {
         &self,
         env: &Environment,
         blocks: &[String],
-        record: &mut TurnData,
+        record: &mut Turn,
     ) -> (Vec<String>, Option<String>) {
         let mut failure: Option<String> = None;
         let mut parts = Vec::new();
@@ -223,9 +223,9 @@ impl Agent {
         for (i, code) in blocks.iter().enumerate() {
             let block = i + 1;
             if failure.is_some() || env.final_answer().is_some() {
-                record.outputs.push(BlockRecord {
+                record.outputs.push(Block {
                     block,
-                    status: "not run",
+                    status: BlockStatus::NotRun,
                     output: String::new(),
                     error: None,
                     elapsed_ms: 0,
@@ -249,44 +249,39 @@ impl Agent {
         (parts, failure)
     }
 
-    /// Writes `event` to the trace, if there is one.
-    fn trace(&self, event: &Event<'_>) -> io::Result<()> {
-        match &self.config.trace {
-            Some(trace) => trace.write_json(event),
-            None => Ok(()),
-        }
+    /// Writes the agent's `start` record to the trace, if there is one: its first
+    /// `messages`, and what the run was (the context is hashed only for a trace).
+    fn record_start(
+        &self,
+        question: &str,
+        context: Option<&Context>,
+        messages: &[Message],
+    ) -> io::Result<()> {
+        let Some(recorder) = &self.config.recorder else {
+            return Ok(());
+        };
+        recorder.record(Record::Start(Start {
+            agent: self.id.clone(),
+            depth: self.depth,
+            question: question.to_string(),
+            messages: messages.to_vec(),
+            setup: self.setup(context),
+            at_ms: None,
+        }))
     }
 
     /// Writes the turn to the trace and the live view.
-    fn write(
-        &self,
-        turn: u32,
-        messages: &[Message],
-        data: &TurnData,
-        started: Instant,
-    ) -> io::Result<()> {
-        let run_tokens = self.ledger.tokens_used();
+    fn write(&self, mut record: Turn, started: Instant) -> io::Result<()> {
+        record.run_tokens = self.ledger.tokens_used();
+        record.elapsed_ms = millis(started.elapsed());
         if let Some(live) = &self.config.live {
             // The live view is best effort: a closed stderr must not stop the run.
-            let _ = live.write(&self.live_lines(turn, data, run_tokens));
+            let _ = live.write(&self.live_lines(&record));
         }
-        self.trace(&Event::Turn(TurnRecord {
-            agent: &self.id,
-            depth: self.depth,
-            turn,
-            messages_sent: messages.len(),
-            reply: data.reply.as_deref(),
-            code_blocks: &data.blocks,
-            outputs: &data.outputs,
-            feedback: data.feedback.as_deref(),
-            final_answer: data.final_answer.as_deref(),
-            error: data.error.as_deref(),
-            elapsed_ms: started.elapsed().as_millis() as u64,
-            llm_ms: data.llm_ms,
-            prompt_tokens: data.prompt_tokens,
-            completion_tokens: data.completion_tokens,
-            run_tokens,
-        }))
+        match &self.config.recorder {
+            Some(recorder) => recorder.record(Record::Turn(record)),
+            None => Ok(()),
+        }
     }
 }
 
@@ -301,20 +296,6 @@ struct LoopState {
     reply: String,
 }
 
-/// What a turn did, for the trace and the live view.
-#[derive(Default)]
-pub(super) struct TurnData {
-    pub(super) reply: Option<String>,
-    pub(super) blocks: Vec<String>,
-    pub(super) outputs: Vec<BlockRecord>,
-    pub(super) feedback: Option<String>,
-    pub(super) final_answer: Option<String>,
-    pub(super) error: Option<String>,
-    pub(super) llm_ms: u64,
-    pub(super) prompt_tokens: u64,
-    pub(super) completion_tokens: u64,
-}
-
 /// Runs block number `block`: what it did, for the trace, and its feedback with at most
 /// `room` bytes of output (`Err` when it failed).
 fn run_block(
@@ -322,16 +303,16 @@ fn run_block(
     block: usize,
     code: &str,
     room: usize,
-) -> (BlockRecord, Result<String, String>) {
+) -> (Block, Result<String, String>) {
     let started = Instant::now();
     let result = env.execute(code);
-    let elapsed_ms = started.elapsed().as_millis() as u64;
+    let elapsed_ms = millis(started.elapsed());
     match result {
         Ok(run) => {
             let feedback = prompt::block_output(block, &run.output, room);
-            let ran = BlockRecord {
+            let ran = Block {
                 block,
-                status: "ok",
+                status: BlockStatus::Ok,
                 output: run.output,
                 error: None,
                 elapsed_ms,
@@ -340,11 +321,11 @@ fn run_block(
         }
         Err(error) => {
             let failure = prompt::describe_error(block, code, &error, room);
-            let ran = BlockRecord {
+            let ran = Block {
                 block,
                 status: match error {
-                    ExecError::Lua { .. } => "error",
-                    ExecError::Limit { .. } => "limit",
+                    ExecError::Lua { .. } => BlockStatus::Error,
+                    ExecError::Limit { .. } => BlockStatus::Limit,
                 },
                 output: error.output().to_string(),
                 error: Some(error.message_without_hint().to_string()),

@@ -35,7 +35,7 @@ use crate::Registry;
 use crate::conventions::Function;
 use crate::conventions::examples::{examples_in, is_test_file, lua_string};
 use crate::environment::{Environment, ExecError};
-use crate::llm::{Completion, Llm, LlmError, Request};
+use crate::llm::{Completion, Llm, LlmError, Message, Request};
 
 /// The helpers every example and test file sees (`check`, `check_error`, `show`).
 pub const PRELUDE: &str = include_str!("prelude.lua");
@@ -285,7 +285,7 @@ pub struct EchoLlm;
 
 impl Llm for EchoLlm {
     fn complete(&self, request: Request) -> Result<Completion, LlmError> {
-        let last = request.messages.last().map(|m| m.content.clone());
+        let last = request.messages.last().map(Message::text);
         Ok(Completion::new(last.unwrap_or_default()))
     }
 }

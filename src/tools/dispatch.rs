@@ -14,13 +14,13 @@
 //!
 //! ```
 //! use serde_json::json;
-//! use rlm_registry::llm::{ChatMessage, LlmError, ToolCall, ToolCompletion};
+//! use rlm_registry::llm::{Message, LlmError, ToolCall, ToolCompletion};
 //! use rlm_registry::tools::{ToolDispatcher, ToolModel};
 //!
 //! /// Asks for `add` once, then answers with the last tool result.
 //! struct Scripted;
 //! impl ToolModel for Scripted {
-//!     fn complete_with_tools(&self, messages: &[ChatMessage], _tools: &[serde_json::Value])
+//!     fn complete_with_tools(&self, messages: &[Message], _tools: &[serde_json::Value])
 //!         -> Result<ToolCompletion, LlmError> {
 //!         match messages.last().and_then(|m| m.tool_call_id.as_ref()) {
 //!             None => Ok(ToolCompletion::calls(vec![ToolCall {
@@ -35,7 +35,7 @@
 //! dispatcher.register_handler("add", "Adds two integers.",
 //!     json!({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}}),
 //!     |args| Ok(json!(args["a"].as_i64().unwrap_or(0) + args["b"].as_i64().unwrap_or(0))));
-//! let conversation = dispatcher.dispatch(vec![ChatMessage::user("2 + 3?")], &Scripted)?;
+//! let conversation = dispatcher.dispatch(vec![Message::user("2 + 3?")], &Scripted)?;
 //! assert_eq!(conversation.last().unwrap().content.as_deref(), Some("5"));
 //! # Ok::<(), rlm_registry::tools::DispatchError>(())
 //! ```
@@ -50,7 +50,7 @@ use super::call::{CallError, ToolCaller};
 use crate::Registry;
 use crate::catalog::Catalog;
 use crate::environment::{Environment, Limits, SetupError};
-use crate::llm::{ChatMessage, LlmClient, LlmError, ToolCall, ToolCompletion};
+use crate::llm::{LlmClient, LlmError, Message, ToolCall, ToolCompletion};
 use crate::providers::{AgentScope, Providers};
 use crate::spec::NotExportable;
 
@@ -65,7 +65,7 @@ pub trait ToolModel {
     /// Answers `messages`, offered `tools` (OpenAI tool definitions).
     fn complete_with_tools(
         &self,
-        messages: &[ChatMessage],
+        messages: &[Message],
         tools: &[Value],
     ) -> Result<ToolCompletion, LlmError>;
 }
@@ -73,7 +73,7 @@ pub trait ToolModel {
 impl ToolModel for LlmClient {
     fn complete_with_tools(
         &self,
-        messages: &[ChatMessage],
+        messages: &[Message],
         tools: &[Value],
     ) -> Result<ToolCompletion, LlmError> {
         LlmClient::complete_with_tools(self, messages, tools)
@@ -83,7 +83,7 @@ impl ToolModel for LlmClient {
 impl<T: ToolModel + ?Sized> ToolModel for &T {
     fn complete_with_tools(
         &self,
-        messages: &[ChatMessage],
+        messages: &[Message],
         tools: &[Value],
     ) -> Result<ToolCompletion, LlmError> {
         (**self).complete_with_tools(messages, tools)
@@ -98,7 +98,7 @@ pub enum DispatchError {
         /// The cap.
         max_iterations: u32,
         /// The conversation so far, tool results included.
-        messages: Vec<ChatMessage>,
+        messages: Vec<Message>,
     },
     /// The model could not be reached or answered nonsense.
     Llm(LlmError),
@@ -236,9 +236,9 @@ impl ToolDispatcher {
     /// the model's text answer.
     pub fn dispatch(
         &self,
-        messages: Vec<ChatMessage>,
+        messages: Vec<Message>,
         client: &dyn ToolModel,
-    ) -> Result<Vec<ChatMessage>, DispatchError> {
+    ) -> Result<Vec<Message>, DispatchError> {
         let definitions = self.definitions();
         let mut messages = messages;
         let mut caller: Option<ToolCaller> = None;
@@ -255,19 +255,17 @@ impl ToolDispatcher {
                 .complete_with_tools(&messages, &definitions)
                 .map_err(DispatchError::Llm)?;
             if completion.tool_calls.is_empty() {
-                messages.push(ChatMessage::assistant(
-                    completion.content.unwrap_or_default(),
-                ));
+                messages.push(Message::assistant(completion.content.unwrap_or_default()));
                 return Ok(messages);
             }
             let calls = completion.tool_calls;
-            messages.push(ChatMessage::assistant_tool_calls(
+            messages.push(Message::assistant_tool_calls(
                 completion.content,
                 calls.clone(),
             ));
             for call in &calls {
                 let result = self.run(call, &mut caller)?;
-                messages.push(ChatMessage::tool_result(call.id.clone(), result));
+                messages.push(Message::tool_result(call.id.clone(), result));
             }
         }
         tracing::error!(

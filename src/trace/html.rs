@@ -62,7 +62,7 @@ fn agent_data(agent: &Agent, texts: &mut Texts) -> Value {
     let messages: Vec<Value> = agent
         .messages
         .iter()
-        .map(|m| json!([m.role, texts.index(&m.content)]))
+        .map(|m| json!([m.role, texts.index(m.text())]))
         .collect();
     json!({
         "id": agent.id,

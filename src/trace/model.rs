@@ -1,141 +1,22 @@
-//! The typed model of a trace and its reader: [`Trace::read`] parses the JSONL event log
-//! `rlm` writes into [`Agent`]s and their [`Turn`]s, and knows which turn of which agent
+//! The typed model of a trace and its reader: [`Trace::read`] parses the JSONL records
+//! `rlm` writes (the types of [`trajectory`](crate::rlm::trajectory), shared with the
+//! writer) into [`Agent`]s and their [`Turn`]s, and knows which turn of which agent
 //! started each child.
 //!
-//! The reader is tolerant: unknown fields are ignored, and a line that cannot be parsed (a
-//! trace cut short by a crash ends with a partial line) becomes a [`LineProblem`] instead
-//! of an error, so a run can be looked at while it is still being written.
+//! The reader is tolerant: unknown fields and events are ignored, fields a trace was
+//! written without read as absent, and a line that cannot be parsed (a trace cut short by
+//! a crash ends with a partial line) becomes a [`LineProblem`] instead of an error, so a
+//! run can be looked at while it is still being written.
 
 use std::collections::HashMap;
 use std::fmt;
 use std::io;
 use std::path::Path;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
-/// One chat message of an agent's conversation, as the model saw it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Message {
-    /// `system`, `user` or `assistant`.
-    pub role: String,
-    /// The text.
-    pub content: String,
-}
-
-impl Message {
-    fn new(role: &str, content: &str) -> Message {
-        Message {
-            role: role.to_string(),
-            content: content.to_string(),
-        }
-    }
-}
-
-/// What one code block of a turn did (`outputs` in the trace).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Block {
-    /// 1-based, in the order of the reply.
-    #[serde(default)]
-    pub block: usize,
-    /// `ok`, `error`, `limit` or `not run`.
-    #[serde(default)]
-    pub status: String,
-    /// Everything the block printed, uncut.
-    #[serde(default)]
-    pub output: String,
-    /// The error message, for `error` and `limit`.
-    #[serde(default)]
-    pub error: Option<String>,
-    /// How long the block ran.
-    #[serde(default)]
-    pub elapsed_ms: u64,
-}
-
-/// One turn of one agent (a `turn` line).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Turn {
-    /// The agent's id: `0` for the root, `0.1` … for its children.
-    pub agent: String,
-    /// 0 for the root.
-    #[serde(default)]
-    pub depth: usize,
-    /// 1-based, per agent.
-    pub turn: u32,
-    /// How many messages went to the model.
-    #[serde(default)]
-    pub messages_sent: usize,
-    /// The model's reply (`None` if the call failed or a budget refused it).
-    #[serde(default)]
-    pub reply: Option<String>,
-    /// The code found in the reply.
-    #[serde(default)]
-    pub code_blocks: Vec<String>,
-    /// What each block did.
-    #[serde(default)]
-    pub outputs: Vec<Block>,
-    /// The message sent back to the model (`None` on the agent's last turn).
-    #[serde(default)]
-    pub feedback: Option<String>,
-    /// The final answer, on the turn that gave it.
-    #[serde(default, rename = "final")]
-    pub final_answer: Option<String>,
-    /// Why the agent stopped, on the turn that ended it with an error.
-    #[serde(default)]
-    pub error: Option<String>,
-    /// The whole turn, children included.
-    #[serde(default)]
-    pub elapsed_ms: u64,
-    /// The model call.
-    #[serde(default)]
-    pub llm_ms: u64,
-    /// Prompt tokens of this turn's model call.
-    #[serde(default)]
-    pub prompt_tokens: u64,
-    /// Completion tokens of this turn's model call.
-    #[serde(default)]
-    pub completion_tokens: u64,
-    /// Tokens the whole run had spent when this turn ended.
-    #[serde(default)]
-    pub run_tokens: u64,
-    /// When the turn ended, in milliseconds since the run began (traces written before
-    /// this field existed have none).
-    #[serde(default)]
-    pub at_ms: Option<u64>,
-}
-
-impl Turn {
-    /// Prompt and completion tokens of this turn's model call.
-    pub fn tokens(&self) -> u64 {
-        self.prompt_tokens + self.completion_tokens
-    }
-
-    /// The first block that failed, if any.
-    pub fn failed_block(&self) -> Option<&Block> {
-        self.outputs.iter().find(|b| b.error.is_some())
-    }
-}
-
-/// An agent's `start` line.
-#[derive(Deserialize)]
-struct StartLine {
-    agent: String,
-    #[serde(default)]
-    depth: usize,
-    #[serde(default)]
-    question: String,
-    #[serde(default)]
-    messages: Vec<Message>,
-}
-
-/// One line of the trace, by its `event` field; other events are skipped.
-#[derive(Deserialize)]
-#[serde(tag = "event", rename_all = "snake_case")]
-enum Line {
-    Start(StartLine),
-    Turn(Turn),
-    #[serde(other)]
-    Other,
-}
+use crate::llm::Message;
+pub use crate::rlm::trajectory::{Block, BlockStatus, Record, Setup, Start, Turn};
 
 /// How an agent ended.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -160,6 +41,11 @@ pub struct Agent {
     pub question: String,
     /// The system prompt and the question as sent.
     pub messages: Vec<Message>,
+    /// What the run was, as the agent's `start` line says (all `None` for an agent whose
+    /// `start` line is not in the trace, or a trace written before it was recorded).
+    pub setup: Setup,
+    /// When its `start` line was written, in milliseconds since the run began.
+    pub start_ms: Option<u64>,
     /// Its turns, in order.
     pub turns: Vec<Turn>,
     /// The parent's id (`None` for the root).
@@ -167,7 +53,8 @@ pub struct Agent {
     /// The parent's turn during which this agent was started (that turn may not be in
     /// the trace yet, if the run is still going or was cut short).
     pub spawned_in_turn: Option<u32>,
-    /// The agents this one started, by id, in the order they started.
+    /// The agents this one started, by id, in the order they were called (the children
+    /// of one `rlm_query_batched` call in the batch's order).
     pub children: Vec<String>,
 }
 
@@ -196,16 +83,26 @@ impl Agent {
     pub fn messages_at(&self, n: u32) -> Vec<Message> {
         let mut messages = self.messages.clone();
         for earlier in self.turns.iter().take_while(|t| t.turn < n) {
-            messages.push(Message::new(
-                "assistant",
-                earlier.reply.as_deref().unwrap_or(""),
+            messages.push(Message::assistant(
+                earlier.reply.as_deref().unwrap_or_default(),
             ));
-            messages.push(Message::new(
-                "user",
-                earlier.feedback.as_deref().unwrap_or(""),
+            messages.push(Message::user(
+                earlier.feedback.as_deref().unwrap_or_default(),
             ));
         }
         messages
+    }
+
+    /// Its `start` record, as the trace has it.
+    pub fn start(&self) -> Start {
+        Start {
+            agent: self.id.clone(),
+            depth: self.depth,
+            question: self.question.clone(),
+            messages: self.messages.clone(),
+            setup: self.setup.clone(),
+            at_ms: self.start_ms,
+        }
     }
 
     /// Wall time of the agent: the sum of its turns.
@@ -311,10 +208,10 @@ impl Trace {
             if line.trim().is_empty() {
                 continue;
             }
-            match serde_json::from_str::<Line>(line) {
-                Ok(Line::Start(start)) => trace.start(start),
-                Ok(Line::Turn(turn)) => trace.turn(turn),
-                Ok(Line::Other) => trace.events += 1,
+            match serde_json::from_str::<Record>(line) {
+                Ok(Record::Start(start)) => trace.start(start),
+                Ok(Record::Turn(turn)) => trace.turn(turn),
+                Ok(Record::Unknown) => trace.events += 1,
                 Err(error) => trace.problems.push(LineProblem {
                     line: i + 1,
                     message: error.to_string(),
@@ -330,7 +227,7 @@ impl Trace {
         Ok(trace)
     }
 
-    fn start(&mut self, start: StartLine) {
+    fn start(&mut self, start: Start) {
         self.events += 1;
         self.add_agent(start);
     }
@@ -340,18 +237,17 @@ impl Trace {
         let i = match self.index.get(&turn.agent) {
             Some(&i) => i,
             // A turn without a start line (a trace cut at the front): keep it.
-            None => self.add_agent(StartLine {
+            None => self.add_agent(Start {
                 agent: turn.agent.clone(),
                 depth: turn.depth,
-                question: String::new(),
-                messages: Vec::new(),
+                ..Start::default()
             }),
         };
         self.agents[i].turns.push(turn);
     }
 
     /// Adds an agent, as a child of its parent if the parent is known; its index.
-    fn add_agent(&mut self, start: StartLine) -> usize {
+    fn add_agent(&mut self, start: Start) -> usize {
         let parent = start
             .agent
             .rsplit_once('.')
@@ -362,7 +258,10 @@ impl Trace {
                 .map_or(1, |a| a.turns.last().map_or(1, |t| t.turn + 1))
         });
         if let Some(p) = parent.as_deref().and_then(|p| self.index.get(p).copied()) {
-            self.agents[p].children.push(start.agent.clone());
+            // Children of a batch start in any order; their numbers say the call's order.
+            let children = &mut self.agents[p].children;
+            let at = children.partition_point(|c| number(c) <= number(&start.agent));
+            children.insert(at, start.agent.clone());
         }
         let i = self.agents.len();
         self.index.insert(start.agent.clone(), i);
@@ -371,6 +270,8 @@ impl Trace {
             depth: start.depth,
             question: start.question,
             messages: start.messages,
+            setup: start.setup,
+            start_ms: start.at_ms,
             turns: Vec::new(),
             parent,
             spawned_in_turn,
@@ -445,6 +346,11 @@ impl Trace {
             wall_ms: self.wall_ms(),
         }
     }
+}
+
+/// The number of an agent under its parent (`0.12` → 12); the root has none.
+fn number(id: &str) -> Option<u64> {
+    id.rsplit_once('.').and_then(|(_, n)| n.parse().ok())
 }
 
 /// The figures of a run, for a header.

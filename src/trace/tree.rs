@@ -58,7 +58,7 @@ pub fn show_turn(trace: &Trace, id: &str, n: u32) -> Option<String> {
     );
     for (i, message) in agent.messages_at(n).iter().enumerate() {
         section(&mut out, &format!("message {} · {}", i + 1, message.role));
-        out.push_str(&message.content);
+        out.push_str(message.text());
         newline(&mut out);
     }
     section(&mut out, "reply");

@@ -429,7 +429,7 @@ struct OddFails;
 
 impl Llm for OddFails {
     fn complete(&self, request: Request) -> Result<Completion, LlmError> {
-        let n: u32 = request.messages[0].content.parse().unwrap();
+        let n: u32 = request.messages[0].text().parse().unwrap();
         std::thread::sleep(Duration::from_millis(u64::from(n % 3)));
         if n % 2 == 1 {
             Err(LlmError::Status {

@@ -3,8 +3,16 @@
 
 use crate::support;
 
-use rlm_registry::rlm::{Context, RlmError};
-use serde_json::Value;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rlm_registry::Registry;
+use rlm_registry::environment::Limits;
+use rlm_registry::llm::{LlmClient, LlmConfig};
+use rlm_registry::rlm::trajectory::Record;
+use rlm_registry::rlm::{Budgets, Context, PromptMode, Rlm, RlmError};
+use rlm_registry::trace::{BlockStatus, Trace};
+use serde_json::{Value, json};
 use support::openai_server::{Behavior, OpenAiServer};
 use support::rlm_loop::*;
 
@@ -213,4 +221,152 @@ fn the_trace_records_why_a_run_failed() {
         last["error"].as_str().unwrap().contains("HTTP 400"),
         "{last}"
     );
+}
+
+/// SHA-256 of `bytes` in lowercase hex, computed here rather than by the crate.
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+#[test]
+fn the_start_record_says_what_the_run_was_and_never_the_key() {
+    let server = OpenAiServer::start(
+        vec![
+            lua("print(rlm_query('Sub-task', 'the child context'))"),
+            lua("FINAL('from the child')"),
+            lua("FINAL('done')"),
+        ],
+        Behavior::status(500),
+    );
+    let config = LlmConfig::new(server.base_url(), "test-model")
+        .with_api_key("sk-secret-0123456789")
+        .with_max_retries(0);
+    let limits = Limits {
+        time: Duration::from_secs(20),
+        memory_bytes: 64 * 1024 * 1024,
+        output_bytes: 4096,
+        llm_calls: 9,
+        recursion_depth: 300,
+    };
+    let budgets = Budgets::default()
+        .with_total_tokens(100_000)
+        .with_llm_calls(50)
+        .with_wall_time(Duration::from_secs(600));
+    let trace = Shared::default();
+    let context = "the root context, é and all\n".repeat(100);
+    let before = unix_ms();
+    Rlm::new(
+        Arc::new(LlmClient::new(config).unwrap()),
+        Registry::baked().clone(),
+        7,
+    )
+    .max_depth(2)
+    .max_consecutive_errors(4)
+    .output_bytes(5000)
+    .limits(limits)
+    .budgets(budgets)
+    .prompt_mode(PromptMode::Compact)
+    .trace(trace.clone())
+    .run("Q", Some(Context::from(context.as_str())))
+    .unwrap();
+    let after = unix_ms();
+    let text = trace.text();
+    assert!(!text.contains("sk-secret"), "the key is in the trace");
+    let events = events_of(&text);
+    let (root, child) = (&events[0], &events[1]);
+    assert_eq!(
+        (root["agent"].as_str(), child["agent"].as_str()),
+        (Some("0"), Some("0.1"))
+    );
+
+    let expected_limits = json!({
+        "max_iterations": 7, "max_depth": 2, "max_consecutive_errors": 4, "output_bytes": 5000,
+        "block": {"time_ms": 20_000, "memory_bytes": 64 * 1024 * 1024, "output_bytes": 4096,
+                  "llm_calls": 9, "recursion_depth": 300},
+        "budgets": {"total_tokens": 100_000, "llm_calls": 50, "wall_time_ms": 600_000},
+    });
+    for start in [root, child] {
+        assert_eq!(start["model"], "test-model");
+        assert_eq!(start["base_url"], server.base_url());
+        assert_eq!(start["version"], env!("CARGO_PKG_VERSION"));
+        assert_eq!(start["prompt_mode"], "compact");
+        assert_eq!(start["limits"], expected_limits);
+        assert_eq!(
+            start["started_unix_ms"], root["started_unix_ms"],
+            "one run, one start"
+        );
+        assert_eq!(start["batch"], Value::Null);
+    }
+    let started = root["started_unix_ms"].as_u64().unwrap();
+    assert!(
+        (before..=after).contains(&started),
+        "{before} ≤ {started} ≤ {after}"
+    );
+    assert_eq!(
+        root["context"],
+        json!({"sha256": sha256_hex(context.as_bytes()), "bytes": context.len(), "chunks": null})
+    );
+    assert_eq!(
+        child["context"]["sha256"],
+        sha256_hex(b"the child context"),
+        "a child's own context"
+    );
+    // A run without a context records none.
+    let server = OpenAiServer::always(lua("FINAL('x')"));
+    let trace = Shared::default();
+    rlm(&server, 2).trace(trace.clone()).run("Q", None).unwrap();
+    assert_eq!(trace.events()[0]["context"], Value::Null);
+}
+
+/// Milliseconds since the Unix epoch, now.
+fn unix_ms() -> u64 {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    u64::try_from(now.unwrap().as_millis()).unwrap()
+}
+
+#[test]
+fn what_the_writer_writes_the_reader_reads_back_equal() {
+    let server = OpenAiServer::start(
+        vec![
+            lua("print(rlm_query('Sub-task'))"),
+            lua("FINAL('from the child')"),
+            Behavior::reply("```lua\nprint(nope())\n```\n```lua\nprint('skipped')\n```"),
+            lua("FINAL('done')"),
+        ],
+        Behavior::status(500),
+    );
+    let trace = Shared::default();
+    rlm(&server, 10)
+        .trace(trace.clone())
+        .run("Q", Some(Context::from("ctx")))
+        .unwrap();
+    let text = trace.text();
+    let read = Trace::parse(&text).unwrap();
+    assert!(read.problems.is_empty());
+    let mut turns_seen = 0;
+    for line in text.lines() {
+        let record: Record = serde_json::from_str(line).unwrap();
+        // One set of types: a record written again is the line, byte for byte.
+        assert_eq!(serde_json::to_string(&record).unwrap(), line);
+        match record {
+            Record::Start(start) => {
+                let agent = read.agent(&start.agent).unwrap();
+                assert_eq!(agent.start(), start);
+            }
+            Record::Turn(turn) => {
+                turns_seen += 1;
+                let agent = read.agent(&turn.agent).unwrap();
+                assert_eq!(agent.turn(turn.turn), Some(&turn));
+            }
+            Record::Unknown => panic!("the writer wrote an unknown event: {line}"),
+        }
+    }
+    assert_eq!(turns_seen, 4);
+    let error_turn = read.root().unwrap().turn(2).unwrap();
+    let statuses: Vec<BlockStatus> = error_turn.outputs.iter().map(|b| b.status).collect();
+    assert_eq!(statuses, [BlockStatus::Error, BlockStatus::NotRun]);
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use rlm_registry::Registry;
 use rlm_registry::environment::Limits;
-use rlm_registry::llm::{ChatMessage, ChatRole, LlmClient, LlmConfig};
+use rlm_registry::llm::{LlmClient, LlmConfig, Message, Role};
 use rlm_registry::tools::{DispatchError, ToolDispatcher};
 use serde_json::{Value, json};
 use support::openai_server::{Behavior, OpenAiServer};
@@ -69,15 +69,12 @@ fn dispatch_runs_tools_and_returns_the_text_answer() {
     );
     let conversation = dispatcher
         .dispatch(
-            vec![
-                ChatMessage::system("Use tools."),
-                ChatMessage::user("Count."),
-            ],
+            vec![Message::system("Use tools."), Message::user("Count.")],
             &client_for(&server),
         )
         .unwrap();
     let last = conversation.last().unwrap();
-    assert_eq!(last.role, ChatRole::Assistant);
+    assert_eq!(last.role, Role::Assistant);
     assert_eq!(last.content.as_deref(), Some("3 words"));
     assert_eq!(conversation.len(), 6); // system, user, tool calls, 2 results, answer
 
@@ -127,7 +124,7 @@ fn dispatch_sends_errors_back_to_the_model() {
         Err("disk on fire".to_string())
     });
     let conversation = dispatcher
-        .dispatch(vec![ChatMessage::user("go")], &client_for(&server))
+        .dispatch(vec![Message::user("go")], &client_for(&server))
         .unwrap();
     assert_eq!(
         conversation.last().unwrap().content.as_deref(),
@@ -161,7 +158,7 @@ fn dispatch_stops_at_the_cap() {
     let mut dispatcher = ToolDispatcher::new(3);
     dispatcher.register_registry(Arc::new(Registry::baked().clone()), Limits::default());
     let error = dispatcher
-        .dispatch(vec![ChatMessage::user("loop")], &client_for(&server))
+        .dispatch(vec![Message::user("loop")], &client_for(&server))
         .unwrap_err();
     match &error {
         DispatchError::IterationLimit {
@@ -174,7 +171,7 @@ fn dispatch_stops_at_the_cap() {
             assert!(
                 messages
                     .iter()
-                    .filter(|m| m.role == ChatRole::Tool)
+                    .filter(|m| m.role == Role::Tool)
                     .all(|m| m.content.as_deref() == Some("2"))
             );
         }
@@ -189,7 +186,7 @@ fn dispatch_stops_at_the_cap() {
     // A zero cap still lets the model answer once.
     let server = OpenAiServer::always(Behavior::reply("fine"));
     let conversation = ToolDispatcher::new(0)
-        .dispatch(vec![ChatMessage::user("hi")], &client_for(&server))
+        .dispatch(vec![Message::user("hi")], &client_for(&server))
         .unwrap();
     assert_eq!(
         conversation.last().unwrap().content.as_deref(),
@@ -201,7 +198,7 @@ fn dispatch_stops_at_the_cap() {
 fn dispatch_reports_model_failures() {
     let server = OpenAiServer::always(Behavior::status(400));
     let error = ToolDispatcher::new(5)
-        .dispatch(vec![ChatMessage::user("hi")], &client_for(&server))
+        .dispatch(vec![Message::user("hi")], &client_for(&server))
         .unwrap_err();
     assert!(matches!(error, DispatchError::Llm(_)), "{error:?}");
     // No tools registered: the request carries no `tools` field.
@@ -252,7 +249,7 @@ fn dispatch_calls_host_functions_of_a_catalog() {
         "built-ins are not tools here"
     );
     dispatcher
-        .dispatch(vec![ChatMessage::user("price?")], &client_for(&server))
+        .dispatch(vec![Message::user("price?")], &client_for(&server))
         .unwrap();
     let results = tool_results(&server.requests()[1].json().unwrap());
     let text = |id: &str| results.iter().find(|(i, _)| i == id).unwrap().1.clone();

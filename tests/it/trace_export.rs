@@ -7,8 +7,9 @@
 use crate::support;
 
 use std::path::Path;
+use std::time::Duration;
 
-use rlm_registry::rlm::{Context, TraceFormat};
+use rlm_registry::rlm::{Context, RlmError, TraceFormat};
 use rlm_registry::trace::{ExportOptions, Trace, export_rlm};
 use serde_json::Value;
 use support::openai_server::{Behavior, OpenAiServer};
@@ -314,7 +315,7 @@ fn both_formats(dir: &Path) -> (String, String, OpenAiServer) {
     rlm(&streamed, 10)
         .trace_file(&reference)
         .unwrap()
-        .trace_format(TraceFormat::rlm("test-model"))
+        .trace_format(TraceFormat::Rlm)
         .run("Q", Some(Context::from("ctx")))
         .unwrap();
     (
@@ -345,25 +346,40 @@ fn timeless(mut value: Value) -> Value {
     value
 }
 
+/// `events` with every `start` line saying the run began at 2024-03-01T12:04:05Z and
+/// every line written `at_ms` 250 after it, so the export's timestamps are known.
+fn pinned_clock(events: &str) -> String {
+    events
+        .lines()
+        .map(|line| {
+            let mut record: Value = serde_json::from_str(line).unwrap();
+            if record["event"] == "start" {
+                record["started_unix_ms"] = 1_709_294_645_000u64.into();
+            }
+            record["at_ms"] = 250.into();
+            record.to_string() + "\n"
+        })
+        .collect()
+}
+
+/// The export's lines, parsed.
+fn exported(events: &str) -> Vec<Value> {
+    let text = export_rlm(&Trace::parse(events).unwrap(), &ExportOptions::default());
+    check_log(&text).unwrap();
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
 #[test]
 fn the_export_has_every_field_of_the_reference_types_and_nests_the_child() {
     let dir = tempfile::tempdir().unwrap();
     let (events, _, server) = both_formats(dir.path());
-    let options = ExportOptions {
-        model: Some("test-model".into()),
-        max_depth: Some(1),
-        max_iterations: Some(10),
-        timestamp: Some(1_709_294_645),
-    };
-    let text = export_rlm(&Trace::parse(&events).unwrap(), &options);
-    check_log(&text).unwrap();
-    let lines: Vec<Value> = text
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let lines = exported(&pinned_clock(&events));
     assert_eq!(lines.len(), 4, "metadata and the root's three turns");
     let meta = &lines[0];
-    assert_eq!(meta["timestamp"], "2024-03-01T12:04:05.000000");
+    assert_eq!(meta["timestamp"], "2024-03-01T12:04:05.250000");
+    assert_eq!(lines[3]["timestamp"], "2024-03-01T12:04:05.250000");
     assert_eq!(meta["root_model"], "test-model");
     assert_eq!(
         meta["max_depth"], 2,
@@ -409,13 +425,7 @@ fn the_streaming_writer_and_the_export_of_a_finished_trace_agree() {
     let dir = tempfile::tempdir().unwrap();
     let (events, streamed, _) = both_formats(dir.path());
     check_log(&streamed).unwrap();
-    let options = ExportOptions {
-        model: Some("test-model".into()),
-        max_depth: Some(1),
-        max_iterations: Some(10),
-        timestamp: None,
-    };
-    let exported = export_rlm(&Trace::parse(&events).unwrap(), &options);
+    let exported = export_rlm(&Trace::parse(&events).unwrap(), &ExportOptions::default());
     let parse = |text: &str| -> Vec<Value> {
         text.lines()
             .map(|l| timeless(serde_json::from_str(l).unwrap()))
@@ -424,27 +434,212 @@ fn the_streaming_writer_and_the_export_of_a_finished_trace_agree() {
     assert_eq!(parse(&streamed), parse(&exported));
 }
 
-#[test]
-fn the_export_command_writes_the_reference_format() {
-    let dir = tempfile::tempdir().unwrap();
-    let (events, _, _) = both_formats(dir.path());
-    let path = dir.path().join("events.jsonl");
-    std::fs::write(&path, events).unwrap();
-    let out = support::cli::rlm(&[
-        "trace",
-        "export",
-        "--format",
-        "rlm",
-        "--model",
-        "m",
-        path.to_str().unwrap(),
-    ]);
+/// `rlm trace export --format rlm FILE` with `args`: its metadata line, after checking the
+/// whole log.
+fn export_command(path: &Path, args: &[&str]) -> Value {
+    let mut all = vec!["trace", "export", "--format", "rlm"];
+    all.extend(args);
+    all.push(path.to_str().unwrap());
+    let out = support::cli::rlm(&all);
     assert!(out.status.success(), "{}", support::cli::stderr(&out));
     let text = String::from_utf8(out.stdout).unwrap();
     check_log(&text).unwrap();
-    let first: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    serde_json::from_str(text.lines().next().unwrap()).unwrap()
+}
+
+#[test]
+fn the_export_command_writes_the_trace_s_own_metadata_and_assumes_only_for_an_older_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let (events, _, _) = both_formats(dir.path());
+    let path = dir.path().join("events.jsonl");
+    std::fs::write(&path, &events).unwrap();
+    let assume = ["--model", "m", "--max-depth", "4", "--max-iterations", "7"];
+    let first = export_command(&path, &assume);
     assert_eq!(first["type"], "metadata");
+    assert_eq!(first["root_model"], "test-model", "the trace's own model");
+    assert_eq!(
+        (
+            first["max_depth"].as_u64(),
+            first["max_iterations"].as_u64()
+        ),
+        (Some(2), Some(10))
+    );
+
+    // A trace written before the start lines recorded the run still reads and exports,
+    // with what the command is told, or what the trace shows.
+    let older: String = events
+        .lines()
+        .map(|line| {
+            let mut record: Value = serde_json::from_str(line).unwrap();
+            for field in [
+                "version",
+                "model",
+                "base_url",
+                "started_unix_ms",
+                "prompt_mode",
+                "limits",
+                "context",
+                "batch",
+            ] {
+                record.as_object_mut().unwrap().remove(field);
+            }
+            record.to_string() + "\n"
+        })
+        .collect();
+    let older_path = dir.path().join("older.jsonl");
+    std::fs::write(&older_path, older).unwrap();
+    let first = export_command(&older_path, &assume);
     assert_eq!(first["root_model"], "m");
+    assert_eq!(
+        (
+            first["max_depth"].as_u64(),
+            first["max_iterations"].as_u64()
+        ),
+        (Some(5), Some(7))
+    );
+    let first = export_command(&older_path, &[]);
+    assert_eq!(first["root_model"], "unknown");
+    assert_eq!(
+        (
+            first["max_depth"].as_u64(),
+            first["max_iterations"].as_u64()
+        ),
+        (Some(2), Some(3)),
+        "the deepest agent and the most turns, for want of better"
+    );
+}
+
+#[test]
+fn a_run_that_stopped_early_exports_its_real_limits_model_and_start_time() {
+    let server = OpenAiServer::always(lua("print('still looking')"));
+    let trace = Shared::default();
+    let before = unix_ms();
+    let result = rlm(&server, 3)
+        .max_depth(2)
+        .trace(trace.clone())
+        .run("Q", Some(Context::from("ctx")));
+    assert!(matches!(
+        result,
+        Err(RlmError::IterationLimit { max_iterations: 3 })
+    ));
+    let events = trace.text();
+    let started = events_of(&events)[0]["started_unix_ms"].as_u64().unwrap();
+    assert!((before..=unix_ms()).contains(&started), "{started}");
+
+    let lines = exported(&events);
+    assert_eq!(lines.len(), 4, "metadata and three iterations");
+    let meta = &lines[0];
+    assert_eq!(meta["root_model"], "test-model");
+    assert_eq!(meta["backend_kwargs"]["model_name"], "test-model");
+    assert_eq!(meta["max_iterations"], 3);
+    assert_eq!(
+        meta["max_depth"], 3,
+        "depth limit 2; the reference counts the root as 1"
+    );
+    // The same run with its clock pinned: the timestamps are its start plus `at_ms`.
+    let pinned = exported(&pinned_clock(&events));
+    assert_eq!(pinned[0]["timestamp"], "2024-03-01T12:04:05.250000");
+    assert_eq!(pinned[3]["timestamp"], "2024-03-01T12:04:05.250000");
+}
+
+/// Milliseconds since the Unix epoch, now.
+fn unix_ms() -> u64 {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    u64::try_from(now.unwrap().as_millis()).unwrap()
+}
+
+/// A root that starts three children in one `rlm_query_batched` call; the first takes
+/// longest and the last answers at once, so they end in the reverse of the batch's order.
+fn batch_finishing_in_reverse() -> OpenAiServer {
+    let slow =
+        |answer: &str, ms: u64| lua(&format!("FINAL('{answer}')")).after(Duration::from_millis(ms));
+    OpenAiServer::start(
+        Vec::new(),
+        Behavior::ByPrompt(vec![
+            (
+                "Run the batch".into(),
+                lua(
+                    "local a = rlm_query_batched({'task-1', 'task-2', 'task-3'})\nprint(table.concat(a, ','))",
+                ),
+            ),
+            ("one,two,three".into(), lua("FINAL('all done')")),
+            ("task-1".into(), slow("one", 800)),
+            ("task-2".into(), slow("two", 400)),
+            ("task-3".into(), slow("three", 0)),
+        ]),
+    )
+}
+
+#[test]
+fn batched_children_that_end_out_of_order_are_exported_in_the_batch_s_order() {
+    let server = batch_finishing_in_reverse();
+    let trace = Shared::default();
+    let answer = rlm(&server, 5)
+        .trace(trace.clone())
+        .run("Run the batch", None)
+        .unwrap();
+    assert_eq!(answer.text, "all done");
+    let events = trace.text();
+    let parsed = Trace::parse(&events).unwrap();
+    let root = parsed.root().unwrap();
+    let ids: Vec<&str> = parsed
+        .children_of_turn(root, 1)
+        .map(|c| c.id.as_str())
+        .collect();
+    assert_eq!(ids, ["0.1", "0.2", "0.3"]);
+    let mut ended = Vec::new();
+    for (index, id) in ids.iter().enumerate() {
+        let child = parsed.agent(id).unwrap();
+        assert_eq!(
+            child.question,
+            format!("task-{}", index + 1),
+            "ids follow the batch"
+        );
+        let batch = child.setup.batch.unwrap();
+        assert_eq!((batch.index, batch.size), (index, 3));
+        ended.push(child.turns[0].at_ms.unwrap());
+    }
+    assert!(
+        ended[2] < ended[1] && ended[1] < ended[0],
+        "they ended in reverse: {ended:?}"
+    );
+    // Their lines are in the order they were written: the last of the batch ends first.
+    let written: Vec<String> = events_of(&events)
+        .iter()
+        .filter(|e| e["event"] == "turn" && e["depth"] == 1)
+        .map(|e| e["agent"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(written, ["0.3", "0.2", "0.1"]);
+
+    let in_batch_order = |lines: &[Value]| -> Vec<String> {
+        let calls = lines[1]["code_blocks"][0]["result"]["rlm_calls"]
+            .as_array()
+            .unwrap();
+        calls
+            .iter()
+            .map(|c| {
+                format!(
+                    "{}={}",
+                    c["prompt"].as_str().unwrap(),
+                    c["response"].as_str().unwrap()
+                )
+            })
+            .collect()
+    };
+    let expected = ["task-1=one", "task-2=two", "task-3=three"];
+    assert_eq!(in_batch_order(&exported(&events)), expected);
+
+    // The streaming writer gives the same order.
+    let server = batch_finishing_in_reverse();
+    let streamed = Shared::default();
+    rlm(&server, 5)
+        .trace(streamed.clone())
+        .trace_format(TraceFormat::Rlm)
+        .run("Run the batch", None)
+        .unwrap();
+    let text = streamed.text();
+    check_log(&text).unwrap();
+    assert_eq!(in_batch_order(&events_of(&text)), expected);
 }
 
 #[cfg(feature = "cli")]

@@ -4,10 +4,10 @@
 //! [`SubAgent`]: super::SubAgent
 
 use std::rc::Rc;
-use std::sync::Arc;
 
 use mlua::{Function, Lua, LuaString};
 
+use super::SubTask;
 use super::state::BuiltinState;
 use crate::conventions::builtins::BuiltinId;
 use crate::engines::meter::WorkMeter;
@@ -28,7 +28,8 @@ pub(super) fn rlm_query(lua: &Lua, state: Rc<BuiltinState>) -> mlua::Result<Func
     })
 }
 
-/// `rlm_query_batched(prompts [, contexts])`: children on scoped threads, answers in order.
+/// `rlm_query_batched(prompts [, contexts])`: children on threads (the host's
+/// [`SubAgent::run_batch`](super::SubAgent::run_batch)), answers in order.
 pub(super) fn rlm_query_batched(lua: &Lua, state: Rc<BuiltinState>) -> mlua::Result<Function> {
     lua.create_function(
         move |lua, (prompts, contexts): (Vec<LuaString>, Option<Vec<LuaString>>)| {
@@ -55,25 +56,18 @@ pub(super) fn rlm_query_batched(lua: &Lua, state: Rc<BuiltinState>) -> mlua::Res
                 return lua.create_sequence_from(answers);
             };
             state.before_calls(prompts.len())?;
-            let answers: Vec<String> = hold_ticks(|| std::thread::scope(|scope| {
-                let handles: Vec<_> = prompts
-                    .iter()
-                    .enumerate()
-                    .map(|(i, prompt)| {
-                        let agent = Arc::clone(&agent);
-                        let context = contexts.get(i).cloned();
-                        scope.spawn(move || agent.run(prompt, context.as_deref()))
-                    })
-                    .collect();
-                handles
-                    .into_iter()
-                    .map(|h| match h.join() {
-                        Ok(Ok(answer)) => answer,
-                        Ok(Err(error)) => format!("error: {error}"),
-                        Err(_) => "error: the child agent crashed".to_string(),
-                    })
-                    .collect()
-            }));
+            let mut contexts = contexts.into_iter();
+            let tasks: Vec<SubTask> = prompts
+                .into_iter()
+                .map(|prompt| SubTask {
+                    prompt,
+                    context: contexts.next(),
+                })
+                .collect();
+            let answers: Vec<String> = hold_ticks(|| agent.run_batch(&tasks))
+                .into_iter()
+                .map(|answer| answer.unwrap_or_else(|error| format!("error: {error}")))
+                .collect();
             lua.create_sequence_from(answers)
         },
     )

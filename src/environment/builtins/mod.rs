@@ -59,6 +59,61 @@ pub trait User {
 pub trait SubAgent: Send + Sync {
     /// Runs a child on `prompt` with `context` and returns its final answer.
     fn run(&self, prompt: &str, context: Option<&str>) -> Result<String, String>;
+
+    /// Runs a child per task of one `rlm_query_batched` call, concurrently, and returns
+    /// their answers in the order of `tasks`. The default runs [`SubAgent::run`] for each
+    /// through [`run_on_threads`]; a host that names or numbers its children overrides it
+    /// to do so in the batch's order before any starts, since threads start in any order.
+    fn run_batch(&self, tasks: &[SubTask]) -> Vec<Result<String, String>> {
+        run_on_threads(tasks, |_, task| {
+            self.run(&task.prompt, task.context.as_deref())
+        })
+    }
+}
+
+/// One child of an `rlm_query_batched` call: its prompt and its context.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SubTask {
+    /// The sub-task.
+    pub prompt: String,
+    /// Its context, if the call gave one.
+    pub context: Option<String>,
+}
+
+/// Runs `run(index, task)` for every task, each on its own scoped thread, and returns the
+/// results in the order of `tasks`; a child that panics is an error, not a crash of the
+/// batch.
+///
+/// ```
+/// use rlm_registry::environment::{SubTask, run_on_threads};
+///
+/// let tasks: Vec<SubTask> = ["a", "bb"]
+///     .iter()
+///     .map(|p| SubTask { prompt: p.to_string(), context: None })
+///     .collect();
+/// let answers = run_on_threads(&tasks, |i, task| Ok(format!("{i}:{}", task.prompt.len())));
+/// assert_eq!(answers, [Ok("0:1".to_string()), Ok("1:2".to_string())]);
+/// ```
+pub fn run_on_threads(
+    tasks: &[SubTask],
+    run: impl Fn(usize, &SubTask) -> Result<String, String> + Sync,
+) -> Vec<Result<String, String>> {
+    std::thread::scope(|scope| {
+        let run = &run;
+        let handles: Vec<_> = tasks
+            .iter()
+            .enumerate()
+            .map(|(i, task)| scope.spawn(move || run(i, task)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|handle| {
+                handle
+                    .join()
+                    .unwrap_or_else(|_| Err("the child agent crashed".to_string()))
+            })
+            .collect()
+    })
 }
 
 /// Every host function of the environment's providers, by name: the built-ins, made

@@ -1,0 +1,98 @@
+//! Writing a run down: [`Sink`], the line-oriented writer every agent of a run shares (the
+//! trace and the live view each have one), and [`Recorder`], one run's trajectory on a
+//! sink: it stamps each [`Record`] with the run's clock and writes it as one JSON line,
+//! or in the reference RLM's format through the converter.
+
+use std::io::{self, Write};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use super::rlm_log::{RlmLog, TraceFormat};
+use super::trajectory::{Record, millis};
+
+/// A line-oriented sink shared by every agent of a run (children write from their own
+/// threads): each write is whole and flushed at once.
+pub(crate) struct Sink {
+    writer: Mutex<Box<dyn Write + Send>>,
+}
+
+impl Sink {
+    pub fn new(writer: Box<dyn Write + Send>) -> Sink {
+        Sink {
+            writer: Mutex::new(writer),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Box<dyn Write + Send>> {
+        self.writer
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Writes `text` (which should end with a newline) and flushes, so a crash loses
+    /// nothing written.
+    pub fn write(&self, text: &str) -> io::Result<()> {
+        let mut writer = self.lock();
+        writer.write_all(text.as_bytes())?;
+        writer.flush()
+    }
+}
+
+/// One run's trajectory: the run's clock, and the converter when the trace is in the
+/// reference RLM's format (it holds the run's conversations).
+pub(crate) struct Recorder {
+    sink: Arc<Sink>,
+    converter: Option<Mutex<RlmLog>>,
+    /// When the run began: each line says how long after it was written (`at_ms`).
+    started: Instant,
+    /// The same moment on the wall clock, for the `start` lines.
+    started_unix_ms: u64,
+}
+
+impl Recorder {
+    /// Starts recording a run on `sink`, in `format`.
+    pub fn start(sink: Arc<Sink>, format: &TraceFormat) -> Recorder {
+        let converter = match format {
+            TraceFormat::Events => None,
+            TraceFormat::Rlm => Some(Mutex::new(RlmLog::default())),
+        };
+        let started_unix_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, millis);
+        Recorder {
+            sink,
+            converter,
+            started: Instant::now(),
+            started_unix_ms,
+        }
+    }
+
+    /// Stamps `record` with the run's clock (`at_ms`, and on a `start` line the run's
+    /// wall-clock start) and writes it, converted first if the trace converts.
+    pub fn record(&self, mut record: Record) -> io::Result<()> {
+        let at_ms = Some(millis(self.started.elapsed()));
+        match &mut record {
+            Record::Start(start) => {
+                start.at_ms = at_ms;
+                start.setup.started_unix_ms = Some(self.started_unix_ms);
+            }
+            Record::Turn(turn) => turn.at_ms = at_ms,
+            Record::Unknown => {}
+        }
+        let Some(converter) = &self.converter else {
+            return self.write_line(&record);
+        };
+        // Written under the converter's lock, so lines go out in the order they were made.
+        let mut converter = converter
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let lines = converter.push(&record);
+        lines.iter().try_for_each(|line| self.write_line(line))
+    }
+
+    fn write_line(&self, value: &impl serde::Serialize) -> io::Result<()> {
+        let mut line = serde_json::to_string(value).map_err(io::Error::other)?;
+        line.push('\n');
+        self.sink.write(&line)
+    }
+}

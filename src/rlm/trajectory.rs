@@ -1,0 +1,494 @@
+//! The trace format: the records of a run's JSONL trajectory, one type per kind of line.
+//! The loop writes these types ([`Rlm::trace`](super::Rlm::trace)) and
+//! [`Trace::read`](crate::trace::Trace::read) reads the same types back, so the format is
+//! declared once, here, and this page is its reference.
+//!
+//! # Lines
+//!
+//! A trace is one JSON object per line, each flushed as it is written, so a crash loses
+//! nothing already written. Each line is a [`Record`], tagged by its `event` field: a
+//! [`Start`] line when an agent begins, a [`Turn`] line when one of its turns ends. No
+//! line repeats an earlier one: the `start` line holds the two messages the agent's
+//! conversation begins with, and each `turn` line only what that turn added, so a trace
+//! grows linearly with the number of turns. The conversation an agent sent at turn N is
+//! its `start` messages followed, for each of its earlier turns, by the `reply` (as an
+//! `assistant` message) and the `feedback` (as a `user` message).
+//!
+//! A child's lines are written as they happen: its `start` and turns come before the line
+//! of the parent turn that called it, and the children of one `rlm_query_batched` call
+//! interleave, so group lines by `agent`.
+//!
+//! # `start`
+//!
+//! ```json
+//! {"event": "start", "agent": "0", "depth": 0, "question": "Q",
+//!  "messages": [{"role": "system", "content": "…"}, {"role": "user", "content": "Q …"}],
+//!  "version": "0.1.0", "model": "gpt-4o-mini", "base_url": "https://api.openai.com/v1",
+//!  "started_unix_ms": 1767225600000, "prompt_mode": "full",
+//!  "limits": {"max_iterations": 10, "max_depth": 1, "max_consecutive_errors": 3, "output_bytes": 10000,
+//!             "block": {"time_ms": 300000, "memory_bytes": 536870912, "output_bytes": 1048576,
+//!                       "llm_calls": 256, "recursion_depth": 1000},
+//!             "budgets": {"total_tokens": 200000, "llm_calls": null, "wall_time_ms": null}},
+//!  "context": {"sha256": "…", "bytes": 1234, "chunks": null},
+//!  "batch": null, "at_ms": 0}
+//! ```
+//!
+//! | field | meaning |
+//! |---|---|
+//! | `agent` | `"0"` for the root, `"0.1"`, `"0.2"` … for its children in the order they were called (the children of one `rlm_query_batched` call in the batch's order), `"0.1.1"` … below |
+//! | `depth` | 0 for the root |
+//! | `question` | the question (the root's) or the sub-task (a child's), as asked |
+//! | `messages` | the system prompt and the question as sent, `{role, content}` |
+//! | `version` | the version of this crate that wrote the line |
+//! | `model` | the model the loop asks (`null` when the [`Llm`](crate::llm::Llm) cannot say, as a scripted fake cannot) |
+//! | `base_url` | the server's base URL, without credentials, query or fragment; never the API key |
+//! | `started_unix_ms` | when the run began, wall clock, in milliseconds since the Unix epoch (UTC); the same on every `start` line of a run |
+//! | `prompt_mode` | how the system prompt lists the registry: `full` or `compact` (`auto` is recorded as what it chose for the run) |
+//! | `limits` | every limit of the run, see [`RunLimits`] |
+//! | `context` | the agent's context: its SHA-256, size and chunks, see [`ContextDigest`] (`null` without a context) |
+//! | `batch` | for a child of `rlm_query_batched`: its place in the batch, `{index, size}`, `index` 0-based (`null` otherwise) |
+//! | `at_ms` | when the line was written, in milliseconds since the run began |
+//!
+//! # `turn`
+//!
+//! ```json
+//! {"event": "turn", "agent": "0", "depth": 0, "turn": 1, "messages_sent": 2,
+//!  "reply": "```lua\nprint(rlm_query('Sub-task'))\n```",
+//!  "code_blocks": ["print(rlm_query('Sub-task'))\n"],
+//!  "outputs": [{"block": 1, "status": "ok", "output": "from the child\n", "error": null, "elapsed_ms": 12}],
+//!  "feedback": "Output of block 1:\nfrom the child\n", "final": null, "error": null,
+//!  "elapsed_ms": 20, "llm_ms": 8, "prompt_tokens": 10, "completion_tokens": 5, "run_tokens": 30,
+//!  "at_ms": 41}
+//! ```
+//!
+//! | field | meaning |
+//! |---|---|
+//! | `agent`, `depth` | as on the agent's `start` line |
+//! | `turn` | 1-based, per agent |
+//! | `messages_sent` | how many messages went to the model: 2, plus 2 per earlier turn |
+//! | `reply` | the model's reply, the assistant message this turn adds (`null` if the call failed or a budget refused it) |
+//! | `code_blocks` | the code found in the reply |
+//! | `outputs` | per block, a [`Block`]: `block` (1-based), `status` (`ok`, `error`, `limit`, `not run`), the full `output`, the `error`, `elapsed_ms` |
+//! | `feedback` | the user message this turn adds, truncated as the model got it (`null` on the agent's last turn) |
+//! | `final` | the final answer, on the turn that gave it |
+//! | `error` | why the agent stopped, on the turn that ended it with an error |
+//! | `elapsed_ms`, `llm_ms` | the whole turn (children included), and the model call |
+//! | `prompt_tokens`, `completion_tokens` | of this turn's model call |
+//! | `run_tokens` | tokens spent by the whole run so far, every agent and sub-call included |
+//! | `at_ms` | when the line was written, in milliseconds since the run began |
+//!
+//! # Older traces
+//!
+//! A reader ignores fields and events it does not know, and every field added since the
+//! first traces (`at_ms`, and on `start` lines `version` through `batch`) reads as absent
+//! (`None`) from a trace written before it existed.
+//!
+//! ```
+//! use rlm_registry::rlm::trajectory::{Record, Turn};
+//!
+//! let line = r#"{"event":"turn","agent":"0","turn":1,"reply":"FINAL(1)","final":"1","prompt_tokens":5,"completion_tokens":2}"#;
+//! let Record::Turn(turn) = serde_json::from_str::<Record>(line)? else { panic!("a turn") };
+//! assert_eq!(turn.final_answer.as_deref(), Some("1"));
+//! assert_eq!(turn.tokens(), 7);
+//! assert_eq!(turn.at_ms, None, "written before the field existed");
+//! # Ok::<(), serde_json::Error>(())
+//! ```
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::environment::Limits;
+use crate::llm::Message;
+
+use super::budget::Budgets;
+use super::context::Context;
+
+/// One line of a trace, tagged by its `event` field.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Record {
+    /// An agent begins: written once per agent, before its first turn.
+    Start(Start),
+    /// One of an agent's turns ended.
+    Turn(Turn),
+    /// An event this version does not know (a later version may write more): read and
+    /// skipped, never written.
+    #[serde(other)]
+    Unknown,
+}
+
+impl Record {
+    /// When the line was written, in milliseconds since the run began.
+    pub fn at_ms(&self) -> Option<u64> {
+        match self {
+            Record::Start(start) => start.at_ms,
+            Record::Turn(turn) => turn.at_ms,
+            Record::Unknown => None,
+        }
+    }
+}
+
+/// The `start` line of an agent: who it is, what it was asked, and what the run was.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Start {
+    /// `0` for the root, `0.1`, `0.2` … for its children, `0.1.1` … below.
+    pub agent: String,
+    /// 0 for the root.
+    #[serde(default)]
+    pub depth: usize,
+    /// The question (the root's) or sub-task (a child's), as asked.
+    #[serde(default)]
+    pub question: String,
+    /// The system prompt and the question as sent.
+    #[serde(default)]
+    pub messages: Vec<Message>,
+    /// What the run was: model, server, limits, clock, version, context.
+    #[serde(flatten)]
+    pub setup: Setup,
+    /// When the line was written, in milliseconds since the run began.
+    #[serde(default)]
+    pub at_ms: Option<u64>,
+}
+
+/// What a run was, as each agent's `start` line records it. Every field is `None` in a
+/// trace written before it existed.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Setup {
+    /// The version of this crate that wrote the trace.
+    pub version: Option<String>,
+    /// The model the loop asks, as its [`Llm`](crate::llm::Llm) names it.
+    pub model: Option<String>,
+    /// The server's base URL, without credentials, query or fragment.
+    pub base_url: Option<String>,
+    /// When the run began, in milliseconds since the Unix epoch (UTC).
+    pub started_unix_ms: Option<u64>,
+    /// `full` or `compact`: how the system prompt lists the registry.
+    pub prompt_mode: Option<String>,
+    /// The limits of the run.
+    pub limits: Option<RunLimits>,
+    /// The agent's context, `None` without one.
+    pub context: Option<ContextDigest>,
+    /// A child of `rlm_query_batched`: its place in the batch.
+    pub batch: Option<BatchSlot>,
+}
+
+/// Every limit and budget of a run. Each agent records the limits it ran under: the same
+/// for every agent but `block.time_ms`, which a child gets lowered to the run's wall-time
+/// budget left when it starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunLimits {
+    /// Turns of each agent before it gives up.
+    pub max_iterations: u32,
+    /// The deepest level of children (0: no children).
+    pub max_depth: usize,
+    /// Turns in a row with an error before an agent gives up (0: no cap).
+    pub max_consecutive_errors: u32,
+    /// Bytes of code output fed back to the model per turn.
+    pub output_bytes: usize,
+    /// The limits of each code block.
+    pub block: BlockLimits,
+    /// What the whole run may spend.
+    pub budgets: RunBudgets,
+}
+
+/// The limits of each code block ([`Limits`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BlockLimits {
+    /// Wall-clock time one block may run, waiting on sub-calls included.
+    pub time_ms: u64,
+    /// Memory the agent's Lua state may use, its context included.
+    pub memory_bytes: usize,
+    /// Bytes of `print` output one block may produce.
+    pub output_bytes: usize,
+    /// Sub-model calls one block may make.
+    pub llm_calls: usize,
+    /// Nested Lua calls.
+    pub recursion_depth: usize,
+}
+
+/// The budgets the whole run shares ([`Budgets`]); `None` is unlimited.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunBudgets {
+    /// Prompt and completion tokens.
+    pub total_tokens: Option<u64>,
+    /// Model calls.
+    pub llm_calls: Option<u64>,
+    /// Wall time from the start of the run.
+    pub wall_time_ms: Option<u64>,
+}
+
+/// What identifies an agent's context without holding it: a replay checks it is given
+/// the same one.
+///
+/// ```
+/// use rlm_registry::rlm::Context;
+/// use rlm_registry::rlm::trajectory::ContextDigest;
+///
+/// let digest = ContextDigest::of(&Context::from("abc"));
+/// assert_eq!(digest.sha256, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+/// assert_eq!((digest.bytes, digest.chunks), (3, None));
+/// let chunks = ContextDigest::of(&Context::from(vec!["a", "bc"]));
+/// assert_eq!(chunks.sha256, digest.sha256, "the chunks' bytes in order");
+/// assert_eq!(chunks.chunks, Some(vec![1, 2]));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContextDigest {
+    /// SHA-256 of the context's bytes, in lowercase hex; for a list of chunks, of their
+    /// bytes one after the other, in order (`chunks` tells where each ends).
+    pub sha256: String,
+    /// Bytes in all.
+    pub bytes: u64,
+    /// The size of each chunk in bytes, for a list of chunks; `None` for one text.
+    pub chunks: Option<Vec<u64>>,
+}
+
+impl ContextDigest {
+    /// The digest of `context`.
+    pub fn of(context: &Context) -> ContextDigest {
+        let mut hasher = Sha256::new();
+        let chunks = match context {
+            Context::Text(text) => {
+                hasher.update(text);
+                None
+            }
+            Context::Chunks(chunks) => {
+                chunks.iter().for_each(|chunk| hasher.update(chunk));
+                Some(chunks.iter().map(|chunk| chunk.len() as u64).collect())
+            }
+        };
+        ContextDigest {
+            sha256: hasher
+                .finalize()
+                .iter()
+                .map(|byte| format!("{byte:02x}"))
+                .collect(),
+            bytes: context.total_bytes() as u64,
+            chunks,
+        }
+    }
+}
+
+/// A child's place in its `rlm_query_batched` call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BatchSlot {
+    /// 0-based position of its prompt in the batch.
+    pub index: usize,
+    /// Prompts in the batch.
+    pub size: usize,
+}
+
+/// The `turn` line: what one turn of one agent added.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Turn {
+    /// The agent's id, as on its `start` line.
+    pub agent: String,
+    /// 0 for the root.
+    #[serde(default)]
+    pub depth: usize,
+    /// 1-based, per agent.
+    pub turn: u32,
+    /// How many messages went to the model.
+    #[serde(default)]
+    pub messages_sent: usize,
+    /// The model's reply (`None` if the call failed or a budget refused it).
+    #[serde(default)]
+    pub reply: Option<String>,
+    /// The code found in the reply.
+    #[serde(default)]
+    pub code_blocks: Vec<String>,
+    /// What each block did.
+    #[serde(default)]
+    pub outputs: Vec<Block>,
+    /// The message sent back to the model (`None` on the agent's last turn).
+    #[serde(default)]
+    pub feedback: Option<String>,
+    /// The final answer, on the turn that gave it.
+    #[serde(default, rename = "final")]
+    pub final_answer: Option<String>,
+    /// Why the agent stopped, on the turn that ended it with an error.
+    #[serde(default)]
+    pub error: Option<String>,
+    /// The whole turn, children included.
+    #[serde(default)]
+    pub elapsed_ms: u64,
+    /// The model call.
+    #[serde(default)]
+    pub llm_ms: u64,
+    /// Prompt tokens of this turn's model call.
+    #[serde(default)]
+    pub prompt_tokens: u64,
+    /// Completion tokens of this turn's model call.
+    #[serde(default)]
+    pub completion_tokens: u64,
+    /// Tokens the whole run had spent when this turn ended.
+    #[serde(default)]
+    pub run_tokens: u64,
+    /// When the line was written, in milliseconds since the run began.
+    #[serde(default)]
+    pub at_ms: Option<u64>,
+}
+
+impl Turn {
+    /// Prompt and completion tokens of this turn's model call.
+    pub fn tokens(&self) -> u64 {
+        self.prompt_tokens.saturating_add(self.completion_tokens)
+    }
+
+    /// The first block that failed, if any.
+    pub fn failed_block(&self) -> Option<&Block> {
+        self.outputs.iter().find(|b| b.error.is_some())
+    }
+}
+
+/// What one code block of a turn did (an entry of `outputs`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Block {
+    /// 1-based, in the order of the reply.
+    #[serde(default)]
+    pub block: usize,
+    /// How it ended.
+    pub status: BlockStatus,
+    /// Everything the block printed, uncut.
+    #[serde(default)]
+    pub output: String,
+    /// The error message, for `error` and `limit`.
+    #[serde(default)]
+    pub error: Option<String>,
+    /// How long the block ran.
+    #[serde(default)]
+    pub elapsed_ms: u64,
+}
+
+/// How a code block ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum BlockStatus {
+    /// It ran to its end (`"ok"`).
+    #[serde(rename = "ok")]
+    Ok,
+    /// It raised a Lua error (`"error"`).
+    #[serde(rename = "error")]
+    Error,
+    /// It hit a limit: time, memory, output… (`"limit"`).
+    #[serde(rename = "limit")]
+    Limit,
+    /// It did not run: an earlier block failed or gave the final answer (`"not run"`).
+    #[serde(rename = "not run")]
+    NotRun,
+}
+
+impl BlockStatus {
+    /// The name in the trace: `ok`, `error`, `limit` or `not run`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BlockStatus::Ok => "ok",
+            BlockStatus::Error => "error",
+            BlockStatus::Limit => "limit",
+            BlockStatus::NotRun => "not run",
+        }
+    }
+}
+
+impl fmt::Display for BlockStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl From<&Limits> for BlockLimits {
+    fn from(limits: &Limits) -> BlockLimits {
+        BlockLimits {
+            time_ms: millis(limits.time),
+            memory_bytes: limits.memory_bytes,
+            output_bytes: limits.output_bytes,
+            llm_calls: limits.llm_calls,
+            recursion_depth: limits.recursion_depth,
+        }
+    }
+}
+
+impl From<&Budgets> for RunBudgets {
+    fn from(budgets: &Budgets) -> RunBudgets {
+        RunBudgets {
+            total_tokens: budgets.total_tokens,
+            llm_calls: budgets.llm_calls,
+            wall_time_ms: budgets.wall_time.map(millis),
+        }
+    }
+}
+
+/// A duration in whole milliseconds, saturating.
+pub(crate) fn millis(duration: std::time::Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_are_tagged_and_turns_carry_no_messages() {
+        let start = Record::Start(Start {
+            agent: "0.1".into(),
+            depth: 1,
+            question: "Q".into(),
+            messages: vec![Message::system("S"), Message::user("Q")],
+            ..Start::default()
+        });
+        let json = serde_json::to_value(&start).unwrap();
+        assert_eq!(json["event"], "start");
+        assert_eq!(json["agent"], "0.1");
+        assert_eq!(
+            json["messages"][0],
+            serde_json::json!({"role": "system", "content": "S"})
+        );
+        assert!(
+            json.get("setup").is_none(),
+            "the setup's fields are the line's own"
+        );
+        assert!(json.as_object().unwrap().contains_key("model"));
+
+        let turn = Record::Turn(Turn {
+            agent: "0".into(),
+            turn: 2,
+            messages_sent: 4,
+            final_answer: Some("done".into()),
+            outputs: vec![Block {
+                block: 1,
+                status: BlockStatus::NotRun,
+                output: String::new(),
+                error: None,
+                elapsed_ms: 0,
+            }],
+            ..Turn::default()
+        });
+        let json = serde_json::to_value(&turn).unwrap();
+        assert_eq!(json["event"], "turn");
+        assert_eq!(json["final"], "done");
+        assert_eq!(json["outputs"][0]["status"], "not run");
+        assert!(json.get("messages").is_none());
+        for record in [start, turn] {
+            let line = serde_json::to_string(&record).unwrap();
+            assert_eq!(serde_json::from_str::<Record>(&line).unwrap(), record);
+        }
+    }
+
+    #[test]
+    fn a_start_line_of_an_older_trace_reads_with_no_setup_and_unknown_events_are_skipped() {
+        let line = r#"{"event":"start","agent":"0","depth":0,"question":"Q","messages":[{"role":"user","content":"Q"}],"at_ms":3}"#;
+        let Record::Start(start) = serde_json::from_str(line).unwrap() else {
+            panic!("a start line");
+        };
+        assert_eq!(start.setup, Setup::default());
+        assert_eq!(start.at_ms, Some(3));
+        let later = r#"{"event":"heartbeat","agent":"0"}"#;
+        assert_eq!(
+            serde_json::from_str::<Record>(later).unwrap(),
+            Record::Unknown
+        );
+        let bad_status = r#"{"event":"turn","agent":"0","turn":1,"outputs":[{"status":"odd"}]}"#;
+        assert!(serde_json::from_str::<Record>(bad_status).is_err());
+    }
+}

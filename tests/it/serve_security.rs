@@ -439,7 +439,10 @@ async fn near_misses_of_the_own_origin_are_refused_on_mcp_and_the_json_api() {
         let own_host = format!("127.0.0.1:{port}");
         let cases = [
             (format!("http://127.0.0.1:{other}"), own_host.clone()),
-            (format!("http://localhost:{other}"), format!("localhost:{port}")),
+            (
+                format!("http://localhost:{other}"),
+                format!("localhost:{port}"),
+            ),
             // A Host naming another port does not make that port the server's own.
             (
                 format!("http://127.0.0.1:{other}"),
@@ -447,7 +450,10 @@ async fn near_misses_of_the_own_origin_are_refused_on_mcp_and_the_json_api() {
             ),
             ("http://127.0.0.1".to_string(), own_host.clone()),
             (format!("https://127.0.0.1:{port}"), own_host.clone()),
-            (format!("http://localhost.evil.com:{port}"), own_host.clone()),
+            (
+                format!("http://localhost.evil.com:{port}"),
+                own_host.clone(),
+            ),
             (format!("http://127.0.0.1.evil:{port}"), own_host.clone()),
             (format!("http://evil.example.com:{port}"), own_host.clone()),
             (

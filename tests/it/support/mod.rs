@@ -7,6 +7,7 @@ pub mod cli;
 #[cfg(feature = "cli")]
 pub mod corpus;
 pub mod external;
+pub mod hang;
 pub mod openai_server;
 #[cfg(feature = "cli")]
 pub mod peak;

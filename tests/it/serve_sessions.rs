@@ -273,9 +273,31 @@ async fn a_dropped_connection_keeps_its_call_running_for_the_grace_period_then_s
     .await;
 }
 
+/// Writes one JSON-RPC message to a stdio server.
+async fn send_line(stdin: &mut tokio::process::ChildStdin, line: &str) {
+    use tokio::io::AsyncWriteExt;
+    stdin
+        .write_all(format!("{line}\n").as_bytes())
+        .await
+        .unwrap();
+    stdin.flush().await.unwrap();
+}
+
+/// The next JSON-RPC message from a stdio server.
+async fn next_message(
+    stdout: &mut tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+) -> Value {
+    let line = stdout
+        .next_line()
+        .await
+        .unwrap()
+        .expect("the server still talks");
+    serde_json::from_str(&line).unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stdio_client_leaving_mid_call_stops_the_execution_at_once() {
-    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    use tokio::io::{AsyncBufReadExt, BufReader};
     bounded(async {
         let mut child = support::cli::rlm_process()
             .args([
@@ -293,7 +315,8 @@ async fn a_stdio_client_leaving_mid_call_stops_the_execution_at_once() {
         let mut stdin = child.stdin.take().unwrap();
         let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
         let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
-        // With logging on, the call's output reaches the client while it runs.
+        // With logging on, the call's output reaches the client while it runs; the call
+        // goes once the level is set (requests are handled concurrently).
         let logging =
             r#"{"jsonrpc":"2.0","id":2,"method":"logging/setLevel","params":{"level":"info"}}"#;
         let call = tool_call(
@@ -301,20 +324,13 @@ async fn a_stdio_client_leaving_mid_call_stops_the_execution_at_once() {
             "run_lua",
             json!({"code": "print('started') while true do end"}),
         );
-        for line in [INITIALIZE, initialized, logging, &call] {
-            stdin
-                .write_all(format!("{line}\n").as_bytes())
-                .await
-                .unwrap();
+        for line in [INITIALIZE, initialized, logging] {
+            send_line(&mut stdin, line).await;
         }
-        stdin.flush().await.unwrap();
+        while next_message(&mut stdout).await["id"] != json!(2) {}
+        send_line(&mut stdin, &call).await;
         let started = loop {
-            let line = stdout
-                .next_line()
-                .await
-                .unwrap()
-                .expect("the server still talks");
-            let message: Value = serde_json::from_str(&line).unwrap();
+            let message = next_message(&mut stdout).await;
             if message["method"] == json!("notifications/message") {
                 break message;
             }

@@ -1,20 +1,24 @@
 //! What a web page in the user's browser may do to a server on their machine: nothing,
-//! unless its origin is on the allow-list.
+//! unless its origin is on the allow-list or is the server's own.
 //!
 //! A browser sends "simple" cross-site requests (`text/plain`, form-encoded and
 //! multipart POSTs) without asking first, with a loopback `Host`, so neither the Host
 //! check nor CORS stops them. Three rules do:
-//! - a request carrying an `Origin` not on the allow-list gets 403 before any work (the
-//!   MCP transport's rule, applied to every route);
+//! - a request carrying an `Origin` that is neither on the allow-list nor the server's
+//!   own loopback origin gets 403 before any work (the MCP transport's rule, applied to
+//!   every route);
 //! - a request with a body must say `Content-Type: application/json` (415 otherwise),
 //!   which a browser never sends cross-site without a CORS preflight;
 //! - a preflight is answered only for an allowed origin.
 
+use axum::extract::connect_info::{ConnectInfo, Connected};
 use axum::extract::{Request, State as Shared};
-use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use axum::serve::IncomingStream;
 use serde_json::json;
+use tokio::net::TcpListener;
 
 /// The origins whose pages may call the server (`--allow-origin`, `[serve]
 /// allow_origins` in `rlm.toml`). Empty by default: MCP hosts and scripts send no
@@ -115,6 +119,85 @@ fn default_port(scheme: &str) -> Option<u16> {
     }
 }
 
+/// The port a connection reached the server on, read from the accepted socket: what
+/// tells the server's own origin from a page on another port of the same machine.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct LocalPort(Option<u16>);
+
+impl Connected<IncomingStream<'_, TcpListener>> for LocalPort {
+    fn connect_info(stream: IncomingStream<'_, TcpListener>) -> LocalPort {
+        LocalPort(stream.io().local_addr().ok().map(|address| address.port()))
+    }
+}
+
+/// Whether `name` (a host without its port; an IPv6 address with or without brackets)
+/// names this machine's loopback interface: `localhost` or a loopback address.
+pub(super) fn is_loopback_name(name: &str) -> bool {
+    let bare = name
+        .strip_prefix('[')
+        .and_then(|inner| inner.strip_suffix(']'))
+        .unwrap_or(name);
+    bare.eq_ignore_ascii_case("localhost")
+        || bare
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// A `Host` header's name and port (80 when it gives none); `None` when it is not
+/// `name[:port]`.
+pub(super) fn split_host(host: &str) -> Option<(&str, u16)> {
+    let (name, port) = match host.strip_prefix('[') {
+        Some(rest) => {
+            let (inner, after) = rest.split_once(']')?;
+            (inner, after.strip_prefix(':'))
+        }
+        None => match host.split_once(':') {
+            Some((name, port)) => (name, Some(port)),
+            None => (host, None),
+        },
+    };
+    let port = match port {
+        Some(port) => port.parse().ok()?,
+        None => 80,
+    };
+    Some((name, port))
+}
+
+/// Whether `origin` is the server's own: plain `http` on a loopback name and on
+/// `own_port`, the port the request came in on, which its `Host` names too, with a
+/// loopback name. Such a page can only have been served from this port of this machine
+/// (the server, or a process that could call it directly anyway); a page from any other
+/// port, host or scheme is another origin and needs the allow-list.
+fn is_own_origin(origin: &str, host: Option<&str>, own_port: u16) -> bool {
+    let Some(origin) = parse_origin(origin, false) else {
+        return false;
+    };
+    let host_is_own = host
+        .and_then(split_host)
+        .is_some_and(|(name, port)| is_loopback_name(name) && port == own_port);
+    origin.scheme == "http"
+        && is_loopback_name(&origin.host)
+        && origin.port == Some(own_port)
+        && host_is_own
+}
+
+/// Whether the request's `Origin` may proceed: on the allow-list, or the server's own
+/// origin when the connection's port is known ([`LocalPort`]).
+fn origin_allowed(
+    allowed: &AllowedOrigins,
+    origin: &str,
+    headers: &HeaderMap,
+    own_port: Option<u16>,
+) -> bool {
+    if allowed.allows(origin) {
+        return true;
+    }
+    let host = headers
+        .get(header::HOST)
+        .and_then(|value| value.to_str().ok());
+    own_port.is_some_and(|port| is_own_origin(origin, host, port))
+}
+
 /// What this layer reads: the allow-list and the body limit.
 pub(super) struct Browser {
     pub(super) allowed: AllowedOrigins,
@@ -128,13 +211,16 @@ pub(super) async fn guard(
     request: Request,
     next: Next,
 ) -> Response {
-    let allowed = &browser.allowed;
     let origin = request
         .headers()
         .get(header::ORIGIN)
         .map(|value| value.to_str().unwrap_or("").to_string());
+    let own_port = request
+        .extensions()
+        .get::<ConnectInfo<LocalPort>>()
+        .and_then(|info| info.0.0);
     if let Some(origin) = &origin
-        && !allowed.allows(origin)
+        && !origin_allowed(&browser.allowed, origin, request.headers(), own_port)
     {
         return refuse(
             StatusCode::FORBIDDEN,
@@ -268,6 +354,38 @@ mod tests {
         assert!(AllowedOrigins::parse(["http://x.com/path"]).is_err());
         assert!(AllowedOrigins::parse(["http://:80"]).is_err());
         assert!(AllowedOrigins::parse(["http://x.com:99999"]).is_err());
+    }
+
+    #[test]
+    fn only_plain_http_on_a_loopback_name_and_the_own_port_is_the_own_origin() {
+        let own = |origin: &str, host: &str| is_own_origin(origin, Some(host), 8765);
+        for (origin, host) in [
+            ("http://127.0.0.1:8765", "127.0.0.1:8765"),
+            ("http://localhost:8765", "localhost:8765"),
+            ("http://LOCALHOST:8765/", "127.0.0.1:8765"),
+            ("http://[::1]:8765", "[::1]:8765"),
+            ("http://127.0.0.1:8765", "localhost:8765"),
+        ] {
+            assert!(own(origin, host), "{origin} with Host {host}");
+        }
+        for (origin, host) in [
+            ("http://127.0.0.1:8766", "127.0.0.1:8765"),
+            ("http://127.0.0.1", "127.0.0.1:8765"),
+            ("https://127.0.0.1:8765", "127.0.0.1:8765"),
+            ("http://localhost.evil.com:8765", "127.0.0.1:8765"),
+            ("http://127.0.0.1.evil:8765", "127.0.0.1:8765"),
+            ("http://evil.example.com:8765", "127.0.0.1:8765"),
+            ("http://10.0.0.1:8765", "127.0.0.1:8765"),
+            ("null", "127.0.0.1:8765"),
+            ("http://127.0.0.1:8765", "evil.example.com:8765"),
+            ("http://127.0.0.1:8765", "127.0.0.1:8766"),
+            ("http://127.0.0.1:8765", "127.0.0.1"),
+            ("http://127.0.0.1:8765", "127.0.0.1:x"),
+        ] {
+            assert!(!own(origin, host), "{origin} with Host {host}");
+        }
+        assert!(!is_own_origin("http://127.0.0.1:8765", None, 8765));
+        assert!(is_own_origin("http://localhost", Some("localhost"), 80));
     }
 
     #[test]

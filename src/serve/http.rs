@@ -180,14 +180,7 @@ fn host_is_loopback(headers: &HeaderMap) -> bool {
         // HTTP/1.0 without Host: only reachable directly, not through a browser.
         return true;
     };
-    let name = match host.strip_prefix('[') {
-        Some(rest) => rest.split(']').next().unwrap_or(""),
-        None => host.split(':').next().unwrap_or(""),
-    };
-    name.eq_ignore_ascii_case("localhost")
-        || name
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
+    browser::split_host(host).is_some_and(|(name, _)| browser::is_loopback_name(name))
 }
 
 async fn not_found() -> Response {

@@ -169,13 +169,29 @@ impl McpHandler {
             .executor
             .execute(&in_use.session().thread, code, context, observer, cancel)
             .await;
-        if let Some(forwarding) = forwarding {
-            // The messages go out before the result.
-            let _ = forwarding.await;
-        }
-        if let Err(RunError::Failed(error)) = &result {
-            let message = format!("the run stopped: {}", error.message());
-            self.log_level.warn(peer, &message).await;
+        let abort = forwarding
+            .as_ref()
+            .map(tokio::task::JoinHandle::abort_handle);
+        let notices = async {
+            if let Some(forwarding) = forwarding {
+                // The messages go out before the result.
+                let _ = forwarding.await;
+            }
+            if let Err(RunError::Failed(error)) = &result {
+                let message = format!("the run stopped: {}", error.message());
+                self.log_level.warn(peer, &message).await;
+            }
+        };
+        // Once the session has ended (its client left, or deleted it), nothing reads the
+        // notices, and rmcp holds the session open until this answer is in: sending them
+        // would wait for a reader that is gone.
+        tokio::select! {
+            () = notices => {}
+            () = self.session.ended().cancelled() => {
+                if let Some(abort) = abort {
+                    abort.abort();
+                }
+            }
         }
         match result {
             Ok(output) => CallToolResult::success(vec![ContentBlock::text(output)]),

@@ -92,7 +92,8 @@ pub struct ServeOptions {
     /// (default 30 s).
     pub disconnect_grace: Duration,
     /// Web origins whose pages may call the server (default none: a request carrying
-    /// any other `Origin` gets 403).
+    /// any other `Origin` gets 403, except the server's own loopback origin,
+    /// `http://localhost:PORT` or `http://127.0.0.1:PORT` on the port it serves).
     pub allowed_origins: AllowedOrigins,
     /// The largest request body accepted, in bytes (default 4 MiB).
     pub body_limit_bytes: usize,
@@ -301,7 +302,9 @@ impl Server {
 
     /// The HTTP routes: `/mcp` (streamable HTTP), the JSON API under `/v1`, and
     /// `/healthz`, all behind the bearer token when one is set, with the body limit.
-    /// `shutdown` ends the MCP sessions' streams.
+    /// `shutdown` ends the MCP sessions' streams. The server's own loopback origin is
+    /// recognised only as [`Server::serve_http`] serves the router (it knows each
+    /// connection's port); served another way, only the allow-list lets an `Origin` in.
     pub fn router(&self, shutdown: tokio_util::sync::CancellationToken) -> axum::Router {
         http::router(Arc::clone(&self.state), shutdown)
     }
@@ -352,7 +355,10 @@ impl Server {
         let cancel = tokio_util::sync::CancellationToken::new();
         let router = self.router(cancel.clone());
         let reaper = self.spawn_reaper();
-        let result = axum::serve(listener, router)
+        // Each connection's local port tells a page on the server's own origin from one
+        // on another port of the same machine.
+        let service = router.into_make_service_with_connect_info::<browser::LocalPort>();
+        let result = axum::serve(listener, service)
             .with_graceful_shutdown(async move {
                 shutdown.await;
                 cancel.cancel();

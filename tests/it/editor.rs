@@ -5,7 +5,7 @@
 //! The checker is `emmylua_check` (crates.io; it reads `.luarc.json` and `---@meta`
 //! files as lua-language-server does, which cannot be installed from the registries
 //! this project builds from). `.ci/run` installs it and sets `RLM_EMMYLUA_CHECK`; without
-//! that variable the test says so and checks nothing else.
+//! it the test says it skipped, or fails under `RLM_REQUIRE_TOOLS=1` (as in CI).
 #![cfg(feature = "cli")]
 
 use crate::support;
@@ -14,10 +14,6 @@ use std::path::Path;
 use std::process::Command;
 
 use serde_json::Value;
-
-fn checker() -> Option<String> {
-    std::env::var("RLM_EMMYLUA_CHECK").ok()
-}
 
 /// Copies `lua/` into a fresh workspace and writes the editor files there.
 fn workspace() -> tempfile::TempDir {
@@ -82,8 +78,7 @@ fn diagnostics(checker: &str, dir: &Path) -> Vec<(String, String, String)> {
 
 #[test]
 fn the_meta_file_makes_every_sandbox_global_known_to_a_real_language_server() {
-    let Some(checker) = checker() else {
-        eprintln!("RLM_EMMYLUA_CHECK is not set: the language-server check did not run");
+    let Some(checker) = support::external::emmylua_check() else {
         return;
     };
     let dir = workspace();

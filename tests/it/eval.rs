@@ -496,16 +496,7 @@ fn bad_suites_sizes_and_methods_are_usage_errors() {
 
 #[test]
 fn the_report_opens_in_headless_chromium_and_shows_the_plot() {
-    let Some(chromium) = ["chromium", "chromium-browser", "google-chrome"]
-        .into_iter()
-        .find(|name| {
-            Command::new(name)
-                .arg("--version")
-                .output()
-                .is_ok_and(|o| o.status.success())
-        })
-    else {
-        eprintln!("skipped: no chromium on PATH (apt-get install -y chromium)");
+    let Some(chromium) = support::external::chromium() else {
         return;
     };
     let server = OpenAiServer::always(Behavior::ByPrompt(vec![

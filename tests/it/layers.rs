@@ -1,10 +1,12 @@
 //! The crate's layers point one way (ARCHITECTURE.md): each folder of `src/` may name
 //! only the folders below it. This test reads every source file and fails on a path
-//! (`crate::x`, `use crate::{x, …}`, `super::super::x`) that reaches a higher layer, or a
-//! leaf (`llm`, `tokens`) that names any other module. Doc comments and ordinary comments
-//! are not code and are skipped, so doc links may point anywhere.
+//! (`crate::x`, `use crate::{x, …}`, or a `super::` path climbing out of its top-level
+//! module, such as `super::super::x` from `src/rlm/run.rs`) that reaches a higher layer,
+//! or a leaf (`llm`, `tokens`, `allocator`) that names any other module. Doc comments and
+//! ordinary comments are not code and are skipped, so doc links may point anywhere.
 
 use std::collections::BTreeSet;
+use std::ops::Range;
 use std::path::Path;
 
 /// The layers, lowest first. A module may name its own layer and those before it.
@@ -55,6 +57,17 @@ fn owner(relative: &Path) -> String {
     let first = relative.components().next().expect("a path under src/");
     let first = first.as_os_str().to_string_lossy();
     first.trim_end_matches(".rs").to_string()
+}
+
+/// How many modules below the crate root a file's module is: `src/rlm.rs` and
+/// `src/rlm/mod.rs` are `rlm` (1), `src/rlm/run.rs` is `rlm::run` (2).
+fn depth(relative: &Path) -> usize {
+    let parts = relative.components().count();
+    if relative.file_name().is_some_and(|name| name == "mod.rs") {
+        parts - 1
+    } else {
+        parts
+    }
 }
 
 /// The source without comments or string literals, so that only code is searched.
@@ -109,28 +122,83 @@ fn string_len(text: &str) -> usize {
     text.len()
 }
 
-/// Every crate module that `code` names.
-fn named_modules(code: &str) -> BTreeSet<String> {
+/// Every crate module that `code` names, in a file whose module is `depth` below the
+/// crate root: through `crate::` or `rlm_registry::`, or through a `super::` path that
+/// climbs to the crate root (counting the inline `mod x { … }` blocks it is in).
+fn named_modules(code: &str, depth: usize) -> BTreeSet<String> {
     let mut named = BTreeSet::new();
     for prefix in ["crate::", "rlm_registry::"] {
         for (at, _) in code.match_indices(prefix) {
-            let before = code[..at].chars().next_back();
-            if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
-                continue;
+            if starts_a_path(code, at) {
+                named.extend(names_after(&code[at + prefix.len()..]));
             }
-            let rest = &code[at + prefix.len()..];
-            if let Some(group) = rest.strip_prefix('{') {
-                let end = matching_brace(group);
-                for item in top_level_items(&group[..end]) {
-                    named.insert(resolve(&item));
-                }
-            } else {
-                named.insert(resolve(&identifier(rest)));
-            }
+        }
+    }
+    let inline = inline_modules(code);
+    for (at, _) in code.match_indices("super::") {
+        if !starts_a_path(code, at) {
+            continue;
+        }
+        let mut rest = &code[at..];
+        let mut climbs = 0;
+        while let Some(after) = rest.strip_prefix("super::") {
+            climbs += 1;
+            rest = after;
+        }
+        let enclosing = inline.iter().filter(|block| block.contains(&at)).count();
+        // Fewer climbs stay inside the file's own top-level module.
+        if climbs == depth + enclosing {
+            named.extend(names_after(rest));
         }
     }
     named.remove("");
     named
+}
+
+/// Whether the path at `at` begins there, rather than continuing an identifier or path.
+fn starts_a_path(code: &str, at: usize) -> bool {
+    !code[..at]
+        .chars()
+        .next_back()
+        .is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':')
+}
+
+/// The modules a path names right after its root: `x::…` or `{x::…, y, …}`.
+fn names_after(rest: &str) -> Vec<String> {
+    match rest.strip_prefix('{') {
+        Some(group) => {
+            let end = matching_brace(group);
+            top_level_items(&group[..end])
+                .iter()
+                .map(|item| resolve(item))
+                .collect()
+        }
+        None => vec![resolve(&identifier(rest))],
+    }
+}
+
+/// The byte ranges of the inline module blocks (`mod tests { … }`) in `code`.
+fn inline_modules(code: &str) -> Vec<Range<usize>> {
+    let mut blocks = Vec::new();
+    for (at, _) in code.match_indices("mod ") {
+        if !starts_a_path(code, at) {
+            continue;
+        }
+        let after = &code[at + "mod ".len()..];
+        let name = identifier(after.trim_start());
+        let Some(body) = after.trim_start()[name.len()..]
+            .trim_start()
+            .strip_prefix('{')
+        else {
+            continue;
+        };
+        if name.is_empty() {
+            continue;
+        }
+        let start = code.len() - body.len();
+        blocks.push(start..start + matching_brace(body));
+    }
+    blocks
 }
 
 fn identifier(text: &str) -> String {
@@ -222,10 +290,7 @@ fn no_module_names_a_module_above_it() {
         }
         let source = std::fs::read_to_string(path).expect("source is UTF-8");
         let code = code_of(&source);
-        let mut named = named_modules(&code);
-        if code.contains("super::super::super::") {
-            named.insert("<three levels up>".into());
-        }
+        let named = named_modules(&code, depth(relative));
         for problem in violations(&module, &named) {
             problems.push(format!("src/{}: {problem}", relative.display()));
         }
@@ -257,7 +322,7 @@ fn the_checker_sees_a_higher_layer_named_in_code_but_not_in_comments() {
         "//! See [`crate::serve`].\nuse crate::{registry::Registry, rlm::Rlm};\n\
          let s = \"crate::cli\"; // crate::eval\nfn f() -> crate::tools::Tool {}\n",
     );
-    let named = named_modules(&code);
+    let named = named_modules(&code, 1);
     assert_eq!(
         named.into_iter().collect::<Vec<_>>(),
         ["registry", "rlm", "tools"]
@@ -273,4 +338,73 @@ fn the_checker_sees_a_higher_layer_named_in_code_but_not_in_comments() {
         violations("spec", &["llm".to_string()].into()),
         ["`spec` (below search) names leaf `llm`"]
     );
+}
+
+/// The problems the checker finds in `code` as the file `relative` under `src/`.
+fn problems_in(relative: &str, code: &str) -> Vec<String> {
+    let relative = Path::new(relative);
+    let named = named_modules(&code_of(code), depth(relative));
+    violations(&owner(relative), &named)
+}
+
+#[test]
+fn the_checker_follows_super_paths_out_of_a_top_level_module_and_no_further() {
+    // Climbing to the crate root, then naming a higher layer (or, from a leaf, anything).
+    for (file, code, problem) in [
+        (
+            "rlm/x/y.rs",
+            "use super::super::super::serve::Server;",
+            "`rlm` names `serve`, a higher layer",
+        ),
+        (
+            "rlm/x.rs",
+            "use super::super::serve;",
+            "`rlm` names `serve`, a higher layer",
+        ),
+        (
+            "rlm/mod.rs",
+            "fn f() -> super::serve::Server {}",
+            "`rlm` names `serve`, a higher layer",
+        ),
+        (
+            "catalog/x.rs",
+            "use super::super::{providers::Providers, engines::Guard};",
+            "`catalog` names `engines`, a higher layer",
+        ),
+        (
+            "rlm/mod.rs",
+            "#[cfg(test)]\nmod tests {\n    use super::*;\n    use super::super::serve;\n}",
+            "`rlm` names `serve`, a higher layer",
+        ),
+        (
+            "allocator.rs",
+            "use super::engines::Guard;",
+            "leaf `allocator` names `engines`",
+        ),
+    ] {
+        assert_eq!(problems_in(file, code), [problem], "{file}: {code}");
+    }
+    // Paths that stay inside their top-level module, or reach a lower layer. From
+    // `src/rlm/x/y.rs` (module `rlm::x::y`), `super::super::serve` is `rlm::serve`.
+    for (file, code) in [
+        ("rlm/x.rs", "use super::foo::Bar;"),
+        ("rlm/x/y.rs", "use super::super::serve;"),
+        ("rlm/x/y.rs", "use super::super::{serve, eval};"),
+        ("environment/x.rs", "use super::super::engines::Guard;"),
+        (
+            "engines/x.rs",
+            "use super::super::{catalog::Catalog, llm::Llm};",
+        ),
+        (
+            "rlm/x.rs",
+            "mod tests {\n    fn f() { super::super::serve::run(); }\n}\nfn g() {}",
+        ),
+        ("rlm/x.rs", "pub(super) fn f() {}"),
+    ] {
+        assert_eq!(
+            problems_in(file, code),
+            Vec::<String>::new(),
+            "{file}: {code}"
+        );
+    }
 }

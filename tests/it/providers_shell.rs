@@ -3,9 +3,11 @@
 //! literally, the allow-list, a cleared environment, timeouts and output caps.
 #![cfg(unix)]
 
+use crate::support;
+
 use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rlm_registry::Registry;
 use rlm_registry::environment::{Environment, Limits};
@@ -104,16 +106,13 @@ fn the_environment_is_cleared_and_the_directory_is_the_root() {
 fn a_command_past_its_timeout_is_killed_promptly() {
     let dir = tempfile::tempdir().unwrap();
     let shell = shell_in(dir.path(), &["sleep"]);
-    let started = Instant::now();
-    let error = shell
-        .run("sleep 5", Duration::from_millis(200))
-        .unwrap_err();
+    // Not killed, it would sleep for an hour.
+    let error = support::hang::finishes("a command past its timeout", move || {
+        shell
+            .run("sleep 3600", Duration::from_millis(200))
+            .unwrap_err()
+    });
     assert!(error.contains("timed out"), "{error}");
-    assert!(
-        started.elapsed() < Duration::from_secs(3),
-        "{:?}",
-        started.elapsed()
-    );
 }
 
 #[test]
@@ -124,11 +123,13 @@ fn huge_output_is_capped_and_the_program_stopped() {
         ..ShellConfig::new(["yes", "seq"])
     })
     .unwrap();
-    let started = Instant::now();
-    let out = shell.run("yes", LONG).unwrap();
+    // Stopped only by its timeout, `yes` would run for an hour.
+    let (shell, out) = support::hang::finishes("`yes` past the output cap", move || {
+        let out = shell.run("yes", Duration::from_secs(3600)).unwrap();
+        (shell, out)
+    });
     assert!(out.truncated);
     assert_eq!(out.stdout.len(), 1000);
-    assert!(started.elapsed() < Duration::from_secs(5));
     let out = shell.run("seq 1 10", LONG).unwrap();
     assert!(!out.truncated);
     assert_eq!(out.code, Some(0));
@@ -137,32 +138,35 @@ fn huge_output_is_capped_and_the_program_stopped() {
 
 #[test]
 fn from_lua_the_timeout_is_bounded_by_the_execution_time_limit() {
-    let mut providers = Providers::builtin();
-    let provider = ShellProvider::new(ShellConfig::new(["sleep", "echo"])).unwrap();
-    providers.register(provider).unwrap();
-    let env = Environment::builder(Registry::baked().clone())
-        .providers(Arc::new(providers))
-        .limits(Limits {
-            time: Duration::from_millis(300),
-            ..Limits::default()
-        })
-        .build()
-        .unwrap();
-    let run = env
-        .execute("local r = shell('echo hi') print(r.code, r.stdout)")
-        .unwrap();
-    assert_eq!(run.output, "0\thi\n\n");
-    let started = Instant::now();
-    let error = env.execute("shell('sleep 5')").unwrap_err();
-    assert!(
-        started.elapsed() < Duration::from_secs(3),
-        "{:?}",
-        started.elapsed()
-    );
-    assert!(
-        error.message().contains("timed out") || error.message().contains("time limit"),
-        "{error}"
-    );
-    let error = env.execute("shell('echo a; echo b')").unwrap_err();
-    assert!(error.message().contains("shell: shell syntax"), "{error}");
+    // Bounded by the shell's own timeout alone, `sleep 3600` would sleep for an hour.
+    // On a watched thread: the environment is not `Send`, so it is made there.
+    support::hang::finishes("`sleep 3600` from Lua", || {
+        let mut providers = Providers::builtin();
+        let config = ShellConfig {
+            timeout: Duration::from_secs(3600),
+            ..ShellConfig::new(["sleep", "echo"])
+        };
+        providers
+            .register(ShellProvider::new(config).unwrap())
+            .unwrap();
+        let env = Environment::builder(Registry::baked().clone())
+            .providers(Arc::new(providers))
+            .limits(Limits {
+                time: Duration::from_millis(300),
+                ..Limits::default()
+            })
+            .build()
+            .unwrap();
+        let run = env
+            .execute("local r = shell('echo hi') print(r.code, r.stdout)")
+            .unwrap();
+        assert_eq!(run.output, "0\thi\n\n");
+        let error = env.execute("shell('sleep 3600')").unwrap_err();
+        assert!(
+            error.message().contains("timed out") || error.message().contains("time limit"),
+            "{error}"
+        );
+        let error = env.execute("shell('echo a; echo b')").unwrap_err();
+        assert!(error.message().contains("shell: shell syntax"), "{error}");
+    });
 }

@@ -93,22 +93,9 @@ async fn resources_and_prompts_are_declared_and_served_to_rmcps_client() {
     .await;
 }
 
-/// The Python interpreter with the `mcp` package: `RLM_MCP_PYTHON` (set by `.ci/run`).
-fn python_with_mcp() -> Option<String> {
-    let python = std::env::var("RLM_MCP_PYTHON").ok()?;
-    let works = std::process::Command::new(&python)
-        .args(["-c", "import mcp"])
-        .output()
-        .is_ok_and(|output| output.status.success());
-    works.then_some(python)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_python_sdk_client_reads_resources_gets_the_prompt_receives_logs_and_calls_tools() {
-    let Some(python) = python_with_mcp() else {
-        eprintln!(
-            "skipped: set RLM_MCP_PYTHON to a Python with the `mcp` package (.ci/run does) to run this test"
-        );
+    let Some(python) = support::external::python_with_mcp() else {
         return;
     };
     bounded(async {

@@ -291,42 +291,50 @@ async fn http_mcp_sessions_are_isolated_end_with_their_environment_and_a_loop_bl
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_flooding_runaway_calls_holds_one_execution_slot() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
     bounded(async {
         let server = TestServer::start(ServeOptions {
             max_concurrent_executions: 2,
+            limits: Limits {
+                time: Duration::from_secs(3600),
+                ..Limits::default()
+            },
             ..options()
         })
         .await;
-        let hostile = Arc::new(server.mcp().await);
-        let other = server.mcp().await;
-        let mut floods = tokio::task::JoinSet::new();
-        for _ in 0..4 {
-            let hostile = Arc::clone(&hostile);
-            floods.spawn(async move {
-                let result = run_lua(&hostile, "while true do end").await;
-                assert!(
-                    text(&result).contains("time limit exceeded"),
-                    "{}",
-                    text(&result)
-                );
-                Instant::now()
-            });
+        let hostile = open_session(server.url("/mcp")).await;
+        // Four endless loops, each call taken in by the server (its answer's stream
+        // opened) before the next; the connections stay open.
+        let mut flood = Vec::new();
+        for id in 2..6 {
+            let body = tool_call(id, "run_lua", json!({"code": "while true do end"}));
+            let mut stream = tokio::net::TcpStream::connect(server.address).await.unwrap();
+            let head = format!(
+                "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMcp-Session-Id: {hostile}\r\nContent-Length: {}\r\n\r\n{body}",
+                body.len()
+            );
+            stream.write_all(head.as_bytes()).await.unwrap();
+            let mut first = [0u8; 16];
+            let read = stream.read(&mut first).await.unwrap();
+            assert!(String::from_utf8_lossy(&first[..read]).starts_with("HTTP/1.1 200"));
+            flood.push(stream);
         }
-        let answer = async {
-            // Let the flood queue up first.
-            tokio::time::sleep(SHORT_TIME_LIMIT / 4).await;
-            let result = call(&other, "word_count", json!({"text": "a b"})).await;
-            assert_eq!(result.structured_content, Some(json!({"result": 2})));
-            Instant::now()
-        };
-        let answered = answer.await;
-        let mut flood_done = floods.join_all().await;
-        flood_done.sort();
-        assert!(
-            answered < flood_done[1],
-            "the other session answered before the flood's second loop ended"
-        );
+        let health = || async { request("GET", server.url("/healthz"), None, None).await.1 };
+        while health().await["running_executions"] != json!(1) {}
+        // The loops never end by themselves: had the flood taken the second slot too,
+        // this call would wait for ever (and the test's time bound would fail it).
+        let other = server.mcp().await;
+        let result = call(&other, "word_count", json!({"text": "a b"})).await;
+        assert_eq!(result.structured_content, Some(json!({"result": 2})));
+        assert_eq!(health().await["running_executions"], json!(1));
         other.cancel().await.unwrap();
+        // Ending the hostile session stops its loops.
+        let headers = [("Mcp-Session-Id", hostile.as_str())];
+        send("DELETE", server.url("/mcp"), &headers, None).await;
+        while health().await["running_executions"] != json!(0) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        drop(flood);
     })
     .await;
 }

@@ -379,3 +379,100 @@ async fn text_and_form_bodies_are_refused_with_415_on_every_post_route_and_nothi
     })
     .await;
 }
+
+// ---- the server's own origin --------------------------------------------------------
+
+/// `initialize` then `notifications/initialized` on `/mcp`, and a function that writes
+/// `file` on `/v1`, each with `origin` and `host`: the three statuses.
+async fn call_from(server: &TestServer, origin: &str, host: &str, file: &str) -> [u16; 3] {
+    let headers = [("Origin", origin), ("Host", host)];
+    let opened = initialize(server.url("/mcp"), &headers).await;
+    let initialized = match opened.header("mcp-session-id") {
+        Some(session) => {
+            let mut with_session = MCP_POST.to_vec();
+            with_session.extend_from_slice(&headers);
+            with_session.push(("Mcp-Session-Id", session));
+            let note = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+            send("POST", server.url("/mcp"), &with_session, Some(note))
+                .await
+                .status
+        }
+        None => 0,
+    };
+    let mut json = vec![("Content-Type", "application/json")];
+    json.extend_from_slice(&headers);
+    let wrote = send(
+        "POST",
+        server.url("/v1/functions/write_file"),
+        &json,
+        Some(&write_args(file)),
+    )
+    .await;
+    [opened.status, initialized, wrote.status]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_on_the_servers_own_loopback_origin_is_served_on_mcp_and_the_json_api() {
+    bounded(async {
+        let root = tempfile::tempdir().unwrap();
+        let server = server_with_side_effects(root.path(), &[]).await;
+        let port = server.address.port();
+        for (n, name) in ["127.0.0.1", "localhost"].into_iter().enumerate() {
+            let origin = format!("http://{name}:{port}");
+            let host = format!("{name}:{port}");
+            let file = format!("own{n}.txt");
+            let statuses = call_from(&server, &origin, &host, &file).await;
+            assert_eq!(statuses, [200, 202, 200], "Origin {origin}, Host {host}");
+            assert!(root.path().join(&file).exists(), "{origin}: the call ran");
+        }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn near_misses_of_the_own_origin_are_refused_on_mcp_and_the_json_api() {
+    bounded(async {
+        let root = tempfile::tempdir().unwrap();
+        let server = server_with_side_effects(root.path(), &[]).await;
+        let port = server.address.port();
+        let other = port.wrapping_add(1).max(1);
+        let own_host = format!("127.0.0.1:{port}");
+        let cases = [
+            (format!("http://127.0.0.1:{other}"), own_host.clone()),
+            (
+                format!("http://localhost:{other}"),
+                format!("localhost:{port}"),
+            ),
+            // A Host naming another port does not make that port the server's own.
+            (
+                format!("http://127.0.0.1:{other}"),
+                format!("127.0.0.1:{other}"),
+            ),
+            ("http://127.0.0.1".to_string(), own_host.clone()),
+            (format!("https://127.0.0.1:{port}"), own_host.clone()),
+            (
+                format!("http://localhost.evil.com:{port}"),
+                own_host.clone(),
+            ),
+            (format!("http://127.0.0.1.evil:{port}"), own_host.clone()),
+            (format!("http://evil.example.com:{port}"), own_host.clone()),
+            (
+                format!("http://evil.example.com:{port}"),
+                format!("evil.example.com:{port}"),
+            ),
+            // DNS rebinding: a loopback Origin does not vouch for a foreign Host.
+            (
+                format!("http://127.0.0.1:{port}"),
+                format!("evil.example.com:{port}"),
+            ),
+            ("null".to_string(), own_host.clone()),
+        ];
+        for (origin, host) in &cases {
+            let statuses = call_from(&server, origin, host, "near.txt").await;
+            assert_eq!(statuses, [403, 0, 403], "Origin {origin}, Host {host}");
+        }
+        assert!(!root.path().join("near.txt").exists(), "nothing ran");
+        assert_eq!(server.server.live_sessions(), 0, "no session made");
+    })
+    .await;
+}

@@ -139,27 +139,45 @@ async fn idle_mcp_and_json_api_sessions_expire_and_free_their_slots() {
             ..options()
         })
         .await;
-        let client = server.mcp().await;
-        run_lua(&client, "kept = 1").await;
-        let (status, _) = request("POST", server.url("/v1/sessions"), None, None).await;
+        let mcp = open_session(server.url("/mcp")).await;
+        let kept = call_in(
+            server.url("/mcp"),
+            &mcp,
+            2,
+            "run_lua",
+            json!({"code": "kept = 1"}),
+        )
+        .await;
+        assert_eq!(kept.status, 200, "{}", kept.body);
+        let (status, created) = request("POST", server.url("/v1/sessions"), None, None).await;
         assert_eq!(status, 201);
+        let api = created["id"].as_str().unwrap().to_string();
         assert_eq!(server.server.live_sessions(), 2);
         wait_until(|| server.server.live_sessions() == 0 && server.server.live_environments() == 0)
             .await;
-        // The expired MCP session is unknown now (404: the client must initialize again;
-        // rmcp's client does so by itself and lands in a fresh environment).
-        let params = rmcp::model::CallToolRequestParams::new("run_lua")
-            .with_arguments(json!({"code": "print(kept)"}).as_object().cloned().unwrap());
-        let after = client.call_tool(params).await;
-        if let Ok(after) = after {
-            assert_eq!(
-                text(&after),
-                "nil\n",
-                "a fresh session, not the expired one"
-            );
-        }
+        // Both are unknown now: 404 tells an MCP client to initialize again.
+        let expired = call_in(
+            server.url("/mcp"),
+            &mcp,
+            3,
+            "run_lua",
+            json!({"code": "print(kept)"}),
+        )
+        .await;
+        assert_eq!(expired.status, 404, "{}", expired.body);
+        let (status, gone) = request(
+            "POST",
+            server.url(&format!("/v1/sessions/{api}/exec")),
+            Some(r#"{"code": "print(1)"}"#),
+            None,
+        )
+        .await;
+        assert_eq!(status, 404, "{gone}");
+        // The freed slots take new sessions, in fresh environments.
         let fresh = server.mcp().await;
         assert_eq!(text(&run_lua(&fresh, "print(kept)").await), "nil\n");
+        let (status, _) = request("POST", server.url("/v1/sessions"), None, None).await;
+        assert_eq!(status, 201);
     })
     .await;
 }
@@ -214,13 +232,17 @@ async fn delete_mcp_mid_call_stops_the_execution_and_frees_the_slot_before_it_an
     .await;
 }
 
+/// The grace period of the test below, and a moment well inside it.
+const GRACE: Duration = Duration::from_secs(3);
+const INSIDE_THE_GRACE: Duration = Duration::from_secs(1);
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dropped_connection_keeps_its_call_running_for_the_grace_period_then_stops_it() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     bounded(async {
         let server = TestServer::start(ServeOptions {
             max_concurrent_executions: 1,
-            disconnect_grace: Duration::from_secs(2),
+            disconnect_grace: GRACE,
             limits: no_time_limit(),
             ..ServeOptions::default()
         })
@@ -238,9 +260,12 @@ async fn a_dropped_connection_keeps_its_call_running_for_the_grace_period_then_s
         assert!(String::from_utf8_lossy(&first[..read]).starts_with("HTTP/1.1 200"));
         while health(&server).await["running_executions"] == json!(0) {}
         drop(stream);
-        // Still running within the grace period (the client may resume)...
+        // Still running a while after the drop, within the grace period (the client may
+        // resume)...
+        tokio::time::sleep(INSIDE_THE_GRACE).await;
         assert_eq!(health(&server).await["running_executions"], json!(1));
-        // ...and stopped after it: the session answers again.
+        // ...and stopped after it: only an interrupt ends the loop, and it holds the only
+        // execution permit, so this call runs only once the loop has stopped.
         let after = call_in(server.url("/mcp"), &session, 8, "run_lua", json!({"code": "print('free')"})).await;
         assert_eq!(after.json()["result"]["content"][0]["text"], json!("free\n"));
         assert_eq!(health(&server).await["running_executions"], json!(0));
@@ -248,9 +273,31 @@ async fn a_dropped_connection_keeps_its_call_running_for_the_grace_period_then_s
     .await;
 }
 
+/// Writes one JSON-RPC message to a stdio server.
+async fn send_line(stdin: &mut tokio::process::ChildStdin, line: &str) {
+    use tokio::io::AsyncWriteExt;
+    stdin
+        .write_all(format!("{line}\n").as_bytes())
+        .await
+        .unwrap();
+    stdin.flush().await.unwrap();
+}
+
+/// The next JSON-RPC message from a stdio server.
+async fn next_message(
+    stdout: &mut tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+) -> Value {
+    let line = stdout
+        .next_line()
+        .await
+        .unwrap()
+        .expect("the server still talks");
+    serde_json::from_str(&line).unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stdio_client_leaving_mid_call_stops_the_execution_at_once() {
-    use tokio::io::AsyncWriteExt;
+    use tokio::io::{AsyncBufReadExt, BufReader};
     bounded(async {
         let mut child = support::cli::rlm_process()
             .args([
@@ -261,27 +308,55 @@ async fn a_stdio_client_leaving_mid_call_stops_the_execution_at_once() {
                 "3600",
             ])
             .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
             .spawn()
             .unwrap();
         let mut stdin = child.stdin.take().unwrap();
-        let call = tool_call(2, "run_lua", json!({"code": "while true do end"}));
+        let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
         let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
-        for line in [INITIALIZE, initialized, &call] {
-            stdin
-                .write_all(format!("{line}\n").as_bytes())
-                .await
-                .unwrap();
+        // With logging on, the call's output reaches the client while it runs; the call
+        // goes once the level is set (requests are handled concurrently).
+        let logging =
+            r#"{"jsonrpc":"2.0","id":2,"method":"logging/setLevel","params":{"level":"info"}}"#;
+        let call = tool_call(
+            3,
+            "run_lua",
+            json!({"code": "print('started') while true do end"}),
+        );
+        for line in [INITIALIZE, initialized, logging] {
+            send_line(&mut stdin, line).await;
         }
-        stdin.flush().await.unwrap();
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        while next_message(&mut stdout).await["id"] != json!(2) {}
+        send_line(&mut stdin, &call).await;
+        let started = loop {
+            let message = next_message(&mut stdout).await;
+            if message["method"] == json!("notifications/message") {
+                break message;
+            }
+        };
+        assert_eq!(
+            started["params"]["data"],
+            json!("started\n"),
+            "the call is running"
+        );
         drop(stdin);
+        // The client is gone: the loop is interrupted and the call answers at once (rmcp
+        // gives a call that goes on 5 s, then gives up on it without its answer).
+        let mut answer = Value::Null;
+        while let Some(line) = stdout.next_line().await.unwrap() {
+            let message: Value = serde_json::from_str(&line).unwrap();
+            if message["id"] == json!(3) {
+                answer = message;
+            }
+        }
+        let answered = answer["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(answered.contains("interrupted"), "{answer}");
         let output = child.wait_with_output().await.unwrap();
         assert!(output.status.success(), "{output:?}");
         let log = String::from_utf8_lossy(&output.stderr);
-        // rmcp waits up to 5 s for running calls before it gives up on them and says so;
-        // an execution interrupted as the client left never makes it wait.
         assert!(!log.contains("timed out draining"), "{log}");
     })
     .await;
@@ -329,14 +404,15 @@ async fn send_then_hang_up(address: std::net::SocketAddr, request: String) -> St
 async fn a_call_whose_client_resumes_within_the_grace_period_runs_to_its_end() {
     bounded(async {
         let server = TestServer::start(ServeOptions {
-            disconnect_grace: Duration::from_millis(300),
+            disconnect_grace: Duration::from_secs(1),
             limits: no_time_limit(),
             ..ServeOptions::default()
         })
         .await;
-        // Longer than the grace period; `finished` is set only if it is not interrupted
-        // (without the resumption it would be: see the test above).
-        let code = "local t = os.clock() while os.clock() - t < 1.5 do end finished = true";
+        // Two seconds of processor time, so longer than the grace period however loaded
+        // the machine; `finished` is set only if it is not interrupted (without the
+        // resumption it would be: see the test above).
+        let code = "local t = os.clock() while os.clock() - t < 2 do end finished = true";
         let body = tool_call(7, "run_lua", json!({"code": code}));
         let session = open_session(server.url("/mcp")).await;
         let call = format!(
@@ -344,6 +420,8 @@ async fn a_call_whose_client_resumes_within_the_grace_period_runs_to_its_end() {
             body.len()
         );
         assert!(send_then_hang_up(server.address, call).await.starts_with("HTTP/1.1 200"));
+        // A resumption counts for the calls that began before it: wait for this one's.
+        while health(&server).await["running_executions"] == json!(0) {}
         let resume = format!(
             "GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\nMcp-Session-Id: {session}\r\nLast-Event-ID: 0\r\n\r\n"
         );

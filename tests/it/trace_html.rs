@@ -1,6 +1,7 @@
 //! `rlm trace html`: the page of a real loop run, opened in headless Chromium (Debian's
-//! `chromium`; the Chromium tests print a notice and pass when it is absent): no script
-//! error, the agent tree and every turn in the DOM, model-written markup kept as text.
+//! `chromium`; without it the Chromium tests say they skipped, or fail under
+//! `RLM_REQUIRE_TOOLS=1`, as in CI): no script error, the agent tree and every turn in
+//! the DOM, model-written markup kept as text.
 
 use crate::support;
 
@@ -36,17 +37,6 @@ fn run(dir: &Path) -> PathBuf {
         .run("How many lines?", Some(Context::from("a\nb\n")))
         .unwrap();
     path
-}
-
-fn chromium() -> Option<&'static str> {
-    ["chromium", "chromium-browser", "google-chrome"]
-        .into_iter()
-        .find(|name| {
-            Command::new(name)
-                .arg("--version")
-                .output()
-                .is_ok_and(|o| o.status.success())
-        })
 }
 
 /// Runs headless Chromium on `url` with `extra` arguments; its stdout, after checking
@@ -116,8 +106,7 @@ fn the_command_writes_the_page_next_to_the_trace() {
 
 #[test]
 fn chromium_renders_every_turn_and_the_agent_tree_without_script_errors() {
-    let Some(browser) = chromium() else {
-        println!("notice: chromium is not installed; skipping the headless-browser test");
+    let Some(browser) = support::external::chromium() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -221,8 +210,7 @@ fn a_ten_thousand_turn_page_loads_with_the_first_rows_rendered() {
     let trace = Trace::parse(&long_trace(10_000)).unwrap();
     let page = html(&trace, "long.jsonl");
     assert!(page.len() < 6_000_000, "{} bytes", page.len());
-    let Some(browser) = chromium() else {
-        println!("notice: chromium is not installed; skipping the headless-browser test");
+    let Some(browser) = support::external::chromium() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -241,8 +229,7 @@ fn a_ten_thousand_turn_page_loads_with_the_first_rows_rendered() {
 
 #[test]
 fn chromium_shows_the_children_of_a_turn_cut_short() {
-    let Some(browser) = chromium() else {
-        println!("notice: chromium is not installed; skipping the headless-browser test");
+    let Some(browser) = support::external::chromium() else {
         return;
     };
     // The root's turn 1 started a child, and the trace ends before that turn's line.

@@ -6,6 +6,8 @@ pub mod bad_fixtures;
 pub mod cli;
 #[cfg(feature = "cli")]
 pub mod corpus;
+pub mod external;
+pub mod hang;
 pub mod openai_server;
 #[cfg(feature = "cli")]
 pub mod peak;

@@ -44,8 +44,8 @@ pub(crate) struct ServeArgs {
     /// resume its stream before it is interrupted.
     #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
     disconnect_grace: f64,
-    /// A web origin whose pages may call the server (repeatable; also `allow_origins`
-    /// under `[serve]` in rlm.toml), e.g. http://localhost:5173 or http://localhost:*.
+    /// A web origin whose pages may call the server (also `allow_origins` under `[serve]`
+    /// in rlm.toml), e.g. http://localhost:5173 or http://localhost:*.
     /// Requests carrying any other Origin get 403.
     #[arg(long = "allow-origin", value_name = "URL")]
     allow_origin: Vec<String>,

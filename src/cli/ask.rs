@@ -37,7 +37,9 @@ pub(crate) struct AskArgs {
     /// Turns of each agent before giving up.
     #[arg(long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
     max_iterations: u32,
-    /// How deep `rlm_query` children may go (0: no children; `rlm_query` is then a plain sub-model call).
+    /// How deep `rlm_query` children may go. An agent at this depth is not offered
+    /// `rlm_query` (calling it is an error naming its scope) and uses `llm_query`; 0: no
+    /// children.
     #[arg(long, value_name = "N", default_value_t = 1)]
     max_depth: usize,
     /// Write the trajectory to FILE as JSON lines (a start line per agent, then one per turn), flushed as it goes.

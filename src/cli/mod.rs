@@ -1,4 +1,4 @@
-//! Argument parsing and dispatch for the `rlm` binary (SPEC §8).
+//! Argument parsing and dispatch for the `rlm` binary.
 //!
 //! Every command works on one registry: the baked one, with `--path DIR` directories
 //! layered on top (later wins), or only the directories with `--no-baked`.
@@ -8,6 +8,7 @@ mod ask_trace;
 mod check;
 mod eval;
 mod exec;
+mod help_markdown;
 mod inspect;
 mod meta;
 mod search;
@@ -23,14 +24,23 @@ use std::process::ExitCode;
 
 use std::sync::Arc;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use rlm_registry::catalog::Catalog;
 use rlm_registry::providers::{AgentScope, Config, Providers};
 use rlm_registry::{LoadError, Registry};
 
 /// Lua function registries for Recursive Language Model agents.
+///
+/// Every command works on one registry: the functions baked into the binary, with the
+/// `--path` directories layered on top (later wins), or only those with `--no-baked`.
+/// Commands that build an environment or list functions read `--config FILE`, or
+/// `rlm.toml` in the current directory, for the providers it enables.
+///
+/// Exit status: 0 on success; 2 on a usage error (a bad flag, a path or file that cannot
+/// be read, a bad rlm.toml); 1 when a registry breaks the conventions, and on the failures
+/// each command names.
 #[derive(Parser, Debug)]
-#[command(name = "rlm", version, about, long_about = None)]
+#[command(name = "rlm", version)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -38,7 +48,11 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Validate registry directories against the conventions (exit 0 ok, 1 violations, 2 usage or I/O).
+    /// Validate registry directories against the conventions.
+    ///
+    /// Reports every violation at once, rustc-style, with a stable code (E001…); with
+    /// `--path`, what those paths define, else the baked registry. Exit 0 ok (notes
+    /// allowed), 1 violations, 2 usage or an unreadable path.
     Check {
         #[command(flatten)]
         source: SourceArgs,
@@ -46,8 +60,11 @@ enum Command {
         #[arg(long, value_enum, default_value_t = Format::Human)]
         format: Format,
     },
-    /// List the registry's functions and the enabled providers' (`--all` adds the
-    /// built-ins).
+    /// List the functions an agent can call, one line each.
+    ///
+    /// The signature and summary of each registry function, then the enabled providers'
+    /// functions (`--all` adds the built-ins); `--json` gives full docs, source, provider
+    /// and scope.
     List {
         #[command(flatten)]
         source: SourceArgs,
@@ -58,15 +75,22 @@ enum Command {
         #[arg(long)]
         all: bool,
     },
-    /// Show one function's documentation and source (exit 1 if unknown).
+    /// Show one function's documentation and source.
+    ///
+    /// Registry functions, built-ins and providers' functions alike. Exit 1 for a name
+    /// that is not known, with a "did you mean".
     Show {
-        /// The function name.
+        /// The function's name, or its lookup id: `lua:NAME` (registry), `builtin:NAME`,
+        /// `provider:PROVIDER:NAME`.
         name: String,
         #[command(flatten)]
         source: SourceArgs,
     },
-    /// Print the registry's functions as a tool list (JSON Schema parameters) for OpenAI,
-    /// Anthropic or MCP; functions that cannot be tools are noted on stderr.
+    /// Print the functions as a tool list for OpenAI, Anthropic or MCP.
+    ///
+    /// Each registry and enabled provider's function whose parameters JSON can carry,
+    /// with a JSON Schema for them, as pretty JSON on stdout; functions that cannot be
+    /// tools are named on stderr with the reason.
     Tools {
         #[command(flatten)]
         source: SourceArgs,
@@ -77,7 +101,9 @@ enum Command {
         #[arg(long)]
         all: bool,
     },
-    /// Print the system-prompt addendum declaring every function.
+    /// Print the registry's part of the system prompt.
+    ///
+    /// Every function declared with its documentation, as the model reads it.
     Prompt {
         #[command(flatten)]
         source: SourceArgs,
@@ -86,10 +112,13 @@ enum Command {
         #[arg(long)]
         compact: bool,
     },
-    /// Run the examples in the registry's doc comments and the `*_test.lua` files under
-    /// `--path` in the sandbox (`llm_query` echoes its prompt); with no `--path`, the
-    /// baked registry's examples. Exit 0 all passed, 1 a failure or an error, 2 usage or
-    /// a registry that does not load.
+    /// Run the examples in doc comments and the `*_test.lua` files.
+    ///
+    /// Each example block and test file runs in the sandbox in a fresh environment
+    /// holding the registry; `llm_query` answers with its prompt, so no model is called.
+    /// With `--path`, the examples of those paths and the `*_test.lua` files under them;
+    /// with none, the baked registry's examples. Exit 0 all passed, 1 a failure or an
+    /// error, 2 usage or a registry that does not load.
     Test {
         #[command(flatten)]
         source: SourceArgs,
@@ -97,7 +126,11 @@ enum Command {
         #[arg(long, value_enum, default_value_t = Format::Human)]
         format: Format,
     },
-    /// Run Lua code in the sandbox and print its captured output (exit 1 on a Lua error or limit).
+    /// Run Lua code in the sandbox and print its output.
+    ///
+    /// What the code printed goes to stdout byte for byte; a Lua error or a limit goes to
+    /// stderr, with a hint when the code is Python written as Lua. Exit 0 ok, 1 a Lua
+    /// error or a limit, 2 usage or an unreadable file.
     Exec {
         /// The Lua code (any bytes: Lua source need not be UTF-8).
         code: std::ffi::OsString,
@@ -105,22 +138,34 @@ enum Command {
         run: exec::RunArgs,
     },
     /// Run a Lua file (or `-` for standard input) in the sandbox.
+    ///
+    /// As `rlm exec`, with the code read from FILE. Exit 0 ok, 1 a Lua error or a limit,
+    /// 2 usage or an unreadable file.
     Run {
         /// The Lua file, or `-` to read standard input.
         file: PathBuf,
         #[command(flatten)]
         run: exec::RunArgs,
     },
-    /// Answer a question with the full RLM loop: the model writes Lua over the context until
-    /// FINAL (exit 0 with the answer on stdout; 1 on the iteration limit, a spent budget or an
-    /// LLM failure).
+    /// Answer a question with the RLM loop.
+    ///
+    /// The model writes Lua over the context until it calls FINAL. The answer goes to
+    /// stdout; the live view and a usage summary go to stderr. Exit 0 answered; 1 when
+    /// the run hits its iteration limit, spends a budget, cannot reach the model (after
+    /// the client's retries), or the model errs three turns in a row or twice writes
+    /// neither code nor an answer; 2 on a usage error.
     Ask(ask::AskArgs),
-    /// Search the registry's functions (BM25 over name, description, capabilities and
-    /// keywords; `--mode balanced|accurate` adds an LLM rerank and query expansion);
-    /// `--queries FILE|-` answers one query per line as JSON lines.
+    /// Search the functions by what they do.
+    ///
+    /// BM25 over name, description, capabilities and keywords; `--mode balanced` adds a
+    /// rerank by the model, `--mode accurate` a query expansion too. `--queries FILE`
+    /// answers one query per line as JSON lines. Exit 0 (also when an LLM mode falls back
+    /// to the BM25 order), 2 usage.
     Search(search::SearchArgs),
-    /// List the providers (built-in and configured), whether each is enabled, and their
-    /// functions with their scopes.
+    /// List the providers and their functions.
+    ///
+    /// Every provider, built-in or configured, whether it is enabled, and its functions
+    /// with their scopes.
     Providers {
         #[command(flatten)]
         source: SourceArgs,
@@ -128,36 +173,52 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Write editor support: a LuaLS `---@meta` file declaring the built-ins and the
-    /// enabled providers' functions, and a `.luarc.json` for the registry directories.
+    /// Write editor support for LuaLS-compatible editors.
+    ///
+    /// `DIR/rlm-meta/rlm.lua`, a LuaLS `---@meta` file declaring the built-ins, the
+    /// enabled providers' functions, the baked registry's functions and `context`; and
+    /// `DIR/.luarc.json`, which points the language server at it and at the `--path`
+    /// directories. Exit 0, 2 when DIR cannot be written.
     Meta {
         #[command(flatten)]
         source: SourceArgs,
-        /// The directory to write `rlm-meta.lua` and `.luarc.json` into.
+        /// The directory to write `rlm-meta/rlm.lua` and `.luarc.json` into.
         #[arg(long, value_name = "DIR", default_value = ".")]
         out: PathBuf,
     },
-    /// Serve the registry and a sandboxed Lua REPL to other agents: MCP over stdio, or with
-    /// `--http ADDR` streamable HTTP MCP at /mcp and a JSON API on the same port (exit 0 on
-    /// SIGINT/SIGTERM or when the stdio client disconnects). `llm_query` in served code
-    /// calls a model only when `--model` or `--base-url` is given.
+    /// Serve the functions and a sandboxed Lua REPL over MCP and a JSON API.
+    ///
+    /// MCP over stdio; with `--http`, streamable HTTP MCP at /mcp and the JSON API on the
+    /// same port. `llm_query` in served code calls a model only when `--model` or
+    /// `--base-url` is given. Exit 0 on SIGINT/SIGTERM or when the stdio client
+    /// disconnects, 1 when it cannot serve, 2 on a usage error (a non-loopback address
+    /// without a token, say).
     Serve(serve::ServeArgs),
-    /// Look at a run's JSONL trace (`rlm ask --trace FILE`): `show` (a tree in the
-    /// terminal), `html` (one self-contained page), `export --format rlm` (the reference
-    /// RLM's log format). Exit 0, 1 no such agent or turn, 2 unreadable trace.
+    /// Look at a run's trace, as `rlm ask --trace FILE` writes it.
+    ///
+    /// `show`: a tree in the terminal; `html`: one self-contained page; `export`: the
+    /// reference RLM's log format. Exit 0, 1 no such agent or turn, 2 an unreadable trace
+    /// or one with no trace event.
     #[command(subcommand)]
     Trace(trace::TraceCommand),
-    /// Measure answer quality: generated tasks modelled on the RLM paper's (the families
-    /// of `--suite`) or your own (`--tasks FILE.jsonl`), answered by each method
-    /// (rlm, direct, rlm-bare); results, summary.md and report.html in `--out DIR`, resumed
-    /// when run again. `rlm eval generate` writes the tasks as JSONL.
+    /// Measure answer quality on generated tasks or your own.
+    ///
+    /// Tasks modelled on the RLM paper's (the families of `--suite`) or your own
+    /// (`--tasks FILE.jsonl`), answered by each method (rlm, direct, rlm-bare). Writes
+    /// results.jsonl, traces/, summary.md and report.html into `--out DIR`; the same
+    /// command run again resumes where it stopped. `rlm eval generate` writes the tasks as
+    /// JSONL. Exit 0 (a failed task scores 0), 1 results that cannot be written, 2 usage.
     Eval(eval::EvalArgs),
+    /// Print this command-line reference as Markdown (docs/cli.md), from the definitions
+    /// that parse the arguments.
+    #[command(hide = true)]
+    HelpMarkdown,
 }
 
 /// Where the registry comes from.
 #[derive(Args, Debug, Clone)]
 pub(crate) struct SourceArgs {
-    /// A registry directory (or .lua file) layered on top; repeatable, later wins.
+    /// A registry directory (or .lua file) layered on top; a later one wins.
     #[arg(long = "path", value_name = "DIR")]
     paths: Vec<PathBuf>,
     /// Leave out the registry baked into the binary.
@@ -286,6 +347,7 @@ pub fn run() -> ExitCode {
         Command::Serve(args) => serve::run(&args),
         Command::Trace(command) => trace::run(&command),
         Command::Eval(args) => eval::run(&args),
+        Command::HelpMarkdown => Output::success(help_markdown::markdown(Cli::command())),
     };
     output.emit()
 }

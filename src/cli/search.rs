@@ -28,7 +28,7 @@ pub(crate) struct SearchArgs {
     #[arg(long)]
     json: bool,
     /// The most results per query.
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, value_name = "N", default_value_t = 5)]
     max_results: usize,
     /// Keep only functions with this capability (`---@tag` or automatic).
     #[arg(long, value_name = "C")]

@@ -44,10 +44,10 @@ pub(crate) struct ServeArgs {
     /// resume its stream before it is interrupted.
     #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
     disconnect_grace: f64,
-    /// A web origin whose pages may call the server (repeatable; also `allow_origins`
-    /// under `[serve]` in rlm.toml), e.g. http://localhost:5173 or http://localhost:*.
-    /// Requests carrying any other Origin get 403, except the server's own
-    /// (http://localhost:PORT, http://127.0.0.1:PORT on the port it serves).
+    /// A web origin whose pages may call the server (also `allow_origins` under `[serve]`
+    /// in rlm.toml), e.g. http://localhost:5173 or http://localhost:*. Requests carrying
+    /// any other Origin get 403, except the server's own (http://localhost:PORT or
+    /// http://127.0.0.1:PORT on the port it serves).
     #[arg(long = "allow-origin", value_name = "URL")]
     allow_origin: Vec<String>,
     /// The largest request body, in bytes.

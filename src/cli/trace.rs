@@ -11,12 +11,17 @@ use super::{EXIT_USAGE, EXIT_VIOLATIONS, Output};
 /// `rlm trace`'s subcommands.
 #[derive(Subcommand, Debug, Clone)]
 pub(crate) enum TraceCommand {
-    /// The run as a tree: each agent, children under the turn that started them, each
-    /// turn's code, output or error (first lines), tokens and time; a header with the
-    /// question, outcome, turns, tokens per depth, model calls and wall time.
+    /// Print the run as a tree in the terminal.
+    ///
+    /// A header with the question, outcome, turns, tokens per depth, model calls and wall
+    /// time; then each agent, children under the turn that started them, and each turn's
+    /// code, output or error (first lines), tokens and time. A trace still being written,
+    /// or cut short, is read up to its last whole line.
     Show(ShowArgs),
-    /// Write one self-contained HTML page (no network access): timeline, agent tree,
-    /// every turn expandable, search.
+    /// Write the run as one self-contained HTML page.
+    ///
+    /// No script, font or request from elsewhere: a timeline per agent, the agent tree,
+    /// every turn expandable, and search.
     Html {
         /// The trace (JSON lines, as `rlm ask --trace` writes them).
         file: PathBuf,
@@ -25,6 +30,10 @@ pub(crate) enum TraceCommand {
         out: Option<PathBuf>,
     },
     /// Convert the trace to another log format.
+    ///
+    /// `--format rlm`: the reference RLM's RLMLogger JSONL, which its visualizer reads;
+    /// `--model`, `--max-depth` and `--max-iterations` fill in what the trace does not
+    /// record.
     Export(ExportArgs),
 }
 

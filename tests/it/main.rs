@@ -9,6 +9,8 @@ mod build_script;
 mod builtins;
 #[cfg(feature = "cli")]
 mod cli;
+#[cfg(feature = "cli")]
+mod cli_docs;
 #[cfg(feature = "runtime")]
 mod config;
 #[cfg(feature = "runtime")]
@@ -16,6 +18,7 @@ mod context;
 mod conventions;
 #[cfg(feature = "runtime")]
 mod csv;
+mod docs_links;
 #[cfg(feature = "cli")]
 mod editor;
 #[cfg(feature = "runtime")]

@@ -226,7 +226,12 @@ pub fn empty_tables_as_documented(value: Value, ty: &LuaType) -> Value {
             // The first alternative the value fits once its empty tables are shaped.
             alternatives
                 .iter()
-                .map(|alternative| (alternative, empty_tables_as_documented(value.clone(), alternative)))
+                .map(|alternative| {
+                    (
+                        alternative,
+                        empty_tables_as_documented(value.clone(), alternative),
+                    )
+                })
                 .find(|(alternative, shaped)| validate(shaped, alternative, "$").is_ok())
                 .map_or(value, |(_, shaped)| shaped)
         }

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use rlm_registry::Registry;
-use rlm_registry::environment::{Environment, Limits};
+use rlm_registry::environment::{Environment, ExecError, LimitKind, Limits};
 use rlm_registry::providers::{HostFunction, Providers};
 use rmcp::model::CallToolResult;
 use serde_json::{Value, json};
@@ -44,10 +44,18 @@ fn crossing() -> Vec<(&'static str, Value)> {
         ("sequence_with_null", json!([1, null, 3])),
         (
             "big_integers",
-            json!([9007199254740993i64, -9007199254740993i64, i64::MAX, i64::MIN]),
+            json!([
+                9007199254740993i64,
+                -9007199254740993i64,
+                i64::MAX,
+                i64::MIN
+            ]),
         ),
         ("floats", json!([0.1, 2.0, -2.5, 1.5e300, 1e-300, 5e-324])),
-        ("escapes", json!({"s": "tab\there \"quoted\" back\\slash \u{1} end"})),
+        (
+            "escapes",
+            json!({"s": "tab\there \"quoted\" back\\slash \u{1} end"}),
+        ),
         ("keys", json!({"two words": 1, "": 2, "✓": 3})),
         ("deep_ok", nested_objects(100)),
         ("nothing", json!(null)),
@@ -98,24 +106,27 @@ fn registry() -> Registry {
     }
 }
 
-/// An environment over the fixtures with the host function `probe`, which hands its
-/// argument back and keeps what it was given.
-fn environment() -> (Environment, Arc<Mutex<Vec<Value>>>) {
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let kept = Arc::clone(&seen);
+/// The built-in providers and the host function `probe`, which hands its argument back
+/// and keeps what it was given in `seen`.
+fn providers_with_probe(seen: Arc<Mutex<Vec<Value>>>) -> Arc<Providers> {
     let probe = HostFunction::typed(
         "probe",
         "--- Hands its argument back.\n---@param value any The value\n---@return any value The same value",
         move |_, (value,): (Value,)| {
-            kept.lock().unwrap().push(value.clone());
+            seen.lock().unwrap().push(value.clone());
             Ok::<_, String>(value)
         },
     );
     let mut providers = Providers::builtin();
     providers.register_function("probes", probe).unwrap();
+    Arc::new(providers)
+}
+
+/// An environment over the fixtures with `probe`, and what `probe` was given.
+fn environment() -> (Environment, Arc<Mutex<Vec<Value>>>) {
+    let seen = Arc::new(Mutex::new(Vec::new()));
     let env = Environment::builder(registry())
-        .providers(Arc::new(providers))
-        .limits(Limits::default())
+        .providers(providers_with_probe(Arc::clone(&seen)))
         .build()
         .unwrap();
     (env, seen)
@@ -135,7 +146,10 @@ fn every_case_crosses_as_the_same_json_on_every_in_process_surface() {
     for (case, expected) in crossing() {
         let value = case_value(case);
         // `json.encode`, its keys sorted as serde_json sorts an object's: the same text.
-        let sorted = output(&env, &format!("print(json.encode({value}, {{sort_keys = true}}))"));
+        let sorted = output(
+            &env,
+            &format!("print(json.encode({value}, {{sort_keys = true}}))"),
+        );
         assert_eq!(sorted, format!("{expected}\n"), "{case}: json.encode");
         let plain = output(&env, &format!("print(json.encode({value}))"));
         let parsed: Value = serde_json::from_str(&plain).unwrap();
@@ -161,7 +175,11 @@ fn every_case_crosses_as_the_same_json_on_every_in_process_surface() {
             &env,
             &format!("print(json.encode(probe({value}), {{sort_keys = true}}))"),
         );
-        assert_eq!(seen.lock().unwrap().as_slice(), [expected.clone()], "{case}: host argument");
+        assert_eq!(
+            seen.lock().unwrap().as_slice(),
+            std::slice::from_ref(&expected),
+            "{case}: host argument"
+        );
         assert_eq!(round, sorted, "{case}: host result");
     }
 }
@@ -176,8 +194,14 @@ fn every_refusal_reads_the_same_on_every_in_process_surface() {
             format!("json.encode: {}", at(&message, "value")),
             "{case}: json.encode"
         );
-        let error = env.call_function("json_case", vec![json!(case)]).unwrap_err();
-        assert_eq!(error.message(), at(&message, "result"), "{case}: call_function");
+        let error = env
+            .call_function("json_case", vec![json!(case)])
+            .unwrap_err();
+        assert_eq!(
+            error.message(),
+            at(&message, "result"),
+            "{case}: call_function"
+        );
         env.execute(&format!("x = {value}")).unwrap();
         let error = env.get_global("x").unwrap_err();
         assert_eq!(error.message(), at(&message, "x"), "{case}: get_global");
@@ -207,7 +231,10 @@ fn json_values_go_into_lua_the_same_way_on_every_in_process_surface() {
         // `json.decode` of its text.
         env.set_global("text", &json!(text)).unwrap();
         assert_eq!(
-            output(&env, "print(json.encode(json.decode(text), {sort_keys = true}))"),
+            output(
+                &env,
+                "print(json.encode(json.decode(text), {sort_keys = true}))"
+            ),
             format!("{text}\n"),
             "{case}: json.decode"
         );
@@ -220,7 +247,9 @@ fn json_nested_too_deep_for_lua_is_refused_on_every_in_process_surface() {
     let deep = nested_arrays(101);
     let path = "[1]".repeat(100);
     let message = |root: &str| format!("nested deeper than 100 levels (at {root}{path})");
-    let error = env.call_function("json_text", vec![deep.clone()]).unwrap_err();
+    let error = env
+        .call_function("json_text", vec![deep.clone()])
+        .unwrap_err();
     assert_eq!(error.message(), message("argument 1"));
     let error = env.set_global("y", &json!({"a": deep})).unwrap_err();
     assert_eq!(
@@ -235,7 +264,9 @@ fn json_nested_too_deep_for_lua_is_refused_on_every_in_process_surface() {
     );
     // A hundred levels are fine everywhere.
     let hundred = nested_arrays(100);
-    let called = env.call_function("json_text", vec![hundred.clone()]).unwrap();
+    let called = env
+        .call_function("json_text", vec![hundred.clone()])
+        .unwrap();
     assert_eq!(called, json!(hundred.to_string()));
 }
 
@@ -292,32 +323,50 @@ async fn the_json_api_and_mcp_of_a_real_server_give_the_same_json_and_the_same_r
         command.args(["serve", "--http", "127.0.0.1:0", "--path", FIXTURES]);
         let served = ServedProcess::spawn(command).await;
         let url = |path: &str| format!("http://{}{path}", served.address);
-        let post = |path: &str, body: Value| {
-            request("POST", url(path), Some(&body.to_string()), None)
-        };
+        let post =
+            |path: &str, body: Value| request("POST", url(path), Some(&body.to_string()), None);
         let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(url("/mcp"));
         let mcp = rmcp::ServiceExt::serve((), transport).await.unwrap();
 
         // The value that a registry function returns, with `json.null` and `{}` in it.
         assert_eq!(
             post("/v1/functions/nully", json!({"value": "a"})).await,
-            (200, json!({"result": {"value": "a", "missing": null, "empty": {}}}))
+            (
+                200,
+                json!({"result": {"value": "a", "missing": null, "empty": {}}})
+            )
         );
 
         for (case, expected) in crossing() {
             let arguments = json!({"name": case});
             let answer = post("/v1/functions/json_case", arguments.clone()).await;
-            assert_eq!(answer, (200, json!({"result": expected})), "{case}: JSON API");
+            assert_eq!(
+                answer,
+                (200, json!({"result": expected})),
+                "{case}: JSON API"
+            );
             let called = call(&mcp, "json_case", arguments).await;
-            assert_eq!(mcp_outcome(&called), Ok(json!({"result": expected})), "{case}: MCP");
+            assert_eq!(
+                mcp_outcome(&called),
+                Ok(json!({"result": expected})),
+                "{case}: MCP"
+            );
 
             // The same JSON as an argument, as Lua encodes it back.
             let text = json!(expected.to_string());
             let arguments = json!({"value": expected});
             let answer = post("/v1/functions/json_text", arguments.clone()).await;
-            assert_eq!(answer, (200, json!({"result": text})), "{case}: JSON API argument");
+            assert_eq!(
+                answer,
+                (200, json!({"result": text})),
+                "{case}: JSON API argument"
+            );
             let called = call(&mcp, "json_text", arguments).await;
-            assert_eq!(mcp_outcome(&called), Ok(json!({"result": text})), "{case}: MCP argument");
+            assert_eq!(
+                mcp_outcome(&called),
+                Ok(json!({"result": text})),
+                "{case}: MCP argument"
+            );
         }
 
         for (case, message) in refused() {
@@ -335,11 +384,67 @@ async fn the_json_api_and_mcp_of_a_real_server_give_the_same_json_and_the_same_r
             "[1]".repeat(100)
         );
         let answer = post("/v1/functions/json_text", deep.clone()).await;
-        assert_eq!(answer, (422, json!({"error": failed})), "JSON API, too deep");
+        assert_eq!(
+            answer,
+            (422, json!({"error": failed})),
+            "JSON API, too deep"
+        );
         let called = call(&mcp, "json_text", deep).await;
         assert_eq!(mcp_outcome(&called), Err(failed), "MCP, too deep");
 
         mcp.cancel().await.unwrap();
     })
     .await;
+}
+
+#[test]
+fn a_null_global_is_nil_and_a_built_in_cannot_be_set() {
+    let (env, _) = environment();
+    env.set_global("y", &json!([1])).unwrap();
+    env.set_global("y", &json!(null)).unwrap();
+    assert_eq!(output(&env, "print(y)"), "nil\n");
+    assert_eq!(env.get_global("y").unwrap(), json!(null));
+    let error = env.set_global("print", &json!(1)).unwrap_err();
+    assert_eq!(error.message(), "cannot assign to built-in 'print'");
+    assert_eq!(output(&env, "print('still')"), "still\n");
+}
+
+/// `x = {x, x}` thirty times over is a billion leaves to JSON, which has no references:
+/// what each surface makes outside Lua counts against the memory limit as it grows.
+#[test]
+fn a_table_repeated_a_billion_times_stops_at_the_memory_limit_on_every_surface() {
+    let env = Environment::builder(registry())
+        .providers(providers_with_probe(Arc::default()))
+        .limits(Limits {
+            memory_bytes: 16 << 20,
+            ..Limits::default()
+        })
+        .build()
+        .unwrap();
+    env.execute(
+        "function doubled() local x = {'leaf'} for _ = 1, 30 do x = {x, x} end return x end",
+    )
+    .unwrap();
+    env.execute("x = doubled()").unwrap();
+    let is_memory = |error: ExecError| {
+        assert!(
+            matches!(
+                error,
+                ExecError::Limit {
+                    kind: LimitKind::Memory,
+                    ..
+                }
+            ),
+            "{error}"
+        );
+    };
+    is_memory(env.execute("json.encode(x)").unwrap_err());
+    is_memory(env.call_function("doubled", vec![]).unwrap_err());
+    is_memory(env.get_global("x").unwrap_err());
+    is_memory(env.execute("probe(x)").unwrap_err());
+    // The environment works on.
+    assert_eq!(
+        output(&env, "print(json.encode({#x, x[1] == x[2]}))"),
+        "[2,true]\n"
+    );
 }

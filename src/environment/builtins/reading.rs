@@ -71,7 +71,6 @@ pub(super) fn known_options(function: BuiltinId, opts: &Table, known: &[&str]) -
     Ok(())
 }
 
-
 /// Records a batched iterator reads into Rust per call; its Lua closure hands them out
 /// one by one, so a record costs no crossing of the Rust/Lua boundary.
 const BATCH: usize = 64;

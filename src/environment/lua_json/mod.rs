@@ -62,13 +62,14 @@
 //! [`Environment::get_global`]: super::Environment::get_global
 //! [`Environment::set_global`]: super::Environment::set_global
 
-pub(crate) mod tape;
+mod tape;
 mod text;
 mod value;
 mod walk;
 
 use mlua::{Lua, MultiValue, Table, Value};
 use serde_json::Value as Json;
+use serde_json::ser::Formatter;
 
 use crate::engines::limits::Guard;
 use crate::engines::meter::WorkMeter;
@@ -133,34 +134,56 @@ pub(crate) fn encode_text(
     options: TextOptions,
 ) -> Result<Vec<u8>, CrossError> {
     let meter = WorkMeter::new(lua, guard);
-    let root = "value";
-    let out = match options.indent {
-        None => {
-            let mut walk = Walk::new(lua, arrays, TextSink::compact(), options.sort_keys, meter);
-            walk.root(value, root)?;
-            walk.finish()?.into_bytes()
-        }
+    match options.indent {
+        None => write_text(
+            Walk::new(lua, arrays, TextSink::compact(), options.sort_keys, meter),
+            value,
+        ),
         Some(indent) => {
-            let sink = TextSink::pretty(indent.min(MAX_INDENT));
-            let mut walk = Walk::new(lua, arrays, sink, options.sort_keys, meter);
-            walk.root(value, root)?;
-            walk.finish()?.into_bytes()
+            let sink = TextSink::pretty(indent);
+            write_text(
+                Walk::new(lua, arrays, sink, options.sort_keys, meter),
+                value,
+            )
         }
-    };
-    Ok(out)
+    }
+}
+
+/// The text `walk` writes of `value`, whatever its layout.
+fn write_text<F: Formatter>(
+    mut walk: Walk<TextSink<F>>,
+    value: &Value,
+) -> Result<Vec<u8>, CrossError> {
+    walk.root(value, "value")?;
+    Ok(walk.finish()?.into_bytes())
 }
 
 /// `value` as a `serde_json::Value`; a refusal's path starts at `root`.
-pub(crate) fn to_json(lua: &Lua, guard: &Guard, value: &Value, root: &str) -> Result<Json, CrossError> {
+pub(crate) fn to_json(
+    lua: &Lua,
+    guard: &Guard,
+    value: &Value,
+    root: &str,
+) -> Result<Json, CrossError> {
     let arrays = array_metatable(lua)?;
-    let mut walk = Walk::new(lua, &arrays, ValueSink::default(), false, WorkMeter::new(lua, guard));
+    let mut walk = Walk::new(
+        lua,
+        &arrays,
+        ValueSink::default(),
+        false,
+        WorkMeter::new(lua, guard),
+    );
     walk.root(value, root)?;
     Ok(walk.finish()?.take())
 }
 
 /// A function's results as one JSON value: none → `null`, one → it, several → an array.
 /// A refusal's path starts at `result` (`result 2` for the second of several).
-pub(crate) fn results_to_json(lua: &Lua, guard: &Guard, results: &MultiValue) -> Result<Json, CrossError> {
+pub(crate) fn results_to_json(
+    lua: &Lua,
+    guard: &Guard,
+    results: &MultiValue,
+) -> Result<Json, CrossError> {
     let mut values = values_to_json(lua, guard, results, |i| match i {
         0 => "result".to_string(),
         _ => format!("result {}", i + 1),
@@ -190,7 +213,13 @@ fn values_to_json(
     root: impl Fn(usize) -> String,
 ) -> Result<Vec<Json>, CrossError> {
     let arrays = array_metatable(lua)?;
-    let mut walk = Walk::new(lua, &arrays, ValueSink::default(), false, WorkMeter::new(lua, guard));
+    let mut walk = Walk::new(
+        lua,
+        &arrays,
+        ValueSink::default(),
+        false,
+        WorkMeter::new(lua, guard),
+    );
     let mut converted = Vec::with_capacity(values.len());
     for (i, value) in values.iter().enumerate() {
         walk.root(value, &root(i))?;
@@ -202,7 +231,12 @@ fn values_to_json(
 
 /// A JSON value standing for an argument, a result or a global: `null` is `nil` (no
 /// value), anything else as [`tape::from_json`] makes it; a refusal's path starts at `root`.
-pub(crate) fn to_lua(lua: &Lua, guard: &Guard, value: &Json, root: &str) -> Result<Value, CrossError> {
+pub(crate) fn to_lua(
+    lua: &Lua,
+    guard: &Guard,
+    value: &Json,
+    root: &str,
+) -> Result<Value, CrossError> {
     if value.is_null() {
         return Ok(Value::Nil);
     }
@@ -217,7 +251,12 @@ pub(crate) fn arguments_to_lua(
 ) -> Result<MultiValue, CrossError> {
     let mut values = MultiValue::with_capacity(arguments.len());
     for (i, argument) in arguments.iter().enumerate() {
-        values.push_back(to_lua(lua, guard, argument, &format!("argument {}", i + 1))?);
+        values.push_back(to_lua(
+            lua,
+            guard,
+            argument,
+            &format!("argument {}", i + 1),
+        )?);
     }
     Ok(values)
 }

@@ -242,7 +242,12 @@ pub(crate) fn read_text(
 }
 
 /// Reads `value` into `tape`; a refusal names the path from `root` to where it is.
-fn read_json(value: &Json, tape: &mut Tape, meter: &mut WorkMeter, root: &str) -> Result<(), CrossError> {
+fn read_json(
+    value: &Json,
+    tape: &mut Tape,
+    meter: &mut WorkMeter,
+    root: &str,
+) -> Result<(), CrossError> {
     tape.clear();
     let mut recorder = Recorder {
         tape,
@@ -438,7 +443,12 @@ pub(crate) fn decode_text(
 }
 
 /// `value` as a Lua value (`null` is `json.null`); a refusal names the path from `root`.
-pub(crate) fn from_json(lua: &Lua, guard: &Guard, value: &Json, root: &str) -> Result<Value, CrossError> {
+pub(crate) fn from_json(
+    lua: &Lua,
+    guard: &Guard,
+    value: &Json,
+    root: &str,
+) -> Result<Value, CrossError> {
     array_metatable(lua)?;
     let mut meter = WorkMeter::new(lua, guard);
     let mut tape = Tape::default();

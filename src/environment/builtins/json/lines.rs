@@ -7,12 +7,12 @@ use mlua::{Function, Lua, LuaString, Value, ffi};
 
 use super::super::reading::{RecordSource, batched_iterator, text_arg};
 use super::without_bom;
-use crate::environment::lua_json::{
-    ARRAY_METATABLE_C, Builder, MAX_DEPTH, Tape, array_metatable, read_text,
-};
 use crate::conventions::builtins::BuiltinId;
 use crate::engines::meter::WorkMeter;
 use crate::environment::limits::Tripwire;
+use crate::environment::lua_json::{
+    ARRAY_METATABLE_C, Builder, MAX_DEPTH, Tape, array_metatable, read_text,
+};
 
 /// Where one `json.lines` iteration stands.
 struct Lines {

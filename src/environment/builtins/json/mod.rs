@@ -28,9 +28,9 @@ use crate::conventions::builtins::BuiltinId;
 use crate::environment::limits::Tripwire;
 use crate::environment::lua_json::{array_metatable, decode_text};
 
+pub(in crate::environment::builtins) use crate::environment::lua_json::null;
 pub(in crate::environment::builtins) use encode::encode;
 pub(in crate::environment::builtins) use lines::lines;
-pub(in crate::environment::builtins) use crate::environment::lua_json::null;
 
 /// `json.decode(text)`.
 pub(super) fn decode(lua: &Lua, tripwire: &Rc<Tripwire>) -> mlua::Result<Function> {

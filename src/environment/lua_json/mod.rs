@@ -4,10 +4,11 @@
 //! functions' arguments and results, and [`Environment::get_global`] /
 //! [`Environment::set_global`].
 //!
-//! Lua → JSON is one walk over the value ([`walk`]), which applies the rules below and
-//! feeds either the text writer of `json.encode` ([`text`]) or a `serde_json::Value`
-//! builder ([`value`]). JSON → Lua is one builder from a flat tape of events ([`tape`]),
-//! which serde_json records from JSON text or from a `serde_json::Value` alike.
+//! Lua → JSON is one walk over the value (`walk.rs`), which applies the rules below and
+//! feeds either the text writer of `json.encode` (`text.rs`) or a `serde_json::Value`
+//! builder (`value.rs`). JSON → Lua is one builder from a flat tape of events
+//! (`tape.rs`), which serde_json records from JSON text or from a `serde_json::Value`
+//! alike.
 //!
 //! # The rules
 //!
@@ -26,7 +27,7 @@
 //! | a function, userdata, a thread | refused |
 //!
 //! From JSON, an integer past 64 bits becomes a float, as Lua's own `tonumber` does, and
-//! an object's keys are strings. Nesting deeper than [`MAX_DEPTH`] arrays and objects is
+//! an object's keys are strings. Nesting deeper than 100 arrays and objects is
 //! refused both ways; so is a table that contains itself (a cycle), while a table met
 //! twice elsewhere is written twice. What is made outside Lua on the way (the text, the
 //! `serde_json::Value`, the tape) counts against the memory limit as it grows.

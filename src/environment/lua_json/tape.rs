@@ -30,7 +30,8 @@ enum Event {
     Float(f64),
     /// A string of the input, by byte range.
     Input(usize, usize),
-    /// A string of the side buffer (it had escapes), by byte range.
+    /// A string of the side buffer (it had escapes, or is a `serde_json::Value`'s), by
+    /// byte range.
     Unescaped(usize, usize),
     /// An array of this many values, which follow.
     Array(usize),

@@ -64,6 +64,27 @@ result = errors",
 result = len(records)",
     },
     Operation {
+        name: "json.encode (each record of json.lines)",
+        input: Input::JsonLines,
+        lua: "local bytes = 0
+              for r in json.lines(context) do bytes = bytes + #json.encode(r) end
+              result = bytes",
+        python: "bytes = 0
+for line in s.split('\\n'):
+    if not line.strip(): continue
+    bytes += len(json.dumps(json.loads(line), separators=(',', ':')))
+result = bytes",
+    },
+    Operation {
+        name: "json.encode (all records, one document)",
+        input: Input::JsonLines,
+        lua: "local records, n = {}, 0
+              for r in json.lines(context) do n = n + 1; records[n] = r end
+              result = #json.encode(records)",
+        python: "records = [json.loads(line) for line in s.split('\\n') if line]
+result = len(json.dumps(records, separators=(',', ':')))",
+    },
+    Operation {
         name: "csv.parse (header) / csv.DictReader",
         input: Input::Csv,
         lua: "result = #csv.parse(context)",

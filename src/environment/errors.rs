@@ -145,6 +145,17 @@ fn lua_type_of(rust_type: &str) -> &str {
     }
 }
 
+/// A value as an error message shows it: `"name"`, `3`, `2.5`, `true`, `a function`.
+pub(crate) fn describe_value(value: &Value) -> String {
+    match value {
+        Value::String(text) => quoted(&text.as_bytes()),
+        Value::Integer(i) => i.to_string(),
+        Value::Number(n) => n.to_string(),
+        Value::Boolean(b) => b.to_string(),
+        other => format!("a {}", other.type_name()),
+    }
+}
+
 /// The message of a Lua error without mlua's wrapping and traceback.
 pub(crate) fn lua_message(error: &mlua::Error) -> String {
     let text = match error {

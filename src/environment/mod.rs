@@ -31,9 +31,9 @@ mod chunks;
 mod errors;
 pub mod hints;
 mod hook;
-mod json;
 mod limits;
 mod load;
+pub mod lua_json;
 mod output;
 mod protected;
 mod sandbox;
@@ -46,7 +46,7 @@ use mlua::{Function, Lua, Table, Value};
 
 use chunks::InternalChunk;
 
-use crate::engines::{meter, patterns, re};
+use crate::engines::{patterns, re};
 
 use limits::Tripwire;
 pub use limits::{Interrupt, LimitKind, Limits, OutputObserver};
@@ -360,13 +360,11 @@ impl Environment {
     /// [`Environment::execute`], and returns its result as JSON. What it prints is
     /// discarded.
     ///
-    /// JSON → Lua: `null` → `nil`, numbers → integers when integral and in range,
-    /// otherwise floats, arrays → sequences (1-based), objects → tables with string keys.
-    /// Lua → JSON: no value → `null`, one value → that value, several → an array; a
-    /// table whose keys are exactly `1..n` → an array, the empty table → `[]`, other
-    /// tables → objects (number keys written as strings); functions, userdata,
-    /// threads, NaN and infinities, and tables nested deeper than 64 levels (cycles)
-    /// are errors.
+    /// Both ways follow the one Lua ↔ JSON mapping, [`lua_json`], as `json.encode` and
+    /// `json.decode` do: a `null` argument is `nil`, one inside a value `json.null`; no
+    /// result is `null`, one is the value, several are an array. A result JSON cannot
+    /// hold (a function, a cycle, NaN, a string that is not UTF-8) is an error naming
+    /// where it is (`result.items[3]`).
     ///
     /// ```
     /// use serde_json::json;
@@ -403,17 +401,66 @@ impl Environment {
                     )));
                 }
             };
-            let mut values = Vec::with_capacity(args.len());
-            for arg in &args {
-                values.push(json::to_lua(&self.lua, arg, 0)?);
-            }
-            let results = function.call::<mlua::MultiValue>(mlua::MultiValue::from_vec(values))?;
-            let mut meter = meter::WorkMeter::new(&self.lua, &self.tripwire);
-            json::results_to_json(results, &mut json::Made::new(&mut meter))
+            let args = lua_json::arguments_to_lua(&self.lua, &self.tripwire, &args)
+                .map_err(|error| error.into_lua(""))?;
+            let results = function.call::<mlua::MultiValue>(args)?;
+            lua_json::results_to_json(&self.lua, &self.tripwire, &results)
+                .map_err(|error| error.into_lua(""))
         })?;
         // What it printed is discarded.
         self.take_output();
         Ok(value)
+    }
+
+    /// The global `name` as JSON, by the one Lua ↔ JSON mapping ([`lua_json`]): `nil`
+    /// is `null`. A value JSON cannot hold is an error naming where it is (`x.a.b`). A
+    /// registry function's name reads as that function, which is such a value.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use rlm_registry::{Registry, environment::{Environment, Limits}};
+    ///
+    /// let env = Environment::new(Registry::baked().clone(), Limits::default())?;
+    /// env.execute("x = {a = {b = 1.5, c = json.null}, list = json.array()}")?;
+    /// assert_eq!(env.get_global("x")?, json!({"a": {"b": 1.5, "c": null}, "list": []}));
+    /// assert_eq!(env.get_global("unset")?, json!(null));
+    /// env.execute("x.a.b = print")?;
+    /// assert_eq!(env.get_global("x").unwrap_err().message(), "cannot encode a function (at x.a.b)");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn get_global(&self, name: &str) -> Result<serde_json::Value, ExecError> {
+        let value = self.run(|| {
+            let value = self.lua.globals().get::<Value>(name)?;
+            lua_json::to_json(&self.lua, &self.tripwire, &value, name)
+                .map_err(|error| error.into_lua(""))
+        });
+        // A registry file loaded on the way may have printed.
+        self.take_output();
+        value
+    }
+
+    /// Sets the global `name` to `value`, by the one Lua ↔ JSON mapping ([`lua_json`]):
+    /// `null` removes it, a `null` inside the value is `json.null`. A built-in's name
+    /// cannot be assigned, as in Lua code.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use rlm_registry::{Registry, environment::{Environment, Limits}};
+    ///
+    /// let env = Environment::new(Registry::baked().clone(), Limits::default())?;
+    /// env.set_global("records", &json!([{"id": 1, "tags": []}, {"id": 2, "note": null}]))?;
+    /// let run = env.execute("print(#records, records[2].note == json.null, json.encode(records[1].tags))")?;
+    /// assert_eq!(run.output, "2\ttrue\t[]\n");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn set_global(&self, name: &str, value: &serde_json::Value) -> Result<(), ExecError> {
+        self.run(|| {
+            let value = lua_json::to_lua(&self.lua, &self.tripwire, value, name)
+                .map_err(|error| error.into_lua(""))?;
+            self.lua.globals().set(name, value)
+        })?;
+        self.take_output();
+        Ok(())
     }
 
     fn take_output(&self) -> String {

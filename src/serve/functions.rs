@@ -8,7 +8,7 @@ use crate::catalog::Catalog;
 use crate::conventions::lua_type::LuaType;
 use crate::search::{FunctionSearch, SearchOptions};
 use crate::spec::FunctionSpec;
-use crate::tools::call::validate;
+use crate::tools::call::{empty_tables_as_documented, validate};
 
 /// How many results `search_functions` and `GET /v1/search` return at most.
 pub const MAX_SEARCH_RESULTS: usize = 50;
@@ -71,25 +71,23 @@ pub(super) fn search(
     json!(FunctionSearch::search(functions, query, &options))
 }
 
-/// `value`, checked against the documented return type: Lua's empty table becomes `{}`
-/// where an object is documented (Lua cannot tell `{}` from `[]`); anything else that
-/// does not match is an error, since a client validates structured results.
+/// `value`, checked against the documented return type, its empty tables first given
+/// the kind documented at their place ([`empty_tables_as_documented`]: Lua's empty table
+/// is `{}` unless marked with `json.array`); anything else that does not match is an
+/// error, since a client validates structured results.
 ///
 /// ```
 /// use serde_json::json;
 /// use rlm_registry::{serve::conform, tools::parse_type};
 ///
+/// let names = parse_type("string[]").unwrap();
+/// assert_eq!(conform(json!({}), &names), Ok(json!([])));
 /// let counts = parse_type("table<string, integer>").unwrap();
 /// assert_eq!(conform(json!([]), &counts), Ok(json!({})));
 /// assert!(conform(json!("text"), &parse_type("integer").unwrap()).is_err());
 /// ```
 pub fn conform(value: Value, output: &LuaType) -> Result<Value, String> {
-    if validate(&value, output, "$").is_ok() {
-        return Ok(value);
-    }
-    if value == json!([]) && validate(&json!({}), output, "$").is_ok() {
-        return Ok(json!({}));
-    }
+    let value = empty_tables_as_documented(value, output);
     match validate(&value, output, "$") {
         Ok(()) => Ok(value),
         Err((path, message)) => Err(format!(

@@ -174,7 +174,7 @@ pub(crate) struct State {
 
 /// A registry function's result, checked against its documented return type.
 pub(crate) struct Called {
-    /// The value (Lua's empty table as `{}` where an object is documented).
+    /// The value (empty tables given the kind documented at their place).
     value: Value,
     /// Whether the function documents one return type (the MCP tool then has an
     /// `outputSchema` and answers with `structuredContent`).

@@ -176,6 +176,70 @@ pub fn validate(value: &Value, ty: &LuaType, path: &str) -> Result<(), (String, 
     }
 }
 
+/// `value` with each empty array or object given the kind `ty` documents at its place:
+/// Lua has one empty table, which the Lua ↔ JSON mapping writes as `{}` unless it is
+/// marked with `json.array`, so a function documented to return `string[]` that returns
+/// `{}` answers `[]` (and an empty array where an object is documented is `{}`).
+/// Anything else is left as it is, for [`validate`] to judge.
+///
+/// ```
+/// use serde_json::json;
+/// use rlm_registry::tools::{call::empty_tables_as_documented, parse_type};
+///
+/// let ty = parse_type("{ names: string[], counts: table<string, integer> }").unwrap();
+/// let value = json!({"names": {}, "counts": []});
+/// assert_eq!(empty_tables_as_documented(value, &ty), json!({"names": [], "counts": {}}));
+/// ```
+pub fn empty_tables_as_documented(value: Value, ty: &LuaType) -> Value {
+    match (ty, value) {
+        (LuaType::Array(_), Value::Object(object)) if object.is_empty() => Value::Array(Vec::new()),
+        (LuaType::Map(_) | LuaType::Record(_), Value::Array(items)) if items.is_empty() => {
+            Value::Object(serde_json::Map::new())
+        }
+        (LuaType::Array(item), Value::Array(items)) => Value::Array(
+            items
+                .into_iter()
+                .map(|value| empty_tables_as_documented(value, item))
+                .collect(),
+        ),
+        (LuaType::Map(item), Value::Object(object)) => Value::Object(
+            object
+                .into_iter()
+                .map(|(key, value)| (key, empty_tables_as_documented(value, item)))
+                .collect(),
+        ),
+        (LuaType::Record(fields), Value::Object(object)) => Value::Object(
+            object
+                .into_iter()
+                .map(|(key, value)| {
+                    let value = match fields.iter().find(|field| field.name == key) {
+                        Some(field) => empty_tables_as_documented(value, &field.ty),
+                        None => value,
+                    };
+                    (key, value)
+                })
+                .collect(),
+        ),
+        (LuaType::Union(alternatives), value) => {
+            if validate(&value, ty, "$").is_ok() {
+                return value;
+            }
+            // The first alternative the value fits once its empty tables are shaped.
+            alternatives
+                .iter()
+                .map(|alternative| {
+                    (
+                        alternative,
+                        empty_tables_as_documented(value.clone(), alternative),
+                    )
+                })
+                .find(|(alternative, shaped)| validate(shaped, alternative, "$").is_ok())
+                .map_or(value, |(_, shaped)| shaped)
+        }
+        (_, value) => value,
+    }
+}
+
 /// JSON Schema's `integer`: a number with no fractional part (`2.0` counts).
 fn is_integer(value: &Value) -> bool {
     match value {
@@ -379,11 +443,16 @@ impl ToolCaller {
             }
         };
         let args = positional_args(tool, arguments)?;
-        self.environment
+        let value = self
+            .environment
             .call_function(name, args)
             .map_err(|error| CallError::Execution {
                 name: name.to_string(),
                 error,
-            })
+            })?;
+        Ok(match &tool.output {
+            Some(output) => empty_tables_as_documented(value, output),
+            None => value,
+        })
     }
 }

@@ -31,6 +31,8 @@ mod fidelity;
 mod grep;
 #[cfg(feature = "runtime")]
 mod json;
+#[cfg(feature = "cli")]
+mod json_mapping;
 mod layers;
 #[cfg(feature = "runtime")]
 mod llm_client;

@@ -9,9 +9,8 @@ use mlua::{Function, Lua, MultiValue, Value};
 
 use super::state::BuiltinState;
 use crate::catalog::Catalog;
-use crate::engines::meter::WorkMeter;
 use crate::environment::errors::{lua_message, raise_failures};
-use crate::environment::json;
+use crate::environment::lua_json;
 use crate::providers::host::JsonHandler;
 use crate::providers::{Call, RawHandler};
 
@@ -47,9 +46,10 @@ pub(super) fn host_raw(
     raise_failures(lua, inner)
 }
 
-/// A host function over JSON: arguments converted (missing trailing ones as `null`,
-/// extra ones dropped unless it takes `...`), the result converted back; an `Err` is a
-/// Lua error prefixed with the name.
+/// A host function over JSON: arguments converted by the one Lua ↔ JSON mapping
+/// ([`lua_json`]; missing trailing ones as `null`, extra ones dropped unless it takes
+/// `...`), the result converted back (`null` is `nil`); an `Err`, or a value that cannot
+/// cross, is a Lua error prefixed with the name.
 pub(super) fn host_json(
     lua: &Lua,
     state: &Rc<BuiltinState>,
@@ -61,27 +61,21 @@ pub(super) fn host_json(
     let (state, catalog, name) = (Rc::clone(state), Arc::clone(catalog), name.to_string());
     let arity = params.len();
     let varargs = params.last().is_some_and(|p| p.name() == "...");
+    let prefix = format!("{name}: ");
     let inner = lua.create_function(move |lua, args: MultiValue| {
-        let converted = || -> Result<serde_json::Value, String> {
-            let mut values = Vec::with_capacity(args.len().max(arity));
-            let mut meter = WorkMeter::new(lua, &state.tripwire);
-            let mut made = json::Made::new(&mut meter);
-            for (i, arg) in args.iter().enumerate() {
-                let value = json::to_json(arg, &format!("argument {}", i + 1), 0, &mut made)
-                    .map_err(|e| lua_message(&e))?;
-                values.push(value);
-            }
+        let guard = &state.tripwire;
+        let called = || -> mlua::Result<Value> {
+            let mut values = lua_json::arguments_to_json(lua, guard, &args)
+                .map_err(|error| error.into_lua(&prefix))?;
             values.resize(values.len().max(arity), serde_json::Value::Null);
             if !varargs {
                 values.truncate(arity);
             }
-            handler(&call(lua, &state, &catalog, &name), values)
+            let result = handler(&call(lua, &state, &catalog, &name), values)
+                .map_err(|error| mlua::Error::RuntimeError(format!("{prefix}{error}")))?;
+            lua_json::to_lua(lua, guard, &result, "result").map_err(|error| error.into_lua(&prefix))
         };
-        let result = converted()
-            .map_err(|e| mlua::Error::RuntimeError(format!("{name}: {e}")))
-            .and_then(|value| json::to_lua(lua, &value, 0))
-            .map(|value| MultiValue::from_iter([value]));
-        outcome(lua, result)
+        outcome(lua, called().map(|value| MultiValue::from_iter([value])))
     })?;
     raise_failures(lua, inner)
 }

@@ -11,7 +11,8 @@ use mlua::{Function, Lua, LuaString, Table, Value, ffi};
 use crate::conventions::builtins::BuiltinId;
 use crate::engines::meter::WorkMeter;
 use crate::environment::chunks::InternalChunk;
-use crate::environment::errors::{is_memory_error, per_state, plain_message, quoted};
+pub(super) use crate::environment::errors::describe_value;
+use crate::environment::errors::{is_memory_error, per_state, plain_message};
 use crate::environment::limits::{LimitKind, Tripwire};
 
 /// A Lua allocation refused at the memory limit, recorded as that limit: the protected
@@ -68,17 +69,6 @@ pub(super) fn known_options(function: BuiltinId, opts: &Table, known: &[&str]) -
         )));
     }
     Ok(())
-}
-
-/// A value as an error message shows it: `"name"`, `3`, `2.5`, `true`, `a function`.
-pub(super) fn describe_value(value: &Value) -> String {
-    match value {
-        Value::String(text) => quoted(&text.as_bytes()),
-        Value::Integer(i) => i.to_string(),
-        Value::Number(n) => n.to_string(),
-        Value::Boolean(b) => b.to_string(),
-        other => format!("a {}", other.type_name()),
-    }
 }
 
 /// Records a batched iterator reads into Rust per call; its Lua closure hands them out

@@ -6,11 +6,13 @@ use std::rc::Rc;
 use mlua::{Function, Lua, LuaString, Value, ffi};
 
 use super::super::reading::{RecordSource, batched_iterator, text_arg};
-use super::decode::{Builder, Tape, read};
-use super::{ARRAY_METATABLE_C, MAX_DEPTH, install_array_metatable, without_bom};
+use super::without_bom;
 use crate::conventions::builtins::BuiltinId;
 use crate::engines::meter::WorkMeter;
 use crate::environment::limits::Tripwire;
+use crate::environment::lua_json::{
+    ARRAY_METATABLE_C, Builder, MAX_DEPTH, Tape, array_metatable, read_text,
+};
 
 /// Where one `json.lines` iteration stands.
 struct Lines {
@@ -70,7 +72,7 @@ impl RecordSource for Lines {
         };
         let record = &text[start..end];
         let line = Some(self.line);
-        let read = read(
+        let read = read_text(
             BuiltinId::JsonLines.name(),
             record,
             &mut self.tape,
@@ -99,7 +101,7 @@ pub(in crate::environment::builtins) fn lines(
     lua: &Lua,
     tripwire: &Rc<Tripwire>,
 ) -> mlua::Result<Function> {
-    install_array_metatable(lua)?;
+    array_metatable(lua)?;
     let tripwire = Rc::clone(tripwire);
     lua.create_function(move |lua, text: Value| {
         let text = text_arg(lua, BuiltinId::JsonLines, text)?;

@@ -1,12 +1,20 @@
-//! Decoding: serde_json drives a visitor that records the document as a flat tape of
-//! events, then the Lua values are built from the tape in one protected call.
+//! JSON → Lua, in two passes with no value tree in between: serde_json drives a visitor
+//! that records a document (JSON text, or a `serde_json::Value`) as a flat [`Tape`] of
+//! events (strings of the text without escapes point into it, the others go to one side
+//! buffer), then the Lua values are built from the tape in one protected call with the
+//! Lua C API. The tape is owned outside that call, so an allocation failing in Lua (the
+//! memory limit) leaks nothing, and the tape of `json.lines` is reused from line to line.
+
+use std::fmt::Write as _;
 
 use mlua::{Lua, Value, ffi};
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
+use serde_json::Value as Json;
 
-use super::*;
+use super::walk::push_key;
+use super::{ARRAY_METATABLE_C, CrossError, MAX_DEPTH, array_metatable};
+use crate::engines::limits::Guard;
 use crate::engines::meter::{VALUE_COST, WorkMeter, with_collector_paused};
-use crate::environment::limits::Tripwire;
 
 /// Documents of at least this many events are built with the collector paused.
 const PAUSE_COLLECTOR_EVENTS: usize = 1 << 16;
@@ -22,7 +30,8 @@ enum Event {
     Float(f64),
     /// A string of the input, by byte range.
     Input(usize, usize),
-    /// A string of the side buffer (it had escapes), by byte range.
+    /// A string of the side buffer (it had escapes, or is a `serde_json::Value`'s), by
+    /// byte range.
     Unescaped(usize, usize),
     /// An array of this many values, which follow.
     Array(usize),
@@ -30,9 +39,10 @@ enum Event {
     Object(usize),
 }
 
-/// A decoded document: its events and the strings that had escapes.
+/// A decoded document: its events and the strings that had escapes (or that a
+/// `serde_json::Value` holds).
 #[derive(Default)]
-pub(super) struct Tape {
+pub(crate) struct Tape {
     events: Vec<Event>,
     unescaped: Vec<u8>,
 }
@@ -45,7 +55,7 @@ impl Tape {
 
     /// Gives back what a large document made the tape hold, so that a tape kept between
     /// documents (an iterator's, idle or failed) holds little outside Lua.
-    pub(super) fn release_if_large(&mut self) {
+    pub(crate) fn release_if_large(&mut self) {
         const KEPT_BYTES: usize = 1 << 20;
         if self.held() > KEPT_BYTES {
             *self = Tape::default();
@@ -64,8 +74,18 @@ struct Recorder<'t, 'm, 'l> {
     tape: &'t mut Tape,
     /// Arrays and objects open around the value being read.
     depth: usize,
-    input: *const u8,
+    input: &'t [u8],
     meter: &'m mut WorkMeter<'l>,
+    /// Where a failure happened, innermost first, recorded as it unwinds.
+    trail: Vec<Step>,
+}
+
+/// One step down into an array or object, on the way to a failure.
+enum Step {
+    /// The value at this position (from 1).
+    Position(usize),
+    /// The value of the key recorded at this event.
+    Key(usize),
 }
 
 impl Recorder<'_, '_, '_> {
@@ -140,7 +160,13 @@ impl<'de> Visitor<'de> for Record<'_, '_, '_, '_> {
     }
 
     fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<(), E> {
-        let start = (v.as_ptr() as usize).wrapping_sub(self.0.input as usize);
+        let input = self.0.input.as_ptr_range();
+        let within = input.start <= v.as_ptr() && v.as_bytes().as_ptr_range().end <= input.end;
+        if !within {
+            // A string of a `serde_json::Value`, not of the text.
+            return self.visit_str(v);
+        }
+        let start = (v.as_ptr() as usize).wrapping_sub(input.start as usize);
         self.0.push(Event::Input(start, v.len()))
     }
 
@@ -154,8 +180,15 @@ impl<'de> Visitor<'de> for Record<'_, '_, '_, '_> {
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
         let at = self.0.open(Event::Array(0))?;
         let mut n = 0;
-        while seq.next_element_seed(Record(&mut *self.0))?.is_some() {
-            n += 1;
+        loop {
+            match seq.next_element_seed(Record(&mut *self.0)) {
+                Ok(Some(())) => n += 1,
+                Ok(None) => break,
+                Err(error) => {
+                    self.0.trail.push(Step::Position(n + 1));
+                    return Err(error);
+                }
+            }
         }
         self.0.tape.events[at] = Event::Array(n);
         self.0.depth -= 1;
@@ -165,8 +198,15 @@ impl<'de> Visitor<'de> for Record<'_, '_, '_, '_> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         let at = self.0.open(Event::Object(0))?;
         let mut n = 0;
-        while map.next_key_seed(Record(&mut *self.0))?.is_some() {
-            map.next_value_seed(Record(&mut *self.0))?;
+        loop {
+            let key = self.0.tape.events.len();
+            if map.next_key_seed(Record(&mut *self.0))?.is_none() {
+                break;
+            }
+            if let Err(error) = map.next_value_seed(Record(&mut *self.0)) {
+                self.0.trail.push(Step::Key(key));
+                return Err(error);
+            }
             n += 1;
         }
         self.0.tape.events[at] = Event::Object(n);
@@ -177,7 +217,7 @@ impl<'de> Visitor<'de> for Record<'_, '_, '_, '_> {
 
 /// Reads one JSON document into `tape`; the error says what and where, the line counted
 /// from `first_line` (the input line of a JSON-lines record).
-pub(super) fn read(
+pub(crate) fn read_text(
     function: &str,
     input: &[u8],
     tape: &mut Tape,
@@ -189,8 +229,9 @@ pub(super) fn read(
     let mut recorder = Recorder {
         tape,
         depth: 0,
-        input: input.as_ptr(),
+        input,
         meter,
+        trail: Vec::new(),
     };
     let read = Record(&mut recorder)
         .deserialize(&mut deserializer)
@@ -199,6 +240,55 @@ pub(super) fn read(
     // A limit tripped inside the visitor is raised as the limit, whatever serde made of it.
     recorder.meter.check()?;
     read.map_err(|e| decode_error(function, &e, first_line))
+}
+
+/// Reads `value` into `tape`; a refusal names the path from `root` to where it is.
+fn read_json(
+    value: &Json,
+    tape: &mut Tape,
+    meter: &mut WorkMeter,
+    root: &str,
+) -> Result<(), CrossError> {
+    tape.clear();
+    let mut recorder = Recorder {
+        tape,
+        depth: 0,
+        input: &[],
+        meter,
+        trail: Vec::new(),
+    };
+    let read = Record(&mut recorder).deserialize(value);
+    recorder.meter.hold(recorder.tape.held());
+    recorder.meter.check()?;
+    read.map_err(|error| {
+        let what = match error.to_string().as_str() {
+            TOO_DEEP => format!("nested deeper than {MAX_DEPTH} levels"),
+            other => other.to_string(),
+        };
+        let path = trail_path(root, &recorder.trail, recorder.tape, recorder.input);
+        CrossError::Refused(format!("{what} (at {path})"))
+    })
+}
+
+/// The path from `root` down the `trail` a failure left (innermost step first).
+fn trail_path(root: &str, trail: &[Step], tape: &Tape, input: &[u8]) -> String {
+    let mut path = root.to_string();
+    for step in trail.iter().rev() {
+        match *step {
+            Step::Position(i) => {
+                let _ = write!(path, "[{i}]");
+            }
+            Step::Key(at) => {
+                let (bytes, start, len) = match tape.events.get(at) {
+                    Some(&Event::Input(start, len)) => (input, start, len),
+                    Some(&Event::Unescaped(start, len)) => (&tape.unescaped[..], start, len),
+                    _ => continue,
+                };
+                push_key(&mut path, bytes.get(start..start + len).unwrap_or_default());
+            }
+        }
+    }
+    path
 }
 
 /// `json.decode: expected ',' or '}' at line 3, column 17`.
@@ -274,13 +364,13 @@ fn build(lua: &Lua, input: &[u8], tape: &Tape, meter: &mut WorkMeter) -> mlua::R
 }
 
 /// Pushes the tape's values onto a Lua stack.
-pub(super) struct Builder<'a, 'l> {
-    pub(super) state: *mut ffi::lua_State,
-    pub(super) input: &'a [u8],
-    pub(super) tape: &'a Tape,
+pub(crate) struct Builder<'a, 'l> {
+    pub(crate) state: *mut ffi::lua_State,
+    pub(crate) input: &'a [u8],
+    pub(crate) tape: &'a Tape,
     /// The stack index of the arrays' metatable.
-    pub(super) metatable: std::ffi::c_int,
-    pub(super) meter: &'a mut WorkMeter<'l>,
+    pub(crate) metatable: std::ffi::c_int,
+    pub(crate) meter: &'a mut WorkMeter<'l>,
 }
 
 impl Builder<'_, '_> {
@@ -288,7 +378,7 @@ impl Builder<'_, '_> {
     ///
     /// # Safety
     /// `state` must have room for two values per level of nesting left.
-    pub(super) unsafe fn push_value(&mut self, at: &mut usize) -> mlua::Result<()> {
+    pub(crate) unsafe fn push_value(&mut self, at: &mut usize) -> mlua::Result<()> {
         let state = self.state;
         let Some(&event) = self.tape.events.get(*at) else {
             unsafe { ffi::lua_pushnil(state) };
@@ -340,18 +430,31 @@ fn c_int(n: usize) -> std::ffi::c_int {
     std::ffi::c_int::try_from(n).unwrap_or(0)
 }
 
-/// Decodes one document with the tape given (reused by `json.lines`).
-pub(super) fn decode_with(
+/// Decodes one JSON text: `function`'s errors name the line and column.
+pub(crate) fn decode_text(
     lua: &Lua,
-    tripwire: &Tripwire,
+    guard: &Guard,
     function: &str,
     input: &[u8],
-    tape: &mut Tape,
-    line: Option<usize>,
 ) -> mlua::Result<Value> {
-    let mut meter = WorkMeter::new(lua, tripwire);
-    read(function, input, tape, &mut meter, line)?;
-    build(lua, input, tape, &mut meter)
+    let mut meter = WorkMeter::new(lua, guard);
+    let mut tape = Tape::default();
+    read_text(function, input, &mut tape, &mut meter, None)?;
+    build(lua, input, &tape, &mut meter)
+}
+
+/// `value` as a Lua value (`null` is `json.null`); a refusal names the path from `root`.
+pub(crate) fn from_json(
+    lua: &Lua,
+    guard: &Guard,
+    value: &Json,
+    root: &str,
+) -> Result<Value, CrossError> {
+    array_metatable(lua)?;
+    let mut meter = WorkMeter::new(lua, guard);
+    let mut tape = Tape::default();
+    read_json(value, &mut tape, &mut meter, root)?;
+    Ok(build(lua, &[], &tape, &mut meter)?)
 }
 
 #[cfg(test)]

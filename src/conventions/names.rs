@@ -52,6 +52,22 @@ pub const LUA_GLOBALS: &[&str] = &[
     "xpcall",
 ];
 
+/// Whether `text` is a Lua name: ASCII letters, digits and `_`, not starting with a
+/// digit (what a global, a field after a dot or a provider's name must be).
+///
+/// ```
+/// use rlm_registry::conventions::is_lua_name;
+/// assert!(is_lua_name("answer_2"));
+/// assert!(!is_lua_name("2x") && !is_lua_name("a b") && !is_lua_name(""));
+/// ```
+pub fn is_lua_name(text: &str) -> bool {
+    let mut chars = text.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
 /// What `name` would override, if anything: `"built-in"` or `"Lua standard global"`.
 ///
 /// ```
@@ -67,5 +83,19 @@ pub fn reserved_kind(name: &str) -> Option<&'static str> {
         Some("Lua standard global")
     } else {
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A name the loop splices into Lua code (`FINAL_VAR`'s) must be a name and nothing
+    /// more.
+    #[test]
+    fn only_lua_names_are_names() {
+        assert!(is_lua_name("answer_2") && is_lua_name("_x"));
+        assert!(!is_lua_name("2x") && !is_lua_name("a b") && !is_lua_name(""));
+        assert!(!is_lua_name("a\"); os.exit() --") && !is_lua_name("é"));
     }
 }

@@ -209,7 +209,7 @@ impl Route {
         for segment in segments(path) {
             let problem = match capture_name(segment) {
                 _ if segment.is_empty() => Some("has an empty segment"),
-                Some(name) if !super::set::is_identifier(name) => {
+                Some(name) if !crate::conventions::is_lua_name(name) => {
                     Some("has a `{…}` capture whose name is not an identifier")
                 }
                 Some(name) if names.contains(&name) => Some("captures one name twice"),

@@ -9,7 +9,7 @@ use std::sync::{Arc, OnceLock};
 
 use super::{HostFunction, Method, Provider, Route, RouteRequest, RouteResponse, Scope, builtin};
 use crate::conventions::builtins::BuiltinProvider;
-use crate::conventions::{Code, Function, LUA_GLOBALS, Severity, check_files};
+use crate::conventions::{Code, Function, LUA_GLOBALS, Severity, check_files, is_lua_name};
 use crate::registry::{Chunk, Registry};
 use crate::spec::{FunctionSpec, Origin};
 
@@ -436,7 +436,7 @@ impl Providers {
             function: function.to_string(),
             problems: vec![problem],
         };
-        if !is_identifier(&entry.name) {
+        if !is_lua_name(&entry.name) {
             return Err(refuse(
                 "",
                 "a provider's name must be an identifier (letters, digits, `_`)".to_string(),
@@ -571,14 +571,6 @@ fn check_routes(entry: &Entry) -> Result<(), ProviderError> {
         function: String::new(),
         problems,
     })
-}
-
-pub(super) fn is_identifier(name: &str) -> bool {
-    let mut chars = name.chars();
-    chars
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ use std::io;
 use std::sync::Arc;
 use std::time::Instant;
 
+use crate::conventions::is_lua_name;
 use crate::environment::{Environment, ExecError, User};
 use crate::llm::{Completion, Message, Request};
 
@@ -386,7 +387,7 @@ fn notes(parsed: &Reply, finish_reason: Option<&str>, left: u32) -> Vec<String> 
 fn plain_final(env: &Environment, plain: &PlainFinal) -> Result<String, String> {
     match plain {
         PlainFinal::Value(value) => {
-            if is_identifier(value) {
+            if is_lua_name(value) {
                 let code = format!(
                     "local v = rawget(_G, \"{value}\") if v ~= nil and type(v) ~= 'function' then FINAL(v) end"
                 );
@@ -399,7 +400,7 @@ fn plain_final(env: &Environment, plain: &PlainFinal) -> Result<String, String> 
             Ok(value.clone())
         }
         PlainFinal::Var(name) => {
-            if !is_identifier(name) {
+            if !is_lua_name(name) {
                 return Err(prompt::final_var_not_a_name(name));
             }
             match env.execute(&format!("FINAL_VAR(\"{name}\")")) {
@@ -409,28 +410,5 @@ fn plain_final(env: &Environment, plain: &PlainFinal) -> Result<String, String> 
                 Err(error) => Err(prompt::final_var_failed(name, error.message())),
             }
         }
-    }
-}
-
-/// A Lua name: letters, digits and `_`, not starting with a digit.
-fn is_identifier(text: &str) -> bool {
-    let mut chars = text.chars();
-    chars
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_lua_names_are_identifiers() {
-        assert!(is_identifier("answer_2"));
-        assert!(!is_identifier("2x"));
-        assert!(!is_identifier("a b"));
-        assert!(!is_identifier(""));
-        assert!(!is_identifier("a\"); os.exit() --"));
     }
 }

@@ -166,16 +166,9 @@ pub(crate) fn to_json(
     value: &Value,
     root: &str,
 ) -> Result<Json, CrossError> {
-    let arrays = array_metatable(lua)?;
-    let mut walk = Walk::new(
-        lua,
-        &arrays,
-        ValueSink::default(),
-        false,
-        WorkMeter::new(lua, guard),
-    );
-    walk.root(value, root)?;
-    Ok(walk.finish()?.take())
+    let values = MultiValue::from_iter([value.clone()]);
+    let mut converted = values_to_json(lua, guard, &values, |_| root.to_string())?;
+    Ok(converted.pop().unwrap_or(Json::Null))
 }
 
 /// A function's results as one JSON value: none → `null`, one → it, several → an array.

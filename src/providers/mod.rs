@@ -43,7 +43,7 @@
 //! Precedence: a host function may not take the name of a Lua standard global or of a
 //! built-in (an error); registering a name that another host provider has replaces it
 //! (reported in the [`Registration`]); a host function shadows a registry (Lua) function
-//! of the same name (reported by [`Catalog::shadowed`]).
+//! of the same name (reported by [`Catalog::shadowed`](crate::catalog::Catalog::shadowed)).
 
 mod builtin;
 mod config;

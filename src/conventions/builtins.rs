@@ -1,4 +1,4 @@
-//! The built-ins (SPEC §4), declared once: each one's name, provider, scope and
+//! The built-ins, declared once: each one's name, provider, scope and
 //! documentation (in the same LuaLS form as a registry function) in [`BUILTINS`], and a
 //! [`BuiltinId`] naming it in code. Everything else is derived from this table: the names
 //! a registry function may not take (rule E008), the built-in providers and their scopes,
@@ -19,7 +19,7 @@
 //! assert!(builtins::is_global("rlm_query"));
 //! ```
 
-/// Who may call a function (seed 001's scopes).
+/// Who may call a function.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Scope {

@@ -1,4 +1,4 @@
-//! The function conventions (SPEC §2): what a registry `.lua` file may contain, and what
+//! The function conventions: what a registry `.lua` file may contain, and what
 //! is extracted from it.
 //!
 //! This module is shared, byte for byte, by the library and by `build.rs` (which

@@ -1,4 +1,4 @@
-//! The execution environment (SPEC §4): a sandboxed Lua 5.4 VM per RLM session, holding
+//! The execution environment: a sandboxed Lua 5.4 VM per RLM session, holding
 //! state across executions (REPL semantics), with the registry's functions loaded lazily.
 //!
 //! ```

@@ -1,4 +1,4 @@
-//! Providers (SPEC §7): groups of Rust host functions the model can call from Lua,
+//! Providers: groups of Rust host functions the model can call from Lua,
 //! documented like registry functions and checked by the same conventions.
 //!
 //! The built-ins are providers too: `core` (`print`, `FINAL`, `token_*`, `store_list`,
@@ -134,7 +134,7 @@ pub trait Provider: Send + Sync {
     fn description(&self) -> &str;
     /// Its functions, each with its doc, scope and handler.
     fn functions(&self) -> Vec<HostFunction>;
-    /// Its management routes (seed 002): HTTP endpoints for the host, not the model,
+    /// Its management routes: HTTP endpoints for the host, not the model,
     /// which `rlm serve` mounts under `/v1/providers/<name>/`. None by default.
     fn routes(&self) -> Vec<Route> {
         Vec::new()

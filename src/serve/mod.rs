@@ -1,4 +1,4 @@
-//! Serving a registry to other agents (SPEC §7, feature `serve`): MCP over stdio and
+//! Serving a registry to other agents (feature `serve`): MCP over stdio and
 //! streamable HTTP, and a JSON HTTP API on the same port.
 //!
 //! - [`Catalog`]: the functions the server exposes (one place: the tool list, search

@@ -326,9 +326,12 @@ builtins! {
 }
 
 /// A value a built-in table holds besides its functions (`json.null`): declared here,
-/// next to the functions, so that the environment installs it in its provider's table,
-/// `rlm meta` declares it as a field of that table, and its global is reserved with the
-/// functions'.
+/// next to the functions, so that the environment installs it in its provider's
+/// read-only table (only where that provider's functions are; [`BuiltinValueId`] is
+/// matched exhaustively there), `help(name)` shows its doc, `rlm meta` declares it as a
+/// `---@field` of that table's class, and its global is reserved with the functions'.
+/// The functions' table stays functions only, so the providers, the prompt, the tool
+/// exports and the JSON views need no second kind of built-in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BuiltinValue {
     /// How code names it: the environment makes each by an exhaustive `match`.

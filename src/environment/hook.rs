@@ -111,7 +111,9 @@ unsafe fn keep_hook(state: *mut ffi::lua_State) {
 unsafe extern "C-unwind" fn limits_hook(state: *mut ffi::lua_State, _: *mut ffi::lua_Debug) {
     unsafe {
         ffi::lua_rawgetp(state, ffi::LUA_REGISTRYINDEX, tripwire_key());
-        let tripwire = ffi::lua_touserdata(state, -1).cast::<Tripwire>().cast_const();
+        let tripwire = ffi::lua_touserdata(state, -1)
+            .cast::<Tripwire>()
+            .cast_const();
         ffi::lua_pop(state, 1);
         let Some(tripwire) = tripwire.as_ref() else {
             return;
@@ -302,12 +304,7 @@ mod timer {
             // SAFETY: `RUNNING` holds the executing environment's live main state, on
             // this thread; `lua_sethook` is made to be called from a signal handler.
             unsafe {
-                mlua::ffi::lua_sethook(
-                    state,
-                    Some(super::limits_hook),
-                    mlua::ffi::LUA_MASKCOUNT,
-                    1,
-                )
+                mlua::ffi::lua_sethook(state, Some(super::limits_hook), mlua::ffi::LUA_MASKCOUNT, 1)
             };
         }
     }
@@ -345,10 +342,11 @@ mod timer {
                 event.sigev_signo = signal();
                 event.sigev_notify_thread_id = libc::gettid();
                 let mut id = MaybeUninit::<libc::timer_t>::uninit();
-                (libc::timer_create(libc::CLOCK_MONOTONIC, &mut event, id.as_mut_ptr()) == 0)
-                    .then(|| Timer {
+                (libc::timer_create(libc::CLOCK_MONOTONIC, &mut event, id.as_mut_ptr()) == 0).then(
+                    || Timer {
                         id: id.assume_init(),
-                    })
+                    },
+                )
             }
         }
 

@@ -2,8 +2,8 @@
 //! note when longer, and one model call.
 
 use crate::llm::{Completion, Llm, LlmError, Message, Request};
-use crate::text_format::char_prefix;
 use crate::rlm::trajectory::{Record, Setup, Start, Turn};
+use crate::text_format::char_prefix;
 use crate::tokens;
 
 /// Tokens kept free in the window for the instructions, the question and the answer.

@@ -561,11 +561,20 @@ fn a_blocking_host_call_sees_no_tick() {
         .user(Arc::new(SleepyUser))
         .build()
         .unwrap();
-    let out = output(&env, "for i = 1, 4 do answer = ask_user('?') end print(answer)");
+    let out = output(
+        &env,
+        "for i = 1, 4 do answer = ask_user('?') end print(answer)",
+    );
     assert_eq!(out, "rested\n");
     let stopped = env.execute("ask_user('?') while true do end").unwrap_err();
     assert!(
-        matches!(stopped, ExecError::Limit { kind: LimitKind::Time, .. }),
+        matches!(
+            stopped,
+            ExecError::Limit {
+                kind: LimitKind::Time,
+                ..
+            }
+        ),
         "{stopped:?}"
     );
 }

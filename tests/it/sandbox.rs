@@ -353,7 +353,10 @@ mod time_limit {
         }
         assert!(matches!(
             env.execute("local n = 0 repeat n = n + 1 until n < 0"),
-            Err(ExecError::Limit { kind: LimitKind::Time, .. })
+            Err(ExecError::Limit {
+                kind: LimitKind::Time,
+                ..
+            })
         ));
         assert_eq!(output(&env, "print(x)"), "199\n");
     }

@@ -6,8 +6,8 @@ use std::rc::Rc;
 use mlua::{Function, Lua};
 
 use super::state::BuiltinState;
-use crate::environment::hook::hold_ticks;
 use crate::conventions::builtins::BuiltinId;
+use crate::environment::hook::hold_ticks;
 use crate::llm::Request;
 
 /// `llm_query(prompt)` → the model's answer.

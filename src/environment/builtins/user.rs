@@ -8,8 +8,8 @@ use std::rc::Rc;
 use mlua::{Function, Lua};
 
 use super::state::BuiltinState;
-use crate::environment::hook::hold_ticks;
 use crate::conventions::builtins::BuiltinId;
+use crate::environment::hook::hold_ticks;
 
 /// `ask_user(question)` → the answer.
 pub(super) fn ask_user(lua: &Lua, state: Rc<BuiltinState>) -> mlua::Result<Function> {
@@ -26,7 +26,7 @@ pub(super) fn notify_user(lua: &Lua, state: Rc<BuiltinState>) -> mlua::Result<Fu
     lua.create_function(move |_, message: String| {
         let user = state.user(BuiltinId::NotifyUser)?;
         hold_ticks(|| user.notify(&message)).map_err(|e| {
-                mlua::Error::RuntimeError(format!("{} failed: {e}", BuiltinId::NotifyUser.name()))
-            })
+            mlua::Error::RuntimeError(format!("{} failed: {e}", BuiltinId::NotifyUser.name()))
+        })
     })
 }

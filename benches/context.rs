@@ -1,4 +1,4 @@
-//! Work over a large context, side by side in one run (SPEC §9): a deterministic server
+//! Work over a large context, side by side in one run: a deterministic server
 //! log (100 MB, or `RLM_BENCH_CONTEXT_MB`) and, with their baselines,
 //! - each `lua/text` and `lua/chunking` function in the sandbox against the same
 //!   operation in Python (a `python3` subprocess timing itself, when there is one);

@@ -12,8 +12,9 @@
 //! the order):
 //!
 //! ```text
-//! conventions → spec → registry → search → providers → catalog
-//!             → environment → tools → rlm → eval → serve → cli (llm, tokens: leaves)
+//! conventions → spec → registry → search → providers → catalog → engines
+//!             → environment → testing, tools → rlm → trace → eval → serve → cli
+//! leaves, for every layer from search up: llm, tokens, text_format, allocator
 //! ```
 //!
 //! 1. [`conventions`]: the rules a registry file must follow (E001–E011) and the
@@ -45,7 +46,9 @@
 //! 6. `catalog` (runtime): what one agent may call — host functions in scope, then
 //!    registry functions — with lookup by id and "did you mean".
 //! 7. `environment` (runtime): the sandboxed VM, under time, memory and output limits,
-//!    with registry functions loaded lazily.
+//!    with registry functions loaded lazily; the text engines its built-ins run on
+//!    (patterns, `re`, `grep`, the library's primitives) are a layer of their own below
+//!    it, internal to the crate.
 //!
 //!    ```
 //!    # #[cfg(feature = "runtime")] {
@@ -61,14 +64,17 @@
 //!    calls and the bounded tool-calling loop.
 //! 9. `rlm` (runtime): the loop — the model writes Lua over the context until `FINAL` —
 //!    with child agents, budgets and JSONL trajectories.
-//! 10. `eval` (runtime): answer quality on generated tasks (needle in a haystack,
+//! 10. `trace` (runtime): a run's trace read back, shown as a tree in the terminal or as
+//!     one HTML page, and exported to the reference RLM's log format.
+//! 11. `eval` (runtime): answer quality on generated tasks (needle in a haystack,
 //!     OOLONG-style aggregation and pairs, logs), the RLM loop beside the direct baseline.
-//! 11. `serve` (feature `serve`): MCP (stdio, streamable HTTP) and the JSON HTTP API.
+//! 12. `serve` (feature `serve`): MCP (stdio, streamable HTTP) and the JSON HTTP API.
 //!
-//! Beside them: `llm`, the OpenAI-compatible client (a leaf every layer above `search`
-//! may use); `tokens`, exact `o200k_base` counts; `text_format`, how text is cut,
-//! escaped and numbers written for a reader (a leaf too); `codegen` (feature `build`), the
-//! `Builder` a `build.rs` uses to bake directories, this crate's and yours.
+//! Beside them, leaves every layer from `search` up may use: `llm`, the OpenAI-compatible
+//! client; `tokens`, exact `o200k_base` counts; `text_format`, how text is cut, escaped
+//! and numbers written for a reader; `allocator`, the allocator a program running
+//! environments installs. And `codegen` (feature `build`), the `Builder` a `build.rs`
+//! uses to bake directories, this crate's and yours.
 //!
 //! ```
 //! use rlm_registry::Registry;
@@ -123,13 +129,70 @@ pub mod trace;
 pub use conventions::{Code, Diagnostic, Function, Param, Return, Severity};
 pub use registry::{Chunk, LoadError, Override, Registry};
 
+/// The Rust blocks of the README and of the pages of `docs/`, compiled and run as doctests
+/// (`cargo test --doc`) so that they keep to the API; each page with the features its
+/// blocks need. A block that needs a server or a network is `no_run`, and one that is not
+/// Rust names its language. `tests/it/docs_links.rs` checks that every page is here.
+#[cfg(doctest)]
+mod doc_pages {
+    #[cfg(all(feature = "runtime", feature = "text"))]
+    #[doc = include_str!("../README.md")]
+    mod readme {}
+    #[doc = include_str!("../docs/README.md")]
+    mod docs_readme {}
+    #[doc = include_str!("../docs/cli.md")]
+    mod cli {}
+    #[doc = include_str!("../docs/conventions.md")]
+    mod conventions {}
+    #[doc = include_str!("../docs/dependencies.md")]
+    mod dependencies {}
+    #[cfg(feature = "runtime")]
+    #[doc = include_str!("../docs/eval.md")]
+    mod eval {}
+    #[cfg(feature = "runtime")]
+    #[doc = include_str!("../docs/loop.md")]
+    mod r#loop {}
+    #[doc = include_str!("../docs/lua-library.md")]
+    mod lua_library {}
+    #[doc = include_str!("../docs/performance.md")]
+    mod performance {}
+    #[cfg(feature = "runtime")]
+    #[doc = include_str!("../docs/providers.md")]
+    mod providers {}
+    #[doc = include_str!("../docs/python-to-lua.md")]
+    mod python_to_lua {}
+    #[doc = include_str!("../docs/regex-json-csv.md")]
+    mod regex_json_csv {}
+    #[cfg(all(feature = "build", feature = "text"))]
+    #[doc = include_str!("../docs/registry.md")]
+    mod registry {}
+    #[cfg(all(feature = "runtime", feature = "text"))]
+    #[doc = include_str!("../docs/sandbox.md")]
+    mod sandbox {}
+    #[cfg(feature = "text")]
+    #[doc = include_str!("../docs/search.md")]
+    mod search {}
+    #[cfg(feature = "serve")]
+    #[doc = include_str!("../docs/serving.md")]
+    mod serving {}
+    #[cfg(all(feature = "runtime", feature = "text"))]
+    #[doc = include_str!("../docs/tools.md")]
+    mod tools {}
+    #[doc = include_str!("../docs/traces.md")]
+    mod traces {}
+}
+
 /// Includes a registry baked by `codegen::Builder` (feature `build`) in your `build.rs`, defining
 /// `static REGISTRY: rlm_registry::Registry`. With no argument it includes the default
 /// output (`rlm_registry.rs`); pass the name given to `Builder::file_name` otherwise.
 ///
-/// ```ignore
+/// ```
 /// rlm_registry::include_registry!();
-/// let prompt: &'static str = REGISTRY.system_prompt();
+///
+/// fn main() {
+///     let prompt: &'static str = REGISTRY.system_prompt();
+///     assert!(prompt.starts_with("## Registry functions"));
+/// }
 /// ```
 #[macro_export]
 macro_rules! include_registry {

@@ -79,7 +79,7 @@ fn check(source: &SourceArgs, color: bool) -> Outcome {
     }
 }
 
-/// Exactly the object of SPEC §8.
+/// What `rlm check --format json` prints: the object `docs/conventions.md` documents.
 fn to_json(outcome: &Outcome) -> serde_json::Value {
     let functions: Vec<_> = outcome
         .functions

@@ -2,6 +2,11 @@
 //!
 //! Every command works on one registry: the baked one, with `--path DIR` directories
 //! layered on top (later wins), or only the directories with `--no-baked`.
+//!
+//! One file per command group (`ask.rs` with `ask_trace.rs`, `check.rs`, `eval.rs`,
+//! `exec.rs`, …); `setup.rs` is what several of them set up from their flags (the LLM
+//! client, the limits of one execution, the `--context` file, the user at the
+//! terminal); `help_markdown.rs` writes `docs/cli.md` from the clap definitions.
 
 mod ask;
 mod ask_trace;

@@ -17,11 +17,13 @@
 //! }
 //! ```
 //!
-//! ```ignore
-//! // src/lib.rs of that crate:
-//! rlm_registry::include_registry!();
-//! // REGISTRY: rlm_registry::Registry is now a static with the baked functions.
-//! fn prompt() -> &'static str { REGISTRY.system_prompt() }
+//! ```
+//! // src/main.rs (or src/lib.rs) of that crate:
+//! rlm_registry::include_registry!(); // a `static REGISTRY: rlm_registry::Registry`
+//!
+//! fn main() {
+//!     print!("{}", REGISTRY.system_prompt());
+//! }
 //! ```
 
 mod index;

@@ -1,6 +1,6 @@
 //! The walk over one parsed file: which top-level statements define exposed functions,
 //! which are private, and which break the conventions. The per-rule checks live in
-//! [`rules`](super::rules); this module only finds what they look at.
+//! [`rules`]; this module only finds what they look at.
 
 use std::collections::HashSet;
 use std::ops::Range;

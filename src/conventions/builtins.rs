@@ -1,4 +1,4 @@
-//! The built-ins (SPEC §4), declared once: each one's name, provider, scope and
+//! The built-ins, declared once: each one's name, provider, scope and
 //! documentation (in the same LuaLS form as a registry function) in [`BUILTINS`], and a
 //! [`BuiltinId`] naming it in code. Everything else is derived from this table: the names
 //! a registry function may not take (rule E008), the built-in providers and their scopes,
@@ -19,7 +19,7 @@
 //! assert!(builtins::is_global("rlm_query"));
 //! ```
 
-/// Who may call a function (seed 001's scopes).
+/// Who may call a function.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Scope {
@@ -326,9 +326,12 @@ builtins! {
 }
 
 /// A value a built-in table holds besides its functions (`json.null`): declared here,
-/// next to the functions, so that the environment installs it in its provider's table,
-/// `rlm meta` declares it as a field of that table, and its global is reserved with the
-/// functions'.
+/// next to the functions, so that the environment installs it in its provider's
+/// read-only table (only where that provider's functions are; [`BuiltinValueId`] is
+/// matched exhaustively there), `help(name)` shows its doc, `rlm meta` declares it as a
+/// `---@field` of that table's class, and its global is reserved with the functions'.
+/// The functions' table stays functions only, so the providers, the prompt, the tool
+/// exports and the JSON views need no second kind of built-in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BuiltinValue {
     /// How code names it: the environment makes each by an exhaustive `match`.

@@ -10,7 +10,8 @@ use std::ops::Range;
 
 use annotate_snippets::{AnnotationKind, Group, Level, Renderer, Snippet};
 
-/// The stable code of a diagnostic. See the README's error catalogue for examples.
+/// The stable code of a diagnostic. The error catalogue of `docs/conventions.md` shows
+/// an example of each.
 ///
 /// ```
 /// use rlm_registry::conventions::Code;

@@ -1,5 +1,5 @@
 //! The one LuaLS type grammar: what a `---@param`/`---@return` type is, where it ends on
-//! a doc line ([`split_type`]), and what it means as JSON ([`LuaType::schema`]). The doc
+//! a doc line (`split_type`), and what it means as JSON ([`LuaType::schema`]). The doc
 //! reader, the tool form and host functions all read types through this module.
 //!
 //! | LuaLS | JSON Schema |

@@ -1,4 +1,4 @@
-//! The function conventions (SPEC §2): what a registry `.lua` file may contain, and what
+//! The function conventions: what a registry `.lua` file may contain, and what
 //! is extracted from it.
 //!
 //! This module is shared, byte for byte, by the library and by `build.rs` (which
@@ -19,6 +19,24 @@
 //! let codes: Vec<Code> = bad.diagnostics.iter().map(|d| d.code).collect();
 //! assert_eq!(codes, [Code::MissingDoc, Code::SideEffect]);
 //! ```
+//!
+//! # Where things are
+//!
+//! - `analyze`: the walk over a parsed file, finding the definitions; `rules/` the rules
+//!   it runs, one module per family of error codes, each with its tests; `context`: what
+//!   the walk hands the rules.
+//! - `doc`: reading doc comments; `function`: the extracted [`Function`]; [`lua_type`]:
+//!   the one LuaLS type grammar, read by the doc reader, the tool schemas and host
+//!   functions.
+//! - `lexer`: the one cut of Lua source into code, strings and comments, read by the
+//!   parse guard, by the examples' `-->` split and by the environment's Python-habit hints.
+//! - Every full_moon parse (a file, an example's chunk) goes through `parse_guarded`,
+//!   which first refuses what would make full_moon panic (`bare_backtick`) or overflow
+//!   its stack (`depth`).
+//! - [`builtins`]: the one table of built-ins, from which the names rule E008 reserves
+//!   are derived (`names`); [`examples`]: the runnable examples of doc comments, which
+//!   rule E012 compiles and `rlm test` runs; [`diagnostic`]: the codes and their
+//!   rustc-style rendering.
 
 mod analyze;
 mod bare_backtick;

@@ -9,10 +9,12 @@
 //! ripgrep does; only that line is then matched. Other patterns and regular expressions are
 //! matched line by line as the lines are found. A Lua pattern that is regular (no `%b`,
 //! `%f` or back-reference) is matched by an equivalent regular expression
-//! (`patterns/regular.rs`): `grep` only asks whether a line matches. The result is built in one protected call with the Lua C API
-//! (no per-value crossing of the Rust/Lua boundary), the collector paused meanwhile as
-//! every value is kept; `before` and `after` are built only when `context` asks for lines
-//! (empty tables otherwise, as before).
+//! (`patterns/regular.rs`): `grep` only asks whether a line matches. The translated
+//! expressions are kept in the environment's cache of compiled regular expressions
+//! (`re.rs`), beside the `re` built-in's. The result is built in one protected call with
+//! the Lua C API (no per-value crossing of the Rust/Lua boundary), the collector paused
+//! meanwhile as every value is kept; `before` and `after` are built only when `context`
+//! asks for lines (empty tables otherwise).
 
 use memchr::memmem;
 use mlua::{Lua, Table, ffi};

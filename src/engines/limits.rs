@@ -1,7 +1,13 @@
 //! The limits of one execution, and the [`Guard`] an engine checks them with as it works.
 //!
-//! A limit that trips is recorded in the guard. From then on, the environment's
-//! instruction hook raises the limit's error every few hundred instructions and its
+//! Running Lua code meets the limits through the environment's hook
+//! (`environment::hook`): while an execution runs, a timer ticks every millisecond and
+//! each tick has the VM check the limits at its next jump or call; coroutines check them
+//! every 1,000 instructions. An engine running outside the VM checks its guard itself, as
+//! its [`WorkMeter`](super::meter::WorkMeter) paces it.
+//!
+//! A limit that trips is recorded in the guard. From then on, the hook stays installed
+//! and raises the limit's error every 1,000 instructions, and the environment's
 //! protected-call wrappers re-raise it as soon as a protected call returns, so the
 //! execution unwinds to the top whatever the code does; the environment then resets the
 //! guard and keeps its variables.
@@ -31,8 +37,9 @@ pub struct Limits {
     pub output_bytes: usize,
     /// Sub-model calls (`llm_query`, each prompt of a batch) per execution (default 256).
     pub llm_calls: usize,
-    /// Nested Lua calls (default 1,000). Checked with the other limits every few hundred
-    /// instructions, so recursion may pass it by a few hundred frames before it stops.
+    /// Nested Lua calls (default 1,000). Checked with the other limits, every millisecond
+    /// of an execution (every 1,000 instructions in a coroutine), so a recursion may pass
+    /// it by the frames it adds in that time before it stops.
     pub recursion_depth: usize,
 }
 

@@ -1,6 +1,13 @@
 //! Counting the work a text function does against the execution's limits ([`WorkMeter`]), and
 //! building the sequences of strings those functions return in one protected call. Shared
 //! by the text primitives (`text.rs`) and the `re` built-in (`re.rs`), below both.
+//!
+//! Every raw pass that builds a large result pauses the collector through one function,
+//! [`with_collector_paused`]: it restarts the collector with the result's size as credit
+//! (a cycle begun at once would mark the result while it is still held, and it would
+//! outlive that cycle as garbage), and charges the paused allocations when a later pass
+//! starts, once they are at least half the rest of the heap, as Lua paces its own cycles
+//! (restarting the collector would otherwise forget them, and garbage would pile up).
 
 use std::ffi::c_int;
 

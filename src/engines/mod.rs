@@ -10,6 +10,19 @@
 //! rest of the limits. Results are built in one protected pass with the collector paused
 //! ([`meter::with_collector_paused`]), so a large result costs no collector cycles while
 //! it is still being made.
+//!
+//! # Where things are
+//!
+//! - `patterns/`: the port of `lstrlib.c`'s matcher, its fast paths, the C functions in
+//!   front of it, the string functions and `gsub`; `regular.rs` turns a regular Lua
+//!   pattern into a regular expression.
+//! - `re`: the `re` built-in, and the per-environment cache of compiled regular
+//!   expressions, which also keeps `grep`'s translated Lua patterns.
+//! - `grep`, `text`: the library's primitives over a text; `collections/` (with
+//!   `sort.rs`, `sort_by`'s keys and sort): those over Lua tables.
+//! - `limits`: the limits and the [`Guard`](limits::Guard); `meter`: the
+//!   [`WorkMeter`](meter::WorkMeter) and the collector's pause; `lauxlib`: the C
+//!   API helpers mlua does not export.
 
 use std::borrow::Cow;
 

@@ -63,7 +63,7 @@ impl Tripwire {
         self.output.borrow_mut().clear();
     }
 
-    /// Called by the instruction hook: the other limits, then the call depth
+    /// Called by the limits hook (`hook.rs`): the other limits, then the call depth
     /// (`frame_exists(n)` tells whether the stack is deeper than `n` frames).
     pub fn check_with_depth(
         &self,

@@ -1,4 +1,4 @@
-//! The execution environment (SPEC §4): a sandboxed Lua 5.4 VM per RLM session, holding
+//! The execution environment: a sandboxed Lua 5.4 VM per RLM session, holding
 //! state across executions (REPL semantics), with the registry's functions loaded lazily.
 //!
 //! ```
@@ -25,6 +25,25 @@
 //! creating an environment costs the same with 10 or 10,000 functions, and the result is
 //! exactly as if every file had run in load order: a file's private helpers work, and a
 //! call to an overridden name reaches the winner.
+//!
+//! # Where things are
+//!
+//! - `sandbox`: what is removed and read-only (the one list of removed globals), with the
+//!   sandbox's C functions in place of Lua's: `load` (`load.rs`), `pcall`, `xpcall` and
+//!   `coroutine.resume`/`close` (`protected.rs`), `setmetatable` and `collectgarbage`, so
+//!   that messages match C Lua's.
+//! - `limits`: the limits of one execution and what only the environment counts; `hook`:
+//!   how they reach running code (the tick and the count hook).
+//! - [`builtins`]: the built-ins' implementations, one file per provider, installed by an
+//!   exhaustive `match` on their id, and the host's functions wrapped for Lua. The text
+//!   engines they run on (patterns, `re`, `grep`, the text and collection primitives) are
+//!   the crate's `engines`, below this module.
+//! - [`lua_json`]: the one Lua ↔ JSON mapping, for every surface.
+//! - `errors`: every error the model reads is a plain string (`lua_message`), and the one
+//!   test for a memory refusal; [`hints`]: the one place a failed execution gets its
+//!   hint, for every surface.
+//! - `chunks`: the crate's own Lua chunks, compiled once per process; `output`: printed
+//!   bytes that are not UTF-8 shown as `\xNN`.
 
 pub mod builtins;
 mod chunks;

@@ -6,7 +6,7 @@
 //! the CLI; it uses `llm`, `tokens`, `registry`, `providers` and `environment` limits,
 //! and works with any [`Llm`](crate::llm::Llm).
 //!
-//! - Generators ([`generate`], [`generate_task`]): deterministic from a seed, at a size
+//! - Generators ([`generate`](fn@generate), [`generate_task`]): deterministic from a seed, at a size
 //!   in tokens ([`Size`]) hit within 2% with the real tokenizer. Each family is a
 //!   [`TaskFamily`] in its own file of `families/`, listed once in [`FAMILIES`] (what
 //!   the CLI's `--suite` reads); `prose.rs` is `niah`'s text, `records.rs` and

@@ -1,5 +1,5 @@
 //! The records of `aggregate` and `pairs` tasks: `date || user id || text`, one a line,
-//! each text a question of one latent class (see [`classes`](super::classes)).
+//! each text a question of one latent class (see [`classes`]).
 //!
 //! Each user has a profile of two to four classes with their own weights, so classes
 //! are unevenly spread over users (which makes per-user and pair questions meaningful).

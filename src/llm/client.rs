@@ -279,7 +279,7 @@ impl LlmClient {
     }
 
     /// Sends a conversation with OpenAI `tools` definitions (as
-    /// [`tools::export`](crate::tools::export) makes them) and returns the model's text
+    /// [`tools::export`](fn@crate::tools::export) makes them) and returns the model's text
     /// or the tool calls it asks for, retrying like [`LlmClient::complete`].
     ///
     /// ```no_run

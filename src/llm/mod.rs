@@ -1,4 +1,4 @@
-//! The LLM client (SPEC §5): OpenAI-compatible chat completions over blocking HTTP,
+//! The LLM client: OpenAI-compatible chat completions over blocking HTTP,
 //! for OpenAI, vLLM, llama.cpp server, Ollama and the like.
 //!
 //! - [`LlmConfig`]: base URL, model, API key, timeout, retries, backoff, concurrency;

@@ -1,4 +1,4 @@
-//! `rlm.toml`: which providers are enabled and how they are configured (seed 002).
+//! `rlm.toml`: which providers are enabled and how they are configured.
 //!
 //! ```toml
 //! [providers.store]          # opt-in: values shared by a run's agents
@@ -98,7 +98,7 @@ impl ConfigError {
     }
 }
 
-const HELP: &str = "see the config file reference in the README (section Providers)";
+const HELP: &str = "see the config file reference in docs/providers.md";
 
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

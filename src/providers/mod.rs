@@ -1,4 +1,4 @@
-//! Providers (SPEC §7): groups of Rust host functions the model can call from Lua,
+//! Providers: groups of Rust host functions the model can call from Lua,
 //! documented like registry functions and checked by the same conventions.
 //!
 //! The built-ins are providers too: `core` (`print`, `FINAL`, `token_*`, `store_list`,
@@ -43,7 +43,7 @@
 //! Precedence: a host function may not take the name of a Lua standard global or of a
 //! built-in (an error); registering a name that another host provider has replaces it
 //! (reported in the [`Registration`]); a host function shadows a registry (Lua) function
-//! of the same name (reported by [`Catalog::shadowed`]).
+//! of the same name (reported by [`Catalog::shadowed`](crate::catalog::Catalog::shadowed)).
 
 mod builtin;
 mod config;
@@ -134,7 +134,7 @@ pub trait Provider: Send + Sync {
     fn description(&self) -> &str;
     /// Its functions, each with its doc, scope and handler.
     fn functions(&self) -> Vec<HostFunction>;
-    /// Its management routes (seed 002): HTTP endpoints for the host, not the model,
+    /// Its management routes: HTTP endpoints for the host, not the model,
     /// which `rlm serve` mounts under `/v1/providers/<name>/`. None by default.
     fn routes(&self) -> Vec<Route> {
         Vec::new()

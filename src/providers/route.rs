@@ -1,4 +1,4 @@
-//! Management routes (seed 002): HTTP endpoints a provider offers next to its functions,
+//! Management routes: HTTP endpoints a provider offers next to its functions,
 //! for what the host manages rather than what the model calls (the provider's data, its
 //! settings). They are plain data here, with no web framework: `rlm serve` mounts them
 //! under `/v1/providers/<provider>/`, behind the server's token, body limit and error

@@ -1,4 +1,4 @@
-//! The registration API (seed 001 / 003): a set of providers and their host functions,
+//! The registration API: a set of providers and their host functions,
 //! with each function's description checked by the conventions and kept as a
 //! [`Registry`] of [`Function`]s, so the prompt, `help`, search and the tool exports
 //! read host functions exactly as they read Lua ones.

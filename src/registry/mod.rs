@@ -1,4 +1,4 @@
-//! The registry (SPEC §3): the set of documented Lua functions an environment offers.
+//! The registry: the set of documented Lua functions an environment offers.
 //!
 //! A [`Registry`] comes from one of three places, all with the same content for the same
 //! Lua: [`Registry::from_paths`] (directories at run time), [`Registry::from_map`] (name

@@ -26,7 +26,7 @@ use super::trajectory::{BlockLimits, RunBudgets, RunLimits};
 /// The iteration cap of [`Rlm::with_default_iterations`].
 pub const DEFAULT_MAX_ITERATIONS: u32 = 10;
 /// The default depth limit: the root (depth 0) may start children (depth 1), and
-/// those children's `rlm_query` is a plain sub-model call.
+/// those children may not (their `rlm_query` is refused; `llm_query` remains).
 pub const DEFAULT_MAX_DEPTH: usize = 1;
 /// The default cap on the output fed back to the model per turn, in bytes.
 pub const DEFAULT_OUTPUT_BYTES: usize = 10_000;
@@ -119,7 +119,8 @@ impl Rlm {
     }
 
     /// The deepest level of children (default [`DEFAULT_MAX_DEPTH`]): agents above it
-    /// get a real `rlm_query`, agents at it a plain sub-model call. 0 means no children.
+    /// may call `rlm_query`; agents at it may not (the call is refused with an error naming
+    /// the `agent` scope, and `llm_query` remains). 0 means no children.
     pub fn max_depth(mut self, depth: usize) -> Rlm {
         self.config.max_depth = depth;
         self

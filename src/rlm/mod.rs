@@ -1,4 +1,4 @@
-//! The RLM loop (SPEC §5): a model answers a question by writing Lua that studies the
+//! The RLM loop: a model answers a question by writing Lua that studies the
 //! context in a sandboxed [`Environment`](crate::environment::Environment), turn after turn, until it calls `FINAL`.
 //!
 //! Each turn sends the conversation to the model, runs every ```lua block of the reply
@@ -11,8 +11,9 @@
 //! cannot be reached.
 //!
 //! `rlm_query` in the model's code starts a child agent one level deeper, with its own
-//! environment and loop, whose `FINAL` answer is the call's result; at the depth limit
-//! it is a plain sub-model call. Budgets (tokens, calls, wall time) are shared by the
+//! environment and loop, whose `FINAL` answer is the call's result. An agent at the depth
+//! limit has no `rlm_query` (its prompt does not list it, and a call is refused with an
+//! error naming the `agent` scope); `llm_query` remains its sub-model call. Budgets (tokens, calls, wall time) are shared by the
 //! whole tree; usage is reported per depth.
 //!
 //! The system prompt documents every registry function by default; for large

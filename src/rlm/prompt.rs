@@ -4,9 +4,10 @@
 //! blocks not run, the turns left, final answers that could not be used) and the message
 //! a parent's code gets when a child agent fails. Change the wording here, and only here.
 //!
-//! The rest of the system prompt comes from where it is defined: the built-ins'
-//! documentation ([`builtins::DOCS`](crate::environment::builtins::DOCS)), the providers'
-//! functions ([`Catalog::host_prompt`]) and the registry's listing
+//! The rest of the system prompt comes from where it is defined: the functions the host
+//! offers ([`Catalog::host_prompt`]: the built-ins, documented in
+//! [`BUILTINS`](crate::conventions::builtins::BUILTINS), and the providers' functions)
+//! and the registry's listing
 //! ([`Registry::system_prompt`](crate::Registry::system_prompt) or
 //! [`Registry::compact_prompt`](crate::Registry::compact_prompt), per [`PromptMode`]).
 //! The errors that end a run ([`RlmError`]) are worded for people, in

@@ -4,7 +4,7 @@
 //!
 //! # Pipeline
 //!
-//! 1. **Candidates.** BM25 ([`Registry::search`]) with the caller's filters, but a wider
+//! 1. **Candidates.** BM25 ([`Registry::search`](super::FunctionSearch::search)) with the caller's filters, but a wider
 //!    cut than asked: [`candidate_count`] (`max(4 × max_results, 20)`, at most 40 unless
 //!    more results were asked for), so the reranker can promote a function BM25 placed
 //!    just below the cut.

@@ -1,4 +1,4 @@
-//! Discovery (SPEC §6): BM25 search over a registry, capability tags, sources and lookup
+//! Discovery: BM25 search over a registry, capability tags, sources and lookup
 //! by id.
 //!
 //! Four fields are indexed per function, with the weights of a tool registry: the name
@@ -46,7 +46,7 @@ pub use crate::registry::index::{
 pub use crate::registry::{Source, source_matches};
 
 /// How a search ranks: BM25 alone, or BM25 refined by a language model (see
-/// [`llm_modes`]). The LLM modes fall back to the fast order when the model's output
+/// `llm_modes`, feature `runtime`). The LLM modes fall back to the fast order when the model's output
 /// does not parse or the model cannot be reached.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]

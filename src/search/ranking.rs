@@ -177,7 +177,7 @@ fn exact_name(index: &Index, functions: &[Function], query: &str) -> Option<u32>
     index.names.get(&name_key(query))
 }
 
-/// A query, ranked: what both [`Registry::search_hits`] and [`Registry::search`] are
+/// A query, ranked: what both [`search_hits`](super::search_hits) and [`Registry::search`](super::FunctionSearch::search) are
 /// made from.
 pub(super) struct Ranking {
     pub(super) terms: Vec<QueryTerm>,

@@ -1,4 +1,4 @@
-//! Serving a registry to other agents (SPEC §7, feature `serve`): MCP over stdio and
+//! Serving a registry to other agents (feature `serve`): MCP over stdio and
 //! streamable HTTP, and a JSON HTTP API on the same port.
 //!
 //! - [`Catalog`]: the functions the server exposes (one place: the tool list, search
@@ -26,6 +26,17 @@
 //! server.serve_http(listener, rlm_registry::serve::shutdown_signal()).await
 //! # }
 //! ```
+//!
+//! # Where things are
+//!
+//! - MCP: `mcp` the handler, `mcp_content` its resources and prompts, `mcp_logging`
+//!   `run_lua`'s output as log messages, `mcp_gate` the layer in front of `/mcp`,
+//!   `mcp_sessions` MCP sessions and how they end, `stdio` the stdio transport.
+//! - The JSON API: `http` (the routes), `functions` (its JSON views of the one
+//!   [`Catalog`], which the server holds as it is).
+//! - `browser`: the Origin rule, JSON-only bodies, CORS.
+//! - `slots`: the one session cap; `sessions`: the live Lua environments; `executor`:
+//!   the threads they run on.
 
 mod browser;
 mod executor;

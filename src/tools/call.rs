@@ -344,7 +344,7 @@ pub struct ToolCaller {
 
 impl ToolCaller {
     /// Calls `name` — any function of `providers`, built-ins included — with JSON
-    /// arguments keyed by parameter name (seed 001's `execute`), checked against its
+    /// arguments keyed by parameter name, checked against its
     /// schema, in a fresh sandboxed environment offering that set at the top level.
     ///
     /// ```

@@ -1,4 +1,4 @@
-//! The tool-calling dispatch loop (seed 003): send the conversation with the tool
+//! The tool-calling dispatch loop: send the conversation with the tool
 //! definitions; while the model answers with tool calls, run them and send the
 //! results back; stop at a text answer or at the iteration cap.
 //!

@@ -1,4 +1,4 @@
-//! The `rlm` command line (SPEC §8): output formats and exit codes.
+//! The `rlm` command line: output formats and exit codes.
 #![cfg(feature = "cli")]
 
 use crate::support;

@@ -1,4 +1,4 @@
-//! The conventions of SPEC §2 through the public loading API: the bad fixtures against
+//! The function conventions through the public loading API: the bad fixtures against
 //! their expected rendering, then the accepted forms (good fixtures) and the inputs no
 //! fixture file can hold.
 //!
@@ -8,7 +8,7 @@
 //! the `.lua` file and run
 //!
 //! ```text
-//! RLM_BLESS=1 cargo test --test conventions
+//! RLM_BLESS=1 cargo test --test it -- conventions::
 //! ```
 //!
 //! which writes (or rewrites) every `.stderr` file from the current rendering instead of

@@ -1,7 +1,7 @@
 //! The README and the pages of `docs/` hold together: every relative link reaches a file
 //! that exists, and the heading or anchor it names; what they link to is in the package
-//! (`include` in Cargo.toml); the README stays short; and they cite nothing a reader of
-//! the crate does not have.
+//! (`include` in Cargo.toml); the README stays short; their Rust blocks are doctests; and
+//! neither they nor the code's comments cite anything a reader of the crate does not have.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -266,15 +266,69 @@ fn the_readme_is_short_and_the_pages_cite_nothing_a_reader_lacks() {
     );
     for page in pages() {
         let text = std::fs::read_to_string(root().join(&page)).unwrap();
-        for (number, line) in text.lines().enumerate() {
-            for internal in ["SPEC §", "seed 00"] {
-                assert!(
-                    !line.contains(internal),
-                    "{}:{}: `{internal}` names a document readers do not have",
-                    page.display(),
-                    number + 1
-                );
+        assert_eq!(internal_citations(&page, &text), Vec::<String>::new());
+    }
+}
+
+/// What names a document the crate's readers do not have: the project's own specification
+/// and its seed tasks.
+const INTERNAL_CITATIONS: [&str; 3] = ["SPEC §", "SPEC section", "seed 00"];
+
+/// The lines of `text` (the file `path`) that cite an internal document, as `path:line`.
+fn internal_citations(path: &Path, text: &str) -> Vec<String> {
+    text.lines()
+        .enumerate()
+        .filter(|(_, line)| INTERNAL_CITATIONS.iter().any(|c| line.contains(c)))
+        .map(|(number, line)| format!("{}:{}: {}", path.display(), number + 1, line.trim()))
+        .collect()
+}
+
+#[test]
+fn no_comment_of_the_code_cites_a_document_readers_lack() {
+    let mut files: Vec<PathBuf> = ["build.rs", "ARCHITECTURE.md", "BENCHMARKS.md"]
+        .map(PathBuf::from)
+        .to_vec();
+    for dir in ["src", "tests", "benches", "lua", "examples", "fuzz"] {
+        let entries = walkdir::WalkDir::new(root().join(dir))
+            .into_iter()
+            .filter_entry(|entry| {
+                !["target", "corpus", "artifacts"].contains(&&*entry.file_name().to_string_lossy())
+            });
+        for entry in entries.filter_map(Result::ok) {
+            if entry.file_type().is_file() {
+                files.push(entry.path().strip_prefix(root()).unwrap().to_path_buf());
             }
         }
     }
+    assert!(files.len() > 100, "only {} files found", files.len());
+    // This file names the citations it looks for.
+    let this_file = Path::new(file!());
+    let cited: Vec<String> = files
+        .iter()
+        .filter(|file| !this_file.ends_with(file))
+        .filter_map(|file| {
+            let text = std::fs::read_to_string(root().join(file)).ok()?;
+            Some(internal_citations(file, &text))
+        })
+        .flatten()
+        .collect();
+    assert!(
+        cited.is_empty(),
+        "say what is meant instead:\n{}",
+        cited.join("\n")
+    );
+}
+
+#[test]
+fn every_page_is_a_doctest_module_of_the_crate() {
+    let lib = std::fs::read_to_string(root().join("src/lib.rs")).unwrap();
+    let missing: Vec<String> = pages()
+        .iter()
+        .map(|page| page.display().to_string())
+        .filter(|page| !lib.contains(&format!("#[doc = include_str!(\"../{page}\")]")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "src/lib.rs's `doc_pages` does not compile the Rust blocks of {missing:?}"
+    );
 }

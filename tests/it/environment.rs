@@ -1,4 +1,4 @@
-//! The environment (SPEC §4): lazy loading of registry functions with load-order
+//! The environment: lazy loading of registry functions with load-order
 //! semantics, the context, and REPL state.
 
 use rlm_registry::Registry;

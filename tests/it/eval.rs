@@ -563,7 +563,7 @@ fn the_report_opens_in_headless_chromium_and_shows_the_plot() {
 }
 
 /// End to end with a real model: `RLM_EVAL_BASE_URL=http://127.0.0.1:8089/v1 cargo test
-/// --all-features --test eval -- --ignored`. A tiny model scores near 0; this checks
+/// --all-features --test it -- --ignored eval::`. A tiny model scores near 0; this checks
 /// that a real server's replies go through every method without a crash.
 #[test]
 #[ignore = "needs a real OpenAI-compatible server in RLM_EVAL_BASE_URL"]

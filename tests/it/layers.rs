@@ -2,7 +2,7 @@
 //! only the folders below it. This test reads every source file and fails on a path
 //! (`crate::x`, `use crate::{x, …}`, or a `super::` path climbing out of its top-level
 //! module, such as `super::super::x` from `src/rlm/run.rs`) that reaches a higher layer,
-//! or a leaf (`llm`, `tokens`, `allocator`) that names any other module. Doc comments and
+//! or a leaf (`llm`, `tokens`, `allocator`, `text_format`) that names any other module. Doc comments and
 //! ordinary comments are not code and are skipped, so doc links may point anywhere.
 
 use std::collections::BTreeSet;

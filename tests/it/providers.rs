@@ -153,7 +153,7 @@ fn host_functions_are_json_tools_with_checked_arguments() {
         failed.to_string().contains("unknown item `pear`"),
         "{failed}"
     );
-    // Seed 001's execute, over the set itself.
+    // `ToolCaller::execute`, over the set itself.
     let providers = with_inventory();
     assert_eq!(
         ToolCaller::execute(

@@ -1,4 +1,4 @@
-//! The registry API (SPEC §3): baked vs runtime equality, precedence across directories,
+//! The registry API: baked vs runtime equality, precedence across directories,
 //! and the records the environment needs for load-order semantics.
 
 use mlua::{Function as LuaFunction, Lua, Table, Value};

@@ -1,6 +1,6 @@
 //! The RLM loop end to end, against the scripted OpenAI-compatible server over real HTTP:
 //! what the model is sent, what it gets back, and how runs end. Child agents, budgets,
-//! the trace, the prompt and `rlm ask` have files of their own (`tests/rlm_loop_*.rs`).
+//! the trace, the prompt and `rlm ask` have files of their own (`tests/it/rlm_loop_*.rs`).
 
 use crate::support;
 

@@ -1,4 +1,4 @@
-//! The sandbox (SPEC §4), by category: removed facilities, bytecode, the string
+//! The sandbox, by category: removed facilities, bytecode, the string
 //! metatable, built-ins, isolation between environments, and every limit with its
 //! evasions. After each limit hit, the environment must keep working and keep its
 //! variables.

@@ -1,4 +1,4 @@
-//! Discovery (SPEC §6): ranking on labelled paraphrased queries, exact names first,
+//! Discovery: ranking on labelled paraphrased queries, exact names first,
 //! monotonic confidence, capability tags and filters, sources, lookup, `fn_search` and
 //! `rlm search`.
 

@@ -1,4 +1,4 @@
-//! JSON calls into the sandbox (SPEC §6): `ToolCaller` validates named JSON arguments
+//! JSON calls into the sandbox: `ToolCaller` validates named JSON arguments
 //! against a function's schema and converts its Lua result back to JSON, and
 //! `Environment::call_function` converts both ways for any function.
 

@@ -1,4 +1,4 @@
-//! The tool dispatch loop (SPEC §6): `ToolDispatcher` sends the tools to the model, runs
+//! The tool dispatch loop: `ToolDispatcher` sends the tools to the model, runs
 //! the calls it asks for and sends back results or errors until a text answer, within an
 //! iteration cap, against the scripted OpenAI-compatible server.
 

@@ -1,4 +1,4 @@
-//! Tool lists for model APIs (SPEC §6): the OpenAI, Anthropic and MCP export formats,
+//! Tool lists for model APIs : the OpenAI, Anthropic and MCP export formats,
 //! from the library and from `rlm tools`, with functions that cannot be tools left out.
 
 use crate::support;

@@ -1,4 +1,4 @@
-//! LuaLS types → JSON Schema (SPEC §6): every schema is checked by validating good and
+//! LuaLS types → JSON Schema: every schema is checked by validating good and
 //! bad sample arguments with the `jsonschema` crate and with the crate's own validator,
 //! which must agree; then a documented function's whole parameter schema.
 

@@ -1,5 +1,5 @@
 -- Tests for lua/chunking: chunk_by_lines, chunk_by_separator, chunk_by_size.
--- Run by tests/lua_library.rs, which loads the baked registry and defines `check`,
+-- Run by tests/it/lua_library.rs, which loads the baked registry and defines `check`,
 -- `check_error` and `show` first. Returns a table of test name -> function.
 
 local T = {}

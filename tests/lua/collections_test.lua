@@ -1,4 +1,4 @@
--- Tests for lua/collections. Run by tests/lua_library.rs in a bare VM (pure Lua) and in
+-- Tests for lua/collections. Run by tests/it/lua_library.rs in a bare VM (pure Lua) and in
 -- the sandbox (where sort_by sorts in Rust). Returns a table of test name -> function.
 
 local T = {}

@@ -1,5 +1,5 @@
 -- Tests for lua/recursive: map_chunks, map_reduce, find_in_chunks, against fake
--- built-ins (the real ones are tested in tests/builtins.rs). Run by tests/lua_library.rs.
+-- built-ins (the real ones are tested in tests/it/builtins.rs). Run by tests/it/lua_library.rs.
 
 local T = {}
 

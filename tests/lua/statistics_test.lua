@@ -1,4 +1,4 @@
--- Tests for lua/statistics. Run by tests/lua_library.rs in a bare VM and in the sandbox.
+-- Tests for lua/statistics. Run by tests/it/lua_library.rs in a bare VM and in the sandbox.
 -- Expected values are Python's (statistics, numpy) for the same inputs.
 
 local T = {}

@@ -1,5 +1,5 @@
 -- Tests for lua/text: lines.lua, search.lua, counts.lua.
--- Run by tests/lua_library.rs, which loads the baked registry and defines `check`,
+-- Run by tests/it/lua_library.rs, which loads the baked registry and defines `check`,
 -- `check_error` and `show` first. Returns a table of test name -> function.
 
 local T = {}

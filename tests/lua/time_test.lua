@@ -1,4 +1,4 @@
--- Tests for lua/time. Run by tests/lua_library.rs in a bare VM and in the sandbox.
+-- Tests for lua/time. Run by tests/it/lua_library.rs in a bare VM and in the sandbox.
 -- Expected values are Python's datetime(..., tzinfo=timezone.utc).timestamp() and strftime.
 
 local T = {}

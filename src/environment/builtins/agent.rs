@@ -14,8 +14,9 @@ use crate::engines::meter::WorkMeter;
 use crate::environment::hook::hold_ticks;
 use crate::llm::Request;
 
-/// `rlm_query(prompt [, context])`: a child agent, or `llm_query` when there is none
-/// (at the depth limit the host gives no sub-agent).
+/// `rlm_query(prompt [, context])`: a child agent, or `llm_query` when the host runs
+/// none (an environment built without a [`SubAgent`](super::SubAgent), as `rlm exec`'s).
+/// An agent at the depth limit never gets here: its scope refuses the call.
 pub(super) fn rlm_query(lua: &Lua, state: Rc<BuiltinState>) -> mlua::Result<Function> {
     lua.create_function(move |_, (prompt, context): (String, Option<String>)| {
         let Some(agent) = state.sub_agent.clone() else {
@@ -73,7 +74,7 @@ pub(super) fn rlm_query_batched(lua: &Lua, state: Rc<BuiltinState>) -> mlua::Res
     )
 }
 
-/// At the depth limit a child is a plain sub-model call, the context prepended.
+/// Without a host's sub-agent, a child is a plain sub-model call, the context prepended.
 fn fallback_llm_query(
     state: &BuiltinState,
     prompt: &str,

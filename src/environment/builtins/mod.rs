@@ -1,16 +1,17 @@
-//! The built-ins implemented in Rust and present in every environment (SPEC §4), and the
-//! host's own provider functions, installed in one read-only table behind the globals so
-//! model code cannot replace them.
+//! The built-ins implemented in Rust and present in every environment, and the host's own
+//! provider functions, installed in one read-only table behind the globals so model code
+//! cannot replace them.
 //!
 //! What each built-in is (name, provider, scope, doc) is declared once, in
 //! [`conventions::builtins::BUILTINS`](crate::conventions::builtins::BUILTINS); `help`, the
-//! prompt and every listing read it from there. This module only implements them:
-//! [`Installer::builtin`] matches exhaustively on [`BuiltinId`], so adding a row to the
-//! table without an implementation does not compile. One file per provider: `core.rs`
-//! (`print`, `FINAL`, `token_*`), `session_variables.rs` (`store_list`,
-//! `store_summarize`) and `discovery.rs` (also `core`), `llm.rs`,
-//! `agent.rs`, `user.rs`, `json.rs`, `csv.rs`; the `re` provider is
-//! [`environment::re`](super::re). The values a built-in table holds besides its
+//! prompt and every listing read it from there. This module only implements them: the
+//! installer matches exhaustively on [`BuiltinId`], so adding a row to the table without
+//! an implementation does not compile. One file per provider: `core.rs` (`print`,
+//! `FINAL`, `token_*`), `session_variables.rs` (`store_list`, `store_summarize`) and
+//! `discovery.rs` (also `core`), `llm.rs`, `agent.rs`, `user.rs`, `json/`, `csv/`; the
+//! `re` provider and the library's primitives (`_text_primitives.*`, provider
+//! `Primitives`, installed in every environment whatever its scope) are the text engines'
+//! (`engines::re`, `engines::text`). The values a built-in table holds besides its
 //! functions ([`BUILTIN_VALUES`]: `json.null`) are added to their provider's table where
 //! that provider's functions are installed.
 

@@ -2,6 +2,18 @@
 //! the options table, how a message shows a value, a memory refusal kept as the memory
 //! limit, and the batched iterator (`json.lines`, `csv.rows`) with its collector: a
 //! [`RecordSource`] says how to read one record.
+//!
+//! Both build their tables with the Lua C API in one protected call, from data owned
+//! outside that call (the JSON event tape, the csv reader and its record), so a Lua
+//! allocation failing at the memory limit unwinds past nothing that owns memory.
+//!
+//! The iterators are one `batched_iterator`: each call into Rust fills a buffer with up to
+//! 64 records, and a Lua closure hands them out one by one, so a record costs no crossing
+//! of the Rust/Lua boundary. An error met after some records is raised once they have
+//! been handed out, so the loop sees every record before the error. The iterator
+//! collects its own garbage (`Tidy`) each time the heap has grown by as much as
+//! everything but the text it iterates: the usual doubling, with the text, which stays
+//! live, left out.
 
 use std::cell::RefCell;
 use std::rc::Rc;

@@ -144,7 +144,7 @@ fn position(message: &str) -> Option<(usize, &str)> {
     Some((line.parse().ok()?, detail))
 }
 
-/// Whether `detail` is what Lua's parser says: "… near 'token'" or "… near <eof>".
+/// Whether `detail` is what Lua's parser says: `… near 'token'` or `… near <eof>`.
 fn is_syntax_error(detail: &str) -> bool {
     detail.contains(" near '") || detail.ends_with(" near <eof>")
 }

@@ -38,7 +38,7 @@ impl<'a> Line<'a> {
 
 /// A Python habit and the Lua way, one line.
 struct Case {
-    /// What the model wrote, as the README table shows it.
+    /// What the model wrote, as the table of `docs/python-to-lua.md` shows it.
     #[allow(dead_code)] // Read by the test that each case finds its own example.
     python: &'static str,
     /// Whether the line holds it.

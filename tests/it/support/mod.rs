@@ -1,4 +1,4 @@
-//! Helpers shared by integration tests. Each test binary uses only part of them.
+//! Helpers shared by the integration tests' modules; each module uses only part of them.
 #![allow(dead_code)]
 
 pub mod bad_fixtures;

@@ -1,4 +1,4 @@
-//! Helpers of the RLM loop tests (`tests/rlm_loop*.rs`): a client and an RLM against the
+//! Helpers of the RLM loop tests (`tests/it/rlm_loop*.rs`): a client and an RLM against the
 //! scripted server, the requests it received, and a writer the test reads back.
 
 use std::io::Write;

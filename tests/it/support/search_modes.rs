@@ -1,4 +1,4 @@
-//! Helpers of the LLM search mode tests (`tests/search_modes*.rs`): a client for the
+//! Helpers of the LLM search mode tests (`tests/it/search_modes*.rs`): a client for the
 //! scripted server and a small registry of text functions.
 
 use std::time::Duration;

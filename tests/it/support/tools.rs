@@ -1,4 +1,4 @@
-//! Helpers of the tool tests (`tests/tool_*.rs`).
+//! Helpers of the tool tests (`tests/it/tool_*.rs`).
 
 use rlm_registry::Registry;
 

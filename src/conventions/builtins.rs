@@ -288,7 +288,7 @@ builtins! {
     LlmQueryBatched => "llm_query_batched", Llm, Core,
         "--- Asks a sub-model several questions concurrently; much faster than calling llm_query in a loop.\n--- A failed call gives \"error: ...\" in its place.\n---@param prompts string[] The prompts\n---@return string[] answers The answers, in the same order\nfunction llm_query_batched(prompts) end";
     RlmQuery => "rlm_query", Agent, Agent,
-        "--- Hands a sub-task to a child agent with its own REPL (one level deeper), which can itself read `context` and call functions; returns its final answer.\n--- At the depth limit it is a plain llm_query.\n---@param prompt string The sub-task\n---@param context? string The child's `context` (default: none)\n---@return string answer The child's final answer\nfunction rlm_query(prompt, context) end";
+        "--- Hands a sub-task to a child agent with its own REPL (one level deeper), which can itself read `context` and call functions; returns its final answer.\n--- Where the host runs no child agents, it is a plain llm_query.\n---@param prompt string The sub-task\n---@param context? string The child's `context` (default: none)\n---@return string answer The child's final answer\nfunction rlm_query(prompt, context) end";
     RlmQueryBatched => "rlm_query_batched", Agent, Agent,
         "--- Runs several child agents concurrently, like rlm_query for each prompt; a failed child gives \"error: ...\".\n---@param prompts string[] The sub-tasks\n---@param contexts? string[] One context per prompt\n---@return string[] answers The answers, in order\nfunction rlm_query_batched(prompts, contexts) end";
     AskUser => "ask_user", User, User,

@@ -1,12 +1,17 @@
 //! Names an exposed registry function may not take (rule E008): the built-ins' globals
 //! (derived from [`BUILTINS`](super::builtins::BUILTINS)), the reserved globals and Lua's.
 
-/// Globals every environment defines that are not built-ins: the context variable. A
-/// registry function with one of these names would shadow them, so it is rejected.
-pub const RESERVED_GLOBALS: &[&str] = &[CONTEXT_GLOBAL];
+/// Globals every environment defines that are not built-ins: the context variable and
+/// the answer table. A registry function with one of these names would shadow them, so
+/// it is rejected.
+pub const RESERVED_GLOBALS: &[&str] = &[CONTEXT_GLOBAL, ANSWER_GLOBAL];
 
 /// The global holding the session's context.
 pub const CONTEXT_GLOBAL: &str = "context";
+
+/// The global table of the reference RLM's answer protocol: `answer.content` is the
+/// answer, and setting `answer.ready = true` ends the run with it, as `FINAL` would.
+pub const ANSWER_GLOBAL: &str = "answer";
 
 /// The global holding the Rust primitives the Lua library calls: the table of the
 /// built-ins of [`BuiltinProvider::Primitives`](super::builtins::BuiltinProvider::Primitives).
@@ -92,6 +97,13 @@ mod tests {
 
     /// A name the loop splices into Lua code (`FINAL_VAR`'s) must be a name and nothing
     /// more.
+    #[test]
+    fn the_globals_every_environment_defines_are_reserved() {
+        assert_eq!(reserved_kind("context"), Some("built-in"));
+        assert_eq!(reserved_kind("answer"), Some("built-in"));
+        assert_eq!(reserved_kind(TEXT_PRIMITIVES_GLOBAL), Some("built-in"));
+    }
+
     #[test]
     fn only_lua_names_are_names() {
         assert!(is_lua_name("answer_2") && is_lua_name("_x"));

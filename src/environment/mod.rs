@@ -73,7 +73,8 @@ pub use output::escape_output;
 
 use crate::Registry;
 use crate::catalog::Catalog;
-use crate::conventions::CONTEXT_GLOBAL;
+use crate::conventions::builtins::BuiltinId;
+use crate::conventions::{ANSWER_GLOBAL, CONTEXT_GLOBAL};
 use crate::llm::Llm;
 use crate::providers::{AgentScope, Providers};
 use builtins::BuiltinState;
@@ -259,6 +260,7 @@ impl Environment {
         let regexes = Rc::new(re::RegexCache::default());
         let builtins = builtins::table(&lua, &state, &catalog, &regexes)?;
         install_globals_metatable(&lua, builtins, builder.registry)?;
+        install_answer(&lua)?;
         hook::install(&lua, &tripwire)?;
         lua.set_memory_limit(limits.memory_bytes)?;
         Ok(Environment {
@@ -339,11 +341,33 @@ impl Environment {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn execute_named(&self, code: &[u8], chunk_name: &str) -> Result<Execution, ExecError> {
-        self.run(|| self.lua.load(code).set_name(chunk_name).exec())
-            .map(|()| Execution {
-                output: self.take_output(),
-            })
-            .map_err(|error| self.with_hint(error, code))
+        self.run(|| {
+            self.lua.load(code).set_name(chunk_name).exec()?;
+            self.take_ready_answer()
+        })
+        .map(|()| Execution {
+            output: self.take_output(),
+        })
+        .map_err(|error| self.with_hint(error, code))
+    }
+
+    /// The answer protocol of the reference RLM: once the code has set `answer.ready` to
+    /// `true`, the run ends with `answer.content`, as `FINAL(answer.content)` would end it
+    /// (converted the same way, under the execution's limits). Read raw, so no metamethod
+    /// of the code runs here; `FINAL` called first wins.
+    fn take_ready_answer(&self) -> mlua::Result<()> {
+        if self.state.final_answer().is_some() {
+            return Ok(());
+        }
+        let Value::Table(answer) = self.lua.globals().raw_get::<Value>(ANSWER_GLOBAL)? else {
+            return Ok(());
+        };
+        if answer.raw_get::<Value>("ready")? != Value::Boolean(true) {
+            return Ok(());
+        }
+        let content: Value = answer.raw_get("content")?;
+        let final_value: Function = self.lua.globals().get(BuiltinId::Final.name())?;
+        final_value.call(content)
     }
 
     /// The one protocol of an execution, for code and for calls: arm the limits, run
@@ -565,6 +589,15 @@ impl Drop for Environment {
         self.tripwire.halt();
         hook::stop_everything(&self.lua);
     }
+}
+
+/// The `answer` table of the reference RLM's protocol, not ready: `{content = "", ready =
+/// false}` (see `Environment::take_ready_answer`).
+fn install_answer(lua: &Lua) -> mlua::Result<()> {
+    let answer = lua.create_table()?;
+    answer.raw_set("content", "")?;
+    answer.raw_set("ready", false)?;
+    lua.globals().raw_set(ANSWER_GLOBAL, answer)
 }
 
 /// The globals' metatable: built-ins first (read-only), then registry functions, loaded

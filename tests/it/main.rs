@@ -4,6 +4,8 @@
 
 mod support;
 
+#[cfg(feature = "cli")]
+mod answer_protocol;
 mod build_script;
 #[cfg(feature = "runtime")]
 mod builtins;

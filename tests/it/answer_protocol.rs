@@ -1,0 +1,131 @@
+//! The reference RLM's answer protocol beside `FINAL`: every environment has an `answer`
+//! table, and setting `answer.ready = true` ends the run with `answer.content`, exactly
+//! as `FINAL(answer.content)` would: at the root and in a child, with the same trace and
+//! the same export.
+
+use crate::support;
+
+use rlm_registry::Registry;
+use rlm_registry::environment::{Environment, Limits};
+use rlm_registry::rlm::Context;
+use rlm_registry::trace::{ExportOptions, Trace, export_rlm};
+use serde_json::Value;
+use support::openai_server::{Behavior, OpenAiServer};
+use support::rlm_loop::*;
+
+fn env() -> Environment {
+    Environment::new(Registry::baked().clone(), Limits::default()).unwrap()
+}
+
+#[test]
+fn every_environment_starts_with_an_answer_that_is_not_ready() {
+    let env = env();
+    let out = env
+        .execute("print(type(answer), answer.content == '', answer.ready)")
+        .unwrap();
+    assert_eq!(out.output, "table\ttrue\tfalse\n");
+    assert_eq!(env.final_answer(), None);
+}
+
+#[test]
+fn ready_ends_with_the_content_converted_as_final_converts_it() {
+    for (code, expected) in [
+        (
+            "answer.content = 'forty-two' answer.ready = true",
+            "forty-two",
+        ),
+        ("answer['content'] = 42 answer['ready'] = true", "42"),
+        ("answer = {content = 1.5, ready = true}", "1.5"),
+        (
+            "answer.content = setmetatable({}, {__tostring = function() return 'shown' end}) answer.ready = true",
+            "shown",
+        ),
+    ] {
+        let env = env();
+        env.execute(code).unwrap();
+        assert_eq!(env.final_answer().as_deref(), Some(expected), "`{code}`");
+    }
+}
+
+#[test]
+fn only_a_ready_of_true_on_an_answer_table_ends_the_run() {
+    for code in [
+        "answer.content = 'draft'",
+        "answer.content = 'draft' answer.ready = 'yes'",
+        "answer.content = 'draft' answer.ready = 1",
+        "answer = 'done'",
+        "answer = nil",
+        "answer = setmetatable({}, {__index = {ready = true, content = 'x'}})",
+    ] {
+        let env = env();
+        env.execute(code).unwrap();
+        assert_eq!(env.final_answer(), None, "`{code}`");
+    }
+}
+
+#[test]
+fn final_called_first_wins_and_a_failed_execution_gives_no_answer() {
+    let env = env();
+    env.execute("answer.content = 'second' answer.ready = true FINAL('first')")
+        .unwrap();
+    assert_eq!(env.final_answer().as_deref(), Some("first"));
+
+    let env = self::env();
+    assert!(
+        env.execute("answer.content = 'x' answer.ready = true error('boom')")
+            .is_err()
+    );
+    assert_eq!(env.final_answer(), None, "the execution failed");
+    // The table stays ready: the next execution that succeeds ends the run.
+    env.execute("print('again')").unwrap();
+    assert_eq!(env.final_answer().as_deref(), Some("x"));
+}
+
+/// The same scripted run ended once with `FINAL` and once with the answer table, at the
+/// root and in a child: the same answer, turns, traced final answers and export.
+#[test]
+fn answer_ready_ends_a_run_and_a_child_as_final_does() {
+    let run = |child_end: &str, root_end: &str| {
+        let server = OpenAiServer::start(
+            vec![
+                lua("print(rlm_query('Count the lines', 'x\\ny\\n'))"),
+                lua(child_end),
+                lua(root_end),
+            ],
+            Behavior::status(500),
+        );
+        let trace = Shared::default();
+        let answer = rlm(&server, 10)
+            .trace(trace.clone())
+            .run("Q", Some(Context::from("root context")))
+            .unwrap();
+        let finals: Vec<Value> = turns(&trace.events())
+            .iter()
+            .map(|turn| turn["final"].clone())
+            .collect();
+        let export = export_rlm(
+            &Trace::parse(&trace.text()).unwrap(),
+            &ExportOptions::default(),
+        );
+        let exported: Vec<Value> = events_of(&export)
+            .iter()
+            .map(|line| line["final_answer"].clone())
+            .collect();
+        (answer.text, answer.turns, finals, exported)
+    };
+    let with_final = run(
+        "FINAL(line_count(context) .. ' lines')",
+        "FINAL('the child found 2')",
+    );
+    let with_answer = run(
+        "answer.content = line_count(context) .. ' lines' answer.ready = true",
+        "answer['content'] = 'the child found 2'\nanswer['ready'] = true",
+    );
+    assert_eq!(with_final.0, "the child found 2");
+    assert_eq!(with_answer, with_final);
+    assert!(
+        with_final.2.contains(&Value::from("2 lines")),
+        "{:?}",
+        with_final.2
+    );
+}

@@ -33,6 +33,7 @@
 mod batch;
 mod client;
 mod config;
+mod context_length;
 mod error;
 mod message;
 mod tool_calls;
@@ -48,7 +49,7 @@ pub use config::{
     ENV_OPENAI_API_KEY, ENV_OPENAI_BASE_URL, ENV_TIMEOUT_SECS, LlmConfig, ModelInfo,
 };
 pub use error::LlmError;
-pub use message::{Completion, Message, Request, Role};
+pub use message::{Completion, DEFAULT_REPLY_RESERVE, Message, Request, Role};
 pub use tool_calls::{ToolCall, ToolCompletion};
 pub use usage::{Usage, UsageSnapshot};
 

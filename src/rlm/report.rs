@@ -11,13 +11,17 @@ use crate::environment::ExecError;
 use crate::llm::LlmError;
 
 use super::budget::{BudgetExceeded, UsageReport};
-use crate::text_format::{cut_chars, first_line};
+use super::prompt_mode::PromptMode;
+use crate::text_format::{cut_chars, first_line, thousands};
 
 /// A successful run.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Answer {
-    /// The final answer, as `FINAL`/`FINAL_VAR` gave it.
+    /// The final answer, as `FINAL`/`FINAL_VAR` gave it: the value's `tostring`, or with
+    /// an [answer schema](super::Rlm::answer_schema) its JSON text.
     pub text: String,
+    /// With an answer schema, the answer as JSON (it matched the schema).
+    pub value: Option<serde_json::Value>,
     /// The root agent's turns (model calls), the last included.
     pub turns: u32,
     /// What the whole run used.
@@ -29,6 +33,8 @@ pub struct Answer {
 pub struct Report {
     /// The final answer, or why there is none.
     pub result: Result<String, RlmError>,
+    /// With an answer schema, the answer as JSON.
+    pub value: Option<serde_json::Value>,
     /// The root agent's turns.
     pub turns: u32,
     /// What the whole run used.
@@ -40,10 +46,16 @@ impl Report {
     pub fn into_result(self) -> Result<Answer, RlmError> {
         let Report {
             result,
+            value,
             turns,
             usage,
         } = self;
-        result.map(|text| Answer { text, turns, usage })
+        result.map(|text| Answer {
+            text,
+            value,
+            turns,
+            usage,
+        })
     }
 }
 
@@ -80,6 +92,34 @@ pub enum RlmError {
     Context(ExecError),
     /// The trace could not be written.
     Trace(io::Error),
+    /// An agent's first request does not fit the model's context window: a window check
+    /// refused it before sending (`server` is `None`), or the server did. The message
+    /// names the system prompt's tokens, the window and what to change.
+    ContextWindow {
+        /// The agent: `0` for the root, `0.1` for its first child, ….
+        agent: String,
+        /// The agent's system prompt, in `o200k_base` tokens.
+        system_prompt_tokens: u64,
+        /// The whole first request (system prompt, question, the chat format's
+        /// overhead), in `o200k_base` tokens.
+        request_tokens: u64,
+        /// The tokens kept for the reply.
+        reply_reserve: u64,
+        /// The window: the one configured, else the server's, if it said.
+        window: Option<u64>,
+        /// How the prompt listed the functions: the fix depends on it.
+        prompt_mode: PromptMode,
+        /// The server's refusal, if the request was sent.
+        server: Option<LlmError>,
+    },
+    /// Every answer the root agent gave was refused by its schema, up to the iteration
+    /// cap.
+    AnswerRejected {
+        /// The cap.
+        max_iterations: u32,
+        /// Why the last answer was refused, as the model read it.
+        last_refusal: String,
+    },
 }
 
 impl fmt::Display for RlmError {
@@ -105,6 +145,53 @@ impl fmt::Display for RlmError {
             RlmError::Setup(message) => f.write_str(message),
             RlmError::Context(error) => write!(f, "cannot load the context: {error}"),
             RlmError::Trace(error) => write!(f, "cannot write the trace: {error}"),
+            RlmError::ContextWindow {
+                agent,
+                system_prompt_tokens,
+                request_tokens,
+                reply_reserve,
+                window,
+                prompt_mode,
+                server,
+            } => {
+                let whose = if agent.contains('.') {
+                    format!("child agent {agent}")
+                } else {
+                    "the root agent".to_string()
+                };
+                write!(
+                    f,
+                    "the first request of {whose} does not fit the model's context window"
+                )?;
+                if let Some(window) = window {
+                    write!(f, " (the window is {} tokens)", thousands(*window))?;
+                }
+                match server {
+                    Some(error) => write!(f, ": the server refused it ({error})")?,
+                    None => f.write_str(", so it was not sent")?,
+                }
+                write!(
+                    f,
+                    ". Its system prompt alone is {} tokens (o200k_base), the whole request {}, and {} are kept for the reply. ",
+                    thousands(*system_prompt_tokens),
+                    thousands(*request_tokens),
+                    thousands(*reply_reserve)
+                )?;
+                if *prompt_mode == PromptMode::Compact {
+                    f.write_str("Fix: a smaller registry (--no-baked, fewer --path directories), a shorter question, or a model with a larger window.")
+                } else {
+                    f.write_str("Fix: --prompt-mode compact (signatures and one-line summaries instead of full docs), a smaller registry (--no-baked, fewer --path directories), or a model with a larger window.")
+                }
+            }
+            RlmError::AnswerRejected {
+                max_iterations,
+                last_refusal,
+            } => write!(
+                f,
+                "iteration limit reached: no answer matching the schema after {max_iterations} turn{}; the last answer was refused: {}",
+                if *max_iterations == 1 { "" } else { "s" },
+                cut_chars(&last_refusal.replace('\n', " "), 600)
+            ),
         }
     }
 }
@@ -116,6 +203,9 @@ impl std::error::Error for RlmError {
             RlmError::Llm(e) => Some(e),
             RlmError::Context(e) => Some(e),
             RlmError::Trace(e) => Some(e),
+            RlmError::ContextWindow {
+                server: Some(e), ..
+            } => Some(e),
             _ => None,
         }
     }

@@ -27,6 +27,7 @@ fn task(id: &str, question: &str, answer: &str) -> Task {
         scorer: Scorer::Exact,
         family: None,
         size: None,
+        schema: None,
     }
 }
 

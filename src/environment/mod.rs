@@ -805,7 +805,7 @@ impl EnvironmentBuilder {
     ///     .build()?;
     /// assert_eq!(env.execute("print(llm_query('short'))")?.output, "ok\n");
     /// let error = env.execute("llm_query(string.rep('word ', 2000))").unwrap_err();
-    /// assert!(error.message().contains("does not fit the model's context window of 2000 tokens"));
+    /// assert!(error.message().contains("does not fit the model's context window of 2,000 tokens"));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn context_window(mut self, tokens: u64) -> Self {

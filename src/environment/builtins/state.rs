@@ -11,6 +11,7 @@ use crate::conventions::builtins::BuiltinId;
 use crate::environment::answer_schema::AnswerSchema;
 use crate::environment::limits::{LimitKind, Tripwire};
 use crate::llm::{Completion, Llm, LlmError, Request};
+use crate::text_format::thousands;
 use crate::tokens;
 
 /// What the host gives an environment's built-ins besides its limits.
@@ -125,8 +126,11 @@ impl BuiltinState {
             return Ok(());
         }
         Err(format!(
-            "{}: not sent: the prompt is {prompt} tokens (o200k_base) and, with {reserve} kept for the answer, does not fit the model's context window of {window} tokens; give it less text at a time (token_split, chunk_by_size)",
-            builtin.name()
+            "{}: not sent: the prompt is {} tokens (o200k_base) and, with {} kept for the answer, does not fit the model's context window of {} tokens; give it less text at a time (token_split, chunk_by_size)",
+            builtin.name(),
+            thousands(prompt),
+            thousands(reserve),
+            thousands(window)
         ))
     }
 

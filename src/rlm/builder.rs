@@ -308,7 +308,7 @@ impl Rlm {
     ///
     /// let rlm = Rlm::new(Arc::new(NeverAsked), Registry::baked().clone(), 5).context_window(2_048);
     /// let error = rlm.run("Q", None).unwrap_err();
-    /// assert!(matches!(error, RlmError::ContextWindow { .. }));
+    /// assert!(matches!(error, RlmError::ContextWindow(_)));
     /// assert!(error.to_string().contains("the window is 2,048 tokens"));
     /// ```
     pub fn context_window(mut self, tokens: u64) -> Rlm {

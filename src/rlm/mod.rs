@@ -100,8 +100,9 @@ pub use builder::{
     DEFAULT_MAX_ITERATIONS, DEFAULT_OUTPUT_BYTES, Rlm,
 };
 pub use context::Context;
+pub use prompt::PromptPart;
 pub use prompt_mode::{AUTO_COMPACT_ABOVE_TOKENS, PromptMode};
-pub use report::{Answer, Report, RlmError};
+pub use report::{Answer, Report, RlmError, WindowExceeded};
 pub use rlm_log::TraceFormat;
 pub(crate) use rlm_log::{Assumed, RlmLog};
 pub use run::WARN_FROM_ITERATION;

@@ -93,25 +93,9 @@ pub enum RlmError {
     /// The trace could not be written.
     Trace(io::Error),
     /// An agent's first request does not fit the model's context window: a window check
-    /// refused it before sending (`server` is `None`), or the server did. The message
-    /// names the system prompt's tokens, the window and what to change.
-    ContextWindow {
-        /// The agent: `0` for the root, `0.1` for its first child, ….
-        agent: String,
-        /// The agent's system prompt, in `o200k_base` tokens.
-        system_prompt_tokens: u64,
-        /// The whole first request (system prompt, question, the chat format's
-        /// overhead), in `o200k_base` tokens.
-        request_tokens: u64,
-        /// The tokens kept for the reply.
-        reply_reserve: u64,
-        /// The window: the one configured, else the server's, if it said.
-        window: Option<u64>,
-        /// How the prompt listed the functions: the fix depends on it.
-        prompt_mode: PromptMode,
-        /// The server's refusal, if the request was sent.
-        server: Option<LlmError>,
-    },
+    /// refused it before sending, or the server did. The message names the system
+    /// prompt's tokens, the window and what to change.
+    ContextWindow(Box<WindowExceeded>),
     /// Every answer the root agent gave was refused by its schema, up to the iteration
     /// cap.
     AnswerRejected {
@@ -145,44 +129,7 @@ impl fmt::Display for RlmError {
             RlmError::Setup(message) => f.write_str(message),
             RlmError::Context(error) => write!(f, "cannot load the context: {error}"),
             RlmError::Trace(error) => write!(f, "cannot write the trace: {error}"),
-            RlmError::ContextWindow {
-                agent,
-                system_prompt_tokens,
-                request_tokens,
-                reply_reserve,
-                window,
-                prompt_mode,
-                server,
-            } => {
-                let whose = if agent.contains('.') {
-                    format!("child agent {agent}")
-                } else {
-                    "the root agent".to_string()
-                };
-                write!(
-                    f,
-                    "the first request of {whose} does not fit the model's context window"
-                )?;
-                if let Some(window) = window {
-                    write!(f, " (the window is {} tokens)", thousands(*window))?;
-                }
-                match server {
-                    Some(error) => write!(f, ": the server refused it ({error})")?,
-                    None => f.write_str(", so it was not sent")?,
-                }
-                write!(
-                    f,
-                    ". Its system prompt alone is {} tokens (o200k_base), the whole request {}, and {} are kept for the reply. ",
-                    thousands(*system_prompt_tokens),
-                    thousands(*request_tokens),
-                    thousands(*reply_reserve)
-                )?;
-                if *prompt_mode == PromptMode::Compact {
-                    f.write_str("Fix: a smaller registry (--no-baked, fewer --path directories), a shorter question, or a model with a larger window.")
-                } else {
-                    f.write_str("Fix: --prompt-mode compact (signatures and one-line summaries instead of full docs), a smaller registry (--no-baked, fewer --path directories), or a model with a larger window.")
-                }
-            }
+            RlmError::ContextWindow(exceeded) => exceeded.fmt(f),
             RlmError::AnswerRejected {
                 max_iterations,
                 last_refusal,
@@ -203,10 +150,79 @@ impl std::error::Error for RlmError {
             RlmError::Llm(e) => Some(e),
             RlmError::Context(e) => Some(e),
             RlmError::Trace(e) => Some(e),
-            RlmError::ContextWindow {
-                server: Some(e), ..
-            } => Some(e),
+            RlmError::ContextWindow(exceeded) => exceeded
+                .server
+                .as_ref()
+                .map(|e| e as &(dyn std::error::Error + 'static)),
             _ => None,
+        }
+    }
+}
+
+/// An agent's first request that does not fit the model's context window
+/// ([`RlmError::ContextWindow`]): how large it was, the window, and what refused it.
+#[derive(Debug)]
+pub struct WindowExceeded {
+    /// The agent: `0` for the root, `0.1` for its first child, ….
+    pub agent: String,
+    /// The agent's system prompt, in `o200k_base` tokens.
+    pub system_prompt_tokens: u64,
+    /// The whole first request (system prompt, question, the chat format's overhead), in
+    /// `o200k_base` tokens.
+    pub request_tokens: u64,
+    /// The tokens kept for the reply.
+    pub reply_reserve: u64,
+    /// The window: the one configured, else the server's, if it said.
+    pub window: Option<u64>,
+    /// How the prompt listed the functions: the fix depends on it.
+    pub prompt_mode: PromptMode,
+    /// The server's refusal, if the request was sent; `None` when a window check kept
+    /// it from being sent.
+    pub server: Option<LlmError>,
+}
+
+impl fmt::Display for WindowExceeded {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let whose = if self.agent.contains('.') {
+            format!("child agent {}", self.agent)
+        } else {
+            "the root agent".to_string()
+        };
+        write!(
+            f,
+            "the first request of {whose} does not fit the model's context window"
+        )?;
+        if let Some(window) = self.window {
+            write!(f, " (the window is {} tokens)", thousands(window))?;
+        }
+        match &self.server {
+            Some(LlmError::ContextLength {
+                prompt_tokens,
+                body,
+                ..
+            }) => {
+                f.write_str(": the server refused it")?;
+                if let Some(tokens) = prompt_tokens {
+                    write!(f, " (it counted {} tokens)", thousands(*tokens))?;
+                }
+                if !body.is_empty() {
+                    write!(f, "; its answer: {body}")?;
+                }
+            }
+            Some(error) => write!(f, ": the server refused it ({error})")?,
+            None => f.write_str(", so it was not sent")?,
+        }
+        write!(
+            f,
+            ". Its system prompt alone is {} tokens (o200k_base), the whole request {}, and {} are kept for the reply. ",
+            thousands(self.system_prompt_tokens),
+            thousands(self.request_tokens),
+            thousands(self.reply_reserve)
+        )?;
+        if self.prompt_mode == PromptMode::Compact {
+            f.write_str("Fix: a smaller registry (--no-baked, fewer --path directories), a shorter question, or a model with a larger window.")
+        } else {
+            f.write_str("Fix: --prompt-mode compact (signatures and one-line summaries instead of full docs), a smaller registry (--no-baked, fewer --path directories), or a model with a larger window.")
         }
     }
 }

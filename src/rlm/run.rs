@@ -19,7 +19,7 @@ use super::agent::Agent;
 use super::context::Context;
 use super::parse::{self, PlainFinal, Reply};
 use super::prompt;
-use super::report::RlmError;
+use super::report::{RlmError, WindowExceeded};
 use super::trajectory::{Block, BlockStatus, Record, Start, Turn, millis};
 
 /// From this iteration on, each turn logs a `tracing` warning.
@@ -195,7 +195,7 @@ impl Agent {
             _ => None,
         };
         let system = request.messages.first().map_or("", Message::text);
-        RlmError::ContextWindow {
+        RlmError::ContextWindow(Box::new(WindowExceeded {
             agent: self.id.clone(),
             system_prompt_tokens: tokens::count(system) as u64,
             request_tokens: request_tokens(request),
@@ -203,7 +203,7 @@ impl Agent {
             window: self.config.context_window.or(served_window),
             prompt_mode: self.config.prompt_mode,
             server,
-        }
+        }))
     }
 
     /// Runs the reply's code, then takes its final answer, ends the run, or gives the

@@ -111,6 +111,9 @@ use super::context::Context;
 /// One line of a trace, tagged by its `event` field.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
+// A record is made, written and dropped, one at a time: boxing the larger `start` would
+// cost an allocation and save no copy worth having.
+#[allow(clippy::large_enum_variant)]
 pub enum Record {
     /// An agent begins: written once per agent, before its first turn.
     Start(Start),

@@ -16,9 +16,11 @@ use rlm_registry::tokens;
 use support::openai_server::{Behavior, OpenAiServer};
 use support::rlm_loop::*;
 
-/// The servers' refusals, as their own answers word them (status, body), and the tokens
-/// and window each gives.
-const REFUSALS: &[(&str, u16, &str, Option<u64>, Option<u64>)] = &[
+/// A server's refusal: who, the status and body it answers, the tokens and window it says.
+type Refusal = (&'static str, u16, &'static str, Option<u64>, Option<u64>);
+
+/// The servers' refusals, as their own answers word them.
+const REFUSALS: &[Refusal] = &[
     (
         "OpenAI",
         400,
@@ -63,23 +65,14 @@ fn a_first_request_too_long_for_the_window_is_not_sent() {
     let system = tokens::count(&full.system_prompt(None));
     let error = full.context_window(4_096).run("Q", None).unwrap_err();
     assert_eq!(server.request_count(), 0, "nothing was sent");
-    let RlmError::ContextWindow {
-        agent,
-        system_prompt_tokens,
-        request_tokens,
-        window,
-        server: refusal,
-        ..
-    } = &error
-    else {
+    let RlmError::ContextWindow(exceeded) = &error else {
         panic!("{error:?}");
     };
-    assert_eq!(
-        (agent.as_str(), *window, refusal),
-        ("0", Some(4_096), &None)
-    );
-    assert_eq!(*system_prompt_tokens as usize, system);
-    assert!(*request_tokens > *system_prompt_tokens);
+    assert_eq!(exceeded.agent, "0");
+    assert_eq!(exceeded.window, Some(4_096));
+    assert!(exceeded.server.is_none());
+    assert_eq!(exceeded.system_prompt_tokens as usize, system);
+    assert!(exceeded.request_tokens > exceeded.system_prompt_tokens);
     let message = error.to_string();
     for expected in [
         "the first request of the root agent does not fit the model's context window (the window is 4,096 tokens), so it was not sent",
@@ -137,9 +130,7 @@ fn a_childs_first_request_is_checked_too() {
     let long_task = "word ".repeat(6_000);
     let server = OpenAiServer::start(
         vec![
-            lua(&format!(
-                "local ok, err = pcall(rlm_query, string.rep('word ', 6000))\nprint(ok, err)"
-            )),
+            lua("local ok, err = pcall(rlm_query, string.rep('word ', 6000))\nprint(ok, err)"),
             lua("FINAL('recovered')"),
         ],
         Behavior::status(500),
@@ -191,16 +182,11 @@ fn each_servers_context_length_refusal_is_recognised_and_not_retried() {
         let server = OpenAiServer::always(Behavior::status_with_body(status, body));
         let error = rlm(&server, 10).run("Q", None).unwrap_err();
         assert_eq!(server.request_count(), 1, "{server_name}");
-        let RlmError::ContextWindow {
-            window: reported,
-            server: Some(refusal),
-            ..
-        } = &error
-        else {
+        let RlmError::ContextWindow(exceeded) = &error else {
             panic!("{server_name}: {error:?}");
         };
-        assert_eq!(*reported, window, "{server_name}");
-        assert!(refusal.is_context_length());
+        assert_eq!(exceeded.window, window, "{server_name}");
+        assert!(exceeded.server.as_ref().unwrap().is_context_length());
         let message = error.to_string();
         assert!(
             message.contains("the first request of the root agent does not fit the model's context window (the window is 8,192 tokens): the server refused it"),
@@ -310,7 +296,7 @@ fn thousands(n: usize) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, digit) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(digit);

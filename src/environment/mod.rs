@@ -38,7 +38,8 @@
 //!   exhaustive `match` on their id, and the host's functions wrapped for Lua. The text
 //!   engines they run on (patterns, `re`, `grep`, the text and collection primitives) are
 //!   the crate's `engines`, below this module.
-//! - [`lua_json`]: the one Lua ↔ JSON mapping, for every surface.
+//! - [`lua_json`]: the one Lua ↔ JSON mapping, for every surface; `answer_schema`:
+//!   [`AnswerSchema`], the JSON Schema a final answer converted by it must match.
 //! - `errors`: every error the model reads is a plain string (`lua_message`), and the one
 //!   test for a memory refusal; [`hints`]: the one place a failed execution gets its
 //!   hint, for every surface.

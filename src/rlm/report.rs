@@ -172,7 +172,8 @@ pub struct WindowExceeded {
     pub request_tokens: u64,
     /// The tokens kept for the reply.
     pub reply_reserve: u64,
-    /// The window: the one configured, else the server's, if it said.
+    /// The window: the server's, if it refused the request and said; else the one
+    /// configured.
     pub window: Option<u64>,
     /// How the prompt listed the functions: the fix depends on it.
     pub prompt_mode: PromptMode,

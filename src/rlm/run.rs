@@ -158,16 +158,19 @@ impl Agent {
         started: Instant,
     ) -> Result<Completion, RlmError> {
         let request = Request::new(messages.to_vec());
-        if turn == 1 {
-            self.check_window(&request)?;
+        // The first request, kept to describe it if the server finds it too long (a
+        // later one is not: the conversation grows, and cloning it each turn would cost).
+        let first = (turn == 1).then(|| request.clone());
+        if let Some(first) = &first {
+            self.check_window(first)?;
         }
         self.ledger.reserve().map_err(RlmError::Budget)?;
-        let result = self.config.llm.complete(request.clone());
+        let result = self.config.llm.complete(request);
         self.ledger.record(self.depth, &result);
         record.llm_ms = millis(started.elapsed());
-        let completion = result.map_err(|error| match error {
-            error if turn == 1 && error.is_context_length() => self.too_long(&request, Some(error)),
-            error => RlmError::Llm(error),
+        let completion = result.map_err(|error| match &first {
+            Some(first) if error.is_context_length() => self.too_long(first, Some(error)),
+            _ => RlmError::Llm(error),
         })?;
         record.prompt_tokens = completion.prompt_tokens;
         record.completion_tokens = completion.completion_tokens;
@@ -200,7 +203,9 @@ impl Agent {
             system_prompt_tokens: tokens::count(system) as u64,
             request_tokens: request_tokens(request),
             reply_reserve: request.reply_reserve(),
-            window: self.config.context_window.or(served_window),
+            // What the server said is the truth about its window; a configured one is
+            // then wrong.
+            window: served_window.or(self.config.context_window),
             prompt_mode: self.config.prompt_mode,
             server,
         }))

@@ -197,6 +197,25 @@ fn each_servers_context_length_refusal_is_recognised_and_not_retried() {
     }
 }
 
+/// A configured window the server contradicts: the server's is the one reported.
+#[test]
+fn the_servers_window_wins_over_a_configured_one_it_contradicts() {
+    let (_, status, body, _, _) = REFUSALS[0];
+    let server = OpenAiServer::always(Behavior::status_with_body(status, body));
+    let error = rlm(&server, 10)
+        .context_window(128_000)
+        .run("Q", None)
+        .unwrap_err();
+    assert_eq!(server.request_count(), 1, "the check let it through");
+    let message = error.to_string();
+    assert!(
+        message.contains(
+            "(the window is 8,192 tokens): the server refused it (it counted 9,656 tokens)"
+        ),
+        "{message}"
+    );
+}
+
 /// Other 400s stay what they were.
 #[test]
 fn other_bad_requests_are_still_statuses() {

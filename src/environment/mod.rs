@@ -258,9 +258,10 @@ impl Environment {
         ));
         // `re` and the text primitives share the environment's compiled patterns.
         let regexes = Rc::new(re::RegexCache::default());
+        // Before the built-ins: `store_list` lists what the code made, not this table.
+        install_answer(&lua)?;
         let builtins = builtins::table(&lua, &state, &catalog, &regexes)?;
         install_globals_metatable(&lua, builtins, builder.registry)?;
-        install_answer(&lua)?;
         hook::install(&lua, &tripwire)?;
         lua.set_memory_limit(limits.memory_bytes)?;
         Ok(Environment {

@@ -274,13 +274,13 @@ fn json_nested_too_deep_for_lua_is_refused_on_every_in_process_surface() {
 fn a_host_function_result_crosses_by_the_same_rules_with_null_as_nil() {
     let seen = Arc::new(Mutex::new(json!(null)));
     let given = Arc::clone(&seen);
-    let answer = HostFunction::typed(
-        "answer",
+    let reply = HostFunction::typed(
+        "reply",
         "--- Answers the JSON the test set.\n---@return any value The value",
         move |_, (): ()| Ok::<_, String>(given.lock().unwrap().clone()),
     );
     let mut providers = Providers::builtin();
-    providers.register_function("answers", answer).unwrap();
+    providers.register_function("replies", reply).unwrap();
     let env = Environment::builder(registry())
         .providers(Arc::new(providers))
         .build()
@@ -288,18 +288,18 @@ fn a_host_function_result_crosses_by_the_same_rules_with_null_as_nil() {
     for (case, value) in crossing() {
         *seen.lock().unwrap() = value.clone();
         assert_eq!(
-            output(&env, "print(json.encode(answer(), {sort_keys = true}))"),
+            output(&env, "print(json.encode(reply(), {sort_keys = true}))"),
             format!("{value}\n"),
             "{case}"
         );
     }
     *seen.lock().unwrap() = json!(null);
-    assert_eq!(output(&env, "print(answer() == nil)"), "true\n");
+    assert_eq!(output(&env, "print(reply() == nil)"), "true\n");
     *seen.lock().unwrap() = json!({"deep": nested_arrays(101)});
     assert_eq!(
-        caught(&env, "answer()"),
+        caught(&env, "reply()"),
         format!(
-            "answer: nested deeper than 100 levels (at result.deep{})",
+            "reply: nested deeper than 100 levels (at result.deep{})",
             "[1]".repeat(99)
         )
     );

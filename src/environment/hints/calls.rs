@@ -244,8 +244,7 @@ const FUNCTIONS: &[Case<CallFix>] = &[
 pub(crate) const RANGE_LEAD: &str = "Lua counts with `for i = first, last do`, both ends included (`range(n)` counts from 0; Lua lists start at 1)";
 
 /// What a hint about `enumerate` says before the quoted loop.
-pub(crate) const ENUMERATE_LEAD: &str =
-    "Lua's `ipairs` gives each index (from 1, not 0) and value";
+pub(crate) const ENUMERATE_LEAD: &str = "Lua's `ipairs` gives each index (from 1, not 0) and value";
 
 /// Python's methods, called on a string or a table (`x.split(…)` or `x:split(…)`).
 const METHODS: &[Case<MethodFix>] = &[
@@ -425,8 +424,8 @@ const METHODS: &[Case<MethodFix>] = &[
 
 /// The methods of Lua's strings, called with a colon (`s:upper()`).
 pub(crate) const LUA_STRING_METHODS: &[&str] = &[
-    "byte", "find", "format", "gmatch", "gsub", "len", "lower", "match", "rep", "reverse",
-    "sub", "upper",
+    "byte", "find", "format", "gmatch", "gsub", "len", "lower", "match", "rep", "reverse", "sub",
+    "upper",
 ];
 
 /// Python modules a model reaches for, read as nil globals.

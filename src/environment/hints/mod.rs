@@ -14,13 +14,19 @@
 //!   found from the error Lua raised on calling them ("attempt to call a nil value
 //!   (global 'len')"), naming a library function when the environment has it.
 //!
+//! Where the rewrite of the line is mechanical, the hint quotes the line in Lua (`fix`),
+//! after what the case says before a fix; where it is not, it states the case's rule.
+//!
 //! ```
 //! use rlm_registry::environment::hints::{Names, hint};
 //!
 //! let names = Names::new(["word_count", "line_count", "print"]);
 //! let source = "if n != 0 then print(n) end";
 //! let message = "input:1: 'then' expected near '!'";
-//! assert_eq!(hint(source, message, &names).unwrap(), "Lua writes not-equal as `~=`: `a ~= b`.");
+//! assert_eq!(
+//!     hint(source, message, &names).unwrap(),
+//!     "Lua writes not-equal as `~=`: `if n ~= 0 then print(n) end`."
+//! );
 //!
 //! let message = "input:1: attempt to call a nil value (global 'countlines')";
 //! assert!(hint("print(countlines(context))", message, &names).unwrap().contains("Did you mean `line_count`?"));
@@ -104,7 +110,10 @@ impl Names {
     /// `json.decode` is one of the names): `name.f(…)` calls a function, not a method.
     pub fn is_table(&self, name: &str) -> bool {
         self.0.iter().any(|known| {
-            known == name || known.strip_prefix(name).is_some_and(|rest| rest.starts_with('.'))
+            known == name
+                || known
+                    .strip_prefix(name)
+                    .is_some_and(|rest| rest.starts_with('.'))
         })
     }
 
@@ -158,7 +167,11 @@ pub fn hint(source: &str, message: &str, names: &Names) -> Option<String> {
     let (line, detail) = position(message)?;
     let lines = scan::lines(source, line);
     let bound = scan::bound_names(&lines);
-    let code_of = |at: usize| lines.get(at.wrapping_sub(1)).map_or("", |l| l.code.as_str());
+    let code_of = |at: usize| {
+        lines
+            .get(at.wrapping_sub(1))
+            .map_or("", |l| l.code.as_str())
+    };
     let code = code_of(line);
     let on = |at: usize, found: Found| Finding {
         line: at,
@@ -219,8 +232,15 @@ impl Context<'_> {
         lines.dedup();
         for line in lines {
             let here: Vec<&Finding> = findings.iter().filter(|f| f.line == line).collect();
-            let leads: Vec<&str> = here.iter().filter_map(|f| f.found.lead.as_deref()).collect();
-            let quote = if leads.is_empty() { None } else { self.quoted_fix(line, &here) };
+            let leads: Vec<&str> = here
+                .iter()
+                .filter_map(|f| f.found.lead.as_deref())
+                .collect();
+            let quote = if leads.is_empty() {
+                None
+            } else {
+                self.quoted_fix(line, &here)
+            };
             match quote {
                 Some(quote) => {
                     let place = if line == self.error_line {
@@ -397,7 +417,10 @@ mod tests {
         let without = hint("json.loads(s)", message, &Names::default()).unwrap();
         assert!(without.contains("patterns"), "{without}");
         let with = hint("json.loads(s)", message, &Names::new(["json.decode"])).unwrap();
-        assert_eq!(with, "Lua reads JSON with `json.decode(text)`: `json.decode(s)`.");
+        assert_eq!(
+            with,
+            "Lua reads JSON with `json.decode(text)`: `json.decode(s)`."
+        );
     }
 
     #[test]

@@ -81,13 +81,16 @@ const CASES: &[Case] = &[
 /// What to say about the first case Lua's error `detail` on the line `code` shows, and
 /// what the error shows about the line.
 pub(crate) fn find(detail: &str, code: &str) -> Option<(Found, Evidence)> {
-    CASES.iter().find(|case| (case.found)(detail, code)).map(|case| {
-        let found = Found {
-            lead: Some(case.lead.to_string()),
-            rule: case.hint.to_string(),
-        };
-        (found, case.evidence)
-    })
+    CASES
+        .iter()
+        .find(|case| (case.found)(detail, code))
+        .map(|case| {
+            let found = Found {
+                lead: Some(case.lead.to_string()),
+                rule: case.hint.to_string(),
+            };
+            (found, case.evidence)
+        })
 }
 
 /// Whether `code` indexes a value with `key` (`xs[0]`, `f()[0]`), not a table

@@ -58,7 +58,10 @@ pub(crate) fn bound_names(lines: &[Line]) -> HashSet<String> {
                     if let Some(name) = words.get(i + 1).filter(|w| is_name(w)) {
                         bound.insert(name.to_string());
                     }
-                    let open = words[i..].iter().position(|w| *w == "(").map(|at| i + at + 1);
+                    let open = words[i..]
+                        .iter()
+                        .position(|w| *w == "(")
+                        .map(|at| i + at + 1);
                     i = open.map_or(i + 1, |open| bind_list(&words, open, &mut bound));
                 }
                 _ => i += 1,
@@ -160,7 +163,10 @@ mod tests {
     fn a_line_a_string_or_comment_runs_into_has_no_text() {
         let source = "a = 1\nb = [[x\ny]] c = 2\nd = 3 --[[\n]]\ne = 4";
         let texts: Vec<_> = lines(source, 10).into_iter().map(|l| l.text).collect();
-        assert_eq!(texts, [Some("a = 1"), None, None, None, None, Some("e = 4")]);
+        assert_eq!(
+            texts,
+            [Some("a = 1"), None, None, None, None, Some("e = 4")]
+        );
     }
 
     #[test]

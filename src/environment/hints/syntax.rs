@@ -43,7 +43,8 @@ impl<'a> Line<'a> {
         self.code.match_indices(word).any(|(at, _)| {
             let before = self.code[..at].chars().next_back();
             let after_text = &self.code[at + word.len()..];
-            let whole = !before.is_some_and(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | ':'))
+            let whole = !before
+                .is_some_and(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | ':'))
                 && !after_text.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_');
             let after = after_text.trim_start();
             let assigned = after.starts_with('=') && !after.starts_with("==");
@@ -105,7 +106,11 @@ impl Lead {
                 let op = line
                     .code
                     .split_whitespace()
-                    .find(|w| w.len() >= 2 && w.ends_with('=') && w.starts_with(['+', '-', '*', '/', '%', '&', '|', '<', '>']))
+                    .find(|w| {
+                        w.len() >= 2
+                            && w.ends_with('=')
+                            && w.starts_with(['+', '-', '*', '/', '%', '&', '|', '<', '>'])
+                    })
                     .unwrap_or("+=");
                 format!("Lua has no `{op}`")
             }
@@ -113,16 +118,28 @@ impl Lead {
                 let names: Vec<String> = line
                     .python_names()
                     .iter()
-                    .map(|name| format!("`{name}` as `{}`", name.to_lowercase().replace("none", "nil")))
+                    .map(|name| {
+                        format!(
+                            "`{name}` as `{}`",
+                            name.to_lowercase().replace("none", "nil")
+                        )
+                    })
                     .collect();
                 format!("Lua writes {}", names.join(" and "))
             }
             Lead::Loop if line.code.contains("range(") => RANGE_LEAD.to_string(),
             Lead::Loop if line.code.contains("enumerate(") => ENUMERATE_LEAD.to_string(),
-            Lead::Loop if [".items(", ".keys(", ".values("].iter().any(|v| line.code.contains(v)) => {
-                "Lua walks a table's keys and values with `pairs(t)`, closing the loop with `end`".to_string()
+            Lead::Loop
+                if [".items(", ".keys(", ".values("]
+                    .iter()
+                    .any(|v| line.code.contains(v)) =>
+            {
+                "Lua walks a table's keys and values with `pairs(t)`, closing the loop with `end`"
+                    .to_string()
             }
-            Lead::Loop => "Lua walks a list with `ipairs(xs)`, closing the loop with `end`".to_string(),
+            Lead::Loop => {
+                "Lua walks a list with `ipairs(xs)`, closing the loop with `end`".to_string()
+            }
         }
     }
 }
@@ -190,6 +207,22 @@ const CASES: &[Case] = &[
         makes_nil: false,
     },
     Case {
+        python: "\"%d of %d\" % (a, b)",
+        found: |l| format_tuple(l.code),
+        hint: FORMAT,
+        lead: Some(Lead::Text("Lua formats with `string.format`")),
+        makes_nil: false,
+    },
+    Case {
+        python: "def f(x):",
+        found: |l| word_then_name(l, "def") && l.code.contains('('),
+        hint: "Lua defines functions as `function f(x) … end`.",
+        lead: Some(Lead::Text(
+            "Lua defines a function as `function f(x) … end`",
+        )),
+        makes_nil: false,
+    },
+    Case {
         python: "print(x, end=\"\")",
         found: |l| keyword_argument(l.code),
         hint: "Lua has no keyword arguments (`key=…`, `end=\"\"`): pass the values in order, or one table `f{key = k}`.",
@@ -197,17 +230,12 @@ const CASES: &[Case] = &[
         makes_nil: false,
     },
     Case {
-        python: "def f(x):",
-        found: |l| word_then_name(l, "def") && l.code.contains('('),
-        hint: "Lua defines functions as `local function f(x) … end`.",
-        lead: Some(Lead::Text("Lua defines a function as `function f(x) … end`")),
-        makes_nil: false,
-    },
-    Case {
         python: "lambda x: x * 2",
         found: |l| l.has("lambda") && bare_colon(l.code),
         hint: "Lua writes `lambda x: x * 2` as `function(x) return x * 2 end`.",
-        lead: Some(Lead::Text("Lua writes `lambda x: e` as `function(x) return e end`")),
+        lead: Some(Lead::Text(
+            "Lua writes `lambda x: e` as `function(x) return e end`",
+        )),
         makes_nil: false,
     },
     Case {
@@ -329,7 +357,9 @@ const CASES: &[Case] = &[
         python: "x if c else y",
         found: |l| !l.starts_with_word("if") && l.has("if") && l.has("else") && !l.has("then"),
         hint: "Lua's conditional expression is `c and x or y` (when `x` is neither false nor nil).",
-        lead: Some(Lead::Text("Lua's conditional expression is `c and x or y` (`y` also when `x` is false or nil)")),
+        lead: Some(Lead::Text(
+            "Lua's conditional expression is `c and x or y` (`y` also when `x` is false or nil)",
+        )),
         makes_nil: false,
     },
     Case {
@@ -344,7 +374,9 @@ const CASES: &[Case] = &[
         python: "print(*xs)",
         found: |l| l.code.contains("(*") || l.code.contains(", *"),
         hint: "Lua spreads a list into arguments with `table.unpack(xs)`.",
-        lead: Some(Lead::Text("Lua spreads a list into arguments with `table.unpack`")),
+        lead: Some(Lead::Text(
+            "Lua spreads a list into arguments with `table.unpack`",
+        )),
         makes_nil: false,
     },
     Case {
@@ -372,7 +404,9 @@ const CASES: &[Case] = &[
         python: "\"abc\".upper()",
         found: |l| literal_method(l.code),
         hint: "A string literal's methods need parentheses and a colon in Lua: `(\"abc\"):upper()`.",
-        lead: Some(Lead::Text("Lua calls a string literal's methods in parentheses, with a colon")),
+        lead: Some(Lead::Text(
+            "Lua calls a string literal's methods in parentheses, with a colon",
+        )),
         makes_nil: false,
     },
     Case {
@@ -454,6 +488,32 @@ fn words(code: &str) -> Vec<&str> {
 const JOINING_KEYWORDS: &[&str] = &[
     "and", "or", "not", "then", "do", "end", "else", "elseif", "in", "until",
 ];
+
+/// `"%d of %d" % (a, b)`: a string, `%`, then values in parentheses with a comma between
+/// them, which Lua never allows.
+fn format_tuple(code: &str) -> bool {
+    ["\"\"", "''"].iter().any(|string| {
+        code.match_indices(string).any(|(at, _)| {
+            let Some(rest) = code[at + 2..].trim_start().strip_prefix('%') else {
+                return false;
+            };
+            let Some(inside) = rest.trim_start().strip_prefix('(') else {
+                return false;
+            };
+            let mut depth = 0usize;
+            for c in inside.chars() {
+                match c {
+                    '(' | '[' | '{' => depth += 1,
+                    ')' | ']' | '}' if depth == 0 => return false,
+                    ')' | ']' | '}' => depth -= 1,
+                    ',' if depth == 0 => return true,
+                    _ => {}
+                }
+            }
+            false
+        })
+    })
+}
 
 /// `x = 1  # a note`: `#` right after a value, where Lua's length operator cannot stand
 /// (`x #t` is never Lua), so it starts Python's comment.
@@ -665,11 +725,20 @@ mod tests {
         let bound = HashSet::from(["None".to_string()]);
         assert!(find("v = None", &none).is_some());
         assert!(find("v = None", &bound).is_none());
-        for lua in ["v = t.None", "v = opts.True", "t = {None = 1}", "None = 1", "v = s:False()"] {
+        for lua in [
+            "v = t.None",
+            "v = opts.True",
+            "t = {None = 1}",
+            "None = 1",
+            "v = s:False()",
+        ] {
             assert!(find(lua, &none).is_none(), "{lua}");
         }
         let found = find("ok = True and x ~= None", &none).unwrap();
-        assert_eq!(found.lead.unwrap(), "Lua writes `None` as `nil` and `True` as `true`");
+        assert_eq!(
+            found.lead.unwrap(),
+            "Lua writes `None` as `nil` and `True` as `true`"
+        );
     }
 
     #[test]

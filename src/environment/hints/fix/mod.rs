@@ -3,14 +3,17 @@
 //! is `elseif x > 0 then`, `{"a": 1}` is `{a = 1}`.
 //!
 //! The line is cut into tokens ([`tokens`]), rewritten statement by statement
-//! ([`statement`]) and expression by expression ([`expression`]); every Python habit on
+//! ([`statement`]) and expression by expression ([`expression`], its values in
+//! [`primary`], its strings in [`strings`]); every Python habit on
 //! the line is rewritten, or none is: one the rewrite has no mechanical answer for (`x in
 //! t`, a slice, a keyword argument) leaves the line without a fix, and the hint states
 //! the rule instead. A fix is quoted only when Lua's own parser compiles it (a block's
 //! opening line inside the block it opens), so a quoted fix is always Lua.
 
 mod expression;
+mod primary;
 mod statement;
+mod strings;
 mod tokens;
 
 pub(crate) use tokens::LUA_KEYWORDS;
@@ -74,6 +77,8 @@ enum Shape {
     Opener,
     /// A line inside an `if`: `elseif x > 0 then`, `else`.
     Continuation,
+    /// A line inside an `if` that closes it: `elseif x > 0 then y() end`.
+    Closing,
     /// A field of a table written over several lines: `a = 1,`.
     Entry,
 }
@@ -113,13 +118,17 @@ fn compiles(fixed: &Fixed) -> bool {
         Shape::Statement => format!("while true do\n{text}\nend"),
         Shape::Opener => format!("while true do\n{text}\nend\nend"),
         Shape::Continuation => format!("while true do\nif false then\n{text}\nend\nend"),
+        Shape::Closing => format!("while true do\nif false then\n{text}\nend"),
         Shape::Entry => format!("return {{\n{text}\n}}"),
     };
     // A bare state: the chunk is compiled, never run.
     let Ok(lua) = Lua::new_with(StdLib::NONE, LuaOptions::default()) else {
         return false;
     };
-    lua.load(chunk).set_mode(ChunkMode::Text).into_function().is_ok()
+    lua.load(chunk)
+        .set_mode(ChunkMode::Text)
+        .into_function()
+        .is_ok()
 }
 
 #[cfg(test)]
@@ -165,7 +174,10 @@ mod tests {
         assert_eq!(fix("while ok:").unwrap(), "while ok do");
         assert_eq!(fix("else:").unwrap(), "else");
         assert_eq!(fix("def f(a, b):").unwrap(), "function f(a, b)");
-        assert_eq!(fix("def f(a: int, *rest) -> int:").unwrap(), "function f(a, ...)");
+        assert_eq!(
+            fix("def f(a: int, *rest) -> int:").unwrap(),
+            "function f(a, ...)"
+        );
         assert_eq!(fix("def f(a=1):"), None, "a default is not mechanical");
     }
 
@@ -176,9 +188,15 @@ mod tests {
             "for _, x in ipairs(items) do"
         );
         assert_eq!(fix("for i in range(n):").unwrap(), "for i = 0, n - 1 do");
-        assert_eq!(fix("for i in range(3) do end").unwrap(), "for i = 0, 2 do end");
+        assert_eq!(
+            fix("for i in range(3) do end").unwrap(),
+            "for i = 0, 2 do end"
+        );
         assert_eq!(fix("for i in range(1, n + 1):").unwrap(), "for i = 1, n do");
-        assert_eq!(fix("for i in range(10, 0, -1):").unwrap(), "for i = 10, 1, -1 do");
+        assert_eq!(
+            fix("for i in range(10, 0, -1):").unwrap(),
+            "for i = 10, 1, -1 do"
+        );
         assert_eq!(
             fix("for k, v in d.items():").unwrap(),
             "for k, v in pairs(d) do"
@@ -191,9 +209,20 @@ mod tests {
             fix("for w in s.split():").unwrap(),
             "for _, w in ipairs(split(s)) do"
         );
-        assert_eq!(fix("for k, v in pairs(t):").unwrap(), "for k, v in pairs(t) do");
-        assert_eq!(fix("for a, b in pairs_of:"), None, "tuples are not mechanical");
-        assert_eq!(fix("for x in xs do end"), None, "a table only with the evidence");
+        assert_eq!(
+            fix("for k, v in pairs(t):").unwrap(),
+            "for k, v in pairs(t) do"
+        );
+        assert_eq!(
+            fix("for a, b in pairs_of:"),
+            None,
+            "tuples are not mechanical"
+        );
+        assert_eq!(
+            fix("for x in xs do end"),
+            None,
+            "a table only with the evidence"
+        );
         let tables = Evidence {
             tables_iterate: true,
             ..Evidence::default()
@@ -212,8 +241,14 @@ mod tests {
         assert_eq!(fix("if x is None:").unwrap(), "if x == nil then");
         assert_eq!(fix("if x is not None:").unwrap(), "if x ~= nil then");
         assert_eq!(fix("v = None").unwrap(), "v = nil");
-        assert_eq!(fix("flags = {True, False}").unwrap(), "flags = {true, false}");
-        assert_eq!(fix("v = t.None != opts.True").unwrap(), "v = t.None ~= opts.True");
+        assert_eq!(
+            fix("flags = {True, False}").unwrap(),
+            "flags = {true, false}"
+        );
+        assert_eq!(
+            fix("v = t.None != opts.True").unwrap(),
+            "v = t.None ~= opts.True"
+        );
         assert_eq!(fix("if x in t:"), None, "membership is not mechanical");
     }
 
@@ -254,7 +289,10 @@ mod tests {
         assert_eq!(fix("print(len(x))").unwrap(), "print(#x)");
         assert_eq!(fix("n = len(a .. b)").unwrap(), "n = #(a .. b)");
         assert_eq!(fix("x.append(v)").unwrap(), "table.insert(x, v)");
-        assert_eq!(fix("parts = s.split(\",\")").unwrap(), "parts = split(s, \",\")");
+        assert_eq!(
+            fix("parts = s.split(\",\")").unwrap(),
+            "parts = split(s, \",\")"
+        );
         assert_eq!(fix("s = s.strip()").unwrap(), "s = strip(s)");
         assert_eq!(fix("s = s.lower()").unwrap(), "s = s:lower()");
         assert_eq!(
@@ -265,7 +303,11 @@ mod tests {
         assert_eq!(fix("n = int(s)").unwrap(), "n = tonumber(s)");
         assert_eq!(fix("n = int(x / 2)").unwrap(), "n = math.floor(x / 2)");
         assert_eq!(fix("v = d.get(k, 0) + 1").unwrap(), "v = (d[k] or 0) + 1");
-        assert_eq!(fix("print(mine(x))"), None, "the source's own function: no change");
+        assert_eq!(
+            fix("print(mine(x))"),
+            None,
+            "the source's own function: no change"
+        );
         assert_eq!(fix("t = sorted(t)"), None);
     }
 
@@ -288,13 +330,19 @@ mod tests {
             "print(\"total: \" .. tostring(n))"
         );
         assert_eq!(fix("print(\"-\" * 40)").unwrap(), "print((\"-\"):rep(40))");
-        assert_eq!(fix("print(\"abc\".upper())").unwrap(), "print((\"abc\"):upper())");
+        assert_eq!(
+            fix("print(\"abc\".upper())").unwrap(),
+            "print((\"abc\"):upper())"
+        );
     }
 
     #[test]
     fn statements_python_writes_without_parentheses() {
         assert_eq!(fix("print x, y").unwrap(), "print(x, y)");
-        assert_eq!(fix("assert x > 0, \"positive\"").unwrap(), "assert(x > 0, \"positive\")");
+        assert_eq!(
+            fix("assert x > 0, \"positive\"").unwrap(),
+            "assert(x > 0, \"positive\")"
+        );
         assert_eq!(fix("del t[\"a\"]").unwrap(), "t[\"a\"] = nil");
         assert_eq!(fix("raise ValueError(\"bad\")").unwrap(), "error(\"bad\")");
         assert_eq!(fix("x = 1  # one").unwrap(), "x = 1  -- one");
@@ -307,19 +355,75 @@ mod tests {
     fn indexes_from_zero_and_from_the_end() {
         assert_eq!(fix("print(xs[-1])").unwrap(), "print(xs[#xs])");
         assert_eq!(fix("print(xs[-2])").unwrap(), "print(xs[#xs - 1])");
-        assert_eq!(fix("print(xs[0])"), None, "t[0] is Lua: only with the evidence");
+        assert_eq!(
+            fix("print(xs[0])"),
+            None,
+            "t[0] is Lua: only with the evidence"
+        );
         let zero = Evidence {
             zero_based: true,
             ..Evidence::default()
         };
-        assert_eq!(fix_with("print(xs[0] + 1)", zero).unwrap(), "print(xs[1] + 1)");
+        assert_eq!(
+            fix_with("print(xs[0] + 1)", zero).unwrap(),
+            "print(xs[1] + 1)"
+        );
         assert_eq!(fix("print(s[1:3])"), None, "a slice is not mechanical");
+    }
+
+    #[test]
+    fn odd_lines_never_panic() {
+        let deep = format!("x != {}1{}", "(".repeat(200), ")".repeat(200));
+        let lines = [
+            deep.as_str(),
+            "for i in range(9223372036854775807):",
+            "for i in range(1, 9223372036854775807, -1):",
+            "t.insert(18446744073709551615, x) != 1",
+            "print(xs[-18446744073709551616]) != 1",
+            "print(f\"{\") != 1",
+            "print(f\"}\") != 1",
+            "print(f\"{x:}{y!r}{z=}\") != 1",
+            "print(f\"{ {1: 2}[1] }\") != 1",
+            "print(f[[{x}]]) != 1",
+            "print([[{}]].format(1)) != 1",
+            "s = \"é\" != 'ü' # ö",
+            "\"\"\" != 1",
+            "for in:",
+            "for x in:",
+            "def (:",
+            "def f(:",
+            "elif:",
+            "else: else:",
+            "lambda: :",
+            "x = [ for ]",
+            "x = {: 1}",
+            "x = {\"a\":}",
+            "raise",
+            "del",
+            "print",
+            "n += ",
+            "+= 1",
+            ":",
+            "#",
+            "x = y if else",
+            "x = (1, 2) if c else 3",
+            "x = \"%(a)s\" % d",
+            "x.get() != 1",
+            "x.pop(1, 2, 3) != 1",
+            "isinstance(x) != 1",
+        ];
+        for text in lines {
+            let _ = fix(text);
+        }
     }
 
     #[test]
     fn a_rewrite_that_does_not_compile_is_not_quoted() {
         assert_eq!(fix("x = 1_000 +"), None);
         assert_eq!(fix("s = \"\\d\" != x"), None, "Python's escape, not Lua's");
-        assert_eq!(fix("if x != 1: break"), Some("if x ~= 1 then break end".into()));
+        assert_eq!(
+            fix("if x != 1: break"),
+            Some("if x ~= 1 then break end".into())
+        );
     }
 }

@@ -3,14 +3,15 @@
 //! writes without parentheses (`print x`), `del`, `raise`, and a dictionary's entry on a
 //! line of its own. The expressions inside are [`expression`]'s.
 
-use super::expression::{self, Out, code, elements, entry, method_colon, parameters};
+use super::expression::{self, Out, code, elements, method_colon, parameters};
+use super::primary::entry;
 use super::tokens::{Kind, Tree, written};
 use super::{Cx, Fixed, Shape};
 
 /// Python statements with no mechanical Lua: the line keeps the rule.
 const NO_LUA: &[&str] = &[
-    "pass", "continue", "import", "from", "try", "except", "finally", "class", "with",
-    "global", "nonlocal", "yield", "async", "await",
+    "pass", "continue", "import", "from", "try", "except", "finally", "class", "with", "global",
+    "nonlocal", "yield", "async", "await",
 ];
 
 /// Python's compound assignments and Lua's operator for each.
@@ -63,16 +64,36 @@ fn statement(items: &[Tree], cx: &Cx) -> Option<Fixed> {
         || items[1].is_kind(Kind::Number)
         || items[1].is_symbol(":");
     match first.map(|t| t.text.as_ref()) {
-        Some("elif") => header(items, "elseif", "then", cx, Shape::Continuation),
+        Some("elif") if block_colon(items).is_some() => {
+            header(items, "elseif", "then", cx, Shape::Continuation)
+        }
+        Some("elif") => {
+            // `elif c then`: Lua's line but for the keyword.
+            let rest = code(&items[1..], cx)?;
+            let closes = items.iter().any(|t| t.is_word("end"));
+            let shape = if closes {
+                Shape::Closing
+            } else {
+                Shape::Continuation
+            };
+            Some(Fixed {
+                text: format!("elseif {rest}"),
+                shape,
+            })
+        }
         Some("if") if block_colon(items).is_some() => {
             header(items, "if", "then", cx, Shape::Opener)
         }
         Some("while") if block_colon(items).is_some() => {
             header(items, "while", "do", cx, Shape::Opener)
         }
-        Some("else") if items.get(1).is_some_and(|t| t.is_symbol(":")) => {
-            with_body("else".to_string(), &items[2..], false, cx, Shape::Continuation)
-        }
+        Some("else") if items.get(1).is_some_and(|t| t.is_symbol(":")) => with_body(
+            "else".to_string(),
+            &items[2..],
+            false,
+            cx,
+            Shape::Continuation,
+        ),
         Some("for") => for_loop(items, cx),
         Some("def") => def(items, cx),
         Some(word @ ("print" | "assert")) if python_statement && items.len() > 1 => {
@@ -82,8 +103,34 @@ fn statement(items: &[Tree], cx: &Cx) -> Option<Fixed> {
         Some("raise") if python_statement => raise(&items[1..], cx),
         Some(word) if python_statement && NO_LUA.contains(&word) => None,
         _ if is_dict_entry(items) => dict_entry(items, cx),
-        _ => compound(items, cx),
+        _ => match loop_after(items) {
+            Some(at) => then_loop(items, at, cx),
+            None => compound(items, cx),
+        },
     }
+}
+
+/// Where a `for … in` loop starts after another statement on the line (`local n = 0
+/// for k in d.keys() do`), if one does.
+fn loop_after(items: &[Tree]) -> Option<usize> {
+    let at = (1..items.len()).find(|&i| items[i].is_word("for"))?;
+    items[at..].iter().any(|t| t.is_word("in")).then_some(at)
+}
+
+/// The statements before `at`, then the loop from `at`.
+fn then_loop(items: &[Tree], at: usize, cx: &Cx) -> Option<Fixed> {
+    let before = compound(&items[..at], cx)?;
+    let the_loop = for_loop(&items[at..], cx)?;
+    if before.shape != Shape::Statement {
+        return None;
+    }
+    let mut out = Out::new();
+    out.push("", &before.text);
+    out.push(items[at].space(), &the_loop.text);
+    Some(Fixed {
+        text: out.text(),
+        shape: the_loop.shape,
+    })
 }
 
 /// Where the colon closing a Python block header is: the first colon of the line's top
@@ -180,10 +227,13 @@ fn loop_head(targets: &[&str], iterable: &[Tree], python: bool, cx: &Cx) -> Opti
         let ([_, _], [list]) = (targets, listed.as_slice()) else {
             return None;
         };
-        return Some(format!("for {joined} in ipairs({})", expression::expression(list, cx)?));
+        return Some(format!(
+            "for {joined} in ipairs({})",
+            expression::argument(list, cx)?
+        ));
     }
     if let Some((receiver, view)) = dict_view(iterable) {
-        let receiver = expression::expression(receiver, cx)?;
+        let receiver = expression::argument(receiver, cx)?;
         return match (view, targets.len()) {
             ("items", 2) | ("keys", 1) => Some(format!("for {joined} in pairs({receiver})")),
             ("values", 1) => Some(format!("for _, {joined} in pairs({receiver})")),
@@ -252,7 +302,10 @@ fn range_bounds(arguments: &[Tree], cx: &Cx) -> Option<String> {
                 return None;
             }
             let stop = bound(stop, if down { 1 } else { -1 }, cx)?;
-            Some(format!("{}, {stop}, {step_text}", expression::expression(start, cx)?))
+            Some(format!(
+                "{}, {stop}, {step_text}",
+                expression::expression(start, cx)?
+            ))
         }
         _ => None,
     }
@@ -265,7 +318,7 @@ fn bound(stop: &[Tree], shift: i64, cx: &Cx) -> Option<String> {
         && let Ok(n) = written(stop).parse::<i64>()
         && number.is_kind(Kind::Number)
     {
-        return Some((n + shift).to_string());
+        return Some(n.checked_add(shift)?.to_string());
     }
     let undo = if shift < 0 { "+" } else { "-" };
     if let [rest @ .., op, one] = stop
@@ -357,8 +410,10 @@ fn dict_entry(items: &[Tree], cx: &Cx) -> Option<Fixed> {
 fn compound(items: &[Tree], cx: &Cx) -> Option<Fixed> {
     let found = items.iter().enumerate().find_map(|(i, t)| {
         let token = t.token().filter(|t| t.kind == Kind::Symbol)?;
-        (token.text.ends_with('=') && token.text.len() >= 2 && !matches!(token.text.as_ref(), "==" | "~=" | "!=" | "<=" | ">="))
-            .then_some((i, token.text.as_ref()))
+        (token.text.ends_with('=')
+            && token.text.len() >= 2
+            && !matches!(token.text.as_ref(), "==" | "~=" | "!=" | "<=" | ">="))
+        .then_some((i, token.text.as_ref()))
     });
     let Some((at, written_op)) = found else {
         return code(items, cx).map(statement_of);

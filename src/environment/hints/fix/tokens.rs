@@ -62,16 +62,16 @@ impl Token<'_> {
 
 /// Lua's keywords.
 pub(crate) const LUA_KEYWORDS: &[&str] = &[
-    "and", "break", "do", "else", "elseif", "end", "false", "for", "function", "goto", "if",
-    "in", "local", "nil", "not", "or", "repeat", "return", "then", "true", "until", "while",
+    "and", "break", "do", "else", "elseif", "end", "false", "for", "function", "goto", "if", "in",
+    "local", "nil", "not", "or", "repeat", "return", "then", "true", "until", "while",
 ];
 
 /// The symbols of Lua and Python, longest first, so that the longest one written wins.
 const SYMBOLS: &[&str] = &[
-    "...", "//=", "**=", "<<=", ">>=", "..", "//", "**", "==", "~=", "!=", "<=", ">=", "<<",
-    ">>", "&&", "||", "::", "->", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", ":=", "+",
-    "-", "*", "/", "%", "^", "#", "&", "~", "|", "<", ">", "=", "(", ")", "{", "}", "[", "]",
-    ";", ":", ",", ".", "!", "@",
+    "...", "//=", "**=", "<<=", ">>=", "..", "//", "**", "==", "~=", "!=", "<=", ">=", "<<", ">>",
+    "&&", "||", "::", "->", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", ":=", "+", "-", "*",
+    "/", "%", "^", "#", "&", "~", "|", "<", ">", "=", "(", ")", "{", "}", "[", "]", ";", ":", ",",
+    ".", "!", "@",
 ];
 
 /// A token, or a bracketed group of them.
@@ -172,6 +172,10 @@ pub(crate) fn closing(open: &str) -> &'static str {
     }
 }
 
+/// Brackets nested deeper than this are no line a model writes: not rewritten, so that
+/// the rewrite's recursion stays shallow.
+const MAX_DEPTH: usize = 32;
+
 /// The tokens of `line` nested by brackets, or `None` when the line is not whole.
 pub(crate) fn trees(line: &str) -> Option<Vec<Tree<'_>>> {
     let mut stack: Vec<(Token, Vec<Tree>)> = Vec::new();
@@ -179,7 +183,12 @@ pub(crate) fn trees(line: &str) -> Option<Vec<Tree<'_>>> {
     for token in tokens(line)? {
         let items = stack.last_mut().map_or(&mut top, |(_, items)| items);
         match token.text.as_ref() {
-            "(" | "[" | "{" if token.kind == Kind::Symbol => stack.push((token, Vec::new())),
+            "(" | "[" | "{" if token.kind == Kind::Symbol => {
+                if stack.len() == MAX_DEPTH {
+                    return None;
+                }
+                stack.push((token, Vec::new()));
+            }
             close @ (")" | "]" | "}") if token.kind == Kind::Symbol => {
                 let (open, items) = stack.pop()?;
                 if closing(&open.text) != close {
@@ -211,7 +220,10 @@ fn tokens(line: &str) -> Option<Vec<Token<'_>>> {
         let kind = match piece.kind {
             PieceKind::Code => {
                 if let Some(comment_at) = code_tokens(text, &mut out, &mut space)? {
-                    out.push(python_comment(&line[piece.range.start + comment_at..], space));
+                    out.push(python_comment(
+                        &line[piece.range.start + comment_at..],
+                        space,
+                    ));
                     return Some(out);
                 }
                 continue;
@@ -376,7 +388,10 @@ mod tests {
     #[test]
     fn comments_are_tokens_and_python_ones_become_lua_ones() {
         assert_eq!(texts("x = 1 -- one"), ["x", " =", " 1", " -- one"]);
-        assert_eq!(texts("x = 1  # it's one"), ["x", " =", " 1", "  -- it's one"]);
+        assert_eq!(
+            texts("x = 1  # it's one"),
+            ["x", " =", " 1", "  -- it's one"]
+        );
         assert_eq!(texts("# count the lines"), ["-- count the lines"]);
         assert_eq!(texts("n = #t"), ["n", " =", " #", "t"], "a length");
         assert_eq!(texts("return #t"), ["return", " #", "t"]);

@@ -47,6 +47,10 @@ const QUOTED: &[(&str, &str)] = &[
     ("local n = 2\nn -= n - 1", "n = n - (n - 1)"),
     ("local t, i = {0, 0}, 1\nt[i] += 2", "t[i] = t[i] + 2"),
     ("local s = \"a\"\ns += \"b\"", "s = s .. \"b\""),
+    (
+        "local total = 0\nfor _, n in ipairs({1, 2}) do total += n end",
+        "for _, n in ipairs({1, 2}) do total = total + n end",
+    ),
     // Blocks.
     ("local x = 1\nif x > 0:\n    print(x)", "if x > 0 then"),
     (
@@ -115,6 +119,10 @@ const QUOTED: &[(&str, &str)] = &[
     (
         "for line in context.split(\"\\n\"):\n    print(line)",
         "for _, line in ipairs(split(context, \"\\n\")) do",
+    ),
+    (
+        "local lines = {}\nfor line in lines:\n    if \"ERROR\" in line:\n        print(line)",
+        "for _, line in ipairs(lines) do",
     ),
     // Expressions.
     (
@@ -192,6 +200,11 @@ const QUOTED: &[(&str, &str)] = &[
     ("print(int(7 / 2))", "print(math.floor(7 / 2))"),
     ("print(float(\"1.5\"))", "print(tonumber(\"1.5\"))"),
     ("print(max(1, 2))", "print(math.max(1, 2))"),
+    ("print(max([1, 2, 3]))", "print(math.max(1, 2, 3))"),
+    (
+        "local xs = {1, 2}\nprint(min(xs))",
+        "print(math.min(table.unpack(xs)))",
+    ),
     ("print(abs(-1))", "print(math.abs(-1))"),
     ("print(round(2.5))", "print(math.floor(2.5 + 0.5))"),
     ("print(isinstance(1, int))", "print(type(1) == \"number\")"),

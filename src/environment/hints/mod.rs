@@ -186,8 +186,18 @@ pub fn hint(source: &str, message: &str, names: &Names) -> Option<String> {
     // A syntax error may be reported lines after the Python that caused it (`for x in
     // xs:` parses on as a method call): the nearest Python line above it is the cause.
     // A nil value may come from `None` written lines above.
+    // A line ending in Python's block colon makes Lua read the next line as a method's
+    // name (`for x in xs:` then `if …`): the error falls on that next line, however
+    // Python it is itself.
+    let opened_above = line > 1 && {
+        let above = code_of(line - 1).trim_end();
+        above.ends_with(':') && !above.ends_with("::")
+    };
     let from_source = if is_syntax_error(detail) {
-        nearest_above(syntax::find)
+        let above = opened_above
+            .then(|| syntax::find(code_of(line - 1), &bound).map(|found| on(line - 1, found)))
+            .flatten();
+        above.or_else(|| nearest_above(syntax::find))
     } else if detail.contains("a nil value") {
         syntax::find(code, &bound)
             .map(|found| on(line, found))
@@ -402,6 +412,17 @@ mod tests {
                 let _ = hint(source, message, &names);
             }
         }
+    }
+
+    #[test]
+    fn a_block_colon_above_the_error_is_its_cause() {
+        let source = "for line in lines:\n    if x in line:\n        n += 1";
+        let message = "input:2: <name> expected near 'if'";
+        let hint = hint(source, message, &Names::default()).unwrap();
+        assert!(
+            hint.ends_with("; line 1 in Lua: `for _, line in ipairs(lines) do`."),
+            "{hint}"
+        );
     }
 
     #[test]

@@ -84,6 +84,11 @@ struct Case {
     makes_nil: bool,
 }
 
+/// Python's compound assignments.
+const COMPOUND_OPERATORS: &[&str] = &[
+    "//=", "**=", "<<=", ">>=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=",
+];
+
 /// What a case says before the quoted fix.
 #[derive(Clone, Copy)]
 enum Lead {
@@ -103,15 +108,11 @@ impl Lead {
         match self {
             Lead::Text(text) => text.to_string(),
             Lead::Compound => {
-                let op = line
-                    .code
-                    .split_whitespace()
-                    .find(|w| {
-                        w.len() >= 2
-                            && w.ends_with('=')
-                            && w.starts_with(['+', '-', '*', '/', '%', '&', '|', '<', '>'])
-                    })
-                    .unwrap_or("+=");
+                let op = COMPOUND_OPERATORS
+                    .iter()
+                    .filter_map(|op| line.code.find(op).map(|at| (at, *op)))
+                    .min_by_key(|(at, op)| (*at, std::cmp::Reverse(op.len())))
+                    .map_or("+=", |(_, op)| op);
                 format!("Lua has no `{op}`")
             }
             Lead::Names => {
@@ -638,10 +639,24 @@ fn keyword_argument(code: &str) -> bool {
 fn comprehension(code: &str) -> bool {
     code.match_indices('[').any(|(at, _)| {
         let inside = &code[at + 1..];
-        let inside = &inside[..inside.find(']').unwrap_or(inside.len())];
-        let words = words(inside);
+        let words = words(&inside[..matching_close(inside)]);
         words.contains(&"for") && words.contains(&"in")
     })
+}
+
+/// Where the bracket opened just before `inside` closes in it (brackets nested inside
+/// counted), or its end.
+fn matching_close(inside: &str) -> usize {
+    let mut depth = 0usize;
+    for (at, c) in inside.char_indices() {
+        match c {
+            '[' | '(' | '{' => depth += 1,
+            ']' | ')' | '}' if depth == 0 => return at,
+            ']' | ')' | '}' => depth -= 1,
+            _ => {}
+        }
+    }
+    inside.len()
 }
 
 /// `[` where Lua expects a value: after `=` (not `==`), `(`, `return`, or opening the line.
@@ -739,6 +754,21 @@ mod tests {
             found.lead.unwrap(),
             "Lua writes `None` as `nil` and `True` as `true`"
         );
+    }
+
+    #[test]
+    fn the_lead_names_the_compound_operator_written() {
+        let lead = |code: &str| find(code, &HashSet::new()).unwrap().lead.unwrap();
+        assert_eq!(lead("n-=1"), "Lua has no `-=`");
+        assert_eq!(lead("n //= 2"), "Lua has no `//=`");
+        assert_eq!(lead("t[i] **= 2"), "Lua has no `**=`");
+    }
+
+    #[test]
+    fn a_comprehension_is_found_past_brackets_inside_it() {
+        assert!(comprehension("x = [s[i:i + 1] for i in t]"));
+        assert!(comprehension("x = [f(a, b) for a, b in t]"));
+        assert!(!comprehension("x = t[f(y)] for_each(x)"));
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //! the whole rewrite `None`.
 
 use super::Cx;
+use super::assignment::{compound, compound_operator};
 use super::primary::{arguments, primary_text};
 use super::tokens::{Kind, LUA_KEYWORDS, Tree, written};
 
@@ -85,9 +86,11 @@ pub(super) fn code(items: &[Tree], cx: &Cx) -> Option<String> {
     let mut start = 0;
     for (i, item) in items.iter().enumerate() {
         let in_lambda = item.is_symbol(",") && lambda_params_open(&items[start..i]);
-        if separates(item, for_seen) && !in_lambda {
+        // Lua's `else`, unless it is the conditional expression's (`a if c else b`).
+        let lua_else = item.is_word("else") && !items[start..i].iter().any(|t| t.is_word("if"));
+        if (separates(item, for_seen) || lua_else) && !in_lambda {
             if start < i {
-                out.push(items[start].space(), &expression(&items[start..i], cx)?);
+                out.push(items[start].space(), &segment(&items[start..i], cx)?);
             }
             out.push(item.space(), &written(std::slice::from_ref(item)));
             start = i + 1;
@@ -95,9 +98,17 @@ pub(super) fn code(items: &[Tree], cx: &Cx) -> Option<String> {
         for_seen |= item.is_word("for");
     }
     if start < items.len() {
-        out.push(items[start].space(), &expression(&items[start..], cx)?);
+        out.push(items[start].space(), &segment(&items[start..], cx)?);
     }
     Some(out.text())
+}
+
+/// One segment of a run of code: a compound assignment, or an expression.
+fn segment(items: &[Tree], cx: &Cx) -> Option<String> {
+    if items.iter().any(|t| compound_operator(t).is_some()) {
+        return compound(items, cx);
+    }
+    expression(items, cx)
 }
 
 /// Whether `items` opens with `lambda` and its parameters still run (no colon yet), so

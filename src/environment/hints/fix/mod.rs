@@ -3,13 +3,14 @@
 //! is `elseif x > 0 then`, `{"a": 1}` is `{a = 1}`.
 //!
 //! The line is cut into tokens ([`tokens`]), rewritten statement by statement
-//! ([`statement`]) and expression by expression ([`expression`], its values in
-//! [`primary`], its strings in [`strings`]); every Python habit on
+//! ([`statement`], [`assignment`]) and expression by expression ([`expression`], its
+//! values in [`primary`], its strings in [`strings`]); every Python habit on
 //! the line is rewritten, or none is: one the rewrite has no mechanical answer for (`x in
 //! t`, a slice, a keyword argument) leaves the line without a fix, and the hint states
 //! the rule instead. A fix is quoted only when Lua's own parser compiles it (a block's
 //! opening line inside the block it opens), so a quoted fix is always Lua.
 
+mod assignment;
 mod expression;
 mod primary;
 mod statement;
@@ -164,6 +165,14 @@ mod tests {
         assert_eq!(fix("local n = 1 n += 1").unwrap(), "local n = 1 n = n + 1");
         assert_eq!(fix("x ^= 1"), None, "xor or power: a guess");
         assert_eq!(fix("f().x += 1"), None, "the call would run twice");
+        assert_eq!(
+            fix("for _, n in ipairs(t) do total += n end").unwrap(),
+            "for _, n in ipairs(t) do total = total + n end"
+        );
+        assert_eq!(
+            fix("if x then n -= 1 else n += 1 end").unwrap(),
+            "if x then n = n - 1 else n = n + 1 end"
+        );
     }
 
     #[test]
@@ -309,6 +318,12 @@ mod tests {
             "the source's own function: no change"
         );
         assert_eq!(fix("t = sorted(t)"), None);
+        assert_eq!(
+            fix("m = max(xs)").unwrap(),
+            "m = math.max(table.unpack(xs))"
+        );
+        assert_eq!(fix("m = min([1, 2])").unwrap(), "m = math.min(1, 2)");
+        assert_eq!(fix("m = max(a, b)").unwrap(), "m = math.max(a, b)");
     }
 
     #[test]

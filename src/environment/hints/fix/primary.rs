@@ -346,6 +346,19 @@ fn builtin_call(name: &str, fix: CallFix, args: &[String], raw: &[&[Tree]]) -> O
         (CallFix::Length, [arg], [items]) if is_single_value(items) => format!("#{arg}"),
         (CallFix::Length, [arg], _) => format!("#({arg})"),
         (CallFix::Rename(lua), ..) => format!("{lua}({joined})"),
+        // Python's `max(xs)` takes a list; Lua's `math.max` takes the values.
+        (CallFix::In(module), [list], [[only]]) if matches!(name, "max" | "min") => {
+            match only.group("[") {
+                Some(_) => format!(
+                    "{module}.{name}({})",
+                    list.trim_start_matches('{').trim_end_matches('}')
+                ),
+                None => format!("{module}.{name}(table.unpack({list}))"),
+            }
+        }
+        (CallFix::In(module), [_], [_]) if matches!(name, "max" | "min") => {
+            format!("{module}.{name}(table.unpack({joined}))")
+        }
         (CallFix::In(module), ..) => format!("{module}.{name}({joined})"),
         (CallFix::Number, [arg], [items]) if has_arithmetic(items) => format!("math.floor({arg})"),
         (CallFix::Number, [_] | [_, _], _) => format!("tonumber({joined})"),

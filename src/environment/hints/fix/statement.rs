@@ -14,21 +14,6 @@ const NO_LUA: &[&str] = &[
     "nonlocal", "yield", "async", "await",
 ];
 
-/// Python's compound assignments and Lua's operator for each.
-const COMPOUND: &[(&str, &str)] = &[
-    ("+=", "+"),
-    ("-=", "-"),
-    ("*=", "*"),
-    ("/=", "/"),
-    ("//=", "//"),
-    ("%=", "%"),
-    ("**=", "^"),
-    ("&=", "&"),
-    ("|=", "|"),
-    ("<<=", "<<"),
-    (">>=", ">>"),
-];
-
 /// A whole line in Lua, a comment at its end kept after the code.
 pub(super) fn line(items: &[Tree], cx: &Cx) -> Option<Fixed> {
     let (code_items, comment) = match items.split_last() {
@@ -105,7 +90,7 @@ fn statement(items: &[Tree], cx: &Cx) -> Option<Fixed> {
         _ if is_dict_entry(items) => dict_entry(items, cx),
         _ => match loop_after(items) {
             Some(at) => then_loop(items, at, cx),
-            None => compound(items, cx),
+            None => code(items, cx).map(statement_of),
         },
     }
 }
@@ -119,13 +104,10 @@ fn loop_after(items: &[Tree]) -> Option<usize> {
 
 /// The statements before `at`, then the loop from `at`.
 fn then_loop(items: &[Tree], at: usize, cx: &Cx) -> Option<Fixed> {
-    let before = compound(&items[..at], cx)?;
+    let before = code(&items[..at], cx)?;
     let the_loop = for_loop(&items[at..], cx)?;
-    if before.shape != Shape::Statement {
-        return None;
-    }
     let mut out = Out::new();
-    out.push("", &before.text);
+    out.push("", &before);
     out.push(items[at].space(), &the_loop.text);
     Some(Fixed {
         text: out.text(),
@@ -403,70 +385,4 @@ fn dict_entry(items: &[Tree], cx: &Cx) -> Option<Fixed> {
         text: format!("{}{comma}", entry(entry_items, cx)?),
         shape: Shape::Entry,
     })
-}
-
-/// `target op= value` as `target = target op value`, the target as written; any other
-/// code as [`code`] writes it.
-fn compound(items: &[Tree], cx: &Cx) -> Option<Fixed> {
-    let found = items.iter().enumerate().find_map(|(i, t)| {
-        let token = t.token().filter(|t| t.kind == Kind::Symbol)?;
-        (token.text.ends_with('=')
-            && token.text.len() >= 2
-            && !matches!(token.text.as_ref(), "==" | "~=" | "!=" | "<=" | ">="))
-        .then_some((i, token.text.as_ref()))
-    });
-    let Some((at, written_op)) = found else {
-        return code(items, cx).map(statement_of);
-    };
-    let op = COMPOUND.iter().find(|(python, _)| *python == written_op)?.1;
-    let start = target_start(items, at)?;
-    let target = &items[start..at];
-    if target.iter().any(|t| t.group("(").is_some()) {
-        return None; // A call in the target would run twice.
-    }
-    let target = expression::expression(target, cx)?;
-    let value = &items[at + 1..];
-    if value.is_empty() {
-        return None;
-    }
-    let op = if op == "+" && expression::is_text(value, cx) {
-        ".."
-    } else {
-        op
-    };
-    let value_text = expression::expression(value, cx)?;
-    let value_text = if expression::is_single_value(value) {
-        value_text
-    } else {
-        format!("({value_text})")
-    };
-    let mut out = Out::new();
-    if start > 0 {
-        out.push("", &code(&items[..start], cx)?);
-    }
-    out.push(
-        items[start].space(),
-        &format!("{target} = {target} {op} {value_text}"),
-    );
-    Some(statement_of(out.text()))
-}
-
-/// Where the assignment target ending just before `at` starts: a name and its fields and
-/// indexes (`t[i].n`).
-fn target_start(items: &[Tree], at: usize) -> Option<usize> {
-    let mut i = at;
-    loop {
-        let item = items.get(i.checked_sub(1)?)?;
-        if item.group("[").is_some() || item.group("(").is_some() {
-            i -= 1;
-        } else if item.name().is_some() {
-            if i >= 2 && items[i - 2].is_symbol(".") {
-                i -= 2;
-            } else {
-                return Some(i - 1);
-            }
-        } else {
-            return None;
-        }
-    }
 }

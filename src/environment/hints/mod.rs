@@ -106,14 +106,13 @@ impl Names {
         self.0.iter().any(|known| known == name)
     }
 
-    /// Whether `name` is a table of functions here (`string`, `table`, `json` when
-    /// `json.decode` is one of the names): `name.f(…)` calls a function, not a method.
-    pub fn is_table(&self, name: &str) -> bool {
+    /// Whether `name` is a table of functions here (`json` when `json.decode` is one of
+    /// the names): `name.f(…)` calls a function, not a method.
+    pub(crate) fn is_table(&self, name: &str) -> bool {
         self.0.iter().any(|known| {
-            known == name
-                || known
-                    .strip_prefix(name)
-                    .is_some_and(|rest| rest.starts_with('.'))
+            known
+                .strip_prefix(name)
+                .is_some_and(|rest| rest.starts_with('.'))
         })
     }
 

@@ -49,9 +49,10 @@ fn touches(last: Option<char>, next: Option<char>) -> bool {
     }
 }
 
-/// Lua keywords that separate the expressions of a run (`return`, `then`, `=` …): each
-/// expression between them is rewritten on its own. `if` and `else` are not among them,
-/// being Python's conditional expression too.
+/// Whether `item` separates the expressions of a run (`,`, `=`, `return`, `then`, a
+/// comment …), each rewritten on its own. The keywords an expression holds (`and`,
+/// `not`, `function`) do not, nor `if` and `else`, Python's conditional expression's
+/// too; `in` does after a `for`.
 fn separates(item: &Tree, for_seen: bool) -> bool {
     match item {
         Tree::Token(token) => match token.kind {

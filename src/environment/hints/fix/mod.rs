@@ -143,8 +143,9 @@ mod tests {
     fn fix_with(text: &str, evidence: Evidence) -> Option<String> {
         let names = Names::new([
             "print", "split", "strip", "tostring", "type", "pairs", "table", "string", "math",
+            "lines",
         ]);
-        let bound = HashSet::from(["mine".to_string()]);
+        let bound = HashSet::from(["mine".to_string(), "lines".to_string()]);
         let cx = Cx {
             names: &names,
             bound: &bound,
@@ -298,6 +299,15 @@ mod tests {
         assert_eq!(fix("print(len(x))").unwrap(), "print(#x)");
         assert_eq!(fix("n = len(a .. b)").unwrap(), "n = #(a .. b)");
         assert_eq!(fix("x.append(v)").unwrap(), "table.insert(x, v)");
+        assert_eq!(
+            fix("lines.append(v)").unwrap(),
+            "table.insert(lines, v)",
+            "a local named like a library function is the code's own"
+        );
+        assert_eq!(
+            fix("table.insert(t, x != 1)").unwrap(),
+            "table.insert(t, x ~= 1)"
+        );
         assert_eq!(
             fix("parts = s.split(\",\")").unwrap(),
             "parts = split(s, \",\")"

@@ -75,11 +75,9 @@ pub(super) fn primary_text(items: &[Tree], cx: &Cx) -> Option<Rendered> {
                     i += 3;
                 }
                 _ => {
-                    receiver.text = format!("{}.{name}", receiver.text);
-                    receiver.name = None;
-                    receiver.literal = false;
-                    receiver.string = None;
-                    receiver.inner = None;
+                    let mut field = Receiver::new(format!("{}.{name}", receiver.callable()));
+                    field.simple = receiver.simple;
+                    receiver = field;
                     i += 2;
                 }
             }
@@ -91,7 +89,7 @@ pub(super) fn primary_text(items: &[Tree], cx: &Cx) -> Option<Rendered> {
             i += 1;
         } else {
             let literal = literal_argument(item, cx)?;
-            receiver = Receiver::new(format!("{}{literal}", receiver.text));
+            receiver = Receiver::new(format!("{}{literal}", receiver.callable()));
             i += 1;
         }
     }
@@ -396,6 +394,9 @@ fn has_arithmetic(items: &[Tree]) -> bool {
     })
 }
 
+/// Lua's standard libraries, whose functions are called with a dot.
+const LUA_LIBRARIES: &[&str] = &["string", "table", "math", "utf8", "os", "coroutine"];
+
 /// `receiver.name(…)` or `receiver:name(…)` in Lua: a Python method as the Lua function
 /// doing the same, a Lua string method called with a colon.
 fn method(
@@ -414,10 +415,9 @@ fn method(
             .then(|| Receiver::new(format!("{function}({})", args.join(", "))));
     }
     // `string.format(…)`, `table.insert(t, x)`: a library's function, not a method.
-    let library = receiver
-        .name
-        .as_deref()
-        .is_some_and(|n| cx.names.is_table(n));
+    let library = receiver.name.as_deref().is_some_and(|n| {
+        !cx.bound.contains(n) && (LUA_LIBRARIES.contains(&n) || cx.names.is_table(n))
+    });
     if dot && library {
         return Some(written_call(&receiver, ".", name, &args));
     }

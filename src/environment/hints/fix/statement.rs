@@ -1,7 +1,8 @@
 //! Python statements in Lua: block headers (`if x:`, `elif`, `while`, `for … in …:`,
-//! `def f(a):`, `else:`), compound assignments (`count -= 1`), the statements Python 2
-//! writes without parentheses (`print x`), `del`, `raise`, and a dictionary's entry on a
-//! line of its own. The expressions inside are [`expression`]'s.
+//! `def f(a):`, `else:`), the statements Python 2 writes without parentheses (`print
+//! x`), `del`, `raise`, and a dictionary's entry on a line of its own. The code inside
+//! and around them is [`expression`]'s (compound assignments there are
+//! [`assignment`](super::assignment)'s).
 
 use super::expression::{self, Out, code, elements, method_colon, parameters};
 use super::primary::entry;

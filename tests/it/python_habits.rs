@@ -1,7 +1,8 @@
 //! Python habits answered: code a model writes as Python fails with the Lua way in one
-//! line, on every surface (the environment, `rlm exec`, `rlm run`, the JSON API, MCP
-//! `run_lua`, the loop), an unknown function gets a "did you mean", and valid Lua never
-//! gets a hint.
+//! line — its own line quoted in Lua where the rewrite is mechanical, the rule where it is
+//! not — on every surface (the environment, `rlm exec`, `rlm run`, the JSON API, MCP
+//! `run_lua`, the loop); every quoted fix compiles; an unknown function gets a "did you
+//! mean"; and valid Lua never gets a hint, nor Lua that only looks like Python.
 
 use crate::support;
 

@@ -12,16 +12,17 @@
 //! ended. A panic in a job is caught on the environment's thread: the call raises
 //! `InternalError`, and the environment is closed for good.
 //!
-//! A round trip is two hand-overs between threads. Each side first watches for the
-//! other for a few microseconds before it blocks, so a quick execution costs no wake-up
-//! of a sleeping thread; and a thread whose environment has ended waits, for a while,
-//! to serve the next one, so creating an environment seldom starts a thread.
+//! A round trip is two hand-overs between threads, each side blocking until the other
+//! answers: spinning instead saved 5 µs of 15 on a quiet machine but cost over 100 on a
+//! busy one, where the spinning thread holds the core the other needs. A thread whose
+//! environment has ended waits to serve the next one, so creating an environment
+//! seldom starts a thread.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{self, RecvTimeoutError, TryRecvError};
+use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Mutex, MutexGuard, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -35,11 +36,6 @@ type Job = Box<dyn FnOnce(&Environment) + Send>;
 
 /// How often a waiting caller looks for a signal (Ctrl-C).
 const SIGNAL_CHECK: Duration = Duration::from_millis(50);
-/// How long a side spins, watching for the other, before it blocks: longer than a quick
-/// execution, short beside a model's turn. (Yielding the processor instead measured
-/// worse on a busy machine: a round trip of 28 µs against 11 µs; blocking at once 15
-/// µs.)
-const SPIN: Duration = Duration::from_micros(50);
 /// Threads kept waiting for the next environment.
 const MAX_IDLE_THREADS: usize = 16;
 
@@ -100,14 +96,7 @@ impl EnvThread {
                 "cannot start the environment's thread: {error}"
             ))
         })?;
-        let started = py.detach(move || {
-            watch(|| match built.try_recv() {
-                Ok(started) => Some(Ok(started)),
-                Err(TryRecvError::Disconnected) => Some(Err(mpsc::RecvError)),
-                Err(TryRecvError::Empty) => None,
-            })
-            .unwrap_or_else(|| built.recv())
-        });
+        let started = py.detach(move || built.recv());
         match started {
             Ok(Ok(())) => Ok(EnvThread {
                 state: Mutex::new(State {
@@ -149,26 +138,13 @@ impl EnvThread {
         }
         let mut signal = None;
         let mut answer = answer;
-        let mut first = true;
         let outcome = loop {
             // A receiver cannot be shared with the detached closure, only moved through.
             let (back, received) = py.detach(move || {
-                let watched = first.then(|| {
-                    watch(|| match answer.try_recv() {
-                        Ok(outcome) => Some(Ok(outcome)),
-                        Err(TryRecvError::Disconnected) => {
-                            Some(Err(RecvTimeoutError::Disconnected))
-                        }
-                        Err(TryRecvError::Empty) => None,
-                    })
-                });
-                let received = watched
-                    .flatten()
-                    .unwrap_or_else(|| answer.recv_timeout(SIGNAL_CHECK));
+                let received = answer.recv_timeout(SIGNAL_CHECK);
                 (answer, received)
             });
             answer = back;
-            first = false;
             match received {
                 Ok(outcome) => break Some(outcome),
                 Err(RecvTimeoutError::Timeout) => {
@@ -279,33 +255,11 @@ fn ended_error(ended: Ended) -> PyErr {
 /// The environment's thread: runs the jobs in order until the sender is dropped (also
 /// after a job panicked: no more are sent then), then drops the environment.
 fn serve(environment: Environment, queue: &mpsc::Receiver<Job>) {
-    loop {
-        let next = watch(|| match queue.try_recv() {
-            Ok(job) => Some(Some(job)),
-            Err(TryRecvError::Disconnected) => Some(None),
-            Err(TryRecvError::Empty) => None,
-        })
-        .unwrap_or_else(|| queue.recv().ok());
-        let Some(job) = next else { break };
+    while let Ok(job) = queue.recv() {
         job(&environment);
     }
     // A drop that panics (after an earlier panic) must not end the thread.
     let _ = catch_unwind(AssertUnwindSafe(|| drop(environment)));
-}
-
-/// Watches for `ready` to give something for [`SPIN`]; `None` if nothing came, and the
-/// caller blocks.
-fn watch<T>(mut ready: impl FnMut() -> Option<T>) -> Option<T> {
-    let started = Instant::now();
-    loop {
-        if let Some(value) = ready() {
-            return Some(value);
-        }
-        if started.elapsed() >= SPIN {
-            return None;
-        }
-        std::hint::spin_loop();
-    }
 }
 
 /// The whole life of one environment on its thread: built, serving, dropped.

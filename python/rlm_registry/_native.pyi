@@ -7,11 +7,32 @@ from typing import Any, Literal, final
 
 __version__: str
 
-StrPath = str | PathLike[str]
-Context = str | bytes
-JSON = dict[str, "JSON"] | list["JSON"] | str | int | float | bool | None
+__all__ = [
+    "Answer",
+    "BusyError",
+    "Diagnostic",
+    "Environment",
+    "ExecResult",
+    "InternalError",
+    "LimitError",
+    "LlmError",
+    "LuaError",
+    "RegistryError",
+    "Registry",
+    "RlmRegistryError",
+    "__version__",
+    "ask",
+    "check",
+    "system_prompt",
+    "_environment_new_in_rust",
+    "_panic_for_tests",
+]
+
+_StrPath = str | PathLike[str]
+_Context = str | bytes
+_JSON = dict[str, "_JSON"] | list["_JSON"] | str | int | float | bool | None
 """A value as the Lua <-> JSON mapping carries it (a tuple is sent as a list)."""
-Value = JSON | bytes
+_Value = _JSON | bytes
 """A global's value: JSON, or `bytes` for a Lua string that is not UTF-8."""
 
 class RlmRegistryError(Exception):
@@ -90,32 +111,32 @@ class Environment:
     The GIL is released while Lua runs. `close()` (or a `with` block) frees it at once.
     """
 
-    def __init__(
-        self,
-        context: Context | None = None,
+    def __new__(
+        cls,
+        context: _Context | None = None,
         *,
-        paths: Sequence[StrPath] = (),
+        paths: Sequence[_StrPath] = (),
         baked: bool = True,
-        config: StrPath | None = None,
+        config: _StrPath | None = None,
         registry: Registry | None = None,
         time_limit: float = 30.0,
         memory_limit_mb: int = 512,
         output_limit: int | None = None,
         llm: Callable[[str], str] | None = None,
-    ) -> None: ...
+    ) -> Environment: ...
     def execute(self, code: str | bytes) -> ExecResult:
         """Runs Lua `code`; globals persist. Lua errors and limits are in the result."""
-    def __getitem__(self, name: str) -> Value:
+    def __getitem__(self, name: str, /) -> _Value:
         """The Lua global `name` (`None` when unset); `TypeError` for a value that cannot
         cross (a function, a cycle), naming where it is."""
-    def __setitem__(self, name: str, value: Value | tuple[Any, ...]) -> None:
+    def __setitem__(self, name: str, value: _Value | tuple[Any, ...], /) -> None:
         """Sets the Lua global `name`: a `str` or `bytes` as a Lua string of its bytes,
         anything else through the Lua <-> JSON mapping; `None` removes it."""
-    def __delitem__(self, name: str) -> None:
+    def __delitem__(self, name: str, /) -> None:
         """Removes the Lua global `name`."""
-    def set_context(self, context: Context | None) -> None:
+    def set_context(self, context: _Context | None) -> None:
         """Sets the global `context` (without a Python copy), or removes it."""
-    def call(self, name: str, *args: JSON | tuple[Any, ...]) -> JSON:
+    def call(self, name: str, *args: _JSON | tuple[Any, ...]) -> _JSON:
         """Calls the global function `name` with `args` as JSON, under the limits."""
     def interrupt(self) -> None:
         """Stops the execution running now, from any thread (`limit == "interrupted"`)."""
@@ -167,7 +188,7 @@ class Registry:
     (directories or `.lua` files) layered on top, or only theirs with `baked=False`.
     Raises `RegistryError` when a file breaks the conventions."""
 
-    def __init__(self, paths: Sequence[StrPath] = (), baked: bool = True) -> None: ...
+    def __new__(cls, paths: Sequence[_StrPath] = (), baked: bool = True) -> Registry: ...
     def functions(self) -> list[dict[str, Any]]:
         """Every function, sorted by name: `name`, `signature`, `summary`, `description`,
         `params`, `returns`, `source` (its Lua text), `file`, `line`, `dir`, `tool`..."""
@@ -177,7 +198,7 @@ class Registry:
         """The `k` best matches for `query`, best first: `name`, `signature`, `summary`,
         `score`, `confidence`, `match_reason`, `signals`..."""
     def __len__(self) -> int: ...
-    def __contains__(self, name: object) -> bool: ...
+    def __contains__(self, name: object, /) -> bool: ...
 
 @final
 class Answer:
@@ -202,25 +223,25 @@ class Answer:
     def trace(self) -> str | None:
         """The trace file written, if one was asked for."""
 
-def check(paths: Sequence[StrPath]) -> list[Diagnostic]:
+def check(paths: Sequence[_StrPath]) -> list[Diagnostic]:
     """Checks the `.lua` files under `paths` against the conventions: every diagnostic,
     errors and notes; an empty list when all is well."""
 
 def ask(
     question: str,
-    context: Context | Sequence[Context] | None = None,
+    context: _Context | Sequence[_Context] | None = None,
     *,
     model: str | None = None,
     base_url: str | None = None,
     api_key: str | None = None,
     max_iterations: int = 10,
     max_depth: int = 1,
-    trace: StrPath | None = None,
+    trace: _StrPath | None = None,
     trace_format: Literal["events", "rlm"] = "events",
-    paths: Sequence[StrPath] = (),
+    paths: Sequence[_StrPath] = (),
     baked: bool = True,
     registry: Registry | None = None,
-    config: StrPath | None = None,
+    config: _StrPath | None = None,
     time_limit: float = 300.0,
     memory_limit_mb: int = 512,
     output_bytes: int = 10000,
@@ -236,17 +257,24 @@ def ask(
     `LuaError` when the run ends without an answer."""
 
 def system_prompt(
-    context: Context | Sequence[Context] | None = None,
+    context: _Context | Sequence[_Context] | None = None,
     *,
     max_iterations: int = 10,
     max_depth: int = 1,
-    paths: Sequence[StrPath] = (),
+    paths: Sequence[_StrPath] = (),
     baked: bool = True,
     registry: Registry | None = None,
-    config: StrPath | None = None,
+    config: _StrPath | None = None,
     time_limit: float = 300.0,
     memory_limit_mb: int = 512,
     output_bytes: int = 10000,
     prompt_mode: Literal["full", "compact", "auto"] = "full",
 ) -> str:
     """The system prompt `ask` starts from for `context`."""
+
+def _panic_for_tests() -> None:
+    """For the package's tests: a Rust panic, which comes out as `InternalError`."""
+
+def _environment_new_in_rust(count: int) -> float:
+    """For the package's benchmarks: mean seconds to create (and drop) an environment in
+    Rust, on this thread."""

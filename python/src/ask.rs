@@ -7,56 +7,41 @@ use std::time::Duration;
 
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyString};
 
-use rlm_registry::environment::Limits;
 use rlm_registry::llm::{Completion, Llm, LlmClient, LlmConfig, LlmError, Request};
 use rlm_registry::rlm::{
     Budgets, Context, DEFAULT_BLOCK_TIME_LIMIT, DEFAULT_OUTPUT_BYTES, PromptMode, Rlm, TraceFormat,
 };
 
+use crate::environment::{Text, limits};
 use crate::errors::{
     LlmError as PyLlmError, catching, internal_error, panic_message, run_error, with,
 };
-use crate::registry::{Registry, load_providers, load_registry};
+use crate::registry::{Registry, chosen_registry, load_providers};
 
 /// What the model studies: one text, or several (chunks), each `str` or `bytes`.
 #[derive(FromPyObject)]
 pub(crate) enum ContextArg<'py> {
-    Text(Bound<'py, PyString>),
-    Bytes(Bound<'py, PyBytes>),
-    Chunks(Vec<ChunkArg<'py>>),
-}
-
-#[derive(FromPyObject)]
-pub(crate) enum ChunkArg<'py> {
-    Text(Bound<'py, PyString>),
-    Bytes(Bound<'py, PyBytes>),
-}
-
-impl ChunkArg<'_> {
-    fn to_vec(&self) -> PyResult<Vec<u8>> {
-        match self {
-            ChunkArg::Text(text) => Ok(text.to_str()?.as_bytes().to_vec()),
-            ChunkArg::Bytes(bytes) => Ok(bytes.as_bytes().to_vec()),
-        }
-    }
+    One(Text<'py>),
+    Chunks(Vec<Text<'py>>),
 }
 
 impl ContextArg<'_> {
     fn context(&self) -> PyResult<Context> {
         Ok(match self {
-            ContextArg::Text(text) => Context::Text(text.to_str()?.as_bytes().to_vec()),
-            ContextArg::Bytes(bytes) => Context::Text(bytes.as_bytes().to_vec()),
+            ContextArg::One(text) => Context::Text(text.bytes()?.to_vec()),
             ContextArg::Chunks(chunks) => Context::Chunks(
                 chunks
                     .iter()
-                    .map(ChunkArg::to_vec)
+                    .map(|chunk| chunk.bytes().map(<[u8]>::to_vec))
                     .collect::<PyResult<_>>()?,
             ),
         })
     }
 }
+
+// The defaults the text signatures above show.
+const _: () = assert!(DEFAULT_BLOCK_TIME_LIMIT.as_secs() == 300 && DEFAULT_OUTPUT_BYTES == 10_000);
 
 /// The settings of a run that `ask` and `system_prompt` share.
 struct Settings {
@@ -71,14 +56,6 @@ struct Settings {
 impl Settings {
     /// An RLM over `llm` with these settings and the registry and providers asked for.
     fn rlm(&self, py: Python<'_>, llm: Arc<dyn Llm>, source: Source<'_>) -> PyResult<Rlm> {
-        if !(self.time_limit.is_finite() && self.time_limit > 0.0 && self.time_limit <= 1e9) {
-            return Err(PyValueError::new_err(
-                "time_limit must be a positive number of seconds",
-            ));
-        }
-        if self.memory_limit_mb == 0 {
-            return Err(PyValueError::new_err("memory_limit_mb must be at least 1"));
-        }
         let prompt_mode = match self.prompt_mode.as_str() {
             "full" => PromptMode::Full,
             "compact" => PromptMode::Compact,
@@ -89,11 +66,7 @@ impl Settings {
                 )));
             }
         };
-        let limits = Limits {
-            time: Duration::from_secs_f64(self.time_limit),
-            memory_bytes: self.memory_limit_mb.saturating_mul(1024 * 1024),
-            ..Limits::default()
-        };
+        let limits = limits(self.time_limit, self.memory_limit_mb, None)?;
         let mut rlm = Rlm::new(llm, source.registry(py)?, self.max_iterations)
             .max_depth(self.max_depth)
             .limits(limits)
@@ -117,15 +90,7 @@ struct Source<'py> {
 
 impl Source<'_> {
     fn registry(&self, py: Python<'_>) -> PyResult<Arc<rlm_registry::Registry>> {
-        match &self.registry {
-            Some(registry) if self.paths.is_empty() && self.baked => {
-                Ok(Arc::clone(&registry.inner))
-            }
-            Some(_) => Err(PyValueError::new_err(
-                "give either `registry` or `paths`/`baked`, not both",
-            )),
-            None => load_registry(py, self.paths.clone(), self.baked),
-        }
+        chosen_registry(py, self.registry.as_deref(), self.paths.clone(), self.baked)
     }
 }
 
@@ -138,7 +103,10 @@ impl Source<'_> {
     time_limit = DEFAULT_BLOCK_TIME_LIMIT.as_secs_f64(), memory_limit_mb = 512,
     output_bytes = DEFAULT_OUTPUT_BYTES, max_tokens = None, max_llm_calls = None,
     max_time = None, prompt_mode = "full".to_string(), verbose = false
-))]
+), text_signature = "(question, context=None, *, model=None, base_url=None, api_key=None, \
+    max_iterations=10, max_depth=1, trace=None, trace_format='events', paths=(), baked=True, \
+    registry=None, config=None, time_limit=300.0, memory_limit_mb=512, output_bytes=10000, \
+    max_tokens=None, max_llm_calls=None, max_time=None, prompt_mode='full', verbose=False)")]
 #[allow(clippy::too_many_arguments)]
 pub fn ask<'py>(
     py: Python<'py>,
@@ -241,7 +209,9 @@ pub fn ask<'py>(
     baked = true, registry = None, config = None,
     time_limit = DEFAULT_BLOCK_TIME_LIMIT.as_secs_f64(), memory_limit_mb = 512,
     output_bytes = DEFAULT_OUTPUT_BYTES, prompt_mode = "full".to_string()
-))]
+), text_signature = "(context=None, *, max_iterations=10, max_depth=1, paths=(), baked=True, \
+    registry=None, config=None, time_limit=300.0, memory_limit_mb=512, output_bytes=10000, \
+    prompt_mode='full')")]
 #[allow(clippy::too_many_arguments)]
 pub fn system_prompt<'py>(
     py: Python<'py>,

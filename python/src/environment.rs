@@ -15,7 +15,7 @@ use rlm_registry::llm::Llm;
 use crate::convert::{global_from_python, global_to_python, json_from_python, json_to_python};
 use crate::errors::{Failure, catching, exec_error};
 use crate::llm::PythonLlm;
-use crate::registry::{Registry, load_providers, load_registry};
+use crate::registry::{Registry, chosen_registry, load_providers};
 use crate::worker::EnvThread;
 
 /// Text given from Python: a `str` (its UTF-8) or `bytes`, read where it is.
@@ -51,7 +51,8 @@ impl Environment {
     #[pyo3(signature = (
         context = None, *, paths = Vec::new(), baked = true, config = None, registry = None,
         time_limit = 30.0, memory_limit_mb = 512, output_limit = None, llm = None
-    ))]
+    ), text_signature = "(context=None, *, paths=(), baked=True, config=None, registry=None, \
+        time_limit=30.0, memory_limit_mb=512, output_limit=None, llm=None)")]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -68,15 +69,7 @@ impl Environment {
         catching(|| {
             let limits = limits(time_limit, memory_limit_mb, output_limit)?;
             let llm = python_llm(llm)?;
-            let registry = match registry {
-                Some(registry) if paths.is_empty() && baked => Arc::clone(&registry.inner),
-                Some(_) => {
-                    return Err(PyValueError::new_err(
-                        "give either `registry` or `paths`/`baked`, not both",
-                    ));
-                }
-                None => load_registry(py, paths, baked)?,
-            };
+            let registry = chosen_registry(py, registry.as_deref(), paths, baked)?;
             let providers = config.map(|path| load_providers(py, &path)).transpose()?;
             let context = context.as_ref().map(Text::bytes).transpose()?;
             let context = context.map(crate::worker::Shared::new);
@@ -264,8 +257,8 @@ impl Environment {
     }
 }
 
-/// The limits of one execution from the constructor's arguments.
-fn limits(
+/// The limits of one execution from `Environment`'s or `ask`'s arguments.
+pub(crate) fn limits(
     time_limit: f64,
     memory_limit_mb: usize,
     output_limit: Option<usize>,

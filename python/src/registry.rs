@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 
@@ -34,6 +35,23 @@ pub(crate) fn load_registry(
     loaded.map(Arc::new).map_err(|error| load_error(py, &error))
 }
 
+/// The registry an `Environment` or a run uses: a `Registry` given as it is, or
+/// `paths` on the baked registry (or on none), never both.
+pub(crate) fn chosen_registry(
+    py: Python<'_>,
+    registry: Option<&Registry>,
+    paths: Vec<PathBuf>,
+    baked: bool,
+) -> PyResult<Arc<rlm_registry::Registry>> {
+    match registry {
+        None => load_registry(py, paths, baked),
+        Some(registry) if paths.is_empty() && baked => Ok(Arc::clone(&registry.inner)),
+        Some(_) => Err(PyValueError::new_err(
+            "give either `registry` or `paths`/`baked`, not both",
+        )),
+    }
+}
+
 /// The built-in providers and those the `rlm.toml` at `path` enables.
 pub(crate) fn load_providers(py: Python<'_>, path: &Path) -> PyResult<Arc<Providers>> {
     let config =
@@ -54,7 +72,7 @@ pub struct Registry {
 #[pymethods]
 impl Registry {
     #[new]
-    #[pyo3(signature = (paths = Vec::new(), baked = true))]
+    #[pyo3(signature = (paths = Vec::new(), baked = true), text_signature = "(paths=(), baked=True)")]
     fn new(py: Python<'_>, paths: Vec<PathBuf>, baked: bool) -> PyResult<Registry> {
         catching(|| {
             Ok(Registry {

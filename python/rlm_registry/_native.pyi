@@ -1,6 +1,6 @@
 """Type stubs of the native module; `rlm_registry` re-exports every name."""
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from os import PathLike
 from types import TracebackType
 from typing import Any, Literal, final
@@ -106,6 +106,8 @@ class Environment:
     providers. Each execution may run `time_limit` seconds, print `output_limit` bytes
     (1 MiB by default), and the state may use `memory_limit_mb` MiB. `llm` is what
     `llm_query` and `llm_query_batched` call; without it they raise a Lua error.
+    `tools` are Python functions the code may call by their names, their arguments and
+    results crossing as JSON.
 
     Any thread may use an environment, one at a time: a second one gets `BusyError`.
     The GIL is released while Lua runs. `close()` (or a `with` block) frees it at once.
@@ -123,6 +125,7 @@ class Environment:
         memory_limit_mb: int = 512,
         output_limit: int | None = None,
         llm: Callable[[str], str] | None = None,
+        tools: Mapping[str, Callable[..., Any]] | None = None,
     ) -> Environment: ...
     def execute(self, code: str | bytes) -> ExecResult:
         """Runs Lua `code`; globals persist. Lua errors and limits are in the result."""

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyString, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyString, PyTuple};
 
 use rlm_registry::environment::{ExecError, Execution, GlobalValue, Limits};
 use rlm_registry::llm::Llm;
@@ -16,6 +16,7 @@ use crate::convert::{global_from_python, global_to_python, json_from_python, jso
 use crate::errors::{Failure, catching, exec_error};
 use crate::llm::PythonLlm;
 use crate::registry::{Registry, chosen_registry, load_providers};
+use crate::tools::with_tools;
 use crate::worker::EnvThread;
 
 /// Text given from Python: a `str` (its UTF-8) or `bytes`, read where it is.
@@ -50,9 +51,9 @@ impl Environment {
     #[new]
     #[pyo3(signature = (
         context = None, *, paths = Vec::new(), baked = true, config = None, registry = None,
-        time_limit = 30.0, memory_limit_mb = 512, output_limit = None, llm = None
+        time_limit = 30.0, memory_limit_mb = 512, output_limit = None, llm = None, tools = None
     ), text_signature = "(context=None, *, paths=(), baked=True, config=None, registry=None, \
-        time_limit=30.0, memory_limit_mb=512, output_limit=None, llm=None)")]
+        time_limit=30.0, memory_limit_mb=512, output_limit=None, llm=None, tools=None)")]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -65,12 +66,16 @@ impl Environment {
         memory_limit_mb: usize,
         output_limit: Option<usize>,
         llm: Option<Bound<'_, PyAny>>,
+        tools: Option<Bound<'_, PyDict>>,
     ) -> PyResult<Environment> {
         catching(|| {
             let limits = limits(time_limit, memory_limit_mb, output_limit)?;
             let llm = python_llm(llm)?;
             let registry = chosen_registry(py, registry.as_deref(), paths, baked)?;
-            let providers = config.map(|path| load_providers(py, &path)).transpose()?;
+            let mut providers = config.map(|path| load_providers(py, &path)).transpose()?;
+            if let Some(tools) = tools {
+                providers = Some(with_tools(py, providers, &tools)?);
+            }
             let context = context.as_ref().map(Text::bytes).transpose()?;
             let context = context.map(crate::worker::Shared::new);
             let thread = EnvThread::start(py, move || {

@@ -8,6 +8,7 @@
 //! - `ask`: `ask`, `Answer`, `system_prompt`, over the crate's `Rlm`;
 //! - `convert`: Python values ↔ Lua globals through the crate's Lua ↔ JSON mapping;
 //! - `llm`: a Python callable as the crate's `Llm`;
+//! - `tools`: Python callables as host functions the Lua code calls;
 //! - `errors`: the package's exceptions, and every failure (a panic too) made into one.
 
 mod ask;
@@ -16,6 +17,7 @@ mod environment;
 mod errors;
 mod llm;
 mod registry;
+mod tools;
 mod worker;
 
 use pyo3::prelude::*;

@@ -50,6 +50,9 @@ pub(crate) struct EnvThread {
 
 struct State {
     jobs: Option<mpsc::Sender<Job>>,
+    /// The process whose thread serves the environment: a child made by `fork` has no
+    /// such thread, and must not wait for one.
+    process: u32,
     /// Says when the environment has been dropped (the sender is dropped then).
     dropped: Option<mpsc::Receiver<()>>,
     /// Why the environment can no longer be used: closed, or a panic in it.
@@ -101,6 +104,7 @@ impl EnvThread {
             Ok(Ok(())) => Ok(EnvThread {
                 state: Mutex::new(State {
                     jobs: Some(jobs),
+                    process: std::process::id(),
                     dropped: Some(dropped),
                     ended: None,
                 }),
@@ -212,6 +216,11 @@ impl EnvThread {
 
     fn jobs(&self) -> PyResult<mpsc::Sender<Job>> {
         let state = lock(&self.state);
+        if state.process != std::process::id() {
+            return Err(crate::errors::RlmRegistryError::new_err(
+                "this Environment belongs to the parent process: after fork, create a new one",
+            ));
+        }
         match (&state.jobs, &state.ended) {
             (Some(jobs), None) => Ok(jobs.clone()),
             (_, ended) => Err(ended_error(ended.clone().unwrap_or(Ended::Closed))),
@@ -265,12 +274,22 @@ fn serve(environment: Environment, queue: &mpsc::Receiver<Job>) {
 /// The whole life of one environment on its thread: built, serving, dropped.
 type Life = Box<dyn FnOnce() + Send>;
 
-/// Threads whose environment has ended, each waiting for the next one's life.
-static IDLE_THREADS: Mutex<Vec<mpsc::Sender<Life>>> = Mutex::new(Vec::new());
+/// Threads whose environment has ended, each waiting for the next one's life, and the
+/// process they run in (after `fork`, the child has none of them).
+static IDLE_THREADS: Mutex<(u32, Vec<mpsc::Sender<Life>>)> = Mutex::new((0, Vec::new()));
 
 /// Runs `life` on an idle thread, or on a new one.
 fn run_on_a_thread(life: Life) -> std::io::Result<()> {
-    let idle = lock(&IDLE_THREADS).pop();
+    let idle = {
+        let mut idle = lock(&IDLE_THREADS);
+        if idle.0 != std::process::id() {
+            // Forgotten, not dropped: a sender's drop may touch what a parent's thread
+            // was doing when the process forked.
+            std::mem::forget(std::mem::take(&mut idle.1));
+            idle.0 = std::process::id();
+        }
+        idle.1.pop()
+    };
     let life = match idle {
         Some(thread) => match thread.send(life) {
             Ok(()) => return Ok(()),
@@ -287,10 +306,10 @@ fn run_on_a_thread(life: Life) -> std::io::Result<()> {
                 current();
                 {
                     let mut idle = lock(&IDLE_THREADS);
-                    if idle.len() >= MAX_IDLE_THREADS {
+                    if idle.0 != std::process::id() || idle.1.len() >= MAX_IDLE_THREADS {
                         return;
                     }
-                    idle.push(next.clone());
+                    idle.1.push(next.clone());
                 }
                 life = lives.recv().ok();
             }

@@ -132,3 +132,30 @@ def test_many_environments_in_many_threads():
     with ThreadPoolExecutor(8) as pool:
         outputs = list(pool.map(work, range(32)))
     assert outputs == [f"context {i}\n" for i in range(32)]
+
+
+def test_after_fork_the_child_makes_its_own_environments():
+    import os
+
+    env = Environment()
+    env.execute("x = 1")
+    with Environment():
+        pass  # a thread now waits, idle, to serve the next environment
+    pid = os.fork()
+    if pid == 0:  # the child: exit codes tell the parent what happened
+        code = 0
+        try:
+            env.execute("print(x)")
+            code = 1
+        except RlmRegistryError as error:
+            if "after fork, create a new one" not in str(error):
+                code = 2
+        try:
+            if Environment().execute("print(2)").stdout != "2\n":
+                code = 3
+        except BaseException:
+            code = 4
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert env.execute("print(x)").stdout == "1\n"

@@ -14,7 +14,7 @@ use rlm_registry::conventions::is_lua_name;
 use rlm_registry::providers::{HostFunction, Providers};
 
 use crate::convert::{json_from_python, json_to_python};
-use crate::errors::RegistryError;
+use crate::errors::Failure;
 
 /// The provider the tools are registered under.
 const PROVIDER: &str = "python";
@@ -51,13 +51,7 @@ pub(crate) fn with_tools(
         });
         providers
             .register_function(PROVIDER, function)
-            .map_err(|error| {
-                let error = RegistryError::new_err(format!("tools: {error}"));
-                let _ = error
-                    .value(py)
-                    .setattr("diagnostics", Vec::<Py<PyAny>>::new());
-                error
-            })?;
+            .map_err(|error| Failure::Config(format!("tools: {error}")).into_pyerr(py))?;
     }
     Ok(Arc::new(providers))
 }

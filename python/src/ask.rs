@@ -153,6 +153,9 @@ pub fn ask<'py>(
             max_llm_calls,
             max_time,
         )?);
+        // Every argument is checked before the trace file is created.
+        let trace_format = trace_format_of(trace_format)?;
+        let context = context.as_ref().map(ContextArg::context).transpose()?;
         if let Some(path) = &trace {
             rlm = rlm
                 .trace_file(path)
@@ -162,12 +165,11 @@ pub fn ask<'py>(
                         path.display()
                     ))
                 })?
-                .trace_format(trace_format_of(trace_format)?);
+                .trace_format(trace_format);
         }
         if verbose {
             rlm = rlm.live_view(std::io::stderr());
         }
-        let context = context.as_ref().map(ContextArg::context).transpose()?;
         let question = question.to_string();
         let report = py
             .detach(move || {

@@ -136,13 +136,15 @@ def test_a_reply_without_code_twice_is_an_llm_error():
             ask("?", "x", model="m", base_url=server.base_url)
 
 
-def test_bad_arguments_are_refused_before_any_call():
+def test_bad_arguments_are_refused_before_any_call(tmp_path: Path):
+    trace = tmp_path / "t.jsonl"
     with pytest.raises(ValueError, match="time_limit"):
         ask("?", "x", model="m", base_url="http://127.0.0.1:9/v1", time_limit=-1)
     with pytest.raises(ValueError, match="prompt_mode"):
         ask("?", "x", model="m", base_url="http://127.0.0.1:9/v1", prompt_mode="tiny")
     with pytest.raises(ValueError, match="trace_format"):
-        ask("?", "x", model="m", base_url="http://127.0.0.1:9/v1", trace="t.jsonl", trace_format="xml")
+        ask("?", "x", model="m", base_url="http://127.0.0.1:9/v1", trace=trace, trace_format="xml")
+    assert not trace.exists()
     with pytest.raises(ValueError, match="max_time"):
         ask("?", "x", model="m", base_url="http://127.0.0.1:9/v1", max_time=0)
     with pytest.raises(LlmError, match="base URL"):

@@ -48,6 +48,7 @@
 pub mod builtins;
 mod chunks;
 mod errors;
+mod globals;
 pub mod hints;
 mod hook;
 mod limits;
@@ -67,6 +68,7 @@ use chunks::InternalChunk;
 
 use crate::engines::{patterns, re};
 
+pub use globals::{GlobalError, GlobalValue};
 use limits::Tripwire;
 pub use limits::{Interrupt, LimitKind, Limits, OutputObserver};
 pub use output::escape_output;
@@ -282,6 +284,23 @@ impl Environment {
     /// The answer given with `FINAL(value)` or `FINAL_VAR(name)`, if any yet.
     pub fn final_answer(&self) -> Option<String> {
         self.state.final_answer()
+    }
+
+    /// Takes the answer given with `FINAL` or `FINAL_VAR`, leaving none: a host that
+    /// goes on after an answer (a REPL) tells which execution gave the next one.
+    ///
+    /// ```
+    /// use rlm_registry::{Registry, environment::{Environment, Limits}};
+    ///
+    /// let env = Environment::new(Registry::baked().clone(), Limits::default())?;
+    /// env.execute("FINAL(42)")?;
+    /// assert_eq!(env.take_final_answer().as_deref(), Some("42"));
+    /// env.execute("x = 1")?;
+    /// assert_eq!(env.take_final_answer(), None);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn take_final_answer(&self) -> Option<String> {
+        self.state.take_final_answer()
     }
 
     /// Installs `interrupt` for the executions and calls that follow: interrupting it

@@ -69,6 +69,11 @@ impl BuiltinState {
         self.final_answer.borrow().clone()
     }
 
+    /// Takes the answer, leaving none.
+    pub fn take_final_answer(&self) -> Option<String> {
+        self.final_answer.borrow_mut().take()
+    }
+
     /// The LLM `builtin` calls, or the error saying there is none.
     pub(super) fn llm(&self, builtin: BuiltinId) -> mlua::Result<&Arc<dyn Llm>> {
         self.llm.as_ref().ok_or_else(|| {

@@ -159,6 +159,8 @@ mod doc_pages {
     #[cfg(feature = "runtime")]
     #[doc = include_str!("../docs/providers.md")]
     mod providers {}
+    #[doc = include_str!("../docs/python.md")]
+    mod python {}
     #[doc = include_str!("../docs/python-to-lua.md")]
     mod python_to_lua {}
     #[doc = include_str!("../docs/regex-json-csv.md")]

@@ -50,6 +50,7 @@ mod answer_schema;
 pub mod builtins;
 mod chunks;
 mod errors;
+mod globals;
 pub mod hints;
 mod hook;
 mod limits;
@@ -69,6 +70,7 @@ use chunks::InternalChunk;
 
 use crate::engines::{patterns, re};
 
+pub use globals::{GlobalError, GlobalValue};
 use limits::Tripwire;
 pub use limits::{Interrupt, LimitKind, Limits, OutputObserver};
 pub use output::escape_output;
@@ -144,8 +146,9 @@ impl ExecError {
     ///
     /// let env = Environment::new(Registry::baked().clone(), Limits::default())?;
     /// let error = env.execute("if 1 != 2 then print('no') end").unwrap_err();
-    /// assert_eq!(error.hint(), Some("Lua writes not-equal as `~=`: `a ~= b`."));
-    /// assert!(error.message().ends_with("\nhint: Lua writes not-equal as `~=`: `a ~= b`."));
+    /// let hint = "Lua writes not-equal as `~=`: `if 1 ~= 2 then print('no') end`.";
+    /// assert_eq!(error.hint(), Some(hint));
+    /// assert!(error.message().ends_with(&format!("\nhint: {hint}")));
     /// assert_eq!(error.message_without_hint(), "input:1: 'then' expected near '!'");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -266,9 +269,10 @@ impl Environment {
         ));
         // `re` and the text primitives share the environment's compiled patterns.
         let regexes = Rc::new(re::RegexCache::default());
+        // Before the built-ins: `store_list` lists what the code made, not this table.
+        install_answer(&lua)?;
         let builtins = builtins::table(&lua, &state, &catalog, &regexes)?;
         install_globals_metatable(&lua, builtins, builder.registry)?;
-        install_answer(&lua)?;
         hook::install(&lua, &tripwire)?;
         lua.set_memory_limit(limits.memory_bytes)?;
         Ok(Environment {
@@ -337,6 +341,23 @@ impl Environment {
         })?;
         self.take_output();
         Ok(())
+    }
+
+    /// Takes the answer given with `FINAL` or `FINAL_VAR`, leaving none: a host that
+    /// goes on after an answer (a REPL) tells which execution gave the next one.
+    ///
+    /// ```
+    /// use rlm_registry::{Registry, environment::{Environment, Limits}};
+    ///
+    /// let env = Environment::new(Registry::baked().clone(), Limits::default())?;
+    /// env.execute("FINAL(42)")?;
+    /// assert_eq!(env.take_final_answer().as_deref(), Some("42"));
+    /// env.execute("x = 1")?;
+    /// assert_eq!(env.take_final_answer(), None);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn take_final_answer(&self) -> Option<String> {
+        self.state.take_final_answer()
     }
 
     /// Installs `interrupt` for the executions and calls that follow: interrupting it

@@ -91,14 +91,25 @@ pub enum LlmError {
         /// HTTP attempts made: 0 when the request was not sent.
         attempts: u32,
     },
+    /// An [`Llm`](super::Llm) given by a host program (a callback in another language,
+    /// say) failed: its own sentence, shown as it is.
+    ///
+    /// ```
+    /// use rlm_registry::llm::LlmError;
+    ///
+    /// let error = LlmError::Callback("the llm callable raised ValueError: no quota".into());
+    /// assert_eq!(error.to_string(), "the llm callable raised ValueError: no quota");
+    /// assert_eq!(error.attempts(), 0);
+    /// ```
+    Callback(String),
 }
 
 impl LlmError {
-    /// HTTP attempts made before giving up (0 for [`LlmError::Config`] and
-    /// [`LlmError::BudgetExhausted`]).
+    /// HTTP attempts made before giving up (0 for [`LlmError::Config`],
+    /// [`LlmError::BudgetExhausted`] and [`LlmError::Callback`]).
     pub fn attempts(&self) -> u32 {
         match self {
-            LlmError::Config(_) | LlmError::BudgetExhausted(_) => 0,
+            LlmError::Config(_) | LlmError::BudgetExhausted(_) | LlmError::Callback(_) => 0,
             LlmError::Status { attempts, .. }
             | LlmError::ContextLength { attempts, .. }
             | LlmError::Timeout { attempts, .. }
@@ -171,6 +182,7 @@ impl fmt::Display for LlmError {
         match self {
             LlmError::Config(message) => write!(f, "LLM configuration error: {message}"),
             LlmError::BudgetExhausted(reason) => write!(f, "LLM call not made: {reason}"),
+            LlmError::Callback(message) => f.write_str(message),
             LlmError::Status {
                 status,
                 body,

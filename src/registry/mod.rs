@@ -462,6 +462,22 @@ impl LoadError {
         self.partial.functions()
     }
 
+    /// The text of a file the load read, by its name as in [`Diagnostic::file`]: to
+    /// render one diagnostic at a time with [`conventions::render`](crate::conventions::render).
+    ///
+    /// ```
+    /// use rlm_registry::conventions::render;
+    ///
+    /// let err = rlm_registry::Registry::from_map([("f", "function f() end")]).unwrap_err();
+    /// let first = &err.diagnostics()[..1];
+    /// let text = render(first, |file| err.source_of(file), false);
+    /// assert!(text.starts_with("error[E002]"));
+    /// assert!(text.contains("function f() end"));
+    /// ```
+    pub fn source_of(&self, file: &str) -> Option<&str> {
+        self.partial.source_of(file)
+    }
+
     /// The rustc-style report: `error[E004]: …`, `--> file:line:col`, the source line
     /// with a caret, and `= help: …`, for every diagnostic, then a summary line.
     pub fn render(&self, color: bool) -> String {

@@ -90,3 +90,18 @@ fn user_code_may_redefine_a_registry_function_for_its_session() {
     run(&env, "function greet(n) return 'hi ' .. n end");
     assert_eq!(run(&env, "print(welcome('z'))"), "<hi z>\n");
 }
+
+#[test]
+fn each_final_answer_is_taken_by_the_execution_that_gave_it() {
+    let env = Environment::new(Registry::baked().clone(), Limits::default()).unwrap();
+    env.execute("FINAL('first')").unwrap();
+    assert_eq!(env.final_answer().as_deref(), Some("first"));
+    assert_eq!(env.take_final_answer().as_deref(), Some("first"));
+    assert_eq!(env.final_answer(), None);
+    // An answer given before an error in the same execution is still given.
+    env.execute("answer = 42 FINAL_VAR('answer') error('after')")
+        .unwrap_err();
+    assert_eq!(env.take_final_answer().as_deref(), Some("42"));
+    env.execute("x = 1").unwrap();
+    assert_eq!(env.take_final_answer(), None);
+}

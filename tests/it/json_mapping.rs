@@ -1,8 +1,9 @@
 //! One Lua ↔ JSON mapping for every surface: each case of `tests/fixtures/json_mapping`
 //! comes out as the same JSON, or is refused with the same message, through
 //! `json.encode` / `json.decode`, `Environment::call_function`, `get_global` /
-//! `set_global`, a host function, and the JSON API and MCP `tools/call` of a real
-//! `rlm serve --http`; JSON values go into Lua the same way through each of them.
+//! `set_global` (and their host forms, `get_global_value` / `set_global_value`), a host
+//! function, and the JSON API and MCP `tools/call` of a real `rlm serve --http`; JSON
+//! values go into Lua the same way through each of them.
 
 use crate::support;
 
@@ -10,7 +11,9 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use rlm_registry::Registry;
-use rlm_registry::environment::{Environment, ExecError, LimitKind, Limits};
+use rlm_registry::environment::{
+    Environment, ExecError, GlobalError, GlobalValue, LimitKind, Limits,
+};
 use rlm_registry::providers::{HostFunction, Providers};
 use rmcp::model::CallToolResult;
 use serde_json::{Value, json};
@@ -166,9 +169,18 @@ fn every_case_crosses_as_the_same_json_on_every_in_process_surface() {
         // `get_global`, then `set_global` of the same JSON read back by Lua.
         env.execute(&format!("x = {value}")).unwrap();
         assert_eq!(env.get_global("x").unwrap(), expected, "{case}: get_global");
+        assert_eq!(
+            env.get_global_value("x").unwrap(),
+            GlobalValue::Json(expected.clone()),
+            "{case}: get_global_value"
+        );
         env.set_global("y", &expected).unwrap();
         let set = output(&env, "print(json.encode(y, {sort_keys = true}))");
         assert_eq!(set, sorted, "{case}: set_global");
+        env.set_global_value("y", &GlobalValue::Json(expected.clone()))
+            .unwrap();
+        let set = output(&env, "print(json.encode(y, {sort_keys = true}))");
+        assert_eq!(set, sorted, "{case}: set_global_value");
         // A host function: the JSON it is given, and the Lua value it hands back.
         seen.lock().unwrap().clear();
         let round = output(
@@ -205,6 +217,11 @@ fn every_refusal_reads_the_same_on_every_in_process_surface() {
         env.execute(&format!("x = {value}")).unwrap();
         let error = env.get_global("x").unwrap_err();
         assert_eq!(error.message(), at(&message, "x"), "{case}: get_global");
+        assert_eq!(
+            env.get_global_value("x").unwrap_err(),
+            GlobalError::Refused(at(&message, "x")),
+            "{case}: get_global_value"
+        );
         assert_eq!(
             caught(&env, &format!("probe({value})")),
             format!("probe: {}", at(&message, "argument 1")),
@@ -256,6 +273,16 @@ fn json_nested_too_deep_for_lua_is_refused_on_every_in_process_surface() {
         error.message(),
         format!("nested deeper than 100 levels (at y.a{})", &path[3..])
     );
+    let error = env
+        .set_global_value("y", &GlobalValue::Json(json!({"a": deep})))
+        .unwrap_err();
+    assert_eq!(
+        error,
+        GlobalError::Refused(format!(
+            "nested deeper than 100 levels (at y.a{})",
+            &path[3..]
+        ))
+    );
     env.set_global("text", &json!(deep.to_string())).unwrap();
     let decoded = caught(&env, "json.decode(text)");
     assert!(
@@ -274,13 +301,13 @@ fn json_nested_too_deep_for_lua_is_refused_on_every_in_process_surface() {
 fn a_host_function_result_crosses_by_the_same_rules_with_null_as_nil() {
     let seen = Arc::new(Mutex::new(json!(null)));
     let given = Arc::clone(&seen);
-    let answer = HostFunction::typed(
-        "answer",
+    let reply = HostFunction::typed(
+        "reply",
         "--- Answers the JSON the test set.\n---@return any value The value",
         move |_, (): ()| Ok::<_, String>(given.lock().unwrap().clone()),
     );
     let mut providers = Providers::builtin();
-    providers.register_function("answers", answer).unwrap();
+    providers.register_function("replies", reply).unwrap();
     let env = Environment::builder(registry())
         .providers(Arc::new(providers))
         .build()
@@ -288,18 +315,18 @@ fn a_host_function_result_crosses_by_the_same_rules_with_null_as_nil() {
     for (case, value) in crossing() {
         *seen.lock().unwrap() = value.clone();
         assert_eq!(
-            output(&env, "print(json.encode(answer(), {sort_keys = true}))"),
+            output(&env, "print(json.encode(reply(), {sort_keys = true}))"),
             format!("{value}\n"),
             "{case}"
         );
     }
     *seen.lock().unwrap() = json!(null);
-    assert_eq!(output(&env, "print(answer() == nil)"), "true\n");
+    assert_eq!(output(&env, "print(reply() == nil)"), "true\n");
     *seen.lock().unwrap() = json!({"deep": nested_arrays(101)});
     assert_eq!(
-        caught(&env, "answer()"),
+        caught(&env, "reply()"),
         format!(
-            "answer: nested deeper than 100 levels (at result.deep{})",
+            "reply: nested deeper than 100 levels (at result.deep{})",
             "[1]".repeat(99)
         )
     );
@@ -447,4 +474,58 @@ fn a_table_repeated_a_billion_times_stops_at_the_memory_limit_on_every_surface()
         output(&env, "print(json.encode({#x, x[1] == x[2]}))"),
         "[2,true]\n"
     );
+}
+
+#[test]
+fn a_host_reads_and_sets_a_string_as_its_bytes_and_tells_a_refusal_from_a_failure() {
+    let env = Environment::new(
+        Registry::baked().clone(),
+        Limits {
+            memory_bytes: 8 * 1024 * 1024,
+            ..Limits::default()
+        },
+    )
+    .unwrap();
+    // A string crosses whole, as its bytes, UTF-8 or not; inside a table it is JSON's.
+    env.set_global_value("raw", &GlobalValue::String(vec![b'a', 0xff, 0]))
+        .unwrap();
+    assert_eq!(output(&env, "print(#raw, raw:byte(2))"), "3\t255\n");
+    assert_eq!(
+        env.get_global_value("raw").unwrap(),
+        GlobalValue::String(vec![b'a', 0xff, 0])
+    );
+    env.execute("t = {raw}").unwrap();
+    assert_eq!(
+        env.get_global_value("t").unwrap_err(),
+        GlobalError::Refused("the string at t[1] is not valid UTF-8 (byte 2)".into())
+    );
+    // A built-in's name is a Lua failure, not a refusal; so is a limit.
+    let error = env
+        .set_global_value("print", &GlobalValue::Json(json!(1)))
+        .unwrap_err();
+    assert!(
+        matches!(&error, GlobalError::Failed(ExecError::Lua { message, .. }) if message.contains("cannot assign to built-in 'print'")),
+        "{error:?}"
+    );
+    let error = env
+        .set_global_value("big", &GlobalValue::String(vec![b'x'; 16 * 1024 * 1024]))
+        .unwrap_err();
+    assert!(
+        matches!(
+            error,
+            GlobalError::Failed(ExecError::Limit {
+                kind: LimitKind::Memory,
+                ..
+            })
+        ),
+        "{error:?}"
+    );
+    assert_eq!(
+        env.get_global_value("big").unwrap(),
+        GlobalValue::Json(json!(null))
+    );
+    // Removing a global is setting it to null.
+    env.set_global_value("raw", &GlobalValue::Json(json!(null)))
+        .unwrap();
+    assert_eq!(output(&env, "print(raw)"), "nil\n");
 }

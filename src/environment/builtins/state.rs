@@ -134,6 +134,12 @@ impl BuiltinState {
         ))
     }
 
+    /// Takes the answer (and its JSON value, with a schema), leaving none.
+    pub fn take_final_answer(&self) -> Option<String> {
+        self.final_value.borrow_mut().take();
+        self.final_answer.borrow_mut().take()
+    }
+
     /// The LLM `builtin` calls, or the error saying there is none.
     pub(super) fn llm(&self, builtin: BuiltinId) -> mlua::Result<&Arc<dyn Llm>> {
         self.llm.as_ref().ok_or_else(|| {

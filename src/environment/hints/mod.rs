@@ -14,26 +14,38 @@
 //!   found from the error Lua raised on calling them ("attempt to call a nil value
 //!   (global 'len')"), naming a library function when the environment has it.
 //!
+//! Where the rewrite of the line is mechanical, the hint quotes the line in Lua (`fix`),
+//! after what the case says before a fix; where it is not, it states the case's rule.
+//!
 //! ```
 //! use rlm_registry::environment::hints::{Names, hint};
 //!
 //! let names = Names::new(["word_count", "line_count", "print"]);
 //! let source = "if n != 0 then print(n) end";
 //! let message = "input:1: 'then' expected near '!'";
-//! assert_eq!(hint(source, message, &names).unwrap(), "Lua writes not-equal as `~=`: `a ~= b`.");
+//! assert_eq!(
+//!     hint(source, message, &names).unwrap(),
+//!     "Lua writes not-equal as `~=`: `if n ~= 0 then print(n) end`."
+//! );
 //!
 //! let message = "input:1: attempt to call a nil value (global 'countlines')";
 //! assert!(hint("print(countlines(context))", message, &names).unwrap().contains("Did you mean `line_count`?"));
 //! ```
 
 mod calls;
+mod fix;
 mod runtime;
 mod scan;
 mod syntax;
 
+use std::collections::HashSet;
+
 use crate::catalog::Catalog;
 use crate::conventions::LUA_GLOBALS;
 use crate::spec::closest_name;
+use crate::text_format::{char_prefix, cut_chars};
+
+use fix::Evidence;
 
 use super::sandbox::REMOVED_GLOBALS;
 
@@ -94,14 +106,47 @@ impl Names {
         self.0.iter().any(|known| known == name)
     }
 
+    /// Whether `name` is a table of functions here (`json` when `json.decode` is one of
+    /// the names): `name.f(…)` calls a function, not a method.
+    pub(crate) fn is_table(&self, name: &str) -> bool {
+        self.0.iter().any(|known| {
+            known
+                .strip_prefix(name)
+                .is_some_and(|rest| rest.starts_with('.'))
+        })
+    }
+
     /// The name most like `name`, if one is close enough ([`closest_name`]).
     pub fn closest(&self, name: &str) -> Option<&str> {
         closest_name(name, self.0.iter().map(String::as_str))
     }
 }
 
+/// What a case says about a line: before the line's quoted fix, and without one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Found {
+    /// Said before the quoted fix (`Lua has no \`-=\``); `None` where the case's Lua
+    /// is no rewrite of the line (`import json`).
+    pub lead: Option<String>,
+    /// The Lua way in a sentence, said when no fix is quoted.
+    pub rule: String,
+}
+
+/// A case found on a line of the source.
+struct Finding {
+    /// The line (1-based).
+    line: usize,
+    found: Found,
+    evidence: Evidence,
+}
+
+/// A quoted fix longer than this is cut (with `…`).
+const MAX_QUOTE: usize = 100;
+
 /// The hint for the failure `message` raised by `source`, in one line, if there is one.
-/// Only an error in the code itself (`input:LINE: …`) gets one.
+/// Only an error in the code itself (`input:LINE: …`) gets one. Where the rewrite of the
+/// failing line is mechanical the hint quotes it, as rustc's `help: try` does; where it
+/// is not, it states the rule.
 ///
 /// ```
 /// use rlm_registry::environment::hints::{Names, hint};
@@ -110,30 +155,142 @@ impl Names {
 /// let failed = "input:1: attempt to call a nil value (method 'split')";
 /// assert_eq!(
 ///     hint("for _, w in ipairs(s:split(',')) do end", failed, &names).as_deref(),
-///     Some("Lua strings have no `split` method: call `split(s, \",\")`."),
+///     Some("Lua strings have no `split` method: `for _, w in ipairs(split(s, ',')) do end`."),
 /// );
+/// // Without the library's `split`, no rewrite is mechanical: the rule.
+/// assert!(hint("print(s:split(','))", failed, &Names::default()).unwrap().contains("gmatch"));
 /// // The same code failing for another reason gets no hint.
 /// assert_eq!(hint("print(s:split(','))", "input:1: boom", &names), None);
 /// ```
 pub fn hint(source: &str, message: &str, names: &Names) -> Option<String> {
     let (line, detail) = position(message)?;
-    let lines = scan::code_lines(source, line);
-    let code = lines.get(line.wrapping_sub(1)).map_or("", String::as_str);
+    let lines = scan::lines(source, line);
+    let bound = scan::bound_names(&lines);
+    let code_of = |at: usize| {
+        lines
+            .get(at.wrapping_sub(1))
+            .map_or("", |l| l.code.as_str())
+    };
+    let code = code_of(line);
+    let on = |at: usize, found: Found| Finding {
+        line: at,
+        found,
+        evidence: Evidence::default(),
+    };
+    let nearest_above = |find: fn(&str, &HashSet<String>) -> Option<Found>| {
+        (1..=lines.len().min(line))
+            .rev()
+            .find_map(|at| find(code_of(at), &bound).map(|found| on(at, found)))
+    };
     // A syntax error may be reported lines after the Python that caused it (`for x in
     // xs:` parses on as a method call): the nearest Python line above it is the cause.
     // A nil value may come from `None` written lines above.
-    let from_source = if is_syntax_error(detail) {
-        lines.iter().rev().find_map(|code| syntax::hint(code))
-    } else if detail.contains("a nil value") {
-        syntax::hint(code).or_else(|| lines.iter().rev().find_map(|code| syntax::nil_hint(code)))
-    } else {
-        syntax::hint(code)
+    // A line ending in Python's block colon makes Lua read the next line as a method's
+    // name (`for x in xs:` then `if …`): the error falls on that next line, however
+    // Python it is itself.
+    let opened_above = line > 1 && {
+        let above = code_of(line - 1).trim_end();
+        above.ends_with(':') && !above.ends_with("::")
     };
-    let from_error = from_error(detail, code, names);
-    match (from_source, from_error) {
-        (Some(a), Some(b)) if a != b => Some(format!("{a} {b}")),
-        (Some(a), _) => Some(a.to_string()),
-        (None, b) => b,
+    let from_source = if is_syntax_error(detail) {
+        let above = opened_above
+            .then(|| syntax::find(code_of(line - 1), &bound).map(|found| on(line - 1, found)))
+            .flatten();
+        above.or_else(|| nearest_above(syntax::find))
+    } else if detail.contains("a nil value") {
+        syntax::find(code, &bound)
+            .map(|found| on(line, found))
+            .or_else(|| nearest_above(syntax::find_nil))
+    } else {
+        syntax::find(code, &bound).map(|found| on(line, found))
+    };
+    let from_error = from_error(detail, code, names).map(|(found, evidence)| Finding {
+        line,
+        found,
+        evidence,
+    });
+    let findings: Vec<Finding> = from_source.into_iter().chain(from_error).collect();
+    let context = Context {
+        lines: &lines,
+        error_line: line,
+        names,
+        bound: &bound,
+    };
+    context.say(&findings)
+}
+
+/// What a hint is said from: the source's lines and what they define.
+struct Context<'a> {
+    lines: &'a [scan::Line<'a>],
+    error_line: usize,
+    names: &'a Names,
+    bound: &'a HashSet<String>,
+}
+
+impl Context<'_> {
+    /// The hint for `findings`: for each line, its quoted fix after what the cases say
+    /// before one, or the cases' rules when the line has no fix.
+    fn say(&self, findings: &[Finding]) -> Option<String> {
+        let mut sentences: Vec<String> = Vec::new();
+        let mut add = |sentence: String| {
+            if !sentences.contains(&sentence) {
+                sentences.push(sentence);
+            }
+        };
+        let mut lines: Vec<usize> = findings.iter().map(|f| f.line).collect();
+        lines.dedup();
+        for line in lines {
+            let here: Vec<&Finding> = findings.iter().filter(|f| f.line == line).collect();
+            let leads: Vec<&str> = here
+                .iter()
+                .filter_map(|f| f.found.lead.as_deref())
+                .collect();
+            let quote = if leads.is_empty() {
+                None
+            } else {
+                self.quoted_fix(line, &here)
+            };
+            match quote {
+                Some(quote) => {
+                    let place = if line == self.error_line {
+                        String::new()
+                    } else {
+                        format!("; line {line} in Lua")
+                    };
+                    let mut unique = leads.clone();
+                    unique.dedup();
+                    add(format!("{}{place}: `{quote}`.", unique.join("; ")));
+                    for finding in here.iter().filter(|f| f.found.lead.is_none()) {
+                        add(finding.found.rule.clone());
+                    }
+                }
+                None => here.iter().for_each(|f| add(f.found.rule.clone())),
+            }
+        }
+        (!sentences.is_empty()).then(|| sentences.join(" "))
+    }
+
+    /// The fix of `line` as the hint quotes it: cut when long, unless the cut would hide
+    /// every change; none when a backtick in it would break the quote.
+    fn quoted_fix(&self, line: usize, findings: &[&Finding]) -> Option<String> {
+        let text = self.lines.get(line.wrapping_sub(1))?.text?;
+        let evidence = findings
+            .iter()
+            .fold(Evidence::default(), |all, f| all.and(f.evidence));
+        let cx = fix::Cx {
+            names: self.names,
+            bound: self.bound,
+            evidence,
+        };
+        let fixed = fix::line(text, &cx)?;
+        if fixed.contains('`') {
+            return None;
+        }
+        let kept = char_prefix(&fixed, MAX_QUOTE);
+        if kept.len() == fixed.len() {
+            return Some(fixed);
+        }
+        (!text.trim().starts_with(kept)).then(|| cut_chars(&fixed, MAX_QUOTE))
     }
 }
 
@@ -149,34 +306,47 @@ fn is_syntax_error(detail: &str) -> bool {
     detail.contains(" near '") || detail.ends_with(" near <eof>")
 }
 
-/// The hint the error itself calls for, given the failing line's `code`.
-fn from_error(detail: &str, code: &str, names: &Names) -> Option<String> {
+/// What the error itself calls for, given the failing line's `code`, and what it shows
+/// about the line.
+fn from_error(detail: &str, code: &str, names: &Names) -> Option<(Found, Evidence)> {
+    let plain = |found: Found| Some((found, Evidence::default()));
+    let rule = |rule: String| Found { lead: None, rule };
     if let Some(name) = quoted(detail, "attempt to call a nil value (global '") {
-        return calls::function(name, names).or_else(|| Some(did_you_mean(name, names)));
+        return match calls::function(name, names) {
+            Some(found) => plain(found),
+            None => plain(rule(did_you_mean(name, names))),
+        };
     }
     if let Some(name) = quoted(detail, "attempt to call a nil value (method '")
         .or_else(|| quoted(detail, "attempt to call a nil value (field '"))
     {
-        return calls::method(name, names);
+        return calls::method(name, names).and_then(plain);
     }
     if let Some(name) = quoted(detail, "attempt to index a nil value (global '") {
-        return calls::module(name).or_else(|| {
+        let hint = calls::module(name).or_else(|| {
             let suggestion = names.closest(name)?;
             Some(format!(
                 "`{name}` is not defined here. Did you mean `{suggestion}`?"
             ))
-        });
+        })?;
+        return plain(rule(hint));
     }
     if detail.starts_with("bad argument #")
         && let Some(name) = quoted(detail, " to '")
         && detail.ends_with("got no value)")
         && called_with_a_dot(code, name)
     {
-        return Some(format!(
-            "Call a string's methods with a colon: `s:{name}(…)`."
-        ));
+        let found = Found {
+            lead: Some("Lua calls a string's methods with a colon".to_string()),
+            rule: format!("Call a string's methods with a colon: `s:{name}(…)`."),
+        };
+        let evidence = Evidence {
+            dot_calls: true,
+            ..Evidence::default()
+        };
+        return Some((found, evidence));
     }
-    runtime::hint(detail, code).map(str::to_string)
+    runtime::find(detail, code)
 }
 
 /// Whether `code` calls `x.name(…)` on a value `x`, not on the `string` library.
@@ -244,6 +414,17 @@ mod tests {
     }
 
     #[test]
+    fn a_block_colon_above_the_error_is_its_cause() {
+        let source = "for line in lines:\n    if x in line:\n        n += 1";
+        let message = "input:2: <name> expected near 'if'";
+        let hint = hint(source, message, &Names::default()).unwrap();
+        assert!(
+            hint.ends_with("; line 1 in Lua: `for _, line in ipairs(lines) do`."),
+            "{hint}"
+        );
+    }
+
+    #[test]
     fn an_error_outside_the_code_gets_no_hint() {
         let names = Names::new(["line_count"]);
         let message = "lua/text.lua:3: attempt to call a nil value (global 'len')";
@@ -256,7 +437,10 @@ mod tests {
         let without = hint("json.loads(s)", message, &Names::default()).unwrap();
         assert!(without.contains("patterns"), "{without}");
         let with = hint("json.loads(s)", message, &Names::new(["json.decode"])).unwrap();
-        assert_eq!(with, "Lua reads JSON with `json.decode(text)`.");
+        assert_eq!(
+            with,
+            "Lua reads JSON with `json.decode(text)`: `json.decode(s)`."
+        );
     }
 
     #[test]
@@ -265,6 +449,6 @@ mod tests {
         let without = hint("x.split(',')", message, &Names::default()).unwrap();
         assert!(without.contains("gmatch"), "{without}");
         let with = hint("x.split(',')", message, &Names::new(["split"])).unwrap();
-        assert!(with.contains("split(s, \",\")"), "{with}");
+        assert_eq!(with, "Lua strings have no `split` method: `split(x, ',')`.");
     }
 }

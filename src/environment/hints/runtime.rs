@@ -2,15 +2,27 @@
 //! failing line together (`xs[0] + 1` fails with "attempt to perform arithmetic on a nil
 //! value (field '?')"), so valid code that does not fail is never flagged.
 
+use super::Found;
+use super::fix::Evidence;
 use super::syntax::FORMAT;
 
 /// A runtime failure of Python written as Lua, and the Lua way.
 struct Case {
     /// Whether Lua's error (`detail`, without its position) on `code` is this habit's.
     found: fn(detail: &str, code: &str) -> bool,
-    /// The Lua way.
+    /// The Lua way, when the line's fix is not quoted.
     hint: &'static str,
+    /// What is said before the quoted fix of the line.
+    lead: &'static str,
+    /// What the error shows about the line, for its fix.
+    evidence: Evidence,
 }
+
+const NO_EVIDENCE: Evidence = Evidence {
+    tables_iterate: false,
+    zero_based: false,
+    dot_calls: false,
+};
 
 const CASES: &[Case] = &[
     // xs[0], xs[-1]
@@ -20,6 +32,11 @@ const CASES: &[Case] = &[
                 && (indexes(code, "[0]") || indexes(code, "[-1]"))
         },
         hint: "Lua sequences start at 1: the first element is `t[1]`, the last `t[#t]` (a string's characters: `s:sub(i, i)`).",
+        lead: "Lua sequences start at 1: the first element is `t[1]`, the last `t[#t]`",
+        evidence: Evidence {
+            zero_based: true,
+            ..NO_EVIDENCE
+        },
     },
     // "total: " + n
     Case {
@@ -30,16 +47,22 @@ const CASES: &[Case] = &[
                     || detail.ends_with("with a 'string'"))
         },
         hint: "Lua joins strings with `..`: `\"total: \" .. n`.",
+        lead: "Lua joins strings with `..`",
+        evidence: NO_EVIDENCE,
     },
     // "%d items" % n
     Case {
         found: |detail, _| detail.starts_with("attempt to mod a 'string'"),
         hint: FORMAT,
+        lead: "Lua formats with `string.format`",
+        evidence: NO_EVIDENCE,
     },
     // "ab" * 3
     Case {
         found: |detail, code| detail.starts_with("attempt to mul a 'string'") && code.contains('*'),
         hint: "Lua repeats a string with `s:rep(n)`.",
+        lead: "Lua repeats a string with `s:rep(n)`",
+        evidence: NO_EVIDENCE,
     },
     // for x in xs do
     Case {
@@ -47,15 +70,27 @@ const CASES: &[Case] = &[
             detail.contains("(for iterator 'for iterator')") && detail.contains("table value")
         },
         hint: "Lua walks a list with `for _, x in ipairs(xs) do … end`.",
+        lead: "Lua walks a list with `ipairs(xs)`",
+        evidence: Evidence {
+            tables_iterate: true,
+            ..NO_EVIDENCE
+        },
     },
 ];
 
-/// The hint for the first case Lua's error `detail` on the line `code` shows.
-pub(crate) fn hint(detail: &str, code: &str) -> Option<&'static str> {
+/// What to say about the first case Lua's error `detail` on the line `code` shows, and
+/// what the error shows about the line.
+pub(crate) fn find(detail: &str, code: &str) -> Option<(Found, Evidence)> {
     CASES
         .iter()
         .find(|case| (case.found)(detail, code))
-        .map(|case| case.hint)
+        .map(|case| {
+            let found = Found {
+                lead: Some(case.lead.to_string()),
+                rule: case.hint.to_string(),
+            };
+            (found, case.evidence)
+        })
 }
 
 /// Whether `code` indexes a value with `key` (`xs[0]`, `f()[0]`), not a table

@@ -78,10 +78,12 @@ pub(crate) use tape::{Builder, Tape, decode_text, read_text};
 use text::TextSink;
 use value::ValueSink;
 use walk::Walk;
+pub use walk::push_key;
 
 /// The deepest nesting of arrays and objects, both ways: deeper is refused (serde_json's
-/// own limit on text, 128, is never reached).
-pub(crate) const MAX_DEPTH: usize = 100;
+/// own limit on text, 128, is never reached). A host converting its own values to JSON
+/// refuses deeper ones with the same words.
+pub const MAX_DEPTH: usize = 100;
 /// Where the arrays' shared metatable is kept in the Lua registry.
 const ARRAY_METATABLE: &str = "rlm.json.array";
 /// The same, for the C API.

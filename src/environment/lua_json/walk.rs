@@ -315,8 +315,19 @@ fn sequence_length(lua: &Lua, table: &Table) -> mlua::Result<Option<usize>> {
     Ok(length)
 }
 
-/// `path.key`, or `path["odd key"]` when the key is not a plain name.
-pub(super) fn push_key(path: &mut String, key: &[u8]) {
+/// `path.key`, or `path["odd key"]` when the key is not a plain name: how a refusal
+/// names where a value is (positions are `[n]`, from 1 as Lua counts). A host converting
+/// its own values to JSON names them the same way.
+///
+/// ```
+/// use rlm_registry::environment::lua_json::push_key;
+///
+/// let mut path = "x".to_string();
+/// push_key(&mut path, b"items");
+/// push_key(&mut path, b"two words");
+/// assert_eq!(path, "x.items[\"two words\"]");
+/// ```
+pub fn push_key(path: &mut String, key: &[u8]) {
     let plain = !key.is_empty()
         && !key[0].is_ascii_digit()
         && key.iter().all(|&b| b.is_ascii_alphanumeric() || b == b'_');

@@ -1,0 +1,176 @@
+"""The Python package's speed targets, each measured side by side in one run.
+
+    pip install ./python        # or: bash .ci/test, then target/python-venv/bin/python
+    python python/benches/bench.py [creation] [round_trip] [context] [threads]
+
+- creation: `Environment()` from Python against the same environment created in Rust,
+  in this process (`benches/environment.rs`'s figure): target within 2x;
+- round_trip: `env.execute("x = 1")` from Python: target <= 20 us;
+- context: a 100 MB `str` handed to an environment against one `bytes(...)` copy of
+  it: target <= 2x, and no copy per `execute` after;
+- threads: 8 environments in 8 threads running a CPU-bound Lua loop against the same 8
+  executions in one thread: target >= 1.7x on 2 cores (the GIL is released).
+
+Each figure is the median of several rounds, the two sides alternating. Set
+RLM_BENCH_CONTEXT_MB for a smaller context.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import threading
+import time
+from collections.abc import Callable
+
+from rlm_registry import Environment, _native
+
+
+def median_of(rounds: int, measure: Callable[[], float]) -> float:
+    return statistics.median(measure() for _ in range(rounds))
+
+
+def timed(work: Callable[[], object]) -> float:
+    started = time.perf_counter()
+    work()
+    return time.perf_counter() - started
+
+
+def creation() -> None:
+    count = 500
+    python, closed, rust = [], [], []
+    for _ in range(7):
+
+        def create() -> None:
+            for _ in range(count):
+                Environment()
+
+        def create_and_close() -> None:
+            for _ in range(count):
+                Environment().close()
+
+        python.append(timed(create) / count)
+        closed.append(timed(create_and_close) / count)
+        rust.append(_native._environment_new_in_rust(count))
+    python_us, closed_us, rust_us = (statistics.median(s) * 1e6 for s in (python, closed, rust))
+    print(
+        f"new environment: Python {python_us:.1f} us (dropped in the background), "
+        f"{closed_us:.1f} us with close(); Rust {rust_us:.1f} us (new + drop); "
+        f"ratio {python_us / rust_us:.2f}x, with close() {closed_us / rust_us:.2f}x (target <= 2x)"
+    )
+
+
+def round_trip() -> None:
+    env = Environment()
+    count = 20_000
+
+    def run() -> float:
+        return timed(lambda: [env.execute("x = 1") for _ in range(count)]) / count
+
+    run()  # warm up
+    per_call = median_of(7, run) * 1e6
+    print(f"execute('x = 1') round trip: {per_call:.1f} us (target <= 20 us)")
+
+
+def context() -> None:
+    megabytes = int(os.environ.get("RLM_BENCH_CONTEXT_MB", "100"))
+    line = "2026-11-25 12:00:00 INFO gateway request served in 12 ms\n"
+    text = line * (megabytes * 1024 * 1024 // len(line))
+    handed, copied = [], []
+    for _ in range(5):
+        env = Environment(memory_limit_mb=4 * megabytes + 64)
+        handed.append(timed(lambda: env.set_context(text)))
+        env.close()
+        copy: list[bytes] = []
+        copied.append(timed(lambda: copy.append(bytes(text, "utf-8"))))
+        copy.clear()
+    hand_ms, copy_ms = statistics.median(handed) * 1e3, statistics.median(copied) * 1e3
+    print(
+        f"{megabytes} MB str context: handed to an environment {hand_ms:.1f} ms, "
+        f"one bytes(...) copy {copy_ms:.1f} ms, ratio {hand_ms / copy_ms:.2f}x (target <= 2x)"
+    )
+    # A str that is not ASCII is encoded to UTF-8 once (Python keeps the encoding).
+    first, again = [], []
+    for _ in range(3):
+        accented = text[:-2] + "é\n"
+        env = Environment(memory_limit_mb=4 * megabytes + 64)
+        first.append(timed(lambda: env.set_context(accented)))
+        again.append(timed(lambda: env.set_context(accented)))
+        env.close()
+    print(
+        f"{megabytes} MB str context, not ASCII: {statistics.median(first) * 1e3:.1f} ms "
+        f"the first time (UTF-8 encoding included), {statistics.median(again) * 1e3:.1f} ms after"
+    )
+    with_context = Environment(text, memory_limit_mb=4 * megabytes + 64)
+    without = Environment("x")
+    count = 2_000
+
+    def run(env: Environment) -> float:
+        return timed(lambda: [env.execute("n = #context") for _ in range(count)]) / count
+
+    large = median_of(5, lambda: run(with_context)) * 1e6
+    none = median_of(5, lambda: run(without)) * 1e6
+    print(
+        f"execute('n = #context'): {large:.1f} us with the {megabytes} MB context, "
+        f"{none:.1f} us with a 1-byte one (no copy per execute)"
+    )
+
+
+def threads() -> None:
+    workers = 8
+    loop = "local x = 0 for i = 1, {n} do x = x + i % 7 end"
+    probe = Environment()
+    # About 0.2 s of Lua per execution on this machine.
+    n = 1_000_000
+    while probe.execute(loop.format(n=n)).seconds < 0.2:
+        n *= 2
+    code = loop.format(n=n)
+    environments = [Environment() for _ in range(workers)]
+
+    def one_thread() -> float:
+        return timed(lambda: [env.execute(code) for env in environments])
+
+    def many_threads() -> float:
+        barrier = threading.Barrier(workers + 1)
+
+        def run(env: Environment) -> None:
+            barrier.wait()
+            env.execute(code)
+
+        pool = [threading.Thread(target=run, args=(env,)) for env in environments]
+        for thread in pool:
+            thread.start()
+        started = time.perf_counter()
+        barrier.wait()
+        for thread in pool:
+            thread.join()
+        return time.perf_counter() - started
+
+    sequential, parallel, busy = [], [], []
+    for _ in range(3):
+        sequential.append(one_thread())
+        cpu = time.process_time()
+        parallel.append(many_threads())
+        # Processor time over wall time: the cores this process kept busy (other
+        # programs on the machine take the rest).
+        busy.append((time.process_time() - cpu) / parallel[-1])
+    one, many = statistics.median(sequential), statistics.median(parallel)
+    print(
+        f"{workers} CPU-bound executions: one thread {one:.2f} s, {workers} threads {many:.2f} s, "
+        f"speed-up {one / many:.2f}x on {os.cpu_count()} cores (target >= 1.7x on 2 cores); "
+        f"{statistics.median(busy):.2f} cores busy in the {workers} threads"
+    )
+
+
+BENCHMARKS = {
+    "creation": creation,
+    "round_trip": round_trip,
+    "context": context,
+    "threads": threads,
+}
+
+if __name__ == "__main__":
+    chosen = sys.argv[1:] or list(BENCHMARKS)
+    for name in chosen:
+        BENCHMARKS[name]()

@@ -1,0 +1,283 @@
+"""Type stubs of the native module; `rlm_registry` re-exports every name."""
+
+from collections.abc import Callable, Mapping, Sequence
+from os import PathLike
+from types import TracebackType
+from typing import Any, Literal, final
+
+__version__: str
+
+__all__ = [
+    "Answer",
+    "BusyError",
+    "Diagnostic",
+    "Environment",
+    "ExecResult",
+    "InternalError",
+    "LimitError",
+    "LlmError",
+    "LuaError",
+    "RegistryError",
+    "Registry",
+    "RlmRegistryError",
+    "__version__",
+    "ask",
+    "check",
+    "system_prompt",
+    "_environment_new_in_rust",
+    "_panic_for_tests",
+]
+
+_StrPath = str | PathLike[str]
+_Context = str | bytes
+_JSON = dict[str, "_JSON"] | list["_JSON"] | str | int | float | bool | None
+"""A value as the Lua <-> JSON mapping carries it (a tuple is sent as a list)."""
+_Value = _JSON | bytes
+"""A global's value: JSON, or `bytes` for a Lua string that is not UTF-8."""
+
+class RlmRegistryError(Exception):
+    """The base class of every error rlm_registry raises."""
+
+class RegistryError(RlmRegistryError):
+    """A registry (or an rlm.toml) that does not load."""
+
+    diagnostics: list[Diagnostic]
+    """Every diagnostic of the files that were read (empty for an rlm.toml)."""
+
+class LuaError(RlmRegistryError):
+    """Lua failed outside `execute`: reading or setting a global, `call`; or `ask`
+    gave up after the model's code failed turn after turn."""
+
+    hint: str | None
+    """The Lua way, when the code was Python written as Lua."""
+
+class LimitError(RlmRegistryError):
+    """A limit was hit outside `execute`, or a run hit its iteration cap or a budget."""
+
+    kind: str
+    """`"time"`, `"memory"`, `"output"`, `"recursion"`, `"llm_calls"`, `"token_budget"`,
+    `"interrupted"`; for `ask`: `"iterations"`, `"tokens"`, `"llm_calls"`, `"wall_time"`."""
+
+class LlmError(RlmRegistryError):
+    """The model could not be reached, or answered with nothing the loop can use."""
+
+class BusyError(RlmRegistryError):
+    """The Environment is in use by another thread: one thread at a time may use it."""
+
+class InternalError(RlmRegistryError):
+    """A bug in rlm_registry (a Rust panic), caught before it could harm the interpreter.
+    An Environment it happened in is closed."""
+
+@final
+class ExecResult:
+    """What one `Environment.execute` did."""
+
+    @property
+    def stdout(self) -> str:
+        """What `print` wrote, also before an error; bytes that are not UTF-8 as `\\xNN`."""
+    @property
+    def error(self) -> str | None:
+        """The Lua error, or the limit's message, as the model reads it (hint included)."""
+    @property
+    def hint(self) -> str | None:
+        """The hint alone: the Lua way for Python written as Lua, or "did you mean"."""
+    @property
+    def final(self) -> str | None:
+        """What `FINAL(value)` or `FINAL_VAR(name)` gave in this execution."""
+    @property
+    def limit(self) -> str | None:
+        """The limit that ended the execution: `"time"`, `"memory"`, `"output"`,
+        `"recursion"`, `"llm_calls"`, `"token_budget"` or `"interrupted"`."""
+    @property
+    def seconds(self) -> float:
+        """Wall time of the execution."""
+    @property
+    def ok(self) -> bool:
+        """True when the execution ended without an error or a limit."""
+
+@final
+class Environment:
+    """One sandboxed Lua 5.4 state with the registry's functions, keeping its globals from
+    one `execute` to the next (a REPL).
+
+    `context` becomes the global `context` (handed over once, without a Python copy).
+    The functions are the baked library's, with `paths` layered on top (or only theirs
+    with `baked=False`), or those of `registry`; `config` is an rlm.toml enabling
+    providers. Each execution may run `time_limit` seconds, print `output_limit` bytes
+    (1 MiB by default), and the state may use `memory_limit_mb` MiB. `llm` is what
+    `llm_query` and `llm_query_batched` call; without it they raise a Lua error.
+    `tools` are Python functions the code may call by their names, their arguments and
+    results crossing as JSON.
+
+    Any thread may use an environment, one at a time: a second one gets `BusyError`.
+    The GIL is released while Lua runs. `close()` (or a `with` block) frees it at once.
+    """
+
+    def __new__(
+        cls,
+        context: _Context | None = None,
+        *,
+        paths: Sequence[_StrPath] = (),
+        baked: bool = True,
+        config: _StrPath | None = None,
+        registry: Registry | None = None,
+        time_limit: float = 30.0,
+        memory_limit_mb: int = 512,
+        output_limit: int | None = None,
+        llm: Callable[[str], str] | None = None,
+        tools: Mapping[str, Callable[..., Any]] | None = None,
+    ) -> Environment: ...
+    def execute(self, code: str | bytes) -> ExecResult:
+        """Runs Lua `code`; globals persist. Lua errors and limits are in the result."""
+    def __getitem__(self, name: str, /) -> _Value:
+        """The Lua global `name` (`None` when unset); `TypeError` for a value that cannot
+        cross (a function, a cycle), naming where it is."""
+    def __setitem__(self, name: str, value: _Value | tuple[Any, ...], /) -> None:
+        """Sets the Lua global `name`: a `str` or `bytes` as a Lua string of its bytes,
+        anything else through the Lua <-> JSON mapping; `None` removes it."""
+    def __delitem__(self, name: str, /) -> None:
+        """Removes the Lua global `name`."""
+    def set_context(self, context: _Context | None) -> None:
+        """Sets the global `context` (without a Python copy), or removes it."""
+    def call(self, name: str, *args: _JSON | tuple[Any, ...]) -> _JSON:
+        """Calls the global function `name` with `args` as JSON, under the limits."""
+    def interrupt(self) -> None:
+        """Stops the execution running now, from any thread (`limit == "interrupted"`)."""
+    def close(self) -> None:
+        """Ends the environment and frees its memory; later use raises `ValueError`."""
+    @property
+    def closed(self) -> bool: ...
+    @property
+    def time_limit(self) -> float: ...
+    @property
+    def memory_limit_mb(self) -> int: ...
+    @property
+    def output_limit(self) -> int: ...
+    def __enter__(self) -> Environment: ...
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None: ...
+
+@final
+class Diagnostic:
+    """One finding of the conventions' checker."""
+
+    @property
+    def code(self) -> str:
+        """`E001`..., or `N001` for a note."""
+    @property
+    def severity(self) -> Literal["error", "warning", "note"]: ...
+    @property
+    def message(self) -> str: ...
+    @property
+    def help(self) -> str | None:
+        """How to fix it, when the checker knows."""
+    @property
+    def file(self) -> str: ...
+    @property
+    def line(self) -> int: ...
+    @property
+    def column(self) -> int: ...
+    @property
+    def rendered(self) -> str:
+        """The rustc-style report: header, `--> file:line:col`, the source line, a caret."""
+
+@final
+class Registry:
+    """Documented Lua functions: the registry baked into the package, with `paths`
+    (directories or `.lua` files) layered on top, or only theirs with `baked=False`.
+    Raises `RegistryError` when a file breaks the conventions."""
+
+    def __new__(cls, paths: Sequence[_StrPath] = (), baked: bool = True) -> Registry: ...
+    def functions(self) -> list[dict[str, Any]]:
+        """Every function, sorted by name: `name`, `signature`, `summary`, `description`,
+        `params`, `returns`, `source` (its Lua text), `file`, `line`, `dir`, `tool`..."""
+    def prompt(self, compact: bool = False) -> str:
+        """The registry's part of the system prompt, in full or compact."""
+    def search(self, query: str, k: int = 5) -> list[dict[str, Any]]:
+        """The `k` best matches for `query`, best first: `name`, `signature`, `summary`,
+        `score`, `confidence`, `match_reason`, `signals`..."""
+    def __len__(self) -> int: ...
+    def __contains__(self, name: object, /) -> bool: ...
+
+@final
+class Answer:
+    """A run's answer and what it took."""
+
+    @property
+    def answer(self) -> str:
+        """What `FINAL` or `FINAL_VAR` gave."""
+    @property
+    def turns(self) -> int:
+        """The root agent's turns, the last included."""
+    @property
+    def prompt_tokens(self) -> int: ...
+    @property
+    def completion_tokens(self) -> int: ...
+    @property
+    def llm_calls(self) -> int:
+        """Model calls: the agents' turns and every sub-call."""
+    @property
+    def seconds(self) -> float: ...
+    @property
+    def trace(self) -> str | None:
+        """The trace file written, if one was asked for."""
+
+def check(paths: Sequence[_StrPath]) -> list[Diagnostic]:
+    """Checks the `.lua` files under `paths` against the conventions: every diagnostic,
+    errors and notes; an empty list when all is well."""
+
+def ask(
+    question: str,
+    context: _Context | Sequence[_Context] | None = None,
+    *,
+    model: str | None = None,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    max_iterations: int = 10,
+    max_depth: int = 1,
+    trace: _StrPath | None = None,
+    trace_format: Literal["events", "rlm"] = "events",
+    paths: Sequence[_StrPath] = (),
+    baked: bool = True,
+    registry: Registry | None = None,
+    config: _StrPath | None = None,
+    time_limit: float = 300.0,
+    memory_limit_mb: int = 512,
+    output_bytes: int = 10000,
+    max_tokens: int | None = None,
+    max_llm_calls: int | None = None,
+    max_time: float | None = None,
+    prompt_mode: Literal["full", "compact", "auto"] = "full",
+    verbose: bool = False,
+) -> Answer:
+    """Answers `question` about `context` with the RLM loop, as `rlm ask` does. The
+    model, server and key default to `RLM_MODEL`, `RLM_BASE_URL` (or `OPENAI_BASE_URL`)
+    and `RLM_API_KEY` (or `OPENAI_API_KEY`). Raises `LimitError`, `LlmError` or
+    `LuaError` when the run ends without an answer."""
+
+def system_prompt(
+    context: _Context | Sequence[_Context] | None = None,
+    *,
+    max_iterations: int = 10,
+    max_depth: int = 1,
+    paths: Sequence[_StrPath] = (),
+    baked: bool = True,
+    registry: Registry | None = None,
+    config: _StrPath | None = None,
+    time_limit: float = 300.0,
+    memory_limit_mb: int = 512,
+    output_bytes: int = 10000,
+    prompt_mode: Literal["full", "compact", "auto"] = "full",
+) -> str:
+    """The system prompt `ask` starts from for `context`."""
+
+def _panic_for_tests() -> None:
+    """For the package's tests: a Rust panic, which comes out as `InternalError`."""
+
+def _environment_new_in_rust(count: int) -> float:
+    """For the package's benchmarks: mean seconds to create (and drop) an environment in
+    Rust, on this thread."""

@@ -1,0 +1,379 @@
+//! `Environment` and `ExecResult`: one sandboxed Lua state, on a thread of its own
+//! (`worker`), used from Python.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyString, PyTuple};
+
+use rlm_registry::environment::{ExecError, Execution, GlobalValue, Limits};
+use rlm_registry::llm::Llm;
+
+use crate::convert::{global_from_python, global_to_python, json_from_python, json_to_python};
+use crate::errors::{Failure, catching, exec_error};
+use crate::llm::PythonLlm;
+use crate::registry::{Registry, chosen_registry, load_providers};
+use crate::tools::with_tools;
+use crate::worker::EnvThread;
+
+/// Text given from Python: a `str` (its UTF-8) or `bytes`, read where it is.
+#[derive(FromPyObject)]
+pub(crate) enum Text<'py> {
+    Str(Bound<'py, PyString>),
+    Bytes(Bound<'py, PyBytes>),
+}
+
+impl Text<'_> {
+    /// The bytes, borrowed from the Python object: no copy.
+    pub(crate) fn bytes(&self) -> PyResult<&[u8]> {
+        match self {
+            Text::Str(text) => text.to_str().map(str::as_bytes).map_err(|_| {
+                PyValueError::new_err("the str has a lone surrogate, which UTF-8 cannot hold")
+            }),
+            Text::Bytes(bytes) => Ok(bytes.as_bytes()),
+        }
+    }
+}
+
+/// A sandboxed Lua 5.4 environment with the registry's functions, holding its globals
+/// from one `execute` to the next (a REPL). See the package's documentation.
+#[pyclass(module = "rlm_registry", frozen)]
+pub struct Environment {
+    thread: EnvThread,
+    limits: Limits,
+}
+
+#[pymethods]
+impl Environment {
+    #[new]
+    #[pyo3(signature = (
+        context = None, *, paths = Vec::new(), baked = true, config = None, registry = None,
+        time_limit = 30.0, memory_limit_mb = 512, output_limit = None, llm = None, tools = None
+    ), text_signature = "(context=None, *, paths=(), baked=True, config=None, registry=None, \
+        time_limit=30.0, memory_limit_mb=512, output_limit=None, llm=None, tools=None)")]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        context: Option<Text<'_>>,
+        paths: Vec<PathBuf>,
+        baked: bool,
+        config: Option<PathBuf>,
+        registry: Option<PyRef<'_, Registry>>,
+        time_limit: f64,
+        memory_limit_mb: usize,
+        output_limit: Option<usize>,
+        llm: Option<Bound<'_, PyAny>>,
+        tools: Option<Bound<'_, PyDict>>,
+    ) -> PyResult<Environment> {
+        catching(|| {
+            let limits = limits(time_limit, memory_limit_mb, output_limit)?;
+            let llm = python_llm(llm)?;
+            let registry = chosen_registry(py, registry.as_deref(), paths, baked)?;
+            let mut providers = config.map(|path| load_providers(py, &path)).transpose()?;
+            if let Some(tools) = tools {
+                providers = Some(with_tools(py, providers, &tools)?);
+            }
+            let context = context.as_ref().map(Text::bytes).transpose()?;
+            let context = context.map(crate::worker::Shared::new);
+            let thread = EnvThread::start(py, move || {
+                let mut builder =
+                    rlm_registry::environment::Environment::builder(registry).limits(limits);
+                if let Some(providers) = providers {
+                    builder = builder.providers(providers);
+                }
+                if let Some(llm) = llm {
+                    builder = builder.llm(llm);
+                }
+                let environment = builder
+                    .build()
+                    .map_err(|error| Failure::Setup(error.to_string()))?;
+                if let Some(context) = context {
+                    // SAFETY: `start` waits for this closure before it returns, and the
+                    // caller's `context` outlives that wait.
+                    environment.set_context(unsafe { context.get() })?;
+                }
+                Ok(environment)
+            })?;
+            Ok(Environment { thread, limits })
+        })
+    }
+
+    /// Runs Lua `code` (a `str`, or `bytes` for source that is not UTF-8); globals
+    /// persist. Lua errors and limits are in the result, not raised.
+    fn execute(&self, py: Python<'_>, code: Text<'_>) -> PyResult<ExecResult> {
+        catching(|| {
+            let code = crate::worker::Shared::new(code.bytes()?);
+            let (result, elapsed, final_answer) = self.thread.call(py, move |environment| {
+                // SAFETY: `call` waits for this job before it returns, and `code` is
+                // borrowed from the caller's argument, alive until then.
+                let code = unsafe { code.get() };
+                let started = Instant::now();
+                let result = environment.execute_bytes(code);
+                (result, started.elapsed(), environment.take_final_answer())
+            })?;
+            Ok(ExecResult::new(result, elapsed, final_answer))
+        })
+    }
+
+    /// The Lua global `name` as a Python value (`None` when unset).
+    fn __getitem__(&self, py: Python<'_>, name: String) -> PyResult<Py<PyAny>> {
+        catching(|| {
+            let value = self
+                .thread
+                .call(py, move |environment| environment.get_global_value(&name))?
+                .map_err(|error| Failure::from(error).into_pyerr(py))?;
+            global_to_python(py, value)
+        })
+    }
+
+    /// Sets the Lua global `name`; `None` removes it.
+    fn __setitem__(&self, py: Python<'_>, name: String, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        catching(|| {
+            let value = global_from_python(value, &name)?;
+            self.set(py, name, value)
+        })
+    }
+
+    /// Removes the Lua global `name`.
+    fn __delitem__(&self, py: Python<'_>, name: String) -> PyResult<()> {
+        catching(|| self.set(py, name, GlobalValue::Json(serde_json::Value::Null)))
+    }
+
+    /// Sets the global `context` to a `str` or `bytes` (handed over once, without a
+    /// Python copy), or removes it with `None`.
+    fn set_context(&self, py: Python<'_>, context: Option<Text<'_>>) -> PyResult<()> {
+        catching(|| {
+            let Some(context) = context else {
+                return self.set(
+                    py,
+                    "context".to_string(),
+                    GlobalValue::Json(serde_json::Value::Null),
+                );
+            };
+            let context = crate::worker::Shared::new(context.bytes()?);
+            self.thread
+                .call(py, move |environment| {
+                    // SAFETY: as in `execute`.
+                    environment.set_context(unsafe { context.get() })
+                })?
+                .map_err(|error| exec_error(py, error))
+        })
+    }
+
+    /// Calls the global function `name` (a registry function, a built-in, or one the
+    /// code defined) with `args` as JSON, under the limits; returns its result.
+    #[pyo3(signature = (name, *args))]
+    fn call(&self, py: Python<'_>, name: String, args: &Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> {
+        catching(|| {
+            let args = args
+                .iter()
+                .enumerate()
+                .map(|(i, arg)| json_from_python(&arg, &format!("argument {}", i + 1)))
+                .collect::<PyResult<Vec<_>>>()?;
+            let result = self
+                .thread
+                .call(py, move |environment| {
+                    environment.call_function(&name, args)
+                })?
+                .map_err(|error| exec_error(py, error))?;
+            json_to_python(py, &result).map(Bound::unbind)
+        })
+    }
+
+    /// Stops the execution running now, from any thread: it ends with `limit` set to
+    /// `"interrupted"`. The environment stays usable.
+    fn interrupt(&self) {
+        self.thread.interrupt();
+    }
+
+    /// Ends the environment and frees its memory; using it afterwards raises
+    /// `ValueError`. Closing twice does nothing.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        catching(|| self.thread.close(py))
+    }
+
+    /// Whether `close` was called (or an internal error closed it).
+    #[getter]
+    fn closed(&self) -> bool {
+        self.thread.is_closed()
+    }
+
+    /// Seconds one execution may run.
+    #[getter]
+    fn time_limit(&self) -> f64 {
+        self.limits.time.as_secs_f64()
+    }
+
+    /// MiB the Lua state may use, its globals and `context` included.
+    #[getter]
+    fn memory_limit_mb(&self) -> usize {
+        self.limits.memory_bytes / (1024 * 1024)
+    }
+
+    /// Bytes `print` may write per execution.
+    #[getter]
+    fn output_limit(&self) -> usize {
+        self.limits.output_bytes
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    fn __exit__(
+        &self,
+        py: Python<'_>,
+        _kind: Option<Bound<'_, PyAny>>,
+        _value: Option<Bound<'_, PyAny>>,
+        _traceback: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        self.close(py)
+    }
+
+    fn __repr__(&self) -> String {
+        if self.thread.is_closed() {
+            return "<rlm_registry.Environment (closed)>".to_string();
+        }
+        format!(
+            "<rlm_registry.Environment time_limit={} memory_limit_mb={} output_limit={}>",
+            self.time_limit(),
+            self.memory_limit_mb(),
+            self.output_limit()
+        )
+    }
+
+    /// For the package's tests: a Rust panic on the environment's thread.
+    fn _panic_for_tests(&self, py: Python<'_>) -> PyResult<()> {
+        self.thread
+            .call(py, |_| panic!("a panic asked for by the tests"))
+    }
+}
+
+impl Environment {
+    fn set(&self, py: Python<'_>, name: String, value: GlobalValue) -> PyResult<()> {
+        self.thread
+            .call(py, move |environment| {
+                environment.set_global_value(&name, &value)
+            })?
+            .map_err(|error| Failure::from(error).into_pyerr(py))
+    }
+}
+
+/// The limits of one execution from `Environment`'s or `ask`'s arguments.
+pub(crate) fn limits(
+    time_limit: f64,
+    memory_limit_mb: usize,
+    output_limit: Option<usize>,
+) -> PyResult<Limits> {
+    if !(time_limit.is_finite() && time_limit > 0.0 && time_limit <= 1e9) {
+        return Err(PyValueError::new_err(
+            "time_limit must be a positive number of seconds",
+        ));
+    }
+    if memory_limit_mb == 0 {
+        return Err(PyValueError::new_err("memory_limit_mb must be at least 1"));
+    }
+    if output_limit == Some(0) {
+        return Err(PyValueError::new_err(
+            "output_limit must be at least 1 byte",
+        ));
+    }
+    let defaults = Limits::default();
+    Ok(Limits {
+        time: Duration::from_secs_f64(time_limit),
+        memory_bytes: memory_limit_mb.saturating_mul(1024 * 1024),
+        output_bytes: output_limit.unwrap_or(defaults.output_bytes),
+        ..defaults
+    })
+}
+
+/// The `llm` argument as the crate's model, refusing what cannot be called.
+fn python_llm(llm: Option<Bound<'_, PyAny>>) -> PyResult<Option<Arc<dyn Llm>>> {
+    match llm {
+        None => Ok(None),
+        Some(callable) if callable.is_callable() => {
+            Ok(Some(Arc::new(PythonLlm::new(callable.unbind()))))
+        }
+        Some(other) => Err(PyTypeError::new_err(format!(
+            "llm must be a callable (prompt: str) -> str, not a {}",
+            other.get_type().name()?
+        ))),
+    }
+}
+
+/// What one `execute` did: the output, the error as the model reads it, the answer
+/// `FINAL` gave, the limit hit, the time it took.
+#[pyclass(module = "rlm_registry", frozen, get_all)]
+pub struct ExecResult {
+    /// What `print` wrote (bytes that are not UTF-8 as `\xNN`), also before an error.
+    stdout: String,
+    /// The Lua error, or the limit's message, as the model reads it (hint included).
+    error: Option<String>,
+    /// The hint alone: the Lua way for Python written as Lua, or "did you mean".
+    hint: Option<String>,
+    /// What `FINAL(value)` or `FINAL_VAR(name)` gave in this execution.
+    #[pyo3(name = "final")]
+    final_answer: Option<String>,
+    /// `"time"`, `"memory"`, `"output"`, `"recursion"`, `"llm_calls"`,
+    /// `"token_budget"` or `"interrupted"` when a limit ended the execution.
+    limit: Option<String>,
+    /// Wall time of the execution, in seconds.
+    seconds: f64,
+}
+
+impl ExecResult {
+    fn new(
+        result: Result<Execution, ExecError>,
+        elapsed: Duration,
+        final_answer: Option<String>,
+    ) -> ExecResult {
+        let (stdout, error, hint, limit) = match result {
+            Ok(execution) => (execution.output, None, None, None),
+            Err(ExecError::Lua {
+                message,
+                hint,
+                output,
+            }) => (output, Some(message), hint, None),
+            Err(ExecError::Limit {
+                kind,
+                message,
+                output,
+            }) => (output, Some(message), None, Some(kind.to_string())),
+        };
+        ExecResult {
+            stdout,
+            error,
+            hint,
+            final_answer,
+            limit,
+            seconds: elapsed.as_secs_f64(),
+        }
+    }
+}
+
+#[pymethods]
+impl ExecResult {
+    /// True when the execution ended without an error or a limit.
+    #[getter]
+    fn ok(&self) -> bool {
+        self.error.is_none()
+    }
+
+    fn __repr__(&self) -> String {
+        let shown = |value: &Option<String>| match value {
+            Some(text) => format!("{text:?}"),
+            None => "None".to_string(),
+        };
+        format!(
+            "ExecResult(stdout={:?}, error={}, final={}, limit={}, seconds={:.6})",
+            self.stdout,
+            shown(&self.error),
+            shown(&self.final_answer),
+            shown(&self.limit),
+            self.seconds
+        )
+    }
+}

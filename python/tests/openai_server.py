@@ -1,0 +1,96 @@
+"""A scripted OpenAI-compatible chat completions server for the tests, on 127.0.0.1.
+
+The loop's own turns (requests with a system message) get the next of `replies`, the
+model's Lua; any other request (an `llm_query` from the model's code) gets
+`sub_answer(prompt)`. Every request body is kept for the tests to read.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+class ScriptedServer:
+    def __init__(
+        self,
+        replies: list[str],
+        sub_answer: Callable[[str], str] = lambda prompt: f"echo: {prompt}",
+        status: int = 200,
+    ) -> None:
+        self.replies = list(replies)
+        self.sub_answer = sub_answer
+        self.status = status
+        self.requests: list[dict] = []
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def turns(self) -> list[dict]:
+        """The requests of the loop's own turns, in order."""
+        return [r for r in self.requests if r["messages"][0]["role"] == "system"]
+
+    def sub_calls(self) -> list[dict]:
+        """The requests made by `llm_query` in the model's code."""
+        return [r for r in self.requests if r["messages"][0]["role"] != "system"]
+
+    def __enter__(self) -> ScriptedServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+    def _answer(self, request: dict) -> tuple[int, dict]:
+        with self._lock:
+            self.requests.append(request)
+            if self.status != 200:
+                return self.status, {"error": {"message": "scripted failure"}}
+            messages = request["messages"]
+            if messages[0]["role"] == "system":
+                content = self.replies.pop(0) if self.replies else "I have nothing to add."
+            else:
+                content = self.sub_answer(messages[-1]["content"])
+        return 200, {
+            "id": "chatcmpl-test",
+            "object": "chat.completion",
+            "model": request.get("model", "scripted"),
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": content},
+                    "finish_reason": "stop",
+                }
+            ],
+            "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110},
+        }
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 (the standard library's name)
+                length = int(self.headers.get("Content-Length", "0"))
+                request = json.loads(self.rfile.read(length))
+                status, body = server._answer(request)
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        return Handler

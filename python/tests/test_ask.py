@@ -1,0 +1,165 @@
+"""ask: the whole RLM loop end to end against a scripted OpenAI-compatible server, whose
+replies are Lua; and system_prompt."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from openai_server import ScriptedServer
+from rlm_registry import LimitError, LlmError, LuaError, Registry, ask, system_prompt
+
+LOG = "\n".join(
+    ["INFO start", "ERROR gateway timeout", "INFO ok", "ERROR billing down", "ERROR gateway 502"]
+)
+
+
+def lua(code: str) -> str:
+    return f"```lua\n{code}\n```"
+
+
+@pytest.fixture(autouse=True)
+def no_llm_settings_from_the_environment(monkeypatch):
+    for name in [
+        "RLM_BASE_URL",
+        "OPENAI_BASE_URL",
+        "RLM_MODEL",
+        "RLM_API_KEY",
+        "OPENAI_API_KEY",
+        "RLM_TIMEOUT_SECS",
+    ]:
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_a_question_is_answered_end_to_end_with_llm_query_reaching_the_server(tmp_path: Path):
+    replies = [
+        lua("errors = grep(context, 'ERROR')\nprint(#errors)"),
+        lua("verdict = llm_query('which service fails most? ' .. errors[1].text)\nprint(verdict)"),
+        lua("FINAL('gateway (' .. #errors .. ' errors; ' .. verdict .. ')')"),
+    ]
+    trace = tmp_path / "run.jsonl"
+    with ScriptedServer(replies, sub_answer=lambda prompt: "the gateway") as server:
+        answer = ask(
+            "Which service fails most often?",
+            LOG,
+            model="scripted-model",
+            base_url=server.base_url,
+            api_key="sk-test",
+            trace=trace,
+        )
+    assert answer.answer == "gateway (3 errors; the gateway)"
+    assert str(answer) == answer.answer
+    assert answer.turns == 3
+    assert answer.llm_calls == 4
+    assert (answer.prompt_tokens, answer.completion_tokens) == (400, 40)
+    assert answer.seconds > 0
+    assert answer.trace == str(trace)
+    # The model read what its code printed, and llm_query's prompt reached the server.
+    assert server.turns()[1]["messages"][-1]["content"].startswith("Output of block 1:\n3")
+    (sub_call,) = server.sub_calls()
+    assert sub_call["messages"][-1]["content"] == "which service fails most? ERROR gateway timeout"
+    assert all(request["model"] == "scripted-model" for request in server.requests)
+    # The trace is the crate's JSONL: a start line, then one per turn.
+    events = [json.loads(line) for line in trace.read_text().splitlines()]
+    assert events[0]["event"] == "start"
+    assert [e["event"] for e in events[1:]] == ["turn", "turn", "turn"]
+    assert events[-1]["final"] == answer.answer
+
+
+def test_python_written_by_habit_gets_the_lua_hint_back():
+    replies = [lua("print(len(context))"), lua("FINAL(#context)")]
+    with ScriptedServer(replies) as server:
+        answer = ask("How long is it?", "abc", model="m", base_url=server.base_url)
+    assert answer.answer == "3"
+    feedback = server.turns()[1]["messages"][-1]["content"]
+    assert "attempt to call a nil value (global 'len')" in feedback
+    assert "Hint: Lua writes the length of a string or a sequence as `#x`." in feedback
+
+
+def test_context_may_be_bytes_or_a_list_of_chunks():
+    with ScriptedServer([lua("FINAL(#context .. ' ' .. context[2])")]) as server:
+        answer = ask("?", ["first", b"second"], model="m", base_url=server.base_url)
+    assert answer.answer == "2 second"
+    with ScriptedServer([lua("FINAL(#context)")]) as server:
+        assert ask("?", b"\xff\xfe", model="m", base_url=server.base_url).answer == "2"
+    with ScriptedServer([lua("FINAL(tostring(context))")]) as server:
+        assert ask("?", model="m", base_url=server.base_url).answer == "nil"
+
+
+def test_the_server_and_model_come_from_the_environment_variables(monkeypatch):
+    with ScriptedServer([lua("FINAL('from env')")]) as server:
+        monkeypatch.setenv("RLM_BASE_URL", server.base_url)
+        monkeypatch.setenv("RLM_MODEL", "env-model")
+        assert ask("?", "x").answer == "from env"
+    assert server.requests[0]["model"] == "env-model"
+
+
+def test_the_trace_in_the_reference_format(tmp_path: Path):
+    trace = tmp_path / "run.jsonl"
+    with ScriptedServer([lua("FINAL('done')")]) as server:
+        ask("?", "x", model="m", base_url=server.base_url, trace=trace, trace_format="rlm")
+    lines = [json.loads(line) for line in trace.read_text().splitlines()]
+    assert lines[0]["type"] == "metadata"
+    assert lines[1]["type"] == "iteration" and lines[1]["final_answer"] == "done"
+
+
+def test_the_iteration_cap_is_a_limit_error():
+    with ScriptedServer([lua("print(1)")] * 5) as server:
+        with pytest.raises(LimitError, match="iteration limit reached") as caught:
+            ask("?", "x", model="m", base_url=server.base_url, max_iterations=2)
+    assert caught.value.kind == "iterations"
+    assert caught.value.turns == 2
+
+
+def test_a_token_budget_is_a_limit_error():
+    with ScriptedServer([lua("print(1)")] * 5) as server:
+        with pytest.raises(LimitError) as caught:
+            ask("?", "x", model="m", base_url=server.base_url, max_tokens=150)
+    assert caught.value.kind == "tokens"
+
+
+def test_code_failing_turn_after_turn_is_a_lua_error():
+    with ScriptedServer([lua("error('broken')")] * 5) as server:
+        with pytest.raises(LuaError, match="gave up after 3 turns in a row with errors"):
+            ask("?", "x", model="m", base_url=server.base_url)
+
+
+def test_a_server_that_refuses_is_an_llm_error():
+    with ScriptedServer([], status=400) as server:
+        with pytest.raises(LlmError, match="HTTP 400"):
+            ask("?", "x", model="m", base_url=server.base_url)
+
+
+def test_a_reply_without_code_twice_is_an_llm_error():
+    with ScriptedServer(["Let me think.", "Still thinking."]) as server:
+        with pytest.raises(LlmError, match="without code or a final answer twice"):
+            ask("?", "x", model="m", base_url=server.base_url)
+
+
+def test_bad_arguments_are_refused_before_any_call(tmp_path: Path):
+    trace = tmp_path / "t.jsonl"
+    with pytest.raises(ValueError, match="time_limit"):
+        ask("?", "x", model="m", base_url="http://127.0.0.1:9/v1", time_limit=-1)
+    with pytest.raises(ValueError, match="prompt_mode"):
+        ask("?", "x", model="m", base_url="http://127.0.0.1:9/v1", prompt_mode="tiny")
+    with pytest.raises(ValueError, match="trace_format"):
+        ask("?", "x", model="m", base_url="http://127.0.0.1:9/v1", trace=trace, trace_format="xml")
+    assert not trace.exists()
+    with pytest.raises(ValueError, match="max_time"):
+        ask("?", "x", model="m", base_url="http://127.0.0.1:9/v1", max_time=0)
+    with pytest.raises(LlmError, match="base URL"):
+        ask("?", "x", model="m", base_url="not a url")
+    with pytest.raises(OSError):
+        ask("?", "x", model="m", base_url="http://127.0.0.1:9/v1", trace="/nonexistent/dir/t.jsonl")
+    with pytest.raises(TypeError):
+        ask("?", 42, model="m")
+
+
+def test_system_prompt_documents_the_registry_and_the_context():
+    prompt = system_prompt("a" * 1000, max_iterations=7)
+    assert "word_count" in prompt
+    assert "FINAL" in prompt
+    compact = system_prompt(prompt_mode="compact")
+    assert len(compact) < len(prompt)
+    own = system_prompt(registry=Registry([], baked=False))
+    assert "word_count(" not in own

@@ -1,0 +1,161 @@
+"""Threads: the GIL is released while Lua runs, environments run in parallel, any
+thread may use an environment but one at a time, and a second gets BusyError."""
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from rlm_registry import BusyError, Environment, RlmRegistryError
+
+BUSY_LOOP = "local t = os.clock() while os.clock() - t < {seconds} do end"
+
+
+def test_python_runs_while_lua_runs():
+    env = Environment()
+    done = threading.Event()
+
+    def run():
+        env.execute(BUSY_LOOP.format(seconds=0.5))
+        done.set()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    spins = 0
+    while not done.is_set():
+        spins += 1
+    thread.join()
+    # The GIL was free: this thread kept running Python meanwhile.
+    assert spins > 1000
+
+
+def test_environments_run_at_the_same_time_in_separate_threads():
+    environments = [Environment() for _ in range(2)]
+    spans = []
+
+    def run(env):
+        started = time.monotonic()
+        env.execute(BUSY_LOOP.format(seconds=0.3))
+        spans.append((started, time.monotonic()))
+
+    threads = [threading.Thread(target=run, args=(env,)) for env in environments]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    (start_a, end_a), (start_b, end_b) = spans
+    # Not one after the other: each started before the other ended.
+    assert start_a < end_b and start_b < end_a
+
+
+def test_a_second_thread_using_a_busy_environment_gets_busy_error_at_once():
+    env = Environment()
+    started = threading.Event()
+
+    def run():
+        started.set()
+        return env.execute(BUSY_LOOP.format(seconds=1.0))
+
+    with ThreadPoolExecutor(1) as pool:
+        first = pool.submit(run)
+        started.wait()
+        time.sleep(0.2)
+        asked = time.monotonic()
+        try:
+            env.execute("print(1)")
+        except BusyError as error:
+            assert "in use by another thread" in str(error)
+            assert isinstance(error, RlmRegistryError)
+        else:
+            raise AssertionError("a second thread got in")
+        assert time.monotonic() - asked < 0.5
+        for use in [lambda: env["x"], lambda: env.__setitem__("x", 1), env.close]:
+            try:
+                use()
+            except BusyError:
+                pass
+            else:
+                raise AssertionError("a second thread got in")
+        assert first.result().ok
+    # Free again: this thread may use it now.
+    assert env.execute("print('mine')").stdout == "mine\n"
+
+
+def test_an_environment_made_in_one_thread_is_used_from_others():
+    env = Environment()
+    env.execute("n = 0")
+    with ThreadPoolExecutor(4) as pool:
+        for _ in range(20):
+            pool.submit(lambda: None).result()
+            assert pool.submit(env.execute, "n = n + 1").result().ok
+    assert env["n"] == 20
+
+
+def test_llm_query_batched_calls_the_callable_from_several_threads():
+    threads = set()
+    lock = threading.Lock()
+
+    def llm(prompt):
+        with lock:
+            threads.add(threading.get_ident())
+        time.sleep(0.05)
+        return f"<{prompt}>"
+
+    env = Environment(llm=llm)
+    started = time.monotonic()
+    result = env.execute(
+        "local p = {} for i = 1, 8 do p[i] = 'q' .. i end"
+        " print(table.concat(llm_query_batched(p), ' '))"
+    )
+    assert result.stdout == "<q1> <q2> <q3> <q4> <q5> <q6> <q7> <q8>\n"
+    assert len(threads) > 1
+    # Concurrent: well under eight sequential 50 ms calls.
+    assert time.monotonic() - started < 0.35
+
+
+def test_an_llm_callable_using_its_own_environment_gets_busy_error_not_a_deadlock():
+    holder = {}
+
+    def llm(prompt):
+        return holder["env"].execute("print(1)").stdout
+
+    env = Environment(llm=llm)
+    holder["env"] = env
+    result = env.execute("llm_query('x')")
+    assert "BusyError" in result.error
+
+
+def test_many_environments_in_many_threads():
+    def work(i):
+        with Environment(f"context {i}") as env:
+            return env.execute("print(context)").stdout
+
+    with ThreadPoolExecutor(8) as pool:
+        outputs = list(pool.map(work, range(32)))
+    assert outputs == [f"context {i}\n" for i in range(32)]
+
+
+def test_after_fork_the_child_makes_its_own_environments():
+    import os
+
+    env = Environment()
+    env.execute("x = 1")
+    with Environment():
+        pass  # a thread now waits, idle, to serve the next environment
+    pid = os.fork()
+    if pid == 0:  # the child: exit codes tell the parent what happened
+        code = 0
+        try:
+            env.execute("print(x)")
+            code = 1
+        except RlmRegistryError as error:
+            if "after fork, create a new one" not in str(error):
+                code = 2
+        try:
+            if Environment().execute("print(2)").stdout != "2\n":
+                code = 3
+        except BaseException:
+            code = 4
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert env.execute("print(x)").stdout == "1\n"

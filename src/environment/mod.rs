@@ -269,9 +269,10 @@ impl Environment {
         ));
         // `re` and the text primitives share the environment's compiled patterns.
         let regexes = Rc::new(re::RegexCache::default());
-        // Before the built-ins: `store_list` lists what the code made, not this table.
-        install_answer(&lua)?;
         let builtins = builtins::table(&lua, &state, &catalog, &regexes)?;
+        // After the built-ins: not one of the standard names `store_list` leaves out, so
+        // it is listed once the code writes to it.
+        install_answer(&lua)?;
         install_globals_metatable(&lua, builtins, builder.registry)?;
         hook::install(&lua, &tripwire)?;
         lua.set_memory_limit(limits.memory_bytes)?;

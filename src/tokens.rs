@@ -55,6 +55,31 @@ pub fn count(text: &str) -> usize {
     total
 }
 
+/// Tokens a chat format adds around each message (its role and delimiters), and once
+/// for the reply's start: OpenAI's published estimate for its chat models.
+pub const PER_MESSAGE_TOKENS: usize = 4;
+/// See [`PER_MESSAGE_TOKENS`].
+pub const PER_REPLY_TOKENS: usize = 3;
+
+/// The `o200k_base` tokens of a chat request whose messages have these texts: each
+/// counted, plus the chat format's overhead ([`PER_MESSAGE_TOKENS`] a message,
+/// [`PER_REPLY_TOKENS`] once). Exact for OpenAI's o200k models; other models' tokenizers
+/// count the same text differently (often 10-30% more for small vocabularies), so a
+/// window check on this count keeps a margin.
+///
+/// ```
+/// use rlm_registry::tokens;
+/// assert_eq!(tokens::count_chat(["hello world"]), 2 + 4 + 3);
+/// assert_eq!(tokens::count_chat(Vec::<&str>::new()), 3);
+/// ```
+pub fn count_chat<'a>(texts: impl IntoIterator<Item = &'a str>) -> usize {
+    texts
+        .into_iter()
+        .map(|text| count(text) + PER_MESSAGE_TOKENS)
+        .sum::<usize>()
+        + PER_REPLY_TOKENS
+}
+
 /// The longest prefix of `text` with at most `max_tokens` tokens, cut at a token
 /// boundary (and a character boundary). Only the prefix is encoded.
 pub fn truncate(text: &str, max_tokens: usize) -> &str {

@@ -190,6 +190,46 @@ impl Catalog {
         )
     }
 
+    /// The compact form of [`host_prompt`](Self::host_prompt): one line of Lua per
+    /// function ([`Function::listing_line`]), except that the functions of a built-in
+    /// table (`re.*`, `json.*`) are listed by signature under one comment line, the
+    /// summary of the table's first function, whose doc opens by introducing its table.
+    ///
+    /// ```
+    /// use rlm_registry::{Registry, catalog::Catalog};
+    ///
+    /// let compact = Catalog::of_registry(Registry::baked().clone()).host_prompt_compact();
+    /// assert!(compact.contains("\nFINAL(value)  -- Gives the final answer and ends the run.\n"));
+    /// assert!(compact.contains("\n-- Regular expressions (`re.*`)"));
+    /// assert!(compact.contains("\nre.find(text, pattern, init?, flags?)\n"));
+    /// assert!(!compact.contains("---@param"));
+    /// ```
+    pub fn host_prompt_compact(&self) -> String {
+        let mut text = String::from(
+            "## Built-in functions\n\nAlways available; they cannot be reassigned. Signatures and summaries only: `help(\"name\")` prints one's full documentation.\n\n```lua\n",
+        );
+        let mut table: Option<&str> = None;
+        for callable in self.host_functions() {
+            let function = callable.function;
+            match function.name().split_once('.') {
+                Some((owner, _)) => {
+                    if table != Some(owner) {
+                        text.push_str(&format!("-- {}\n", function.summary()));
+                    }
+                    table = Some(owner);
+                    text.push_str(&function.signature());
+                }
+                None => {
+                    table = None;
+                    text.push_str(&function.listing_line());
+                }
+            }
+            text.push('\n');
+        }
+        text.push_str("```");
+        text
+    }
+
     /// The functions of the host's own providers (not the built-ins), declared as
     /// [`host_prompt`](Self::host_prompt) does; empty when there are none.
     pub fn provider_prompt(&self) -> String {

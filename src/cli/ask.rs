@@ -8,13 +8,15 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 
+use rlm_registry::conventions::AnswerProtocol;
+use rlm_registry::environment::AnswerSchema;
 use rlm_registry::rlm::{
     AUTO_COMPACT_ABOVE_TOKENS, Budgets, Context, DEFAULT_BLOCK_TIME_LIMIT, DEFAULT_OUTPUT_BYTES,
     PromptMode, Rlm,
 };
 
 use super::ask_trace::{TraceRequest, Traces};
-use super::setup::{Terminal, limits, llm_client, read_context};
+use super::setup::{Terminal, limits, llm_client, read_context, window_tokens};
 use super::{EXIT_USAGE, EXIT_VIOLATIONS, Output, SourceArgs, with_catalog};
 
 /// Options of `rlm ask`.
@@ -74,9 +76,66 @@ pub(crate) struct AskArgs {
     /// Bytes of code output fed back to the model per turn; the rest is cut with a note.
     #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_OUTPUT_BYTES)]
     output_bytes: usize,
-    /// How the system prompt lists the registry's functions (see `rlm prompt [--compact]`).
-    #[arg(long, value_name = "MODE", value_enum, default_value_t = PromptModeArg::Full)]
+    /// How the system prompt lists the functions (see `rlm prompt --tokens`).
+    #[arg(long, value_name = "MODE", value_enum, default_value_t = PromptModeArg::Compact)]
     prompt_mode: PromptModeArg,
+    #[command(flatten)]
+    model_args: ModelArgs,
+    /// A JSON Schema file the answer must match. The prompt shows it; the model's
+    /// FINAL(value) is converted to JSON and checked, a value that does not match is
+    /// sent back with each violation, and the answer is printed as JSON.
+    #[arg(long, value_name = "FILE.json")]
+    schema: Option<PathBuf>,
+}
+
+/// What the model is: its window and the answer protocol it is taught, over `[model]`
+/// in rlm.toml.
+#[derive(Args, Debug, Clone)]
+pub(super) struct ModelArgs {
+    /// The model's context window in tokens (`8k`, `32768`; default: `[model]
+    /// context_window` in rlm.toml, else unknown). A first request (the root's or a
+    /// child's) that would not fit, with 1,024 tokens kept for the reply, is not sent:
+    /// the error names the system prompt's tokens and the fix. `llm_query` prompts are
+    /// checked the same way.
+    #[arg(long, value_name = "TOKENS", value_parser = window_tokens)]
+    pub context_window: Option<u64>,
+    /// How the system prompt teaches the model to end the run (default: `[model]
+    /// answer_protocol` in rlm.toml, else final). Both always work.
+    #[arg(long, value_name = "PROTOCOL", value_enum)]
+    pub answer_protocol: Option<AnswerProtocolArg>,
+}
+
+impl ModelArgs {
+    /// The window: the flag, else the configuration's.
+    pub(super) fn window(&self, config: &rlm_registry::providers::Config) -> Option<u64> {
+        self.context_window.or(config.context_window)
+    }
+
+    /// The protocol: the flag, else the configuration's, else `final`.
+    pub(super) fn protocol(&self, config: &rlm_registry::providers::Config) -> AnswerProtocol {
+        self.answer_protocol
+            .map(AnswerProtocol::from)
+            .or(config.answer_protocol)
+            .unwrap_or_default()
+    }
+}
+
+/// `--answer-protocol`: the command-line names of [`AnswerProtocol`].
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum AnswerProtocolArg {
+    /// FINAL(value) or FINAL_VAR("name").
+    Final,
+    /// The reference RLM's: answer["content"] = value, then answer["ready"] = true.
+    Answer,
+}
+
+impl From<AnswerProtocolArg> for AnswerProtocol {
+    fn from(arg: AnswerProtocolArg) -> AnswerProtocol {
+        match arg {
+            AnswerProtocolArg::Final => AnswerProtocol::Final,
+            AnswerProtocolArg::Answer => AnswerProtocol::Answer,
+        }
+    }
 }
 
 /// `--trace-format`.
@@ -93,7 +152,8 @@ enum TraceFormatArg {
 pub(super) enum PromptModeArg {
     /// Every function with its full documentation.
     Full,
-    /// Names and one-line summaries; the model looks functions up with fn_search and help.
+    /// Signatures and one-line summaries; the model looks functions up with help and
+    /// fn_search.
     Compact,
     // Its help is built at run time to quote the library's threshold.
     #[value(help = auto_help())]
@@ -145,6 +205,14 @@ pub(super) fn ask(args: &AskArgs) -> Output {
         Ok(context) => context.map(Context::Text),
         Err(output) => return output,
     };
+    let schema = match args.schema.as_deref().map(read_schema).transpose() {
+        Ok(schema) => schema,
+        Err(output) => return output,
+    };
+    let config = match args.source.config() {
+        Ok(config) => config,
+        Err(output) => return output,
+    };
     if !args.quiet {
         // `tracing` warnings (turn 5 of 10, …) on stderr; a second init is a no-op.
         let _ = tracing_subscriber::fmt()
@@ -166,7 +234,14 @@ pub(super) fn ask(args: &AskArgs) -> Output {
         .limits(limits)
         .budgets(budgets)
         .output_bytes(args.output_bytes)
-        .prompt_mode(args.prompt_mode.into());
+        .prompt_mode(args.prompt_mode.into())
+        .answer_protocol(args.model_args.protocol(&config));
+        if let Some(window) = args.model_args.window(&config) {
+            rlm = rlm.context_window(window);
+        }
+        if let Some(schema) = schema {
+            rlm = rlm.answer_schema(schema);
+        }
         let request = TraceRequest {
             file: args.trace.as_deref(),
             rlm_format: args.trace_format == TraceFormatArg::Rlm,
@@ -214,4 +289,17 @@ pub(super) fn ask(args: &AskArgs) -> Output {
             Err(error) => Output::failure(EXIT_VIOLATIONS, format!("{summary}error: {error}\n")),
         }
     })
+}
+
+/// The schema of `--schema FILE`; a file that cannot be read, or is not a JSON Schema, is
+/// a usage error.
+fn read_schema(path: &std::path::Path) -> Result<AnswerSchema, Output> {
+    let failure = |message: String| {
+        Output::failure(
+            EXIT_USAGE,
+            format!("error: --schema {}: {message}\n", path.display()),
+        )
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| failure(e.to_string()))?;
+    AnswerSchema::parse(&text).map_err(failure)
 }

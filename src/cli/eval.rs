@@ -14,7 +14,8 @@ use rlm_registry::eval::{
 };
 use rlm_registry::rlm::Budgets;
 
-use super::ask::PromptModeArg;
+use super::ask::{AnswerProtocolArg, PromptModeArg};
+use super::setup::window_tokens;
 use super::{EXIT_USAGE, EXIT_VIOLATIONS, LlmArgs, Output, SourceArgs, with_catalog};
 
 /// Options of `rlm eval`.
@@ -84,10 +85,11 @@ struct RunArgs {
     /// Tasks run at once.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
     jobs: u32,
-    /// The model's context window for the `direct` method, in tokens (`32k`, `128000`);
-    /// longer contexts are cut, with a note.
-    #[arg(long, value_name = "TOKENS", default_value = "128k", value_parser = window)]
-    context_window: usize,
+    /// The model's context window, in tokens (`32k`, `128000`; default: `[model]
+    /// context_window` in rlm.toml, else 128k). The `direct` method cuts longer contexts,
+    /// with a note; the loop's methods do not send a first request that would not fit.
+    #[arg(long, value_name = "TOKENS", value_parser = window_tokens)]
+    context_window: Option<u64>,
     /// Price per million prompt tokens, for the cost column.
     #[arg(long, value_name = "PRICE", default_value_t = 0.0)]
     price_in: f64,
@@ -100,9 +102,13 @@ struct RunArgs {
     /// How deep `rlm_query` children may go.
     #[arg(long, value_name = "N", default_value_t = 1)]
     max_depth: usize,
-    /// How the system prompt lists the registry's functions.
-    #[arg(long, value_name = "MODE", value_enum, default_value_t = PromptModeArg::Full)]
+    /// How the system prompt lists the functions.
+    #[arg(long, value_name = "MODE", value_enum, default_value_t = PromptModeArg::Compact)]
     prompt_mode: PromptModeArg,
+    /// How the system prompt teaches the model to end the run (default: `[model]
+    /// answer_protocol` in rlm.toml, else final). Both always work.
+    #[arg(long, value_name = "PROTOCOL", value_enum)]
+    answer_protocol: Option<AnswerProtocolArg>,
     /// Stop a (task, method) run once it has used this many tokens.
     #[arg(long, value_name = "N")]
     max_tokens: Option<u64>,
@@ -114,6 +120,9 @@ struct RunArgs {
     #[command(flatten)]
     source: SourceArgs,
 }
+
+/// The window of `rlm eval` when neither `--context-window` nor rlm.toml gives one.
+const DEFAULT_EVAL_WINDOW: u64 = 128_000;
 
 /// Every family of the table, as `--suite` takes them: the default suite.
 static ALL_FAMILIES: LazyLock<String> = LazyLock::new(|| family_names().join(","));
@@ -137,13 +146,6 @@ fn suite_long_help() -> String {
         help.push_str(&format!("\n- {family}: {}", family.description()));
     }
     help
-}
-
-/// `--context-window`: a [`Size`].
-fn window(text: &str) -> Result<usize, String> {
-    text.parse::<Size>()
-        .map(|size| size.tokens() as usize)
-        .map_err(|e| e.to_string())
 }
 
 pub(super) fn run(args: &EvalArgs) -> Output {
@@ -236,6 +238,19 @@ fn evaluate(args: &RunArgs) -> Output {
         input: args.price_in,
         output: args.price_out,
     };
+    let config = match args.source.config() {
+        Ok(config) => config,
+        Err(output) => return output,
+    };
+    let answer_protocol = args
+        .answer_protocol
+        .map(Into::into)
+        .or(config.answer_protocol)
+        .unwrap_or_default();
+    let context_window = args
+        .context_window
+        .or(config.context_window)
+        .unwrap_or(DEFAULT_EVAL_WINDOW);
     with_catalog(&args.source, |catalog| {
         let options = EvalOptions {
             methods,
@@ -243,7 +258,8 @@ fn evaluate(args: &RunArgs) -> Output {
             max_iterations: args.max_iterations,
             max_depth: args.max_depth,
             prompt_mode: args.prompt_mode.into(),
-            context_window: args.context_window,
+            answer_protocol,
+            context_window: usize::try_from(context_window).unwrap_or(usize::MAX),
             budgets: Budgets {
                 total_tokens: args.max_tokens,
                 ..Budgets::default()

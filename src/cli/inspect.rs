@@ -1,10 +1,13 @@
 //! `rlm list`, `rlm show` and `rlm prompt`: look at a registry.
 
 use std::fmt::Write;
+use std::sync::Arc;
 
 use rlm_registry::catalog::Catalog;
-use rlm_registry::rlm::PromptMode;
+use rlm_registry::llm::{Completion, Llm, LlmError, Request};
+use rlm_registry::rlm::{PromptMode, Rlm};
 use rlm_registry::spec::{FunctionSpec, Origin, Scope};
+use rlm_registry::tokens;
 use serde::Serialize;
 use serde_json::json;
 
@@ -157,14 +160,13 @@ const KNOWN_PROVIDERS: &[(&str, &str)] = &[
     ),
 ];
 
-/// The registry's section of the system prompt, as the RLM loop's full or compact
-/// [`PromptMode`] writes it, then the enabled providers' functions, if any.
-pub(super) fn prompt(catalog: &Catalog, compact: bool) -> Output {
-    let mode = if compact {
-        PromptMode::Compact
-    } else {
-        PromptMode::Full
-    };
+/// The registry's section of the system prompt as the RLM loop writes it in `mode`, then
+/// the enabled providers' functions, if any; or with `tokens`, the size of each part of
+/// the root agent's whole system prompt.
+pub(super) fn prompt(catalog: &Catalog, mode: PromptMode, tokens: bool) -> Output {
+    if tokens {
+        return Output::success(prompt_sizes(catalog, mode));
+    }
     let mut text = mode.listing(catalog.registry()).into_owned();
     let providers = catalog.provider_prompt();
     if !providers.is_empty() {
@@ -175,4 +177,60 @@ pub(super) fn prompt(catalog: &Catalog, compact: bool) -> Output {
         text.push('\n');
     }
     Output::success(text)
+}
+
+/// The parts of the root agent's system prompt without a context, as `rlm ask` with
+/// its defaults writes it: a Markdown table of tokens and bytes, the whole prompt last.
+fn prompt_sizes(catalog: &Catalog, mode: PromptMode) -> String {
+    let rlm = Rlm::with_default_iterations(Arc::new(NoModel), Arc::clone(catalog.registry()))
+        .providers(Arc::clone(catalog.providers()))
+        .prompt_mode(mode);
+    let listed = if mode.is_compact_for(catalog.registry()) {
+        "compact"
+    } else {
+        "full"
+    };
+    let mut out = format!(
+        "The system prompt of `rlm ask` without a context, {listed} listing, {} registry functions (o200k_base tokens):\n\n| part | tokens | bytes |\n|---|---:|---:|\n",
+        catalog.registry().len()
+    );
+    for part in rlm.prompt_parts(None) {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} |",
+            part.name,
+            thousands(tokens::count(&part.text)),
+            thousands(part.text.len())
+        );
+    }
+    let whole = rlm.system_prompt(None);
+    let _ = writeln!(
+        out,
+        "| **whole** | **{}** | **{}** |",
+        thousands(tokens::count(&whole)),
+        thousands(whole.len())
+    );
+    out
+}
+
+/// `12,345`.
+fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, digit) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out
+}
+
+/// Only builds prompts; never asked.
+struct NoModel;
+
+impl Llm for NoModel {
+    fn complete(&self, _request: Request) -> Result<Completion, LlmError> {
+        Err(LlmError::Config("no model is configured".to_string()))
+    }
 }

@@ -106,16 +106,26 @@ enum Command {
         #[arg(long)]
         all: bool,
     },
-    /// Print the registry's part of the system prompt.
+    /// Print the registry's part of the system prompt, or the size of each part.
     ///
-    /// Every function declared with its documentation, as the model reads it.
+    /// The registry's functions as `rlm ask` lists them in the system prompt: by default
+    /// compactly (signatures and one-line summaries, pointing the model to help and
+    /// fn_search), with `--prompt-mode full` each with its whole documentation.
+    /// `--tokens` prints instead the size of every part of the root agent's whole system
+    /// prompt (rules, context, role, built-in functions, registry functions) in
+    /// o200k_base tokens, as a Markdown table.
     Prompt {
         #[command(flatten)]
         source: SourceArgs,
-        /// Print the compact listing instead: names and one-line summaries, pointing the
-        /// model to fn_search and help (what `rlm ask --prompt-mode compact` sends).
-        #[arg(long)]
+        /// How the functions are listed.
+        #[arg(long, value_name = "MODE", value_enum, default_value_t = ask::PromptModeArg::Compact)]
+        prompt_mode: ask::PromptModeArg,
+        /// The same as `--prompt-mode compact`.
+        #[arg(long, conflicts_with = "prompt_mode")]
         compact: bool,
+        /// Print the size of each part of the whole system prompt instead.
+        #[arg(long)]
+        tokens: bool,
     },
     /// Run the examples in doc comments and the `*_test.lua` files.
     ///
@@ -331,8 +341,18 @@ pub fn run() -> ExitCode {
             with_catalog(&source, |c| inspect::list(c, json, all))
         }
         Command::Show { name, source } => with_catalog(&source, |c| inspect::show(c, &name)),
-        Command::Prompt { source, compact } => {
-            with_catalog(&source, |c| inspect::prompt(c, compact))
+        Command::Prompt {
+            source,
+            prompt_mode,
+            compact,
+            tokens,
+        } => {
+            let mode = if compact {
+                ask::PromptModeArg::Compact
+            } else {
+                prompt_mode
+            };
+            with_catalog(&source, |c| inspect::prompt(c, mode.into(), tokens))
         }
         Command::Tools {
             source,

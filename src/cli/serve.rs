@@ -57,10 +57,16 @@ pub(crate) struct ServeArgs {
     /// server owner's expense); without either, it fails saying no model is configured.
     #[command(flatten)]
     llm: LlmArgs,
+    /// The served model's context window in tokens (`8k`, `32768`; default: `[model]
+    /// context_window` in rlm.toml, else unknown): a `llm_query` prompt that would not
+    /// fit, with 1,024 tokens kept for the reply, is not sent and fails saying so.
+    #[arg(long, value_name = "TOKENS", value_parser = super::setup::window_tokens)]
+    context_window: Option<u64>,
 }
 
 impl ServeArgs {
-    fn options(&self, configured_origins: &[String]) -> Result<ServeOptions, Output> {
+    fn options(&self, config: &rlm_registry::providers::Config) -> Result<ServeOptions, Output> {
+        let configured_origins = &config.allow_origins;
         let usage = |message: &str| Output::failure(EXIT_USAGE, format!("error: {message}\n"));
         if self.max_sessions == 0 || self.max_concurrent == 0 || self.body_limit == 0 {
             return Err(usage(
@@ -89,6 +95,7 @@ impl ServeArgs {
             body_limit_bytes: self.body_limit,
             token,
             llm: self.llm.chosen()?,
+            context_window: self.context_window.or(config.context_window),
             ..ServeOptions::default()
         })
     }
@@ -109,7 +116,7 @@ pub(crate) fn run(args: &ServeArgs) -> Output {
         Ok(config) => config,
         Err(output) => return output,
     };
-    let mut options = match args.options(&config.allow_origins) {
+    let mut options = match args.options(&config) {
         Ok(options) => options,
         Err(output) => return output,
     };

@@ -46,6 +46,18 @@ pub(super) fn limits(time_limit: f64, memory_limit: usize) -> Result<Limits, Out
     })
 }
 
+/// A number of tokens on the command line: `8k`, `128k`, `1m` or `32768`, positive.
+pub(super) fn window_tokens(text: &str) -> Result<u64, String> {
+    let tokens = text
+        .parse::<rlm_registry::eval::Size>()
+        .map(|size| size.tokens())
+        .map_err(|e| e.to_string())?;
+    if tokens == 0 {
+        return Err("the window must be at least 1 token".to_string());
+    }
+    Ok(tokens)
+}
+
 /// The bytes of `--context FILE`, if given.
 pub(super) fn read_context(path: Option<&Path>) -> Result<Option<Vec<u8>>, Output> {
     match path {

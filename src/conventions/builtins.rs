@@ -6,6 +6,11 @@
 //! installed by an exhaustive `match` on [`BuiltinId`] — so a built-in without an
 //! implementation, or an implementation without a doc, does not compile.
 //!
+//! The first function of a built-in table (`re.find`, `json.decode`, `csv.parse`) opens
+//! its doc with one sentence introducing the whole table: compact listings show that
+//! sentence once, above the table's signatures
+//! ([`Catalog::host_prompt_compact`](crate::catalog::Catalog::host_prompt_compact)).
+//!
 //! This module is plain data (no Lua, no runtime), so `build.rs` and registry-only
 //! builds have it too.
 //!
@@ -234,7 +239,7 @@ builtins! {
     Print => "print", Core, Core,
         "--- Prints its arguments (tab-separated) to the execution's output, which is what you get back.\n---@param ... any Values to print\nfunction print(...) end";
     Final => "FINAL", Core, Core,
-        "--- Gives the final answer and ends the run.\n---@param value any The answer (converted with tostring)\nfunction FINAL(value) end";
+        "--- Gives the final answer and ends the run.\n---@param value any The answer: converted with tostring, or, when the answer has a schema, to JSON (a table with keys 1..n is an array, one with string keys an object) and checked against it\nfunction FINAL(value) end";
     FinalVar => "FINAL_VAR", Core, Core,
         "--- Gives the value of a global variable as the final answer and ends the run.\n---@param name string The variable's name, e.g. FINAL_VAR(\"answer\")\nfunction FINAL_VAR(name) end";
     TokenCount => "token_count", Core, Core,
@@ -246,11 +251,11 @@ builtins! {
     TokenBudget => "token_budget", Core, Core,
         "--- Returns how many tokens the session may still spend on sub-model calls (math.huge if unlimited).\n---@return number remaining The remaining tokens\nfunction token_budget() end";
     StoreList => "store_list", Core, Core,
-        "--- Lists this session's variables, the globals your code has set (not the keys saved with the store provider's store_set): each entry has name, type, size and a short preview.\n---@return table[] variables One table per variable, sorted by name\nfunction store_list() end";
+        "--- Lists the globals your code has set, with the name, type, size and a short preview of each. These are this session's variables, not the keys saved with the store provider's store_set.\n---@return table[] variables One table per variable, sorted by name\nfunction store_list() end";
     StoreSummarize => "store_summarize", Core, Core,
         "--- Describes one of this session's variables (see store_list): its type, size and a longer preview.\n---@param name string The variable's name\n---@return string summary The description\nfunction store_summarize(name) end";
     FnSearch => "fn_search", Core, Core,
-        "--- Searches the registry functions for a task, best match first: each result has name, signature, summary and confidence (0..1). Then call help(name) for the full documentation.\n---@param query string What you want to do, in words, or a function name\n---@param opts? table Options: max_results (default 5), capability (e.g. \"search\", \"transform\"), source (a registry directory), mode: \"fast\" (BM25, the default), \"balanced\" (an LLM reranks; counts as 1 llm_query call) or \"accurate\" (an LLM also expands the query; 2 calls). The LLM modes need an LLM (an error without one) and fall back to the fast order when the model fails\n---@return table[] results The matches, best first\n---@return table info mode; fallback: why the fast order was used (nil if not); expanded_terms: the phrases the LLM added\nfunction fn_search(query, opts) end";
+        "--- Searches the functions for a task, best match first. Each result has name, signature, summary and confidence (0..1); then call help(name) for the full documentation.\n---@param query string What you want to do, in words, or a function name\n---@param opts? table Options: max_results (default 5), capability (e.g. \"search\", \"transform\"), source (a registry directory), mode: \"fast\" (BM25, the default), \"balanced\" (an LLM reranks; counts as 1 llm_query call) or \"accurate\" (an LLM also expands the query; 2 calls). The LLM modes need an LLM (an error without one) and fall back to the fast order when the model fails\n---@return table[] results The matches, best first\n---@return table info mode; fallback: why the fast order was used (nil if not); expanded_terms: the phrases the LLM added\nfunction fn_search(query, opts) end";
     Help => "help", Core, Core,
         "--- Returns the documentation of a built-in or registry function; with no name, lists every name.\n---@param name? string The function's name\n---@return string doc The documentation\nfunction help(name) end";
     ReFind => "re.find", Re, Core,
@@ -288,9 +293,9 @@ builtins! {
     LlmQueryBatched => "llm_query_batched", Llm, Core,
         "--- Asks a sub-model several questions concurrently; much faster than calling llm_query in a loop.\n--- A failed call gives \"error: ...\" in its place.\n---@param prompts string[] The prompts\n---@return string[] answers The answers, in the same order\nfunction llm_query_batched(prompts) end";
     RlmQuery => "rlm_query", Agent, Agent,
-        "--- Hands a sub-task to a child agent with its own REPL (one level deeper), which can itself read `context` and call functions; returns its final answer.\n--- Where the host runs no child agents, it is a plain llm_query.\n---@param prompt string The sub-task\n---@param context? string The child's `context` (default: none)\n---@return string answer The child's final answer\nfunction rlm_query(prompt, context) end";
+        "--- Hands a sub-task to a child agent with a REPL of its own, one level deeper; returns its final answer. The child can read its own `context` and call functions.\n--- With opts.schema, a JSON Schema as a Lua table (e.g. {type = \"object\", properties = {n = {type = \"integer\"}}, required = {\"n\"}}), the child's answer must match it and comes back as a Lua value: rlm_query(prompt, {schema = s}) or rlm_query(prompt, context, {schema = s}).\n--- Where the host runs no child agents, it is a plain llm_query (no schema then).\n---@param prompt string The sub-task\n---@param context? string The child's `context` (default: none)\n---@param opts? table schema: the JSON Schema the child's answer must match\n---@return any answer The child's final answer: a string, or with a schema the value it describes (a table for an object or an array)\nfunction rlm_query(prompt, context, opts) end";
     RlmQueryBatched => "rlm_query_batched", Agent, Agent,
-        "--- Runs several child agents concurrently, like rlm_query for each prompt; a failed child gives \"error: ...\".\n---@param prompts string[] The sub-tasks\n---@param contexts? string[] One context per prompt\n---@return string[] answers The answers, in order\nfunction rlm_query_batched(prompts, contexts) end";
+        "--- Runs several child agents concurrently, like rlm_query for each prompt; a failed child gives \"error: ...\".\n--- With opts.schema, every child's answer must match it: rlm_query_batched(prompts, contexts, {schema = s}), or rlm_query_batched(prompts, {schema = s}) without contexts.\n---@param prompts string[] The sub-tasks\n---@param contexts? string[] One context per prompt\n---@param opts? table schema: the JSON Schema every child's answer must match\n---@return any[] answers The answers, in order\nfunction rlm_query_batched(prompts, contexts, opts) end";
     AskUser => "ask_user", User, User,
         "--- Asks the human user a question and waits for the answer. Slow: batch your questions, and ask only what you cannot find out yourself.\n---@param question string The question\n---@return string answer The user's answer\nfunction ask_user(question) end";
     NotifyUser => "notify_user", User, User,

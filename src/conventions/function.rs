@@ -196,6 +196,18 @@ impl Function {
             .collect();
         format!("{}({})", self.name, params.join(", "))
     }
+
+    /// `name(a, b?)  -- Summary.`: the function in one line of Lua, as compact listings
+    /// (the system prompt's, `rlm prompt --compact`) show it.
+    ///
+    /// ```
+    /// let src = "--- Says hi. Politely.\n---@param name? string Who\nfunction hi(name) end";
+    /// let registry = rlm_registry::Registry::from_map([("hi", src)]).unwrap();
+    /// assert_eq!(registry.get("hi").unwrap().listing_line(), "hi(name?)  -- Says hi.");
+    /// ```
+    pub fn listing_line(&self) -> String {
+        format!("{}  -- {}", self.signature(), self.summary())
+    }
 }
 
 /// A documented parameter.

@@ -13,6 +13,58 @@ pub const CONTEXT_GLOBAL: &str = "context";
 /// answer, and setting `answer.ready = true` ends the run with it, as `FINAL` would.
 pub const ANSWER_GLOBAL: &str = "answer";
 
+/// How the system prompt teaches the model to end a run. Both ways always work: `FINAL`
+/// is a built-in of every environment, and so is the [`ANSWER_GLOBAL`] table; this only
+/// chooses which one the rules describe (models fine-tuned on the reference RLM's harness
+/// write the `answer` table).
+///
+/// ```
+/// use rlm_registry::conventions::AnswerProtocol;
+///
+/// assert_eq!(AnswerProtocol::default(), AnswerProtocol::Final);
+/// assert_eq!("answer".parse::<AnswerProtocol>(), Ok(AnswerProtocol::Answer));
+/// assert_eq!(AnswerProtocol::Answer.name(), "answer");
+/// assert!("done".parse::<AnswerProtocol>().unwrap_err().contains("final or answer"));
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum AnswerProtocol {
+    /// `FINAL(value)` / `FINAL_VAR("name")`.
+    #[default]
+    Final,
+    /// The reference RLM's: `answer.content = value`, then `answer.ready = true`.
+    Answer,
+}
+
+impl AnswerProtocol {
+    /// `final` or `answer`: the name on the command line, in `rlm.toml` and in a trace.
+    pub const fn name(self) -> &'static str {
+        match self {
+            AnswerProtocol::Final => "final",
+            AnswerProtocol::Answer => "answer",
+        }
+    }
+}
+
+impl std::fmt::Display for AnswerProtocol {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for AnswerProtocol {
+    type Err = String;
+
+    fn from_str(name: &str) -> Result<AnswerProtocol, String> {
+        match name {
+            "final" => Ok(AnswerProtocol::Final),
+            "answer" => Ok(AnswerProtocol::Answer),
+            other => Err(format!(
+                "unknown answer protocol `{other}`: expected final or answer"
+            )),
+        }
+    }
+}
+
 /// The global holding the Rust primitives the Lua library calls: the table of the
 /// built-ins of [`BuiltinProvider::Primitives`](super::builtins::BuiltinProvider::Primitives).
 pub const TEXT_PRIMITIVES_GLOBAL: &str = "_text_primitives";

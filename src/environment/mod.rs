@@ -38,13 +38,15 @@
 //!   exhaustive `match` on their id, and the host's functions wrapped for Lua. The text
 //!   engines they run on (patterns, `re`, `grep`, the text and collection primitives) are
 //!   the crate's `engines`, below this module.
-//! - [`lua_json`]: the one Lua ↔ JSON mapping, for every surface.
+//! - [`lua_json`]: the one Lua ↔ JSON mapping, for every surface; `answer_schema`:
+//!   [`AnswerSchema`], the JSON Schema a final answer converted by it must match.
 //! - `errors`: every error the model reads is a plain string (`lua_message`), and the one
 //!   test for a memory refusal; [`hints`]: the one place a failed execution gets its
 //!   hint, for every surface.
 //! - `chunks`: the crate's own Lua chunks, compiled once per process; `output`: printed
 //!   bytes that are not UTF-8 shown as `\xNN`.
 
+mod answer_schema;
 pub mod builtins;
 mod chunks;
 mod errors;
@@ -79,7 +81,9 @@ use crate::conventions::builtins::BuiltinId;
 use crate::conventions::{ANSWER_GLOBAL, CONTEXT_GLOBAL};
 use crate::llm::Llm;
 use crate::providers::{AgentScope, Providers};
+pub use answer_schema::{AnswerSchema, Violation};
 use builtins::BuiltinState;
+use builtins::Host;
 pub use builtins::{SubAgent, SubTask, User, run_on_threads};
 use errors::{is_memory_error, lua_message};
 
@@ -235,6 +239,8 @@ impl Environment {
             user: None,
             sub_agent: None,
             token_budget: None,
+            answer_schema: None,
+            context_window: None,
             providers: Providers::builtin_shared(),
             scope: AgentScope::TOP,
         }
@@ -247,13 +253,15 @@ impl Environment {
         // Lua's pattern functions run in C, out of the hook's reach: use the port that
         // checks the limits as it goes.
         patterns::install(&lua, Rc::clone(&tripwire.guard))?;
-        let state = Rc::new(BuiltinState::new(
-            Rc::clone(&tripwire),
-            builder.llm,
-            builder.user,
-            builder.sub_agent,
-            builder.token_budget,
-        ));
+        let host = Host {
+            llm: builder.llm,
+            user: builder.user,
+            sub_agent: builder.sub_agent,
+            token_budget: builder.token_budget,
+            answer_schema: builder.answer_schema,
+            context_window: builder.context_window,
+        };
+        let state = Rc::new(BuiltinState::new(Rc::clone(&tripwire), host));
         let catalog = Arc::new(Catalog::new(
             Arc::clone(&builder.registry),
             builder.providers,
@@ -261,9 +269,10 @@ impl Environment {
         ));
         // `re` and the text primitives share the environment's compiled patterns.
         let regexes = Rc::new(re::RegexCache::default());
-        // Before the built-ins: `store_list` lists what the code made, not this table.
-        install_answer(&lua)?;
         let builtins = builtins::table(&lua, &state, &catalog, &regexes)?;
+        // After the built-ins: not one of the standard names `store_list` leaves out, so
+        // it is listed once the code writes to it.
+        install_answer(&lua)?;
         install_globals_metatable(&lua, builtins, builder.registry)?;
         hook::install(&lua, &tripwire)?;
         lua.set_memory_limit(limits.memory_bytes)?;
@@ -281,9 +290,58 @@ impl Environment {
         &self.catalog
     }
 
-    /// The answer given with `FINAL(value)` or `FINAL_VAR(name)`, if any yet.
+    /// The answer given with `FINAL(value)` or `FINAL_VAR(name)`, if any yet: the value
+    /// converted with `tostring`, or with an [answer schema](EnvironmentBuilder::answer_schema)
+    /// its JSON text.
     pub fn final_answer(&self) -> Option<String> {
         self.state.final_answer()
+    }
+
+    /// With an [answer schema](EnvironmentBuilder::answer_schema), the final answer as
+    /// JSON, if one was given (and matched the schema).
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use rlm_registry::{Registry, environment::{AnswerSchema, Environment}};
+    ///
+    /// let schema = AnswerSchema::new(json!({"type": "object", "required": ["n"]}))?;
+    /// let env = Environment::builder(Registry::baked().clone()).answer_schema(schema).build()?;
+    /// let error = env.execute("FINAL({count = 3})").unwrap_err();
+    /// assert!(error.message().contains("at answer: \"n\" is a required property"));
+    /// assert!(env.take_rejected_answer().is_some() && env.final_answer().is_none());
+    /// env.execute("FINAL({n = 3, tags = {'a'}})")?;
+    /// assert_eq!(env.final_value(), Some(json!({"n": 3, "tags": ["a"]})));
+    /// assert_eq!(env.final_answer().as_deref(), Some(r#"{"n":3,"tags":["a"]}"#));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn final_value(&self) -> Option<serde_json::Value> {
+        self.state.final_value()
+    }
+
+    /// Why the last answer given was refused (it did not match the answer schema), once:
+    /// the host reads it after an execution to tell a refused answer from another error.
+    pub fn take_rejected_answer(&self) -> Option<String> {
+        self.state.take_rejected_answer()
+    }
+
+    /// The schema the final answer must match, if the environment has one.
+    pub fn answer_schema(&self) -> Option<&AnswerSchema> {
+        self.state.answer_schema()
+    }
+
+    /// Gives `value` as the final answer, as `FINAL` would with the same value made by
+    /// the one Lua ↔ JSON mapping: converted and checked against the answer schema if
+    /// there is one. For an answer that arrives as data rather than Lua code (a final
+    /// answer the model wrote as JSON text outside code).
+    pub fn final_from_json(&self, value: &serde_json::Value) -> Result<(), ExecError> {
+        self.run(|| {
+            let value = lua_json::to_lua(&self.lua, &self.tripwire, value, ANSWER_GLOBAL)
+                .map_err(|error| error.into_lua(""))?;
+            let final_value: Function = self.lua.globals().get(BuiltinId::Final.name())?;
+            final_value.call::<()>(value)
+        })?;
+        self.take_output();
+        Ok(())
     }
 
     /// Takes the answer given with `FINAL` or `FINAL_VAR`, leaving none: a host that
@@ -388,7 +446,14 @@ impl Environment {
         }
         let content: Value = answer.raw_get("content")?;
         let final_value: Function = self.lua.globals().get(BuiltinId::Final.name())?;
-        final_value.call(content)
+        let given = final_value.call(content);
+        if given.is_err() {
+            // A content that cannot be the answer (it does not match the schema, say)
+            // must be fixed and made ready again: left ready, it would fail every
+            // execution after this one.
+            answer.raw_set("ready", false)?;
+        }
+        given
     }
 
     /// The one protocol of an execution, for code and for calls: arm the limits, run
@@ -678,6 +743,8 @@ pub struct EnvironmentBuilder {
     user: Option<Arc<dyn User>>,
     sub_agent: Option<Arc<dyn SubAgent>>,
     token_budget: Option<u64>,
+    answer_schema: Option<AnswerSchema>,
+    context_window: Option<u64>,
     providers: Arc<Providers>,
     scope: AgentScope,
 }
@@ -728,6 +795,44 @@ impl EnvironmentBuilder {
     /// The model behind `llm_query` and `llm_query_batched`.
     pub fn llm(mut self, llm: Arc<dyn Llm>) -> Self {
         self.llm = Some(llm);
+        self
+    }
+
+    /// The JSON Schema the final answer must match (default none). `FINAL(value)`,
+    /// `FINAL_VAR(name)` and a ready `answer` table then convert the value to JSON by the
+    /// one Lua ↔ JSON mapping and check it: a value that does not match is refused with
+    /// a Lua error listing each violation (its path and what was expected), and the
+    /// environment has no final answer until one matches.
+    pub fn answer_schema(mut self, schema: AnswerSchema) -> Self {
+        self.answer_schema = Some(schema);
+        self
+    }
+
+    /// The model's context window, in tokens (default unknown). A `llm_query` or
+    /// `llm_query_batched` prompt that would not fit, with the room a reply needs
+    /// ([`Request::reply_reserve`](crate::llm::Request::reply_reserve)), is not sent: the
+    /// call fails with an error giving the prompt's tokens and the window.
+    ///
+    /// ```
+    /// use rlm_registry::{Registry, environment::Environment};
+    /// # use std::sync::Arc;
+    /// # use rlm_registry::llm::{Completion, Llm, LlmError, Request};
+    /// # struct Echo;
+    /// # impl Llm for Echo {
+    /// #     fn complete(&self, _: Request) -> Result<Completion, LlmError> { Ok(Completion::new("ok")) }
+    /// # }
+    ///
+    /// let env = Environment::builder(Registry::baked().clone())
+    ///     .llm(Arc::new(Echo))
+    ///     .context_window(2_000)
+    ///     .build()?;
+    /// assert_eq!(env.execute("print(llm_query('short'))")?.output, "ok\n");
+    /// let error = env.execute("llm_query(string.rep('word ', 2000))").unwrap_err();
+    /// assert!(error.message().contains("does not fit the model's context window of 2,000 tokens"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn context_window(mut self, tokens: u64) -> Self {
+        self.context_window = Some(tokens);
         self
     }
 

@@ -31,6 +31,7 @@ pub fn generate_task(family: Family, size: Size, seed: u64, index: usize) -> Tas
         scorer: generated.scorer,
         family: Some(family.name().to_string()),
         size: Some(size.tokens()),
+        schema: None,
     }
 }
 

@@ -7,7 +7,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::environment::Limits;
+use crate::conventions::AnswerProtocol;
+use crate::environment::{AnswerSchema, Limits};
 use crate::llm::Llm;
 use crate::providers::Providers;
 use crate::registry::Registry;
@@ -34,9 +35,12 @@ pub struct EvalOptions {
     pub max_iterations: u32,
     /// How deep `rlm_query` children may go.
     pub max_depth: usize,
-    /// How the registry is listed in the system prompt.
+    /// How the functions are listed in the system prompt.
     pub prompt_mode: PromptMode,
-    /// The window of the `direct` method, in tokens.
+    /// How the system prompt teaches the model to end the run (the loop's methods).
+    pub answer_protocol: AnswerProtocol,
+    /// The model's context window, in tokens: the `direct` method cuts the context to
+    /// it, and the loop's methods refuse a first request that would not fit.
     pub context_window: usize,
     /// Budgets of each (task, method) run.
     pub budgets: Budgets,
@@ -55,7 +59,8 @@ impl Default for EvalOptions {
             jobs: 1,
             max_iterations: crate::rlm::DEFAULT_MAX_ITERATIONS,
             max_depth: 1,
-            prompt_mode: PromptMode::Full,
+            prompt_mode: PromptMode::default(),
+            answer_protocol: AnswerProtocol::default(),
             context_window: 128_000,
             budgets: Budgets::default(),
             registry: Arc::new(Registry::baked().clone()),
@@ -312,7 +317,18 @@ impl Runner {
         let mut rlm = Rlm::new(Arc::clone(&self.llm), registry, options.max_iterations)
             .max_depth(options.max_depth)
             .prompt_mode(options.prompt_mode)
+            .answer_protocol(options.answer_protocol)
+            .context_window(options.context_window as u64)
             .budgets(options.budgets);
+        if let Some(schema) = &task.schema {
+            match AnswerSchema::new(schema.clone()) {
+                Ok(schema) => rlm = rlm.answer_schema(schema),
+                Err(error) => {
+                    result.error = Some(format!("task `{}`: its schema is {error}", task.id));
+                    return;
+                }
+            }
+        }
         if let Some(providers) = &options.providers {
             rlm = rlm.providers(Arc::clone(providers));
         }

@@ -1,6 +1,6 @@
 //! [`Task`]: one question over one context with its expected answer, and the JSONL
-//! task file (`{"id", "question", "context" | "context_file", "answer", "scorer"}`)
-//! that `rlm eval generate` writes and `rlm eval --tasks` reads.
+//! task file (`{"id", "question", "context" | "context_file", "answer", "scorer"}`, and
+//! optionally `"schema"`) that `rlm eval generate` writes and `rlm eval --tasks` reads.
 
 use std::fmt;
 use std::io::{self, BufRead, Write};
@@ -44,6 +44,11 @@ pub struct Task {
     /// The context size asked, in tokens, if generated.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub size: Option<u64>,
+    /// A JSON Schema the answer must match (the loop's methods: see
+    /// [`Rlm::answer_schema`](crate::rlm::Rlm::answer_schema)); the answer scored is then
+    /// its JSON text, objects' keys sorted. The `direct` method does not use it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schema: Option<serde_json::Value>,
 }
 
 impl Task {
@@ -174,6 +179,7 @@ mod tests {
             scorer: Scorer::Exact,
             family: Some("niah".into()),
             size: Some(8000),
+            schema: Some(serde_json::json!({"type": "string"})),
         };
         let mut out = Vec::new();
         write_tasks(&mut out, std::slice::from_ref(&task)).unwrap();

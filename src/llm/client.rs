@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::Value;
 
+use super::context_length::{self, Refusal};
 use super::error::snippet;
 use super::{
     Completion, Llm, LlmConfig, LlmError, Message, ModelInfo, Request, ToolCall, ToolCompletion,
@@ -101,6 +102,11 @@ enum Failure {
         reason: String,
         snippet: String,
     },
+    /// The server said the request does not fit its context window.
+    ContextLength {
+        refusal: Refusal,
+        body: String,
+    },
 }
 
 impl Failure {
@@ -109,7 +115,7 @@ impl Failure {
             Failure::Status { status, .. } => is_retryable_status(*status),
             Failure::Timeout => true,
             Failure::Transport { retryable, .. } => *retryable,
-            Failure::Malformed { .. } => false,
+            Failure::Malformed { .. } | Failure::ContextLength { .. } => false,
         }
     }
 
@@ -130,6 +136,12 @@ impl Failure {
             Failure::Malformed { reason, snippet } => LlmError::MalformedResponse {
                 reason,
                 snippet,
+                attempts,
+            },
+            Failure::ContextLength { refusal, body } => LlmError::ContextLength {
+                prompt_tokens: refusal.prompt_tokens,
+                window: refusal.window,
+                body,
                 attempts,
             },
         }
@@ -393,6 +405,14 @@ impl LlmClient {
             let text = read
                 .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
                 .unwrap_or_default();
+            // Whatever the status (llama.cpp has answered 500), a request too long for
+            // the window fails again if retried.
+            if let Some(refusal) = context_length::recognise(&text) {
+                return Err(Failure::ContextLength {
+                    refusal,
+                    body: snippet(&text),
+                });
+            }
             return Err(Failure::Status {
                 status,
                 body: snippet(&text),

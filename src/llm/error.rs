@@ -69,6 +69,28 @@ pub enum LlmError {
     /// The call was not made: a budget shared by a run (tokens, calls, wall time; see
     /// `rlm::Budgets`) is spent. No request was sent.
     BudgetExhausted(String),
+    /// The request does not fit the model's context window: the server said so, in the
+    /// wording of OpenAI, vLLM, llama.cpp or SGLang (whatever its HTTP status), or a
+    /// window check refused it before it was sent (`attempts` 0). Not retried.
+    ///
+    /// ```
+    /// use rlm_registry::llm::LlmError;
+    ///
+    /// let error = LlmError::ContextLength { prompt_tokens: Some(9_656), window: Some(8_192), body: String::new(), attempts: 1 };
+    /// assert!(error.to_string().contains("does not fit the model's context window: 9,656 tokens, the window is 8,192"));
+    /// assert!(error.is_context_length());
+    /// ```
+    ContextLength {
+        /// The request's tokens as counted: by the server (its prompt, or prompt and
+        /// reply together when its message counts only that), or by the check.
+        prompt_tokens: Option<u64>,
+        /// The context window in tokens, when known.
+        window: Option<u64>,
+        /// The start of the server's answer; empty when nothing was sent.
+        body: String,
+        /// HTTP attempts made: 0 when the request was not sent.
+        attempts: u32,
+    },
     /// An [`Llm`](super::Llm) given by a host program (a callback in another language,
     /// say) failed: its own sentence, shown as it is.
     ///
@@ -89,6 +111,7 @@ impl LlmError {
         match self {
             LlmError::Config(_) | LlmError::BudgetExhausted(_) | LlmError::Callback(_) => 0,
             LlmError::Status { attempts, .. }
+            | LlmError::ContextLength { attempts, .. }
             | LlmError::Timeout { attempts, .. }
             | LlmError::Transport { attempts, .. }
             | LlmError::MalformedResponse { attempts, .. } => *attempts,
@@ -106,6 +129,12 @@ impl LlmError {
     /// Whether every attempt timed out.
     pub fn is_timeout(&self) -> bool {
         matches!(self, LlmError::Timeout { .. })
+    }
+
+    /// Whether the request does not fit the model's context window
+    /// ([`LlmError::ContextLength`]).
+    pub fn is_context_length(&self) -> bool {
+        matches!(self, LlmError::ContextLength { .. })
     }
 }
 
@@ -173,6 +202,34 @@ impl fmt::Display for LlmError {
                     write!(f, "; body: {body}")
                 }
             }
+            LlmError::ContextLength {
+                prompt_tokens,
+                window,
+                body,
+                attempts,
+            } => {
+                let sent = if *attempts == 0 {
+                    "LLM request not sent"
+                } else {
+                    "LLM request refused by the server"
+                };
+                write!(f, "{sent}: it does not fit the model's context window")?;
+                match (prompt_tokens, window) {
+                    (Some(tokens), Some(window)) => write!(
+                        f,
+                        ": {} tokens, the window is {}",
+                        with_commas(*tokens),
+                        with_commas(*window)
+                    )?,
+                    (Some(tokens), None) => write!(f, ": {} tokens", with_commas(*tokens))?,
+                    (None, Some(window)) => write!(f, " of {} tokens", with_commas(*window))?,
+                    (None, None) => {}
+                }
+                if !body.is_empty() {
+                    write!(f, "; body: {body}")?;
+                }
+                Ok(())
+            }
             LlmError::Timeout { timeout, attempts } => write!(
                 f,
                 "LLM request failed: timed out, no complete response within {timeout:?} ({})",
@@ -207,6 +264,19 @@ impl fmt::Display for LlmError {
 }
 
 impl std::error::Error for LlmError {}
+
+/// `12,345`: the leaves name no other module, so this is not `text_format::thousands`.
+fn with_commas(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, digit) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out
+}
 
 /// The start of `body` on one line, at most `SNIPPET_CHARS` characters, quoted with
 /// backticks, with `…` when cut.

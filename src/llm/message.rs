@@ -134,6 +134,12 @@ impl Message {
     }
 }
 
+/// The tokens a window check keeps for the reply of a request without `max_tokens`
+/// ([`Request::reply_reserve`]): room for a turn of code and some explanation. Servers
+/// also reserve room for the reply (vLLM counts a request's `max_tokens`, llama.cpp its
+/// `n_predict`), so a request that leaves none fails there anyway.
+pub const DEFAULT_REPLY_RESERVE: u64 = 1024;
+
 /// One chat completion request: the conversation and optional sampling settings.
 ///
 /// A `Vec<Message>`, a `&str` or a `String` converts into a request (a string becomes
@@ -181,6 +187,19 @@ impl Request {
     pub fn with_max_tokens(mut self, max_tokens: u32) -> Request {
         self.max_tokens = Some(max_tokens);
         self
+    }
+
+    /// The tokens to keep free for the reply in the model's context window: the
+    /// request's `max_tokens`, else [`DEFAULT_REPLY_RESERVE`]. What a window check adds
+    /// to the prompt's tokens before it decides the request fits.
+    ///
+    /// ```
+    /// use rlm_registry::llm::{DEFAULT_REPLY_RESERVE, Request};
+    /// assert_eq!(Request::from("hi").reply_reserve(), DEFAULT_REPLY_RESERVE);
+    /// assert_eq!(Request::from("hi").with_max_tokens(64).reply_reserve(), 64);
+    /// ```
+    pub fn reply_reserve(&self) -> u64 {
+        self.max_tokens.map_or(DEFAULT_REPLY_RESERVE, u64::from)
     }
 
     /// Uses `model` for this request instead of the configured one.

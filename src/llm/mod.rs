@@ -11,7 +11,9 @@
 //!   order, with bounded concurrency.
 //! - [`Usage`]: calls, failures, attempts and tokens, summed across every call of
 //!   every client that shares it.
-//! - [`LlmError`]: what went wrong, in words a model or a user can act on.
+//! - [`LlmError`]: what went wrong, in words a model or a user can act on; a server's
+//!   refusal of a request too long for its context window, in the wordings of OpenAI,
+//!   vLLM, llama.cpp and SGLang, is [`LlmError::ContextLength`] (`context_length.rs`).
 //! - [`Message`]: the one chat message, of plain completions, tool conversations
 //!   ([`LlmClient::complete_with_tools`], [`ToolCall`], [`ToolCompletion`], for the
 //!   dispatch loop in `tools`), the RLM loop and its traces.
@@ -33,6 +35,7 @@
 mod batch;
 mod client;
 mod config;
+mod context_length;
 mod error;
 mod message;
 mod tool_calls;
@@ -48,7 +51,7 @@ pub use config::{
     ENV_OPENAI_API_KEY, ENV_OPENAI_BASE_URL, ENV_TIMEOUT_SECS, LlmConfig, ModelInfo,
 };
 pub use error::LlmError;
-pub use message::{Completion, Message, Request, Role};
+pub use message::{Completion, DEFAULT_REPLY_RESERVE, Message, Request, Role};
 pub use tool_calls::{ToolCall, ToolCompletion};
 pub use usage::{Usage, UsageSnapshot};
 

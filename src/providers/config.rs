@@ -22,7 +22,13 @@
 //!
 //! [serve]                    # `rlm serve`: web origins whose pages may call it
 //! allow_origins = ["http://localhost:5173"]
+//!
+//! [model]                    # what the model is: `rlm ask`, `eval` and `serve` read it
+//! context_window = 8192      # tokens; a first request that would not fit is not sent
+//! answer_protocol = "answer" # the way of ending a run the prompt teaches: final or answer
 //! ```
+//!
+//! The command-line flags (`--context-window`, `--answer-protocol`) win over `[model]`.
 //!
 //! Unknown providers or keys, wrong types and invalid values are errors with the file,
 //! line and column.
@@ -50,6 +56,7 @@ use toml::Spanned;
 use super::{
     FilesConfig, FilesProvider, ProviderError, Providers, ShellConfig, ShellProvider, StoreProvider,
 };
+use crate::conventions::AnswerProtocol;
 use crate::conventions::diagnostic::{Located, line_column, render_error};
 
 /// The file `rlm` reads from the current directory when no `--config` is given.
@@ -69,6 +76,10 @@ pub struct Config {
     pub disabled: Vec<String>,
     /// `[serve] allow_origins`: web origins `rlm serve` lets in (checked by the server).
     pub allow_origins: Vec<String>,
+    /// `[model] context_window`: the model's context window, in tokens.
+    pub context_window: Option<u64>,
+    /// `[model] answer_protocol`: the way of ending a run the prompt teaches.
+    pub answer_protocol: Option<AnswerProtocol>,
 }
 
 /// A configuration error, with where it is.
@@ -119,6 +130,15 @@ struct RawFile {
     providers: RawProviders,
     #[serde(default)]
     serve: RawServe,
+    #[serde(default)]
+    model: RawModel,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawModel {
+    context_window: Option<Spanned<u64>>,
+    answer_protocol: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -224,6 +244,19 @@ impl Config {
             allow_origins: raw.serve.allow_origins,
             ..Config::default()
         };
+        if let Some(window) = raw.model.context_window {
+            if *window.get_ref() == 0 {
+                return Err(error(
+                    Some(window.span()),
+                    "[model] context_window must be a positive number of tokens".to_string(),
+                ));
+            }
+            config.context_window = Some(*window.get_ref());
+        }
+        if let Some(protocol) = raw.model.answer_protocol {
+            let parsed = protocol.get_ref().parse::<AnswerProtocol>();
+            config.answer_protocol = Some(parsed.map_err(|e| error(Some(protocol.span()), e))?);
+        }
         if let Some(core) = &p.core
             && !*core.enabled.get_ref()
         {

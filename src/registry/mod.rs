@@ -272,13 +272,14 @@ impl Registry {
         &self.prompt
     }
 
-    /// A compact prompt addendum for large registries: one line per function (signature
-    /// and summary) and a pointer to `fn_search` and `help`, instead of every full doc.
-    /// Empty for an empty registry, like [`Registry::system_prompt`].
+    /// The compact prompt addendum (what the default prompt mode sends): one line of Lua
+    /// per function, signature and summary ([`Function::listing_line`]), and a pointer to
+    /// `help` and `fn_search`, instead of every full doc. Empty for an empty registry, like
+    /// [`Registry::system_prompt`].
     ///
     /// ```
     /// let registry = rlm_registry::Registry::from_map([("hi", "--- Says hi.\nfunction hi() end")]).unwrap();
-    /// assert!(registry.compact_prompt().contains("- `hi()`: Says hi."));
+    /// assert!(registry.compact_prompt().contains("\nhi()  -- Says hi.\n"));
     /// ```
     pub fn compact_prompt(&self) -> String {
         prompt::render_compact(self.functions())

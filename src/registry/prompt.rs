@@ -27,23 +27,21 @@ pub(crate) fn render(functions: &[Function]) -> String {
     out
 }
 
-/// The compact addendum for large registries: one line per function (signature and
-/// summary) and a pointer to `fn_search` and `help`, instead of every full doc. Empty for
-/// an empty registry, like the full prompt.
+/// The compact addendum: one line of Lua per function (signature and summary, see
+/// [`Function::listing_line`]) and a pointer to `help` and `fn_search`, instead of every
+/// full doc. Empty for an empty registry, like the full prompt.
 pub(crate) fn render_compact(functions: &[Function]) -> String {
     if functions.is_empty() {
         return String::new();
     }
     let mut out = format!(
-        "## Registry functions\n\nThese {} Lua functions are already defined as globals in the REPL; call them directly. Only names and summaries are listed: call `fn_search(query)` to find functions for a task and `help(name)` for one function's full documentation before using it.\n\n",
+        "## Registry functions\n\nThese {} Lua functions are already defined as globals in the REPL; call them directly. Signatures and summaries only: `help(\"name\")` prints one's full documentation, `fn_search(\"what you need\")` finds functions for a task.\n\n```lua\n",
         functions.len()
     );
     for function in functions {
-        out.push_str(&format!(
-            "- `{}`: {}\n",
-            function.signature(),
-            function.summary()
-        ));
+        out.push_str(&function.listing_line());
+        out.push('\n');
     }
+    out.push_str("```\n");
     out
 }

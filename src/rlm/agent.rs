@@ -1,13 +1,14 @@
 //! The agents of a run: [`Agent`], the root or a child, with the environment it works
 //! in; and [`Child`], what `rlm_query` runs: a new agent one level deeper, sharing the
-//! run's budgets, whose `FINAL` answer is the call's result.
+//! run's budgets, whose final answer is the call's result (its JSON text when the call
+//! gave a schema).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use crate::environment::{
-    Environment, Limits, SetupError, SubAgent, SubTask, User, run_on_threads,
+    AnswerSchema, Environment, Limits, SetupError, SubAgent, SubTask, User, run_on_threads,
 };
 
 use super::budget::{Ledger, Metered};
@@ -24,6 +25,8 @@ pub(super) struct Agent {
     pub(super) id: String,
     /// A child of `rlm_query_batched`: its place in the batch.
     pub(super) batch: Option<BatchSlot>,
+    /// The schema its answer must match: the run's for the root, the call's for a child.
+    pub(super) schema: Option<AnswerSchema>,
 }
 
 /// What `rlm_query` runs: a child agent one level deeper, sharing the run's budgets.
@@ -42,8 +45,7 @@ impl Child {
         &self,
         n: usize,
         batch: Option<BatchSlot>,
-        prompt: &str,
-        context: Option<&str>,
+        task: &SubTask,
     ) -> Result<String, String> {
         let agent = Agent {
             config: Arc::clone(&self.config),
@@ -51,17 +53,20 @@ impl Child {
             depth: self.depth,
             id: format!("{}.{n}", self.parent),
             batch,
+            schema: task.schema.clone(),
         };
-        let context = context.map(Context::from);
-        let (result, _) = agent.run(prompt, context.as_ref(), None);
-        result.map_err(|error| prompt::child_failed(&agent.id, &error))
+        let context = task.context.as_deref().map(Context::from);
+        let (result, _) = agent.run(&task.prompt, context.as_ref(), None);
+        result
+            .map(|answer| answer.text)
+            .map_err(|error| prompt::child_failed(&agent.id, &error))
     }
 }
 
 impl SubAgent for Child {
-    fn run(&self, prompt: &str, context: Option<&str>) -> Result<String, String> {
+    fn run(&self, task: &SubTask) -> Result<String, String> {
         let n = self.spawned.fetch_add(1, Ordering::SeqCst) + 1;
-        self.run_numbered(n, None, prompt, context)
+        self.run_numbered(n, None, task)
     }
 
     /// Numbers the whole batch before any child starts, so the children's ids follow the
@@ -71,12 +76,7 @@ impl SubAgent for Child {
         let size = tasks.len();
         run_on_threads(tasks, |index, task| {
             let slot = BatchSlot { index, size };
-            self.run_numbered(
-                first + index,
-                Some(slot),
-                &task.prompt,
-                task.context.as_deref(),
-            )
+            self.run_numbered(first + index, Some(slot), task)
         })
     }
 }
@@ -84,12 +84,14 @@ impl SubAgent for Child {
 impl Agent {
     /// The root agent of a run.
     pub(super) fn root(config: Arc<Config>, ledger: Arc<Ledger>) -> Agent {
+        let schema = config.answer_schema.clone();
         Agent {
             config,
             ledger,
             depth: 0,
             id: "0".to_string(),
             batch: None,
+            schema,
         }
     }
 
@@ -111,6 +113,12 @@ impl Agent {
             }));
         if let Some(tokens) = self.ledger.remaining_tokens() {
             builder = builder.token_budget(tokens);
+        }
+        if let Some(schema) = &self.schema {
+            builder = builder.answer_schema(schema.clone());
+        }
+        if let Some(window) = config.context_window {
+            builder = builder.context_window(window);
         }
         if self.depth < config.max_depth {
             builder = builder.sub_agent(Arc::new(Child {
@@ -147,6 +155,8 @@ impl Agent {
             base_url: model.map(|m| m.base_url),
             started_unix_ms: None,
             prompt_mode: Some(config.prompt_mode.recorded_name().to_string()),
+            answer_protocol: Some(config.answer_protocol.name().to_string()),
+            answer_schema: self.schema.as_ref().map(|s| s.schema().clone()),
             limits: Some(config.run_limits(&self.limits())),
             context: context.map(ContextDigest::of),
             batch: self.batch,

@@ -9,14 +9,15 @@ use std::time::Duration;
 
 use crate::Registry;
 use crate::catalog::Catalog;
-use crate::environment::{Limits, User};
+use crate::conventions::AnswerProtocol;
+use crate::environment::{AnswerSchema, Limits, User};
 use crate::llm::Llm;
 use crate::providers::{AgentScope, Providers};
 
 use super::agent::Agent;
 use super::budget::{Budgets, Ledger};
 use super::context::Context;
-use super::prompt;
+use super::prompt::{self, PromptPart};
 use super::prompt_mode::PromptMode;
 use super::recorder::{Recorder, Sink};
 use super::report::{Answer, Report, RlmError};
@@ -59,6 +60,10 @@ pub(super) struct Config {
     pub(super) limits: Limits,
     pub(super) budgets: Budgets,
     pub(super) prompt_mode: PromptMode,
+    pub(super) answer_protocol: AnswerProtocol,
+    /// The root agent's answer schema (a child's comes with its `rlm_query` call).
+    pub(super) answer_schema: Option<AnswerSchema>,
+    pub(super) context_window: Option<u64>,
     pub(super) trace: Option<Arc<Sink>>,
     pub(super) trace_format: TraceFormat,
     /// The trace of one run, on `trace`: set on the run's own copy of the settings.
@@ -78,6 +83,9 @@ impl fmt::Debug for Rlm {
             .field("limits", &c.limits)
             .field("budgets", &c.budgets)
             .field("prompt_mode", &c.prompt_mode)
+            .field("answer_protocol", &c.answer_protocol)
+            .field("answer_schema", &c.answer_schema)
+            .field("context_window", &c.context_window)
             .field("trace", &c.trace.is_some())
             .field("trace_format", &c.trace_format)
             .field("live_view", &c.live.is_some())
@@ -104,7 +112,10 @@ impl Rlm {
                     ..Limits::default()
                 },
                 budgets: Budgets::default(),
-                prompt_mode: PromptMode::Full,
+                prompt_mode: PromptMode::default(),
+                answer_protocol: AnswerProtocol::default(),
+                answer_schema: None,
+                context_window: None,
                 trace: None,
                 trace_format: TraceFormat::Events,
                 recorder: None,
@@ -164,11 +175,10 @@ impl Rlm {
         self
     }
 
-    /// How the system prompt lists the registry's functions (default
-    /// [`PromptMode::Full`]): in full, compactly (names, one-line summaries and a pointer
-    /// to `fn_search`/`help`), or [`PromptMode::auto`], compactly for large registries.
-    /// The built-ins are documented in full in every mode, and `rlm_query` children get
-    /// the same listing as the root.
+    /// How the system prompt lists the functions (default [`PromptMode::Compact`]):
+    /// compactly (signatures, one-line summaries and a pointer to `help`/`fn_search`), in
+    /// full, or [`PromptMode::auto`], compactly for large registries. `rlm_query`
+    /// children get the same listing as the root.
     ///
     /// ```
     /// use std::sync::Arc;
@@ -189,13 +199,120 @@ impl Rlm {
     /// )])?;
     /// let rlm = Rlm::new(Arc::new(Answers), registry, 5).prompt_mode(PromptMode::Compact);
     /// let prompt = rlm.system_prompt(None);
-    /// assert!(prompt.contains("- `shout(s)`: Upper-cases a text."));
+    /// assert!(prompt.contains("\nshout(s)  -- Upper-cases a text.\n"));
     /// assert!(!prompt.contains("---@param s string The text"));
-    /// assert!(prompt.contains("function fn_search(query, opts) end"));
+    /// assert!(prompt.contains("\nfn_search(query, opts?)  -- Searches the functions for a task"));
     /// # Ok::<(), rlm_registry::LoadError>(())
     /// ```
     pub fn prompt_mode(mut self, mode: PromptMode) -> Rlm {
         self.config.prompt_mode = mode;
+        self
+    }
+
+    /// Which way of ending the run the system prompt teaches (default
+    /// [`AnswerProtocol::Final`]): `FINAL(value)`, or the reference RLM's `answer` table
+    /// (`answer["content"] = value`, then `answer["ready"] = true`), which models
+    /// fine-tuned on its harness write. Both always work; the trace records the choice.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use rlm_registry::Registry;
+    /// use rlm_registry::conventions::AnswerProtocol;
+    /// use rlm_registry::llm::{Completion, Llm, LlmError, Request};
+    /// use rlm_registry::rlm::Rlm;
+    ///
+    /// struct Answers;
+    /// impl Llm for Answers {
+    ///     fn complete(&self, _request: Request) -> Result<Completion, LlmError> {
+    ///         Ok(Completion::new("```lua\nanswer['content'] = 'done'\nanswer['ready'] = true\n```"))
+    ///     }
+    /// }
+    ///
+    /// let rlm = Rlm::new(Arc::new(Answers), Registry::baked().clone(), 5)
+    ///     .answer_protocol(AnswerProtocol::Answer);
+    /// assert!(rlm.system_prompt(None).contains("set `answer[\"ready\"] = true`"));
+    /// assert_eq!(rlm.run("Q", None).unwrap().text, "done");
+    /// ```
+    pub fn answer_protocol(mut self, protocol: AnswerProtocol) -> Rlm {
+        self.config.answer_protocol = protocol;
+        self
+    }
+
+    /// The JSON Schema the root agent's answer must match (default none): the prompt
+    /// shows it, and `FINAL(value)` (or a ready `answer` table) converts the value to JSON
+    /// by the one Lua ↔ JSON mapping and checks it. A value that does not match does not
+    /// end the run: the model reads each violation, with its path and what was expected,
+    /// and answers again within the iteration cap; a run whose answers never match ends
+    /// with [`RlmError::AnswerRejected`] and the last violations. The answer's text is
+    /// then the JSON text, and [`Answer::value`] the value. A child gets a schema of its
+    /// own through `rlm_query(prompt, {schema = {...}})`.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// use serde_json::json;
+    /// use rlm_registry::Registry;
+    /// use rlm_registry::environment::AnswerSchema;
+    /// use rlm_registry::llm::{Completion, Llm, LlmError, Request};
+    /// use rlm_registry::rlm::Rlm;
+    ///
+    /// /// First a count as text, then as the integer the schema asks for.
+    /// struct Learns(AtomicUsize);
+    /// impl Llm for Learns {
+    ///     fn complete(&self, _request: Request) -> Result<Completion, LlmError> {
+    ///         Ok(Completion::new(match self.0.fetch_add(1, Ordering::SeqCst) {
+    ///             0 => "```lua\nFINAL({count = 'three'})\n```",
+    ///             _ => "```lua\nFINAL({count = 3})\n```",
+    ///         }))
+    ///     }
+    /// }
+    ///
+    /// let schema = AnswerSchema::new(json!({
+    ///     "type": "object",
+    ///     "properties": {"count": {"type": "integer"}},
+    ///     "required": ["count"]
+    /// }))?;
+    /// let rlm = Rlm::new(Arc::new(Learns(AtomicUsize::new(0))), Registry::baked().clone(), 5)
+    ///     .answer_schema(schema);
+    /// let answer = rlm.run("How many?", None).unwrap();
+    /// assert_eq!((answer.text.as_str(), answer.turns), (r#"{"count":3}"#, 2));
+    /// assert_eq!(answer.value, Some(json!({"count": 3})));
+    /// # Ok::<(), String>(())
+    /// ```
+    pub fn answer_schema(mut self, schema: AnswerSchema) -> Rlm {
+        self.config.answer_schema = Some(schema);
+        self
+    }
+
+    /// The model's context window, in tokens (default unknown). An agent's first request
+    /// (the root's or a child's) that would not fit, its `o200k_base` tokens
+    /// ([`tokens::count_chat`](crate::tokens::count_chat)) plus the room kept for the
+    /// reply ([`DEFAULT_REPLY_RESERVE`](crate::llm::DEFAULT_REPLY_RESERVE)), is not sent:
+    /// the agent fails with [`RlmError::ContextWindow`], which names the system prompt's
+    /// tokens, the window and the fix. `llm_query` prompts are checked the same way. The
+    /// count is `o200k_base`'s: a model whose tokenizer counts more (small vocabularies
+    /// do) may still refuse a request that passed, which is then reported the same way.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use rlm_registry::Registry;
+    /// use rlm_registry::llm::{Completion, Llm, LlmError, Request};
+    /// use rlm_registry::rlm::{Rlm, RlmError};
+    ///
+    /// struct NeverAsked;
+    /// impl Llm for NeverAsked {
+    ///     fn complete(&self, _request: Request) -> Result<Completion, LlmError> {
+    ///         panic!("a request that does not fit is not sent")
+    ///     }
+    /// }
+    ///
+    /// let rlm = Rlm::new(Arc::new(NeverAsked), Registry::baked().clone(), 5).context_window(2_048);
+    /// let error = rlm.run("Q", None).unwrap_err();
+    /// assert!(matches!(error, RlmError::ContextWindow(_)));
+    /// assert!(error.to_string().contains("the window is 2,048 tokens"));
+    /// ```
+    pub fn context_window(mut self, tokens: u64) -> Rlm {
+        self.config.context_window = Some(tokens);
         self
     }
 
@@ -314,7 +431,48 @@ impl Rlm {
         prompt::system_prompt(
             &self.config.catalog(0),
             context,
-            &self.config.settings(0, self.config.limits.time),
+            &self.config.settings(
+                0,
+                self.config.limits.time,
+                self.config.answer_schema.clone(),
+            ),
+        )
+    }
+
+    /// The root agent's system prompt for `context`, part by part (rules, the answer's
+    /// schema if any, context, role, built-in functions, registry functions): what `rlm
+    /// prompt --tokens` measures. Joined by blank lines, they are
+    /// [`system_prompt`](Self::system_prompt).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use rlm_registry::{Registry, tokens};
+    /// use rlm_registry::llm::{Completion, Llm, LlmError, Request};
+    /// use rlm_registry::rlm::Rlm;
+    ///
+    /// struct Unused;
+    /// impl Llm for Unused {
+    ///     fn complete(&self, _request: Request) -> Result<Completion, LlmError> {
+    ///         Ok(Completion::new(""))
+    ///     }
+    /// }
+    ///
+    /// let rlm = Rlm::new(Arc::new(Unused), Registry::baked().clone(), 10);
+    /// let parts = rlm.prompt_parts(None);
+    /// let names: Vec<&str> = parts.iter().map(|p| p.name).collect();
+    /// assert_eq!(names, ["rules", "context", "role", "built-in functions", "registry functions"]);
+    /// let joined: Vec<&str> = parts.iter().map(|p| p.text.as_str()).collect();
+    /// assert_eq!(joined.join("\n\n") + "\n", rlm.system_prompt(None));
+    /// ```
+    pub fn prompt_parts(&self, context: Option<&Context>) -> Vec<PromptPart> {
+        prompt::system_prompt_parts(
+            &self.config.catalog(0),
+            context,
+            &self.config.settings(
+                0,
+                self.config.limits.time,
+                self.config.answer_schema.clone(),
+            ),
         )
     }
 
@@ -346,8 +504,13 @@ impl Rlm {
         let ledger = Ledger::new(config.budgets, config.max_depth);
         let agent = Agent::root(config, Arc::clone(&ledger));
         let (result, turns) = agent.run(question, context.as_ref(), user);
+        let (result, value) = match result {
+            Ok(answer) => (Ok(answer.text), answer.value),
+            Err(error) => (Err(error), None),
+        };
         Report {
             result,
+            value,
             turns,
             usage: ledger.report(),
         }
@@ -380,13 +543,20 @@ impl Config {
             max_depth: self.max_depth,
             max_consecutive_errors: self.max_consecutive_errors,
             output_bytes: self.output_bytes,
+            context_window: self.context_window,
             block: BlockLimits::from(block),
             budgets: RunBudgets::from(&self.budgets),
         }
     }
 
-    /// The numbers the prompt quotes for an agent at `depth`.
-    pub(super) fn settings(&self, depth: usize, time_limit: Duration) -> prompt::Settings {
+    /// What the prompt of an agent at `depth` says: the numbers it quotes, the listing,
+    /// the answer protocol and the agent's answer `schema`.
+    pub(super) fn settings(
+        &self,
+        depth: usize,
+        time_limit: Duration,
+        schema: Option<AnswerSchema>,
+    ) -> prompt::Settings {
         prompt::Settings {
             output_bytes: self.output_bytes,
             max_iterations: self.max_iterations,
@@ -394,6 +564,8 @@ impl Config {
             depth,
             max_depth: self.max_depth,
             prompt_mode: self.prompt_mode,
+            answer_protocol: self.answer_protocol,
+            schema,
         }
     }
 }

@@ -16,9 +16,13 @@
 //! error naming the `agent` scope); `llm_query` remains its sub-model call. Budgets (tokens, calls, wall time) are shared by the
 //! whole tree; usage is reported per depth.
 //!
-//! The system prompt documents every registry function by default; for large
-//! registries, [`PromptMode::Compact`] (or [`PromptMode::auto`]) lists only names and
-//! one-line summaries and points the model to `fn_search` and `help`.
+//! The system prompt lists every function by its signature and one-line summary by
+//! default ([`PromptMode::Compact`]: under 3,000 tokens with the baked registry) and
+//! points the model to `help` and `fn_search`; [`PromptMode::Full`] documents each in
+//! full. [`Rlm::context_window`] keeps a first request that would not fit from being
+//! sent, [`Rlm::answer_protocol`] chooses how the prompt teaches the model to end the run
+//! (`FINAL` or the reference RLM's `answer` table; both always work), and
+//! [`Rlm::answer_schema`] makes the answer a JSON value checked against a schema.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -72,7 +76,7 @@
 //! - `run`: the loop of one agent, turn after turn.
 //! - `agent`: an agent's environment, and the child agents `rlm_query` starts.
 //! - `prompt`: every string the model reads (system prompt, feedback, notes, nudges).
-//! - `prompt_mode`: [`PromptMode`], how the registry is listed in the system prompt.
+//! - `prompt_mode`: [`PromptMode`], how the functions are listed in the system prompt.
 //! - `parse`: the code blocks and plain-text `FINAL` of a reply.
 //! - `context`, `budget`, `report`: [`Context`], [`Budgets`] and usage, [`RlmError`].
 //! - [`trajectory`]: the trace format, the records the loop writes and `rlm trace` reads.
@@ -100,8 +104,9 @@ pub use builder::{
     DEFAULT_MAX_ITERATIONS, DEFAULT_OUTPUT_BYTES, Rlm,
 };
 pub use context::Context;
+pub use prompt::PromptPart;
 pub use prompt_mode::{AUTO_COMPACT_ABOVE_TOKENS, PromptMode};
-pub use report::{Answer, Report, RlmError};
+pub use report::{Answer, Report, RlmError, WindowExceeded};
 pub use rlm_log::TraceFormat;
 pub(crate) use rlm_log::{Assumed, RlmLog};
 pub use run::WARN_FROM_ITERATION;

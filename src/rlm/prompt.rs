@@ -16,7 +16,8 @@
 use std::time::Duration;
 
 use crate::catalog::Catalog;
-use crate::environment::ExecError;
+use crate::conventions::AnswerProtocol;
+use crate::environment::{AnswerSchema, ExecError};
 use crate::text_format::{byte_prefix, thousands};
 use crate::tokens;
 
@@ -26,7 +27,7 @@ use super::report::RlmError;
 
 // ---- The system prompt and the first message.
 
-/// The numbers the rules quote, and how the registry is listed.
+/// The numbers the rules quote, how the registry is listed, and how the agent answers.
 pub(crate) struct Settings {
     /// The cap on one turn's output, in bytes.
     pub output_bytes: usize,
@@ -40,9 +41,24 @@ pub(crate) struct Settings {
     pub max_depth: usize,
     /// How the registry is listed.
     pub prompt_mode: PromptMode,
+    /// How the rules teach the model to end the run.
+    pub answer_protocol: AnswerProtocol,
+    /// The schema the agent's answer must match, if any.
+    pub schema: Option<AnswerSchema>,
 }
 
-/// Who the agent is and how the REPL works.
+/// One part of the system prompt, as [`Rlm::prompt_parts`](super::Rlm::prompt_parts)
+/// gives them and `rlm prompt --tokens` measures them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PromptPart {
+    /// `rules`, `answer schema`, `context`, `role`, `built-in functions` or `registry
+    /// functions`.
+    pub name: &'static str,
+    /// Its text; the system prompt is the parts joined by blank lines.
+    pub text: String,
+}
+
+/// Who the agent is, how the REPL works and how to end the run.
 fn rules(settings: &Settings) -> String {
     format!(
         r#"You are a Recursive Language Model (RLM) agent. You answer a question about a context that may be far larger than what you can read at once. You do not see the context: it is stored in the variable `context` of a Lua 5.4 REPL, and you study it by writing code.
@@ -53,7 +69,7 @@ fn rules(settings: &Settings) -> String {
 - State persists: globals you assign (without `local`) and functions you define stay available in later blocks and turns. `local` variables last one block.
 - Only what you `print` comes back, nothing else (not the value of the last expression). The output of one turn is cut after {output} bytes, so print counts, short slices and summaries, never the whole context.
 - An error comes back with its line number, and a limit hit (time: {time:.0} s per block; memory; output) with its cause; your variables survive both. Fix the code and go on.
-- The sandbox has Lua's `string`, `table`, `math`, `utf8` and `os.time`/`os.clock`; no files, no network, no `require`. Beside them: `json` and `csv` to parse and write those formats, `re` for Python-style regular expressions, and the functions declared below (Python-like helpers among them: use them rather than writing your own).
+- The sandbox has Lua's `string`, `table`, `math`, `utf8` and `os.time`/`os.clock`; no files, no network, no `require`. Beside them: `json`, `csv`, `re` (Python-style regular expressions) and the functions listed below (Python-like helpers among them: use them rather than writing your own).
 - You have at most {turns} turns (replies), so make each one count.
 
 ## How to work
@@ -64,10 +80,31 @@ fn rules(settings: &Settings) -> String {
 
 ## How to answer
 
-When you know the answer, call `FINAL(answer)` in a ```lua block, or build the answer in a variable and call `FINAL_VAR("name")`. That ends the run: only the answer is kept. Call it only after you have seen the output that supports the answer, never in the same reply as the code that finds it."#,
+{answer}"#,
         output = thousands(settings.output_bytes as u64),
         time = settings.time_limit.as_secs_f64(),
         turns = settings.max_iterations,
+        answer = how_to_answer(settings.answer_protocol),
+    )
+}
+
+/// The rules' last section: how to end the run, in the protocol the prompt teaches.
+fn how_to_answer(protocol: AnswerProtocol) -> &'static str {
+    match protocol {
+        AnswerProtocol::Final => {
+            "When you know the answer, call `FINAL(answer)` in a ```lua block, or build the answer in a variable and call `FINAL_VAR(\"name\")`. That ends the run: only the answer is kept. Call it only after you have seen the output that supports the answer, never in the same reply as the code that finds it."
+        }
+        AnswerProtocol::Answer => {
+            "The REPL has a table `answer = {content = \"\", ready = false}`. Put your answer in `answer[\"content\"]` (build it over several turns if you like); when it is final, set `answer[\"ready\"] = true` in a ```lua block. That ends the run: only `answer[\"content\"]` is kept. Set `ready` only after you have seen the output that supports the answer, never in the same reply as the code that finds it."
+        }
+    }
+}
+
+/// The schema's section: the schema, and how a Lua value becomes the JSON it checks.
+fn schema_section(schema: &AnswerSchema) -> String {
+    let text = serde_json::to_string_pretty(schema.schema()).unwrap_or_default();
+    format!(
+        "## The answer's schema\n\nYour answer must be a value matching this JSON Schema:\n\n```json\n{text}\n```\n\nGive it as a Lua value: a table with keys 1..n is an array (`json.array()` for an empty one), a table with string keys an object, `json.null` is null. An answer that does not match is refused with each problem and where it is; fix it and answer again."
     )
 }
 
@@ -75,8 +112,13 @@ When you know the answer, call `FINAL(answer)` in a ```lua block, or build the a
 fn role(settings: &Settings) -> String {
     let mut text = String::new();
     if settings.depth > 0 {
+        let returned = if settings.schema.is_some() {
+            "as the Lua value your answer's JSON describes"
+        } else {
+            "as a string"
+        };
         text.push_str(&format!(
-            "You are a sub-agent at depth {} of {}: another agent's code called `rlm_query` with the sub-task below. Your FINAL answer is returned to that code as a string, so answer exactly what it asks, in the form it asks for. `ask_user` and `notify_user` are not available to you.",
+            "You are a sub-agent at depth {} of {}: another agent's code called `rlm_query` with the sub-task below. Your answer is returned to that code {returned}, so answer exactly what it asks, in the form it asks for. `ask_user` and `notify_user` are not available to you.",
             settings.depth, settings.max_depth
         ));
     }
@@ -94,41 +136,69 @@ fn role(settings: &Settings) -> String {
     text
 }
 
-/// The whole system prompt.
+/// The system prompt, part by part.
+pub(crate) fn system_prompt_parts(
+    catalog: &Catalog,
+    context: Option<&Context>,
+    settings: &Settings,
+) -> Vec<PromptPart> {
+    let context = match context {
+        Some(context) => describe_context(context),
+        None => "There is no context for this question: `context` is nil.".to_string(),
+    };
+    let part = |name, text| PromptPart { name, text };
+    let mut parts = vec![part("rules", rules(settings))];
+    if let Some(schema) = &settings.schema {
+        parts.push(part("answer schema", schema_section(schema)));
+    }
+    parts.push(part("context", format!("## The context\n\n{context}")));
+    parts.push(part("role", format!("## Your role\n\n{}", role(settings))));
+    let compact = settings.prompt_mode.is_compact_for(catalog.registry());
+    let host = if compact {
+        catalog.host_prompt_compact()
+    } else {
+        catalog.host_prompt()
+    };
+    parts.push(part("built-in functions", host));
+    let listing = settings.prompt_mode.listing(catalog.registry());
+    if !listing.is_empty() {
+        parts.push(part("registry functions", listing.trim_end().to_string()));
+    }
+    parts
+}
+
+/// The whole system prompt: its parts joined by blank lines.
 pub(crate) fn system_prompt(
     catalog: &Catalog,
     context: Option<&Context>,
     settings: &Settings,
 ) -> String {
-    let context = match context {
-        Some(context) => describe_context(context),
-        None => "There is no context for this question: `context` is nil.".to_string(),
-    };
-    let mut pieces = vec![
-        rules(settings),
-        format!("## The context\n\n{context}"),
-        format!("## Your role\n\n{}", role(settings)),
-        catalog.host_prompt(),
-    ];
-    let listing = settings.prompt_mode.listing(catalog.registry());
-    if !listing.is_empty() {
-        pieces.push(listing.trim_end().to_string());
-    }
-    let mut prompt = pieces.join("\n\n");
+    let parts = system_prompt_parts(catalog, context, settings);
+    let texts: Vec<&str> = parts.iter().map(|part| part.text.as_str()).collect();
+    let mut prompt = texts.join("\n\n");
     prompt.push('\n');
     prompt
 }
 
 /// The first user message.
-pub(crate) fn question(question: &str, has_context: bool) -> String {
+pub(crate) fn question(question: &str, has_context: bool, protocol: AnswerProtocol) -> String {
     if has_context {
         format!(
             "{question}\n\n(The context is in the `context` variable, described in the system prompt; you have not seen any of it yet. Start by looking at it with code.)"
         )
     } else {
         format!(
-            "{question}\n\n(There is no context: use the REPL as it helps, and answer with FINAL.)"
+            "{question}\n\n(There is no context: use the REPL as it helps, and answer with {}.)",
+            answer_call(protocol)
         )
+    }
+}
+
+/// How the rules tell the model to give its answer, in a phrase.
+fn answer_call(protocol: AnswerProtocol) -> &'static str {
+    match protocol {
+        AnswerProtocol::Final => "FINAL(answer)",
+        AnswerProtocol::Answer => "answer[\"content\"] and answer[\"ready\"] = true",
     }
 }
 
@@ -198,7 +268,12 @@ fn token_estimate(text: &[u8]) -> String {
 }
 
 /// The reminder after a reply with neither code nor a final answer.
-pub(crate) const REMINDER: &str = "Your reply had no ```lua code block and no final answer. Write Lua in a ```lua block to study `context`, or give the answer with FINAL(answer) in a ```lua block. This is the only reminder: another reply without either ends the run.";
+pub(crate) fn reminder(protocol: AnswerProtocol) -> String {
+    format!(
+        "Your reply had no ```lua code block and no final answer. Write Lua in a ```lua block to study `context`, or give the answer with {} in a ```lua block. This is the only reminder: another reply without either ends the run.",
+        answer_call(protocol)
+    )
+}
 
 // ---- The feedback of a turn.
 
@@ -243,11 +318,12 @@ pub(crate) fn other_language(label: &str) -> String {
 pub(crate) const CUT_OFF: &str =
     "Note: your reply was cut off at the token limit; keep replies shorter.";
 
-/// The nudge towards `FINAL` in the last turns.
-pub(crate) fn turns_left(left: u32) -> String {
+/// The nudge towards the answer in the last turns.
+pub(crate) fn turns_left(left: u32, protocol: AnswerProtocol) -> String {
     format!(
-        "Note: {left} turn{} left; give your answer with FINAL soon.",
-        if left == 1 { "" } else { "s" }
+        "Note: {left} turn{} left; give your answer with {} soon.",
+        if left == 1 { "" } else { "s" },
+        answer_call(protocol)
     )
 }
 
@@ -266,6 +342,12 @@ pub(crate) fn final_var_no_answer(name: &str) -> String {
 /// `FINAL_VAR("name")` outside code that failed with `message`.
 pub(crate) fn final_var_failed(name: &str, message: &str) -> String {
     format!("Your FINAL_VAR(\"{name}\") outside the code could not be used: {message}")
+}
+
+/// A `FINAL(...)` outside code that could not be the answer (it did not match the
+/// schema, say), with `message` saying why.
+pub(crate) fn plain_final_refused(message: &str) -> String {
+    format!("Your FINAL outside the code could not be used: {message}")
 }
 
 /// What the parent's `rlm_query` call returns as its error when child `id` fails.
@@ -367,6 +449,8 @@ mod tests {
             depth,
             max_depth: 1,
             prompt_mode: PromptMode::Full,
+            answer_protocol: AnswerProtocol::Final,
+            schema: None,
         }
     }
 
@@ -413,6 +497,91 @@ mod tests {
     }
 
     #[test]
+    fn the_compact_prompt_lists_every_function_in_one_line_and_no_full_doc() {
+        let compact = Settings {
+            prompt_mode: PromptMode::Compact,
+            ..settings(0)
+        };
+        let catalog = catalog(Registry::baked(), 0);
+        let prompt = system_prompt(&catalog, None, &compact);
+        for builtin in DOCS
+            .iter()
+            .filter(|b| b.provider != BuiltinProvider::Primitives)
+        {
+            let spec = catalog.get(builtin.name).unwrap();
+            let line = match builtin.field() {
+                Some(_) => format!("\n{}\n", spec.function.signature()),
+                None => format!("\n{}\n", spec.function.listing_line()),
+            };
+            assert!(prompt.contains(&line), "{}: {line}", builtin.name);
+        }
+        for function in Registry::baked().functions() {
+            assert!(
+                prompt.contains(&function.listing_line()),
+                "{}",
+                function.name()
+            );
+        }
+        assert!(!prompt.contains("---@"), "no full doc");
+        assert!(prompt.contains("`help(\"name\")` prints"));
+    }
+
+    #[test]
+    fn the_answer_protocol_chooses_what_the_rules_teach() {
+        let answer = Settings {
+            answer_protocol: AnswerProtocol::Answer,
+            ..settings(0)
+        };
+        let catalog = catalog(&Registry::empty(), 0);
+        let taught = system_prompt(&catalog, None, &answer);
+        assert!(
+            taught.contains("set `answer[\"ready\"] = true`"),
+            "{taught}"
+        );
+        assert!(!taught.contains("call `FINAL(answer)`"));
+        let final_rules = system_prompt(&catalog, None, &settings(0));
+        assert!(final_rules.contains("call `FINAL(answer)`"));
+        assert!(!final_rules.contains("answer[\"ready\"]"));
+        assert!(reminder(AnswerProtocol::Answer).contains("answer[\"ready\"] = true"));
+        assert!(turns_left(1, AnswerProtocol::Final).contains("with FINAL(answer) soon"));
+        assert!(question("Q", false, AnswerProtocol::Answer).contains("answer[\"content\"]"));
+    }
+
+    #[test]
+    fn a_schema_is_shown_and_a_typed_child_is_told_what_it_returns() {
+        let schema = AnswerSchema::new(serde_json::json!({"type": "integer"})).unwrap();
+        let typed = Settings {
+            schema: Some(schema),
+            ..settings(1)
+        };
+        let parts = system_prompt_parts(&catalog(&Registry::empty(), 1), None, &typed);
+        let names: Vec<&str> = parts.iter().map(|p| p.name).collect();
+        assert_eq!(
+            names,
+            [
+                "rules",
+                "answer schema",
+                "context",
+                "role",
+                "built-in functions"
+            ]
+        );
+        assert!(
+            parts[1]
+                .text
+                .contains("```json\n{\n  \"type\": \"integer\"\n}\n```")
+        );
+        assert!(
+            parts[3]
+                .text
+                .contains("as the Lua value your answer's JSON describes")
+        );
+        let untyped = system_prompt(&catalog(&Registry::empty(), 1), None, &settings(1));
+        assert!(untyped.contains("returned to that code as a string"));
+        assert!(!untyped.contains("## The answer's schema"));
+    }
+
+    #[test]
     fn the_compact_prompt_keeps_the_builtins_and_lists_the_registry_briefly() {
         let registry = Registry::from_map([(
             "shout",
@@ -424,12 +593,7 @@ mod tests {
             ..settings(0)
         };
         let prompt = system_prompt(&catalog(&registry, 0), None, &compact);
-        for builtin in DOCS
-            .iter()
-            .filter(|b| b.provider != BuiltinProvider::Primitives)
-        {
-            assert!(prompt.contains(builtin.doc), "{}", builtin.name);
-        }
+        assert!(prompt.contains(&catalog(&registry, 0).host_prompt_compact()));
         assert!(prompt.contains(registry.compact_prompt().trim_end()));
         assert!(!prompt.contains("The text to shout"));
         let full = system_prompt(&catalog(&registry, 0), None, &settings(0));

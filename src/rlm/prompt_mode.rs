@@ -1,5 +1,5 @@
-//! [`PromptMode`]: how the system prompt lists the registry's functions, in full or
-//! compactly, and when [`PromptMode::auto`] switches.
+//! [`PromptMode`]: how the system prompt lists the functions, compactly (the default) or
+//! in full, and when [`PromptMode::auto`] switches.
 
 use std::borrow::Cow;
 
@@ -8,19 +8,19 @@ use crate::Registry;
 /// The threshold of [`PromptMode::auto`]: a registry whose full listing
 /// ([`Registry::system_prompt`]) has more `o200k_base` tokens than this is listed compactly.
 ///
-/// The listing is resent with every turn of every agent, while the rest of the system
-/// prompt (rules, context, built-ins) is about 1,500 tokens: beyond 8,000 the listing is
-/// more than five times everything else the model is told, which is where looking
-/// functions up on demand with `fn_search` and `help` starts to pay. The baked registry
-/// (about 1,500 tokens for 16 functions) stays well below; at about 90 tokens a
-/// function, the switch comes near 90 functions.
+/// The listing is resent with every turn of every agent: beyond 8,000 tokens it is
+/// several times everything else the model is told, which is where looking functions up
+/// on demand with `fn_search` and `help` is worth its turns even for a model with a large
+/// window. The baked registry (about 5,000 tokens for 47 functions) stays below; at about
+/// 100 tokens a function, the switch comes near 80 functions.
 pub const AUTO_COMPACT_ABOVE_TOKENS: usize = 8_000;
 
-/// How the system prompt presents the registry's functions. The built-ins (`fn_search`,
-/// `help`, `llm_query`, …) are documented in full in every mode.
+/// How the system prompt presents the functions, the built-ins' and the registry's.
 ///
 /// Set with [`Rlm::prompt_mode`](super::Rlm::prompt_mode); every agent of a run, the
-/// `rlm_query` children included, gets the same listing.
+/// `rlm_query` children included, gets the same listing. The default,
+/// [`Compact`](PromptMode::Compact), keeps the whole system prompt of the baked registry
+/// under 3,000 tokens, so that a model with an 8k window has room to work.
 ///
 /// ```
 /// use rlm_registry::Registry;
@@ -30,10 +30,10 @@ pub const AUTO_COMPACT_ABOVE_TOKENS: usize = 8_000;
 ///     "shout",
 ///     "--- Upper-cases a text.\n---@param s string The text\n---@return string\nfunction shout(s) return s:upper() end",
 /// )])?;
-/// assert_eq!(PromptMode::default(), PromptMode::Full);
+/// assert_eq!(PromptMode::default(), PromptMode::Compact);
 /// assert!(PromptMode::Full.listing(&registry).contains("---@param s string The text"));
 /// let compact = PromptMode::Compact.listing(&registry);
-/// assert!(compact.contains("- `shout(s)`: Upper-cases a text."));
+/// assert!(compact.contains("\nshout(s)  -- Upper-cases a text.\n"));
 /// assert!(compact.contains("fn_search") && !compact.contains("---@param"));
 /// // One function is far below the automatic threshold; a tiny threshold switches.
 /// assert!(!PromptMode::auto().is_compact_for(&registry));
@@ -42,12 +42,15 @@ pub const AUTO_COMPACT_ABOVE_TOKENS: usize = 8_000;
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum PromptMode {
-    /// Every function with its full documentation ([`Registry::system_prompt`]): the
-    /// model needs no lookup, but the prompt grows with the registry.
-    #[default]
+    /// Every function with its full documentation, the built-ins' and the registry's
+    /// ([`Registry::system_prompt`]): the model needs no lookup, but the prompt grows
+    /// with the registry (about 8,000 tokens with the baked one).
     Full,
-    /// One line per function, signature and summary, and a pointer to `fn_search` and
-    /// `help` ([`Registry::compact_prompt`]): for registries too large to send in full.
+    /// One line per function, signature and summary, and a pointer to `help` and
+    /// `fn_search` for the rest: the built-ins as
+    /// [`Catalog::host_prompt_compact`](crate::catalog::Catalog::host_prompt_compact)
+    /// lists them, the registry as [`Registry::compact_prompt`] does.
+    #[default]
     Compact,
     /// [`Full`](PromptMode::Full) while the full listing has at most `max_full_tokens`
     /// tokens (`o200k_base`), [`Compact`](PromptMode::Compact) beyond.
@@ -108,6 +111,7 @@ impl PromptMode {
 
     /// The registry's section of the system prompt in this mode (what `rlm prompt`
     /// prints); empty for an empty registry, as [`Registry::system_prompt`] is.
+    /// [`Auto`](PromptMode::Auto) decides for `registry` (see [`is_compact_for`](Self::is_compact_for)).
     ///
     /// ```
     /// use rlm_registry::{Registry, rlm::PromptMode};

@@ -11,13 +11,17 @@ use crate::environment::ExecError;
 use crate::llm::LlmError;
 
 use super::budget::{BudgetExceeded, UsageReport};
-use crate::text_format::{cut_chars, first_line};
+use super::prompt_mode::PromptMode;
+use crate::text_format::{cut_chars, first_line, thousands};
 
 /// A successful run.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Answer {
-    /// The final answer, as `FINAL`/`FINAL_VAR` gave it.
+    /// The final answer, as `FINAL`/`FINAL_VAR` gave it: the value's `tostring`, or with
+    /// an [answer schema](super::Rlm::answer_schema) its JSON text.
     pub text: String,
+    /// With an answer schema, the answer as JSON (it matched the schema).
+    pub value: Option<serde_json::Value>,
     /// The root agent's turns (model calls), the last included.
     pub turns: u32,
     /// What the whole run used.
@@ -29,6 +33,8 @@ pub struct Answer {
 pub struct Report {
     /// The final answer, or why there is none.
     pub result: Result<String, RlmError>,
+    /// With an answer schema, the answer as JSON.
+    pub value: Option<serde_json::Value>,
     /// The root agent's turns.
     pub turns: u32,
     /// What the whole run used.
@@ -40,10 +46,16 @@ impl Report {
     pub fn into_result(self) -> Result<Answer, RlmError> {
         let Report {
             result,
+            value,
             turns,
             usage,
         } = self;
-        result.map(|text| Answer { text, turns, usage })
+        result.map(|text| Answer {
+            text,
+            value,
+            turns,
+            usage,
+        })
     }
 }
 
@@ -80,6 +92,18 @@ pub enum RlmError {
     Context(ExecError),
     /// The trace could not be written.
     Trace(io::Error),
+    /// An agent's first request does not fit the model's context window: a window check
+    /// refused it before sending, or the server did. The message names the system
+    /// prompt's tokens, the window and what to change.
+    ContextWindow(Box<WindowExceeded>),
+    /// Every answer the root agent gave was refused by its schema, up to the iteration
+    /// cap.
+    AnswerRejected {
+        /// The cap.
+        max_iterations: u32,
+        /// Why the last answer was refused, as the model read it.
+        last_refusal: String,
+    },
 }
 
 impl fmt::Display for RlmError {
@@ -105,6 +129,16 @@ impl fmt::Display for RlmError {
             RlmError::Setup(message) => f.write_str(message),
             RlmError::Context(error) => write!(f, "cannot load the context: {error}"),
             RlmError::Trace(error) => write!(f, "cannot write the trace: {error}"),
+            RlmError::ContextWindow(exceeded) => exceeded.fmt(f),
+            RlmError::AnswerRejected {
+                max_iterations,
+                last_refusal,
+            } => write!(
+                f,
+                "iteration limit reached: no answer matching the schema after {max_iterations} turn{}; the last answer was refused: {}",
+                if *max_iterations == 1 { "" } else { "s" },
+                cut_chars(&last_refusal.replace('\n', " "), 600)
+            ),
         }
     }
 }
@@ -116,7 +150,80 @@ impl std::error::Error for RlmError {
             RlmError::Llm(e) => Some(e),
             RlmError::Context(e) => Some(e),
             RlmError::Trace(e) => Some(e),
+            RlmError::ContextWindow(exceeded) => exceeded
+                .server
+                .as_ref()
+                .map(|e| e as &(dyn std::error::Error + 'static)),
             _ => None,
+        }
+    }
+}
+
+/// An agent's first request that does not fit the model's context window
+/// ([`RlmError::ContextWindow`]): how large it was, the window, and what refused it.
+#[derive(Debug)]
+pub struct WindowExceeded {
+    /// The agent: `0` for the root, `0.1` for its first child, ….
+    pub agent: String,
+    /// The agent's system prompt, in `o200k_base` tokens.
+    pub system_prompt_tokens: u64,
+    /// The whole first request (system prompt, question, the chat format's overhead), in
+    /// `o200k_base` tokens.
+    pub request_tokens: u64,
+    /// The tokens kept for the reply.
+    pub reply_reserve: u64,
+    /// The window: the server's, if it refused the request and said; else the one
+    /// configured.
+    pub window: Option<u64>,
+    /// How the prompt listed the functions: the fix depends on it.
+    pub prompt_mode: PromptMode,
+    /// The server's refusal, if the request was sent; `None` when a window check kept
+    /// it from being sent.
+    pub server: Option<LlmError>,
+}
+
+impl fmt::Display for WindowExceeded {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let whose = if self.agent.contains('.') {
+            format!("child agent {}", self.agent)
+        } else {
+            "the root agent".to_string()
+        };
+        write!(
+            f,
+            "the first request of {whose} does not fit the model's context window"
+        )?;
+        if let Some(window) = self.window {
+            write!(f, " (the window is {} tokens)", thousands(window))?;
+        }
+        match &self.server {
+            Some(LlmError::ContextLength {
+                prompt_tokens,
+                body,
+                ..
+            }) => {
+                f.write_str(": the server refused it")?;
+                if let Some(tokens) = prompt_tokens {
+                    write!(f, " (it counted {} tokens)", thousands(*tokens))?;
+                }
+                if !body.is_empty() {
+                    write!(f, "; its answer: {body}")?;
+                }
+            }
+            Some(error) => write!(f, ": the server refused it ({error})")?,
+            None => f.write_str(", so it was not sent")?,
+        }
+        write!(
+            f,
+            ". Its system prompt alone is {} tokens (o200k_base), the whole request {}, and {} are kept for the reply. ",
+            thousands(self.system_prompt_tokens),
+            thousands(self.request_tokens),
+            thousands(self.reply_reserve)
+        )?;
+        if self.prompt_mode == PromptMode::Compact {
+            f.write_str("Fix: a smaller registry (--no-baked, fewer --path directories), a shorter question, or a model with a larger window.")
+        } else {
+            f.write_str("Fix: --prompt-mode compact (signatures and one-line summaries instead of full docs), a smaller registry (--no-baked, fewer --path directories), or a model with a larger window.")
         }
     }
 }

@@ -8,15 +8,18 @@ use std::io;
 use std::sync::Arc;
 use std::time::Instant;
 
+use serde_json::Value as Json;
+
 use crate::conventions::is_lua_name;
 use crate::environment::{Environment, ExecError, User};
-use crate::llm::{Completion, Message, Request};
+use crate::llm::{Completion, LlmError, Message, Request};
+use crate::tokens;
 
 use super::agent::Agent;
 use super::context::Context;
 use super::parse::{self, PlainFinal, Reply};
 use super::prompt;
-use super::report::RlmError;
+use super::report::{RlmError, WindowExceeded};
 use super::trajectory::{Block, BlockStatus, Record, Start, Turn, millis};
 
 /// From this iteration on, each turn logs a `tracing` warning.
@@ -27,9 +30,25 @@ enum Outcome {
     /// No answer yet: the feedback for the next turn.
     Continue(String),
     /// The final answer.
-    Final(String),
+    Final(FinalAnswer),
     /// The run ends without an answer.
     Fail(RlmError),
+}
+
+/// An agent's final answer: its text, and with a schema its JSON value.
+pub(super) struct FinalAnswer {
+    pub(super) text: String,
+    pub(super) value: Option<Json>,
+}
+
+impl FinalAnswer {
+    /// The answer `env` was given, if any.
+    fn of(env: &Environment) -> Option<FinalAnswer> {
+        env.final_answer().map(|text| FinalAnswer {
+            text,
+            value: env.final_value(),
+        })
+    }
 }
 
 impl Agent {
@@ -39,7 +58,7 @@ impl Agent {
         question: &str,
         context: Option<&Context>,
         user: Option<Arc<dyn User>>,
-    ) -> (Result<String, RlmError>, u32) {
+    ) -> (Result<FinalAnswer, RlmError>, u32) {
         let env = match self.environment(user) {
             Ok(env) => env,
             Err(error) => return (Err(RlmError::Setup(error.to_string())), 0),
@@ -53,11 +72,15 @@ impl Agent {
         let system = prompt::system_prompt(
             env.catalog(),
             context,
-            &config.settings(self.depth, self.limits().time),
+            &config.settings(self.depth, self.limits().time, self.schema.clone()),
         );
         let mut messages = vec![
             Message::system(system),
-            Message::user(prompt::question(question, context.is_some())),
+            Message::user(prompt::question(
+                question,
+                context.is_some(),
+                config.answer_protocol,
+            )),
         ];
         if let Err(error) = self.record_start(question, context, &messages) {
             return (Err(RlmError::Trace(error)), 0);
@@ -111,34 +134,81 @@ impl Agent {
             messages_sent: messages.len(),
             ..Turn::default()
         };
-        let outcome = match self.ask(messages, &mut record, started) {
+        let outcome = match self.ask(turn, messages, &mut record, started) {
             Ok(completion) => self.respond(turn, env, completion, state, &mut record),
             Err(error) => Outcome::Fail(error),
         };
         match &outcome {
             Outcome::Continue(feedback) => record.feedback = Some(feedback.clone()),
-            Outcome::Final(answer) => record.final_answer = Some(answer.clone()),
+            Outcome::Final(answer) => record.final_answer = Some(answer.text.clone()),
             Outcome::Fail(error) => record.error = Some(error.to_string()),
         }
         self.write(record, started)?;
         Ok(outcome)
     }
 
-    /// Asks the model, within the run's budgets; the time and tokens go to `record`.
+    /// Asks the model, within the run's budgets; the time and tokens go to `record`. The
+    /// first request is checked against the context window before it is sent, and a
+    /// server's refusal of it as too long is reported the same way.
     fn ask(
         &self,
+        turn: u32,
         messages: &[Message],
         record: &mut Turn,
         started: Instant,
     ) -> Result<Completion, RlmError> {
+        let request = Request::new(messages.to_vec());
+        // The first request, kept to describe it if the server finds it too long (a
+        // later one is not: the conversation grows, and cloning it each turn would cost).
+        let first = (turn == 1).then(|| request.clone());
+        if let Some(first) = &first {
+            self.check_window(first)?;
+        }
         self.ledger.reserve().map_err(RlmError::Budget)?;
-        let result = self.config.llm.complete(Request::new(messages.to_vec()));
+        let result = self.config.llm.complete(request);
         self.ledger.record(self.depth, &result);
         record.llm_ms = millis(started.elapsed());
-        let completion = result.map_err(RlmError::Llm)?;
+        let completion = result.map_err(|error| match &first {
+            Some(first) if error.is_context_length() => self.too_long(first, Some(error)),
+            _ => RlmError::Llm(error),
+        })?;
         record.prompt_tokens = completion.prompt_tokens;
         record.completion_tokens = completion.completion_tokens;
         Ok(completion)
+    }
+
+    /// Refuses the first `request` when its tokens and the reply's reserve do not fit the
+    /// configured context window.
+    fn check_window(&self, request: &Request) -> Result<(), RlmError> {
+        let Some(window) = self.config.context_window else {
+            return Ok(());
+        };
+        let needed = request_tokens(request).saturating_add(request.reply_reserve());
+        if needed <= window {
+            return Ok(());
+        }
+        Err(self.too_long(request, None))
+    }
+
+    /// The error for a first `request` too long for the window, refused by the check or
+    /// by the `server`.
+    fn too_long(&self, request: &Request, server: Option<LlmError>) -> RlmError {
+        let served_window = match &server {
+            Some(LlmError::ContextLength { window, .. }) => *window,
+            _ => None,
+        };
+        let system = request.messages.first().map_or("", Message::text);
+        RlmError::ContextWindow(Box::new(WindowExceeded {
+            agent: self.id.clone(),
+            system_prompt_tokens: tokens::count(system) as u64,
+            request_tokens: request_tokens(request),
+            reply_reserve: request.reply_reserve(),
+            // What the server said is the truth about its window; a configured one is
+            // then wrong.
+            window: served_window.or(self.config.context_window),
+            prompt_mode: self.config.prompt_mode,
+            server,
+        }))
     }
 
     /// Runs the reply's code, then takes its final answer, ends the run, or gives the
@@ -161,6 +231,8 @@ impl Agent {
         if let Some(answer) = final_answer(env, &parsed, &mut parts, &mut failure) {
             return Outcome::Final(answer);
         }
+        // An answer the schema refused is the turn's failure, but not an error of the code.
+        let refused = env.take_rejected_answer();
 
         // Neither code nor an answer: one reminder, then the run ends.
         if parsed.blocks.is_empty() && failure.is_none() {
@@ -168,28 +240,40 @@ impl Agent {
                 return Outcome::Fail(RlmError::NoCode { reply });
             }
             state.reminded = true;
-            parts.push(prompt::REMINDER.to_string());
+            parts.push(prompt::reminder(self.config.answer_protocol));
         } else {
             state.reminded = false;
         }
         let left = self.config.max_iterations.saturating_sub(turn);
-        parts.extend(notes(&parsed, completion.finish_reason.as_deref(), left));
+        let protocol = self.config.answer_protocol;
+        parts.extend(notes(
+            &parsed,
+            completion.finish_reason.as_deref(),
+            left,
+            protocol,
+        ));
         state.reply = reply;
-        self.decide(parts.join("\n\n"), failure, left, state)
+        self.decide(parts.join("\n\n"), failure, refused, left, state)
     }
 
     /// Goes on with `feedback`, unless the run ends: after too many turns in a row with an
-    /// error, or with no turn `left`.
+    /// error, or with no turn `left`. A turn whose failure is a `refused` answer does not
+    /// count as an error of the code; the run that ends at the cap after one reports it.
     fn decide(
         &self,
         feedback: String,
         failure: Option<String>,
+        refused: Option<String>,
         left: u32,
         state: &mut LoopState,
     ) -> Outcome {
         let config = &self.config;
-        match failure {
-            Some(last_error) => {
+        match (failure, refused) {
+            (Some(_), Some(refusal)) => {
+                state.errors = 0;
+                state.last_refusal = Some(refusal);
+            }
+            (Some(last_error), None) => {
                 state.errors += 1;
                 if config.max_consecutive_errors > 0
                     && state.errors >= config.max_consecutive_errors
@@ -200,11 +284,16 @@ impl Agent {
                     });
                 }
             }
-            None => state.errors = 0,
+            (None, _) => state.errors = 0,
         }
         if left == 0 {
-            return Outcome::Fail(RlmError::IterationLimit {
-                max_iterations: config.max_iterations,
+            let max_iterations = config.max_iterations;
+            return Outcome::Fail(match state.last_refusal.take() {
+                Some(last_refusal) => RlmError::AnswerRejected {
+                    max_iterations,
+                    last_refusal,
+                },
+                None => RlmError::IterationLimit { max_iterations },
             });
         }
         Outcome::Continue(feedback)
@@ -295,6 +384,13 @@ struct LoopState {
     errors: u32,
     /// The last reply, to append to the conversation.
     reply: String,
+    /// Why the last answer the schema refused was refused.
+    last_refusal: Option<String>,
+}
+
+/// The `o200k_base` tokens of `request`'s messages, with the chat format's overhead.
+fn request_tokens(request: &Request) -> u64 {
+    tokens::count_chat(request.messages.iter().map(Message::text)) as u64
 }
 
 /// Runs block number `block`: what it did, for the trace, and its feedback with at most
@@ -345,8 +441,8 @@ fn final_answer(
     parsed: &Reply,
     parts: &mut Vec<String>,
     failure: &mut Option<String>,
-) -> Option<String> {
-    if let Some(answer) = env.final_answer() {
+) -> Option<FinalAnswer> {
+    if let Some(answer) = FinalAnswer::of(env) {
         return Some(answer);
     }
     let plain = parsed.final_text.as_ref()?;
@@ -366,7 +462,12 @@ fn final_answer(
 
 /// The notes after the blocks' feedback: fenced blocks that were not run, a reply cut at
 /// the token limit, the last turns.
-fn notes(parsed: &Reply, finish_reason: Option<&str>, left: u32) -> Vec<String> {
+fn notes(
+    parsed: &Reply,
+    finish_reason: Option<&str>,
+    left: u32,
+    protocol: crate::conventions::AnswerProtocol,
+) -> Vec<String> {
     let mut notes: Vec<String> = parsed
         .ignored
         .iter()
@@ -376,37 +477,52 @@ fn notes(parsed: &Reply, finish_reason: Option<&str>, left: u32) -> Vec<String> 
         notes.push(prompt::CUT_OFF.to_string());
     }
     if (1..=2).contains(&left) {
-        notes.push(prompt::turns_left(left));
+        notes.push(prompt::turns_left(left, protocol));
     }
     notes
 }
 
 /// The answer of a `FINAL(...)`/`FINAL_VAR(...)` written outside code, or the message
 /// for the model if it cannot be used. `FINAL(name)` with the name of a global
-/// variable (not a function) answers with the variable's value.
-fn plain_final(env: &Environment, plain: &PlainFinal) -> Result<String, String> {
+/// variable (not a function) answers with the variable's value. With an answer schema,
+/// the text is the answer's JSON (or a string, if it is not JSON), checked as `FINAL`
+/// checks a value.
+fn plain_final(env: &Environment, plain: &PlainFinal) -> Result<FinalAnswer, String> {
     match plain {
         PlainFinal::Value(value) => {
             if is_lua_name(value) {
                 let code = format!(
                     "local v = rawget(_G, \"{value}\") if v ~= nil and type(v) ~= 'function' then FINAL(v) end"
                 );
-                if env.execute(&code).is_ok()
-                    && let Some(answer) = env.final_answer()
-                {
-                    return Ok(answer);
+                match env.execute(&code) {
+                    Ok(_) => {
+                        if let Some(answer) = FinalAnswer::of(env) {
+                            return Ok(answer);
+                        }
+                    }
+                    Err(error) if env.answer_schema().is_some() => {
+                        return Err(prompt::plain_final_refused(error.message()));
+                    }
+                    Err(_) => {}
                 }
             }
-            Ok(value.clone())
+            if env.answer_schema().is_none() {
+                return Ok(FinalAnswer {
+                    text: value.clone(),
+                    value: None,
+                });
+            }
+            let json = serde_json::from_str(value).unwrap_or_else(|_| Json::String(value.clone()));
+            env.final_from_json(&json)
+                .map_err(|error| prompt::plain_final_refused(error.message()))?;
+            FinalAnswer::of(env).ok_or_else(|| prompt::plain_final_refused("no answer was set"))
         }
         PlainFinal::Var(name) => {
             if !is_lua_name(name) {
                 return Err(prompt::final_var_not_a_name(name));
             }
             match env.execute(&format!("FINAL_VAR(\"{name}\")")) {
-                Ok(_) => env
-                    .final_answer()
-                    .ok_or_else(|| prompt::final_var_no_answer(name)),
+                Ok(_) => FinalAnswer::of(env).ok_or_else(|| prompt::final_var_no_answer(name)),
                 Err(error) => Err(prompt::final_var_failed(name, error.message())),
             }
         }

@@ -24,7 +24,8 @@
 //! {"event": "start", "agent": "0", "depth": 0, "question": "Q",
 //!  "messages": [{"role": "system", "content": "…"}, {"role": "user", "content": "Q …"}],
 //!  "version": "0.1.0", "model": "gpt-4o-mini", "base_url": "https://api.openai.com/v1",
-//!  "started_unix_ms": 1767225600000, "prompt_mode": "full",
+//!  "started_unix_ms": 1767225600000, "prompt_mode": "compact", "answer_protocol": "final",
+//!  "answer_schema": null,
 //!  "limits": {"max_iterations": 10, "max_depth": 1, "max_consecutive_errors": 3, "output_bytes": 10000,
 //!             "block": {"time_ms": 300000, "memory_bytes": 536870912, "output_bytes": 1048576,
 //!                       "llm_calls": 256, "recursion_depth": 1000},
@@ -43,8 +44,10 @@
 //! | `model` | the model the loop asks (`null` when the [`Llm`](crate::llm::Llm) cannot say, as a scripted fake cannot) |
 //! | `base_url` | the server's base URL, without credentials, query or fragment; never the API key |
 //! | `started_unix_ms` | when the run began, wall clock, in milliseconds since the Unix epoch (UTC); the same on every `start` line of a run |
-//! | `prompt_mode` | how the system prompt lists the registry: `full` or `compact` (`auto` is recorded as what it chose for the run) |
-//! | `limits` | every limit of the run, see [`RunLimits`] |
+//! | `prompt_mode` | how the system prompt lists the functions: `compact` or `full` (`auto` is recorded as what it chose for the run) |
+//! | `answer_protocol` | the way of ending the run the prompt teaches: `final` (`FINAL(value)`) or `answer` (the `answer` table); both always work |
+//! | `answer_schema` | the JSON Schema the agent's answer had to match (`null` without one); a typed answer's `final` is its JSON text |
+//! | `limits` | every limit of the run, see [`RunLimits`] (`context_window` only when one was given) |
 //! | `context` | the agent's context: its SHA-256, size and chunks, see [`ContextDigest`] (`null` without a context) |
 //! | `batch` | for a child of `rlm_query_batched`: its place in the batch, `{index, size}`, `index` 0-based (`null` otherwise) |
 //! | `at_ms` | when the line was written, in milliseconds since the run began |
@@ -108,6 +111,9 @@ use super::context::Context;
 /// One line of a trace, tagged by its `event` field.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
+// A record is made, written and dropped, one at a time: boxing the larger `start` would
+// cost an allocation and save no copy worth having.
+#[allow(clippy::large_enum_variant)]
 pub enum Record {
     /// An agent begins: written once per agent, before its first turn.
     Start(Start),
@@ -165,8 +171,12 @@ pub struct Setup {
     pub base_url: Option<String>,
     /// When the run began, in milliseconds since the Unix epoch (UTC).
     pub started_unix_ms: Option<u64>,
-    /// `full` or `compact`: how the system prompt lists the registry.
+    /// `full` or `compact`: how the system prompt lists the functions.
     pub prompt_mode: Option<String>,
+    /// `final` or `answer`: the way of ending the run the prompt teaches (both work).
+    pub answer_protocol: Option<String>,
+    /// The JSON Schema the agent's answer had to match, if any.
+    pub answer_schema: Option<serde_json::Value>,
     /// The limits of the run.
     pub limits: Option<RunLimits>,
     /// The agent's context, `None` without one.
@@ -188,6 +198,9 @@ pub struct RunLimits {
     pub max_consecutive_errors: u32,
     /// Bytes of code output fed back to the model per turn.
     pub output_bytes: usize,
+    /// The model's context window in tokens, if it was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_window: Option<u64>,
     /// The limits of each code block.
     pub block: BlockLimits,
     /// What the whole run may spend.

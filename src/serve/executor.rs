@@ -47,6 +47,9 @@ pub struct SessionSetup {
     pub store_bytes: Option<usize>,
     /// The model behind `llm_query`.
     pub llm: Option<Arc<dyn Llm>>,
+    /// The model's context window, in tokens: a `llm_query` prompt that would not fit is
+    /// not sent.
+    pub context_window: Option<u64>,
 }
 
 /// Builds the sandboxed environment of a session (`run_lua`, `/v1/sessions`): the one
@@ -82,6 +85,9 @@ pub fn session_environment(
         .limits(setup.limits);
     if let Some(llm) = &setup.llm {
         builder = builder.llm(Arc::clone(llm));
+    }
+    if let Some(window) = setup.context_window {
+        builder = builder.context_window(window);
     }
     builder.build()
 }

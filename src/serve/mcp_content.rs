@@ -28,7 +28,7 @@ pub(super) fn resources(state: &State) -> Vec<Resource> {
     let mut resources = vec![
         Resource::new(SYSTEM_PROMPT_URI, "system prompt")
             .with_description(
-                "The registry's functions as the RLM system prompt lists them (what `rlm prompt` prints)",
+                "The registry's functions with their whole documentation, as the full RLM system prompt lists them (what `rlm prompt --prompt-mode full` prints)",
             )
             .with_mime_type("text/markdown"),
     ];

@@ -122,6 +122,10 @@ pub struct ServeOptions {
     /// (default none: they fail saying no model is configured). Each call spends the
     /// server owner's tokens, so serving one is a choice: `rlm serve --model`.
     pub llm: Option<Arc<dyn Llm>>,
+    /// The served model's context window, in tokens (default unknown): a `llm_query`
+    /// prompt that would not fit, with the room a reply needs, is not sent and fails
+    /// saying so.
+    pub context_window: Option<u64>,
 }
 
 impl std::fmt::Debug for ServeOptions {
@@ -138,6 +142,7 @@ impl std::fmt::Debug for ServeOptions {
             .field("progress_interval", &self.progress_interval)
             .field("session_store", &self.session_store)
             .field("llm", &self.llm.as_ref().map(|_| "<set>"))
+            .field("context_window", &self.context_window)
             .finish()
     }
 }
@@ -149,6 +154,7 @@ impl ServeOptions {
             limits: self.limits,
             store_bytes: self.session_store,
             llm: self.llm.clone(),
+            context_window: self.context_window,
         }
     }
 }
@@ -167,6 +173,7 @@ impl Default for ServeOptions {
             progress_interval: Duration::from_secs(10),
             session_store: None,
             llm: None,
+            context_window: None,
         }
     }
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rlm_registry::Registry;
-use rlm_registry::environment::{Environment, ExecError, LimitKind, Limits};
+use rlm_registry::environment::{Environment, ExecError, LimitKind, Limits, SubTask};
 use rlm_registry::llm::{LlmClient, LlmConfig};
 use support::openai_server::{Behavior, OpenAiServer};
 
@@ -238,14 +238,15 @@ fn store_list_shows_only_what_the_session_made() {
         &env,
         "notes = 'a long string' counts = {1, 2, 3} local hidden = 1 n = line_count('x')",
     );
-    let listed = output(
-        &env,
-        "for _, v in ipairs(store_list()) do print(v.name, v.type, v.size, v.preview) end",
-    );
+    let list = "for _, v in ipairs(store_list()) do print(v.name, v.type, v.size, v.preview) end";
+    let listed = output(&env, list);
     assert_eq!(
         listed,
         "context\tstring\t3\tctx\ncounts\ttable\t3\t{1=1, 2=2, 3=3}\nn\tnumber\tnil\t1\nnotes\tstring\t13\ta long string\n"
     );
+    // The answer table every environment has is the session's once its code writes it.
+    output(&env, "answer.content = 'draft'");
+    assert!(output(&env, list).starts_with("answer\ttable\t2\t"));
     let summary = output(&env, "print(store_summarize('notes'))");
     assert_eq!(summary, "notes: string, 13 bytes\na long string\n");
     assert!(
@@ -395,13 +396,107 @@ fn without_a_user_channel_ask_user_says_it_is_top_level_only() {
 
 struct FakeChild;
 
+/// Answers `child(prompt, context)`; with a schema, the JSON object `{prompt, context,
+/// schema}`, as a child that met it would.
 impl rlm_registry::environment::SubAgent for FakeChild {
-    fn run(&self, prompt: &str, context: Option<&str>) -> Result<String, String> {
-        if prompt == "fail" {
+    fn run(&self, task: &SubTask) -> Result<String, String> {
+        if task.prompt == "fail" {
             return Err("the child gave up".into());
         }
-        Ok(format!("child({prompt}, {})", context.unwrap_or("-")))
+        if let Some(schema) = &task.schema {
+            let answer = serde_json::json!({"prompt": task.prompt, "context": task.context, "schema": schema.schema()});
+            return Ok(answer.to_string());
+        }
+        Ok(format!(
+            "child({}, {})",
+            task.prompt,
+            task.context.as_deref().unwrap_or("-")
+        ))
     }
+}
+
+fn env_with_child() -> Environment {
+    Environment::builder(Registry::baked().clone())
+        .sub_agent(Arc::new(FakeChild))
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn rlm_query_takes_its_options_as_the_last_table_and_returns_a_typed_answer_as_lua() {
+    let env = env_with_child();
+    // Options second (no context) or third; a typed answer comes back as a table.
+    let out = output(
+        &env,
+        "local a = rlm_query('count', {schema = {type = 'object', required = {'prompt'}}})\n\
+         print(type(a), a.prompt, a.context == json.null, a.schema.type, a.schema.required[1])\n\
+         local b = rlm_query('count', 'ctx', {schema = '{\"type\": \"object\"}'})\n\
+         print(b.prompt, b.context, b.schema.type)",
+    );
+    assert_eq!(
+        out,
+        "table\tcount\ttrue\tobject\tprompt\ncount\tctx\tobject\n"
+    );
+    // Without options, the answer is the child's text, as before.
+    assert_eq!(output(&env, "print(rlm_query('p', 'c'))"), "child(p, c)\n");
+    // One schema for every child of a batch; a failed child is still its error string.
+    let out = output(
+        &env,
+        "local a = rlm_query_batched({'x', 'fail'}, {schema = {type = 'object'}})\n\
+         print(a[1].prompt, a[2])\n\
+         local b = rlm_query_batched({'y'}, {'cy'}, {schema = {type = 'object'}})\n\
+         print(b[1].prompt, b[1].context)",
+    );
+    assert_eq!(out, "x\terror: the child gave up\ny\tcy\n");
+}
+
+#[test]
+fn bad_rlm_query_options_are_errors_that_say_what_is_wrong() {
+    let env = env_with_child();
+    for (code, expected) in [
+        (
+            "rlm_query('p', {shema = {}})",
+            "rlm_query: unknown option `shema` (the options are: schema)",
+        ),
+        (
+            "rlm_query('p', {schema = {type = 'strin'}})",
+            "rlm_query: opts.schema is not a valid JSON Schema",
+        ),
+        (
+            "rlm_query('p', {schema = '{type'})",
+            "rlm_query: opts.schema is a string but not JSON",
+        ),
+        (
+            "rlm_query('p', {schema = {f = print}})",
+            "rlm_query: cannot encode a function (at opts.schema.f)",
+        ),
+        (
+            "rlm_query('p', true)",
+            "rlm_query: bad argument #2 (a context string or an options table expected, got boolean)",
+        ),
+        (
+            "rlm_query('p', 'c', 'd')",
+            "rlm_query: bad argument #3 (an options table expected, got string)",
+        ),
+        (
+            "rlm_query_batched({'p'}, {}, 5)",
+            "rlm_query_batched: bad argument #3 (an options table expected, got number)",
+        ),
+    ] {
+        let message = env.execute(code).unwrap_err().message().to_string();
+        assert!(message.contains(expected), "`{code}`: {message}");
+    }
+    // Without a host's child agents, rlm_query is a plain llm_query: no schema there.
+    let plain = Environment::new(Registry::baked().clone(), Limits::default()).unwrap();
+    let message = plain
+        .execute("rlm_query('p', {schema = {type = 'object'}})")
+        .unwrap_err()
+        .message()
+        .to_string();
+    assert!(
+        message.contains("opts.schema needs a child agent"),
+        "{message}"
+    );
 }
 
 #[test]

@@ -232,47 +232,51 @@ fn show_of_an_unknown_name_exits_1_with_a_suggestion() {
 }
 
 #[test]
-fn prompt_prints_the_baked_prompt_exactly() {
-    let out = rlm(&["prompt"]);
-    assert_eq!(out.status.code(), Some(0));
-    assert_eq!(
-        stdout(&out),
-        rlm_registry::Registry::baked().system_prompt()
-    );
+fn prompt_prints_the_baked_listing_exactly_in_each_mode() {
+    let baked = rlm_registry::Registry::baked();
+    for (args, expected) in [
+        (&["prompt"][..], baked.compact_prompt()),
+        (&["prompt", "--compact"], baked.compact_prompt()),
+        (
+            &["prompt", "--prompt-mode", "compact"],
+            baked.compact_prompt(),
+        ),
+        (
+            &["prompt", "--prompt-mode", "full"],
+            baked.system_prompt().to_string(),
+        ),
+    ] {
+        let out = rlm(args);
+        assert_eq!(out.status.code(), Some(0), "{args:?}");
+        assert_eq!(stdout(&out), expected, "{args:?}");
+    }
+    let out = rlm(&["prompt", "--compact", "--prompt-mode", "full"]);
+    assert_eq!(out.status.code(), Some(2), "the two contradict");
 }
 
 #[test]
-fn prompt_compact_prints_names_summaries_and_the_way_to_search() {
-    let out = rlm(&["prompt", "--compact"]);
-    assert_eq!(out.status.code(), Some(0));
-    let baked = rlm_registry::Registry::baked();
-    assert_eq!(stdout(&out), baked.compact_prompt());
-
-    let out = rlm(&[
-        "prompt",
-        "--compact",
-        "--no-baked",
-        "--path",
-        "tests/fixtures/good",
-    ]);
+fn prompt_compact_prints_signatures_summaries_and_the_way_to_look_up() {
+    let out = rlm(&["prompt", "--no-baked", "--path", "tests/fixtures/good"]);
     assert_eq!(out.status.code(), Some(0));
     let text = stdout(&out);
     assert!(text.starts_with("## Registry functions\n"), "{text}");
-    assert!(text.contains("call `fn_search(query)`"), "{text}");
-    assert!(text.contains("`help(name)`"), "{text}");
-    let listed: Vec<&str> = text.lines().filter(|l| l.starts_with("- `")).collect();
+    assert!(text.contains("`fn_search(\"what you need\")`"), "{text}");
+    assert!(text.contains("`help(\"name\")`"), "{text}");
+    let listed: Vec<&str> = text.lines().filter(|l| l.contains("  -- ")).collect();
     assert_eq!(listed.len(), 7, "{text}");
     assert!(
-        listed.contains(&"- `reverse_text(s)`: Reverses a string."),
+        listed.contains(&"reverse_text(s)  -- Reverses a string."),
         "{text}"
     );
     assert!(
-        listed.contains(&"- `pad_left(text, width?, fill?)`: Pads text on the left to a width.")
+        listed.contains(&"pad_left(text, width?, fill?)  -- Pads text on the left to a width.")
     );
     // Only summaries: none of the documentation the full prompt carries.
     assert!(!text.contains("@param"), "{text}");
     let full = stdout(&rlm(&[
         "prompt",
+        "--prompt-mode",
+        "full",
         "--no-baked",
         "--path",
         "tests/fixtures/good",
@@ -283,9 +287,55 @@ fn prompt_compact_prints_names_summaries_and_the_way_to_search() {
     );
     assert!(text.len() < full.len());
 
-    // Nothing to list, nothing printed: as `rlm prompt --no-baked`.
-    let out = rlm(&["prompt", "--compact", "--no-baked"]);
-    assert_eq!((out.status.code(), stdout(&out)), (Some(0), String::new()));
+    // Nothing to list, nothing printed, in either mode.
+    for mode in ["compact", "full"] {
+        let out = rlm(&["prompt", "--prompt-mode", mode, "--no-baked"]);
+        assert_eq!((out.status.code(), stdout(&out)), (Some(0), String::new()));
+    }
+}
+
+/// `rlm prompt --tokens`: a Markdown table of the whole system prompt's parts, whose
+/// figures are the library's own counts.
+#[test]
+fn prompt_tokens_prints_the_size_of_each_part() {
+    use rlm_registry::tokens::count;
+    let out = rlm(&["prompt", "--tokens"]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = stdout(&out);
+    assert!(
+        text.contains("compact listing, 47 registry functions"),
+        "{text}"
+    );
+    let row = |name: &str| -> u64 {
+        let line = text
+            .lines()
+            .find(|line| line.starts_with(&format!("| {name} |")))
+            .unwrap_or_else(|| panic!("no row {name}: {text}"));
+        line.split('|')
+            .nth(2)
+            .unwrap()
+            .trim()
+            .trim_matches('*')
+            .replace(',', "")
+            .parse()
+            .unwrap()
+    };
+    for part in [
+        "rules",
+        "context",
+        "role",
+        "built-in functions",
+        "registry functions",
+    ] {
+        assert!(row(part) > 0, "{part}");
+    }
+    let listing = count(rlm_registry::Registry::baked().compact_prompt().trim_end());
+    assert_eq!(row("registry functions") as usize, listing);
+    assert!(row("**whole**") <= 3_000, "{text}");
+    let full = stdout(&rlm(&["prompt", "--tokens", "--prompt-mode", "full"]));
+    assert!(full.contains("full listing"), "{full}");
+    let without = stdout(&rlm(&["prompt", "--tokens", "--no-baked"]));
+    assert!(!without.contains("| registry functions |"), "{without}");
 }
 
 #[test]

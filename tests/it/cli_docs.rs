@@ -155,7 +155,7 @@ fn the_page_shows_defaults_and_possible_values_and_leaves_out_hidden_commands() 
     let ask = section(&page, "rlm ask");
     assert!(ask.contains("- `<QUESTION>`: The question."), "{ask}");
     assert!(
-        ask.contains("  - `compact`: Names and one-line summaries"),
+        ask.contains("  - `compact`: Signatures and one-line summaries"),
         "{ask}"
     );
     let serve = section(&page, "rlm serve");

@@ -27,6 +27,7 @@ fn task(id: &str, question: &str, answer: &str) -> Task {
         scorer: Scorer::Exact,
         family: None,
         size: None,
+        schema: None,
     }
 }
 
@@ -591,4 +592,42 @@ fn a_real_model_runs_every_method_end_to_end() {
         .unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
     assert_eq!(results_of(dir.path()).len(), 3);
+}
+
+/// A task may carry a JSON Schema: the `rlm` method's answer must match it and is scored
+/// as its JSON text; a schema that is not one is the task's error.
+#[test]
+fn a_task_with_a_schema_is_answered_with_its_json() {
+    let mut typed = task(
+        "typed",
+        "How many, and which?",
+        r#"{"count":2,"names":["a","b"]}"#,
+    );
+    typed.schema = Some(serde_json::json!({
+        "type": "object",
+        "properties": {"count": {"type": "integer"}, "names": {"type": "array"}},
+        "required": ["count", "names"]
+    }));
+    let mut broken = task("broken", "Q", "x");
+    broken.schema = Some(serde_json::json!({"type": 12}));
+    let server = OpenAiServer::start(
+        vec![
+            lua("FINAL({count = '2', names = {'a', 'b'}})"),
+            lua("FINAL({names = {'a', 'b'}, count = 2})"),
+        ],
+        Behavior::status(500),
+    );
+    let dir = tempdir();
+    let results = run_lib(&server, &[typed, broken], &[EvalMethod::Rlm], dir.path());
+    assert_eq!(
+        results[0].answer.as_deref(),
+        Some(r#"{"count":2,"names":["a","b"]}"#)
+    );
+    assert_eq!((results[0].score, results[0].turns), (1.0, 2));
+    let error = results[1].error.as_deref().unwrap();
+    assert!(
+        error.starts_with("task `broken`: its schema is not a valid JSON Schema"),
+        "{error}"
+    );
+    assert_eq!(server.request_count(), 2, "the broken task asked nothing");
 }

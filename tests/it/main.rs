@@ -17,6 +17,8 @@ mod cli_docs;
 mod config;
 #[cfg(feature = "runtime")]
 mod context;
+#[cfg(feature = "runtime")]
+mod context_window;
 mod conventions;
 #[cfg(feature = "runtime")]
 mod csv;
@@ -105,3 +107,5 @@ mod trace_export;
 mod trace_html;
 #[cfg(feature = "cli")]
 mod trace_show;
+#[cfg(feature = "runtime")]
+mod typed_answers;

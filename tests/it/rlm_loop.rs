@@ -36,9 +36,10 @@ fn a_multi_turn_run_reaches_a_final_answer() {
     assert_eq!(first[0]["role"], "system");
     let system = first[0]["content"].as_str().unwrap();
     assert!(system.contains("`context` is a string of 6 bytes: 3 lines"));
-    assert!(system.contains("function llm_query(prompt) end"));
-    assert!(system.contains("function re.find(text, pattern, init, flags) end"));
-    assert!(system.contains(Registry::baked().system_prompt().trim_end()));
+    // The default, compact listing: a line of Lua per function, the registry's included.
+    assert!(system.contains("\nllm_query(prompt)  -- Asks a sub-model one question"));
+    assert!(system.contains("\nre.find(text, pattern, init?, flags?)\n"));
+    assert!(system.contains(Registry::baked().compact_prompt().trim_end()));
     assert!(
         first[1]["content"]
             .as_str()

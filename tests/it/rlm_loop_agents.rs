@@ -77,8 +77,8 @@ fn at_the_depth_limit_rlm_query_is_out_of_scope_and_the_model_recovers() {
     assert_eq!(bodies.len(), 5);
     let child_prompt = messages(&bodies[1])[0]["content"].as_str().unwrap();
     assert!(child_prompt.contains("You are at the depth limit"));
-    assert!(!child_prompt.contains("function rlm_query("));
-    assert!(!child_prompt.contains("function ask_user("));
+    assert!(!child_prompt.contains("\nrlm_query("));
+    assert!(!child_prompt.contains("\nask_user("));
     let refusal = last_message(&bodies[2]);
     assert!(refusal.contains("rlm_query is not available"), "{refusal}");
     assert!(refusal.contains("`agent` scope"), "{refusal}");
@@ -93,8 +93,8 @@ fn at_the_depth_limit_rlm_query_is_out_of_scope_and_the_model_recovers() {
     );
     // The root (depth 0, below the limit) had both the agent and the user scopes.
     let root_prompt = messages(&bodies[0])[0]["content"].as_str().unwrap();
-    assert!(root_prompt.contains("function rlm_query("));
-    assert!(root_prompt.contains("function ask_user("));
+    assert!(root_prompt.contains("\nrlm_query(prompt, context?, opts?)  -- "));
+    assert!(root_prompt.contains("\nask_user(question)  -- "));
 
     // With max_depth 0 the root itself may not start children.
     let server = OpenAiServer::start(

@@ -117,22 +117,25 @@ mod cli {
             system_prompt_of(&bodies(&server), 0)
         };
         let fixtures = ["--no-baked", "--path", "tests/fixtures/good"];
-        let compact =
-            system_of(&[&["Q", "-q", "--prompt-mode", "compact"][..], &fixtures].concat());
-        assert!(
-            compact.contains("- `reverse_text(s)`: Reverses a string."),
-            "{compact}"
-        );
-        assert!(compact.contains("call `fn_search(query)`"), "{compact}");
-        assert!(!registry_section(&compact).contains("@param"), "{compact}");
-        for args in [&["Q", "-q"][..], &["Q", "-q", "--prompt-mode", "full"]] {
-            let full = system_of(&[args, &fixtures].concat());
+        // Compact is the default.
+        for args in [&["Q", "-q"][..], &["Q", "-q", "--prompt-mode", "compact"]] {
+            let compact = system_of(&[args, &fixtures].concat());
             assert!(
-                full.contains("---@param width? integer The width"),
-                "{full}"
+                compact.contains("\nreverse_text(s)  -- Reverses a string.\n"),
+                "{compact}"
             );
-            assert!(!full.contains("call `fn_search(query)`"), "{full}");
+            assert!(
+                compact.contains("`fn_search(\"what you need\")`"),
+                "{compact}"
+            );
+            assert!(!compact.contains("@param"), "{compact}");
         }
+        let full = system_of(&[&["Q", "-q", "--prompt-mode", "full"][..], &fixtures].concat());
+        assert!(
+            full.contains("---@param width? integer The width"),
+            "{full}"
+        );
+        assert!(!full.contains("`fn_search(\"what you need\")`"), "{full}");
         // Seven functions are far below the automatic threshold.
         let auto = system_of(&[&["Q", "-q", "--prompt-mode", "auto"][..], &fixtures].concat());
         assert!(

@@ -1,5 +1,6 @@
-//! What the system prompt tells the model end to end: the context's description, and the
-//! registry listed in full, compactly, or as `PromptMode::Auto` decides.
+//! What the system prompt tells the model end to end: the context's description, the
+//! functions listed compactly (the default), in full, or as `PromptMode::Auto` decides,
+//! and the size of the default prompt.
 
 use crate::support;
 
@@ -76,40 +77,43 @@ fn the_compact_prompt_lists_names_and_summaries_and_points_to_fn_search() {
         let system = system_prompt_of(&bodies, i);
         assert!(
             system.contains(
-                "- `count_vowels(text)`: Counts the vowels of a text (a, e, i, o, u, either case)."
+                "\ncount_vowels(text)  -- Counts the vowels of a text (a, e, i, o, u, either case).\n"
             ),
             "{who}: {system}"
         );
         assert!(
-            system.contains("- `convert_record_002(record, strict?)`: Converts ledger record 2"),
+            system.contains("\nconvert_record_002(record, strict?)  -- Converts ledger record 2"),
             "{who}: {system}"
         );
-        let listing = registry_section(&system);
-        assert!(!listing.contains("---@param"), "{who}: {listing}");
+        // No full doc at all, the built-ins' included: help prints them on demand.
+        assert!(!system.contains("---@param"), "{who}: {system}");
         assert!(
             !system.contains("The text whose vowels are counted"),
             "{who}"
         );
-        assert!(
-            system.contains("call `fn_search(query)`"),
-            "{who}: {system}"
-        );
-        // The built-ins stay documented in full: that is how the model discovers the rest.
-        assert!(
-            system.contains("function fn_search(query, opts) end"),
-            "{who}"
-        );
-        assert!(
-            system.contains("function help(name) end"),
-            "{who}: {system}"
-        );
-        assert!(system.contains("function llm_query(prompt) end"), "{who}");
+        assert!(system.contains(COMPACT_MARKER), "{who}: {system}");
+        for builtin in [
+            "\nfn_search(query, opts?)  -- Searches the functions for a task, best match first.\n",
+            "\nhelp(name?)  -- Returns the documentation of a built-in or registry function",
+            "\nllm_query(prompt)  -- Asks a sub-model one question and returns its answer.\n",
+        ] {
+            assert!(system.contains(builtin), "{who}: {builtin}");
+        }
     }
     assert!(system_prompt_of(&bodies, 1).contains("sub-agent at depth 1"));
 
-    // The default lists every function in full.
+    // The default is the compact listing; full lists every function with its doc.
     let server = OpenAiServer::always(lua("FINAL('x')"));
     Rlm::new(Arc::new(client(&server)), registry.clone(), 10)
+        .run("Q", None)
+        .unwrap();
+    let system = system_prompt_of(&bodies_of(&server), 0);
+    assert!(
+        system.contains(registry.compact_prompt().trim_end()),
+        "{system}"
+    );
+    let server = OpenAiServer::always(lua("FINAL('x')"));
+    rlm_listing(&server, &registry, PromptMode::Full)
         .run("Q", None)
         .unwrap();
     let system = system_prompt_of(&bodies_of(&server), 0);
@@ -118,8 +122,12 @@ fn the_compact_prompt_lists_names_and_summaries_and_points_to_fn_search() {
         "{system}"
     );
     assert!(system.contains(registry.system_prompt().trim_end()));
-    assert!(!system.contains("call `fn_search(query)`"));
+    assert!(system.contains("function fn_search(query, opts) end"));
+    assert!(!system.contains(COMPACT_MARKER));
 }
+
+/// What only the compact registry listing says.
+const COMPACT_MARKER: &str = "`fn_search(\"what you need\")` finds functions";
 
 #[test]
 fn auto_goes_compact_on_a_large_registry_only() {
@@ -130,7 +138,7 @@ fn auto_goes_compact_on_a_large_registry_only() {
         "the test registry must be large: {full_tokens} tokens"
     );
     let small = registry_of(2);
-    let compact_marker = "call `fn_search(query)`";
+    let compact_marker = COMPACT_MARKER;
     for (registry, compact) in [(&large, true), (&small, false)] {
         let server = OpenAiServer::start(
             vec![lua("print(rlm_query('Sub-task'))"), lua("FINAL('child')")],
@@ -205,4 +213,33 @@ fn the_baked_registry_is_listed_in_full_under_the_auto_mode() {
         !PromptMode::auto().is_compact_for(registry),
         "the baked listing is {listing} tokens, over the auto threshold of {AUTO_COMPACT_ABOVE_TOKENS}"
     );
+}
+
+/// An RLM over the baked registry that only builds prompts.
+fn baked(mode: PromptMode) -> Rlm {
+    let server = OpenAiServer::always(Behavior::status(500));
+    Rlm::new(Arc::new(client(&server)), Registry::baked().clone(), 10).prompt_mode(mode)
+}
+
+/// The default system prompt of `rlm ask` with the baked registry fits a small model's
+/// window with room to work: at most 3,000 tokens, the REPL's rules at most 1,200 of
+/// them; the full listing stays available and is much larger.
+#[test]
+fn the_default_prompt_of_the_baked_registry_is_at_most_3000_tokens() {
+    use rlm_registry::tokens::count;
+    let default = baked(PromptMode::default());
+    for context in [None, Some(Context::from("one line\nanother line\n"))] {
+        let whole = count(&default.system_prompt(context.as_ref()));
+        assert!(whole <= 3_000, "the default prompt is {whole} tokens");
+        let rules = default.prompt_parts(context.as_ref());
+        let rules = rules.iter().find(|part| part.name == "rules").unwrap();
+        assert!(
+            count(&rules.text) <= 1_200,
+            "the rules are {} tokens",
+            count(&rules.text)
+        );
+    }
+    let full = count(&baked(PromptMode::Full).system_prompt(None));
+    let compact = count(&baked(PromptMode::Compact).system_prompt(None));
+    assert!(full > 2 * compact, "full {full}, compact {compact}");
 }

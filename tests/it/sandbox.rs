@@ -369,7 +369,7 @@ mod time_limit {
 
         struct LoopingChild;
         impl rlm_registry::environment::SubAgent for LoopingChild {
-            fn run(&self, _: &str, _: Option<&str>) -> Result<String, String> {
+            fn run(&self, _: &rlm_registry::environment::SubTask) -> Result<String, String> {
                 let child = Environment::new(Registry::baked().clone(), limits()).unwrap();
                 match child.execute("while true do end") {
                     Err(ExecError::Limit { kind, .. }) => Ok(format!("child stopped: {kind}")),

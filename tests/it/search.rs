@@ -264,7 +264,7 @@ fn sources_lookup_and_baked_tags() {
             .all(|f| f.dir() == "lua/chunking")
     );
     let compact = registry.compact_prompt();
-    assert!(compact.contains("fn_search(query)") && compact.contains("- `grep("));
+    assert!(compact.contains("fn_search(\"") && compact.contains("\ngrep(text, pattern"));
 }
 
 #[test]

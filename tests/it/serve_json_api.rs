@@ -489,3 +489,43 @@ async fn llm_query_calls_a_model_only_when_serve_is_given_one() {
     })
     .await;
 }
+
+/// With the served model's window (`--context-window`), a `llm_query` prompt that would
+/// not fit is not sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_llm_query_prompt_too_long_for_the_served_window_is_not_sent() {
+    use rlm_registry::llm::{LlmClient, LlmConfig};
+    use support::openai_server::{Behavior, OpenAiServer};
+    bounded(async {
+        let model = OpenAiServer::always(Behavior::reply("from the model"));
+        let llm = LlmClient::new(LlmConfig::new(model.base_url(), "tiny")).unwrap();
+        let server = TestServer::start(ServeOptions {
+            llm: Some(Arc::new(llm)),
+            context_window: Some(1_500),
+            limits: rlm_registry::environment::Limits::default(),
+            ..options()
+        })
+        .await;
+        let (_, created) = request("POST", server.url("/v1/sessions"), None, None).await;
+        let path = format!("/v1/sessions/{}/exec", created["id"].as_str().unwrap());
+        let exec = |code: &str| {
+            let body = json!({ "code": code }).to_string();
+            let url = server.url(&path);
+            async move { request("POST", url, Some(&body), None).await }
+        };
+        assert_eq!(
+            exec("print(llm_query('hi'))").await,
+            (200, json!({"output": "from the model\n"}))
+        );
+        let (status, refused) = exec("print(llm_query(string.rep('word ', 600)))").await;
+        assert_eq!(status, 422);
+        let error = refused["error"].as_str().unwrap();
+        assert!(
+            error.contains("llm_query: not sent: the prompt is 608 tokens (o200k_base) and, with 1,024 kept for the answer, does not fit the model's context window of 1,500 tokens"),
+            "{error}"
+        );
+        assert_eq!(model.request_count(), 1, "nothing sent");
+        server.stop().await.unwrap();
+    })
+    .await;
+}

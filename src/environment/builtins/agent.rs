@@ -1,39 +1,86 @@
 //! The `agent` provider: `rlm_query` and `rlm_query_batched`, child agents through the
 //! host's [`SubAgent`] (a plain sub-model call where there is none).
 //!
+//! A table as the last argument holds the call's options: `schema`, the JSON Schema the
+//! child's answer must match (a Lua table converted by the one Lua ↔ JSON mapping, or
+//! JSON text). A typed child's answer comes back through the same mapping, as the Lua
+//! value it describes.
+//!
 //! [`SubAgent`]: super::SubAgent
 
 use std::rc::Rc;
 
-use mlua::{Function, Lua, LuaString};
+use mlua::{Function, Lua, LuaString, Table, Value};
+use serde_json::Value as Json;
 
 use super::SubTask;
 use super::state::BuiltinState;
+use crate::conventions::ANSWER_GLOBAL;
 use crate::conventions::builtins::BuiltinId;
 use crate::engines::meter::WorkMeter;
+use crate::environment::answer_schema::AnswerSchema;
 use crate::environment::hook::hold_ticks;
+use crate::environment::lua_json;
 use crate::llm::Request;
 
-/// `rlm_query(prompt [, context])`: a child agent, or `llm_query` when the host runs
-/// none (an environment built without a [`SubAgent`](super::SubAgent), as `rlm exec`'s).
-/// An agent at the depth limit never gets here: its scope refuses the call.
+/// The options a call may give.
+const OPTIONS: &[&str] = &["schema"];
+
+/// `rlm_query(prompt [, context] [, opts])`: a child agent, or `llm_query` when the host
+/// runs none (an environment built without a [`SubAgent`](super::SubAgent), as `rlm
+/// exec`'s). An agent at the depth limit never gets here: its scope refuses the call.
 pub(super) fn rlm_query(lua: &Lua, state: Rc<BuiltinState>) -> mlua::Result<Function> {
-    lua.create_function(move |_, (prompt, context): (String, Option<String>)| {
-        let Some(agent) = state.sub_agent.clone() else {
-            return fallback_llm_query(&state, &prompt, context.as_deref());
-        };
-        state.before_calls(1)?;
-        hold_ticks(|| agent.run(&prompt, context.as_deref())).map_err(|e| {
-            mlua::Error::RuntimeError(format!("{} failed: {e}", BuiltinId::RlmQuery.name()))
-        })
-    })
+    lua.create_function(
+        move |lua, (prompt, second, third): (String, Value, Value)| {
+            let builtin = BuiltinId::RlmQuery;
+            let (context, options) = match (second, third) {
+                (Value::Table(options), Value::Nil) => (None, Some(options)),
+                (context, Value::Nil) => (context_text(builtin, 2, context)?, None),
+                (context, Value::Table(options)) => {
+                    (context_text(builtin, 2, context)?, Some(options))
+                }
+                (_, other) => return Err(bad_options(builtin, 3, &other)),
+            };
+            let schema = schema_option(lua, &state, builtin, options)?;
+            let Some(agent) = state.sub_agent.clone() else {
+                if schema.is_some() {
+                    return Err(no_children_for_a_schema(builtin));
+                }
+                let answer = fallback_llm_query(&state, &prompt, context.as_deref())?;
+                return Ok(Value::String(lua.create_string(answer)?));
+            };
+            state.before_calls(1)?;
+            let typed = schema.is_some();
+            let task = SubTask {
+                prompt,
+                context,
+                schema,
+            };
+            let answer = hold_ticks(|| agent.run(&task)).map_err(|e| {
+                mlua::Error::RuntimeError(format!("{} failed: {e}", builtin.name()))
+            })?;
+            answer_value(lua, &state, builtin, typed, answer)
+        },
+    )
 }
 
-/// `rlm_query_batched(prompts [, contexts])`: children on threads (the host's
-/// [`SubAgent::run_batch`](super::SubAgent::run_batch)), answers in order.
+/// `rlm_query_batched(prompts [, contexts] [, opts])`: children on threads (the host's
+/// [`SubAgent::run_batch`](super::SubAgent::run_batch)), answers in order. The options
+/// may come second when there are no contexts: a table with a `schema` field.
 pub(super) fn rlm_query_batched(lua: &Lua, state: Rc<BuiltinState>) -> mlua::Result<Function> {
     lua.create_function(
-        move |lua, (prompts, contexts): (Vec<LuaString>, Option<Vec<LuaString>>)| {
+        move |lua, (prompts, second, third): (Vec<LuaString>, Value, Value)| {
+            let builtin = BuiltinId::RlmQueryBatched;
+            let (contexts, options) = match (second, third) {
+                (Value::Table(table), Value::Nil) if table.contains_key("schema")? => {
+                    (Value::Nil, Some(table))
+                }
+                (contexts, Value::Nil) => (contexts, None),
+                (contexts, Value::Table(options)) => (contexts, Some(options)),
+                (_, other) => return Err(bad_options(builtin, 3, &other)),
+            };
+            let contexts: Option<Vec<LuaString>> = lua.unpack(contexts)?;
+            let schema = schema_option(lua, &state, builtin, options)?;
             // The children run on threads, so their texts are copied out of Lua: the
             // copies count against the memory limit before they are made.
             let contexts = contexts.unwrap_or_default();
@@ -46,6 +93,9 @@ pub(super) fn rlm_query_batched(lua: &Lua, state: Rc<BuiltinState>) -> mlua::Res
             let prompts: Vec<String> = prompts.iter().map(text).collect();
             let contexts: Vec<String> = contexts.iter().map(text).collect();
             let Some(agent) = state.sub_agent.clone() else {
+                if schema.is_some() {
+                    return Err(no_children_for_a_schema(builtin));
+                }
                 let answers = prompts
                     .iter()
                     .enumerate()
@@ -57,21 +107,142 @@ pub(super) fn rlm_query_batched(lua: &Lua, state: Rc<BuiltinState>) -> mlua::Res
                 return lua.create_sequence_from(answers);
             };
             state.before_calls(prompts.len())?;
+            let typed = schema.is_some();
             let mut contexts = contexts.into_iter();
             let tasks: Vec<SubTask> = prompts
                 .into_iter()
                 .map(|prompt| SubTask {
                     prompt,
                     context: contexts.next(),
+                    schema: schema.clone(),
                 })
                 .collect();
-            let answers: Vec<String> = hold_ticks(|| agent.run_batch(&tasks))
+            let answers = lua.create_table()?;
+            for (i, answer) in hold_ticks(|| agent.run_batch(&tasks))
                 .into_iter()
-                .map(|answer| answer.unwrap_or_else(|error| format!("error: {error}")))
-                .collect();
-            lua.create_sequence_from(answers)
+                .enumerate()
+            {
+                let value = match answer {
+                    Ok(answer) => answer_value(lua, &state, builtin, typed, answer)?,
+                    Err(error) => Value::String(lua.create_string(format!("error: {error}"))?),
+                };
+                answers.raw_set(i + 1, value)?;
+            }
+            Ok(answers)
         },
     )
+}
+
+/// A context argument: a string (a number is made one, as Lua does), or none.
+fn context_text(builtin: BuiltinId, position: usize, value: Value) -> mlua::Result<Option<String>> {
+    match value {
+        Value::Nil => Ok(None),
+        Value::String(text) => Ok(Some(text.to_string_lossy())),
+        Value::Integer(n) => Ok(Some(n.to_string())),
+        Value::Number(n) => Ok(Some(n.to_string())),
+        other => Err(mlua::Error::RuntimeError(format!(
+            "{}: bad argument #{position} (a context string or an options table expected, got {})",
+            builtin.name(),
+            lua_type(&other)
+        ))),
+    }
+}
+
+/// The error for an options argument that is not a table.
+fn bad_options(builtin: BuiltinId, position: usize, value: &Value) -> mlua::Error {
+    mlua::Error::RuntimeError(format!(
+        "{}: bad argument #{position} (an options table expected, got {})",
+        builtin.name(),
+        lua_type(value)
+    ))
+}
+
+/// The value's type as Lua's `type` names it (an integer is a `number`).
+fn lua_type(value: &Value) -> &'static str {
+    match value {
+        Value::Integer(_) => "number",
+        other => other.type_name(),
+    }
+}
+
+fn no_children_for_a_schema(builtin: BuiltinId) -> mlua::Error {
+    mlua::Error::RuntimeError(format!(
+        "{}: opts.schema needs a child agent, and this environment runs none (here {} is a plain llm_query)",
+        builtin.name(),
+        builtin.name()
+    ))
+}
+
+/// `opts.schema`, compiled: a Lua table (converted by the one mapping) or JSON text. An
+/// unknown option or a schema that is not one is an error naming it.
+fn schema_option(
+    lua: &Lua,
+    state: &BuiltinState,
+    builtin: BuiltinId,
+    options: Option<Table>,
+) -> mlua::Result<Option<AnswerSchema>> {
+    let Some(options) = options else {
+        return Ok(None);
+    };
+    for pair in options.pairs::<Value, Value>() {
+        let (key, _) = pair?;
+        let known =
+            matches!(&key, Value::String(name) if OPTIONS.contains(&&*name.to_string_lossy()));
+        if !known {
+            return Err(mlua::Error::RuntimeError(format!(
+                "{}: unknown option {} (the options are: {})",
+                builtin.name(),
+                shown_key(&key),
+                OPTIONS.join(", ")
+            )));
+        }
+    }
+    let schema = match options.get::<Value>("schema")? {
+        Value::Nil => return Ok(None),
+        Value::String(text) => {
+            serde_json::from_str::<Json>(&text.to_string_lossy()).map_err(|e| {
+                mlua::Error::RuntimeError(format!(
+                    "{}: opts.schema is a string but not JSON: {e}",
+                    builtin.name()
+                ))
+            })?
+        }
+        value => lua_json::to_json(lua, &state.tripwire.guard, &value, "opts.schema")
+            .map_err(|error| error.into_lua(&format!("{}: ", builtin.name())))?,
+    };
+    AnswerSchema::new(schema)
+        .map(Some)
+        .map_err(|e| mlua::Error::RuntimeError(format!("{}: opts.schema is {e}", builtin.name())))
+}
+
+/// A key as an error names it.
+fn shown_key(key: &Value) -> String {
+    match key {
+        Value::String(name) => format!("`{}`", name.to_string_lossy()),
+        other => format!("of type {}", lua_type(other)),
+    }
+}
+
+/// A child's answer for the caller's code: its text, or for a typed child the value its
+/// JSON text describes, made by the one mapping.
+fn answer_value(
+    lua: &Lua,
+    state: &BuiltinState,
+    builtin: BuiltinId,
+    typed: bool,
+    answer: String,
+) -> mlua::Result<Value> {
+    if !typed {
+        return Ok(Value::String(lua.create_string(answer)?));
+    }
+    let json: Json = serde_json::from_str(&answer).map_err(|e| {
+        mlua::Error::RuntimeError(format!(
+            "{}: the child's answer is not JSON ({e}): {answer}",
+            builtin.name()
+        ))
+    })?;
+    lua_json::to_lua(lua, &state.tripwire.guard, &json, ANSWER_GLOBAL)
+        .map_err(|error| error.into_lua(&format!("{}: ", builtin.name())))
 }
 
 /// Without a host's sub-agent, a child is a plain sub-model call, the context prepended.
@@ -81,12 +252,16 @@ fn fallback_llm_query(
     context: Option<&str>,
 ) -> mlua::Result<String> {
     let llm = state.llm(BuiltinId::RlmQuery)?;
-    state.before_calls(1)?;
     let text = match context {
         Some(context) => format!("{prompt}\n\n<context>\n{context}\n</context>"),
         None => prompt.to_string(),
     };
-    let result = hold_ticks(|| llm.complete(Request::from(text)));
+    let request = Request::from(text);
+    state
+        .check_window(BuiltinId::RlmQuery, &request)
+        .map_err(mlua::Error::RuntimeError)?;
+    state.before_calls(1)?;
+    let result = hold_ticks(|| llm.complete(request));
     state.spent(&result);
     result.map(|c| c.content).map_err(|e| {
         mlua::Error::RuntimeError(format!("{} failed: {e}", BuiltinId::RlmQuery.name()))

@@ -7,7 +7,10 @@ use std::rc::Rc;
 use mlua::{Function, Lua, MultiValue, Value};
 
 use super::state::BuiltinState;
+use crate::conventions::ANSWER_GLOBAL;
 use crate::conventions::builtins::BuiltinId;
+use crate::environment::answer_schema::AnswerSchema;
+use crate::environment::lua_json;
 use crate::tokens;
 
 /// `print(...)`: `tostring` of each argument, tab-separated, into the captured output
@@ -36,14 +39,10 @@ pub(super) fn print(lua: &Lua, state: Rc<BuiltinState>) -> mlua::Result<Function
     })
 }
 
-/// `FINAL(value)`: the run's answer is `tostring(value)`.
+/// `FINAL(value)`: the run's answer is `value` (see [`give_answer`]).
 pub(super) fn final_value(lua: &Lua, state: Rc<BuiltinState>) -> mlua::Result<Function> {
     let tostring: Function = lua.globals().get("tostring")?;
-    lua.create_function(move |_, value: Value| {
-        let text: mlua::LuaString = tostring.call(value)?;
-        state.set_final_answer(text.to_string_lossy());
-        Ok(())
-    })
+    lua.create_function(move |lua, value: Value| give_answer(lua, &state, &tostring, value))
 }
 
 /// `FINAL_VAR(name)`: the run's answer is the value of the global `name`.
@@ -57,10 +56,38 @@ pub(super) fn final_var(lua: &Lua, state: Rc<BuiltinState>) -> mlua::Result<Func
                 builtin = BuiltinId::FinalVar.name()
             )));
         }
-        let text: mlua::LuaString = tostring.call(value)?;
-        state.set_final_answer(text.to_string_lossy());
-        Ok(())
+        give_answer(lua, &state, &tostring, value)
     })
+}
+
+/// Records `value` as the final answer: `tostring(value)`, or with an answer schema the
+/// value as JSON by the one Lua ↔ JSON mapping, checked against the schema. A value that
+/// cannot be JSON, or does not match, is a Lua error saying why (every violation with
+/// its path), and is not the answer.
+fn give_answer(
+    lua: &Lua,
+    state: &BuiltinState,
+    tostring: &Function,
+    value: Value,
+) -> mlua::Result<()> {
+    let Some(schema) = &state.answer_schema else {
+        let text: mlua::LuaString = tostring.call(value)?;
+        state.set_final_answer(text.to_string_lossy(), None);
+        return Ok(());
+    };
+    let json = lua_json::to_json(lua, &state.tripwire.guard, &value, ANSWER_GLOBAL)
+        .map_err(|error| error.into_lua("the answer cannot be JSON: "))?;
+    match schema.check(&json) {
+        Ok(()) => {
+            state.set_final_answer(json.to_string(), Some(json));
+            Ok(())
+        }
+        Err(violations) => {
+            let refusal = AnswerSchema::refusal(&violations);
+            state.reject_answer(refusal.clone());
+            Err(mlua::Error::RuntimeError(refusal))
+        }
+    }
 }
 
 /// Lua strings are bytes; the tokenizer needs text, so invalid UTF-8 is replaced.

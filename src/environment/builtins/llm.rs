@@ -8,14 +8,17 @@ use mlua::{Function, Lua};
 use super::state::BuiltinState;
 use crate::conventions::builtins::BuiltinId;
 use crate::environment::hook::hold_ticks;
-use crate::llm::Request;
+use crate::llm::{LlmError, Request};
 
 /// `llm_query(prompt)` → the model's answer.
 pub(super) fn llm_query(lua: &Lua, state: Rc<BuiltinState>) -> mlua::Result<Function> {
     lua.create_function(move |_, prompt: mlua::LuaString| {
         let llm = state.llm(BuiltinId::LlmQuery)?;
-        state.before_calls(1)?;
         let request = Request::from(prompt.to_string_lossy());
+        state
+            .check_window(BuiltinId::LlmQuery, &request)
+            .map_err(mlua::Error::RuntimeError)?;
+        state.before_calls(1)?;
         let result = hold_ticks(|| llm.complete(request));
         state.spent(&result);
         result
@@ -26,22 +29,40 @@ pub(super) fn llm_query(lua: &Lua, state: Rc<BuiltinState>) -> mlua::Result<Func
     })
 }
 
-/// `llm_query_batched(prompts)` → answers in order; a failed call gives `"error: …"` so
-/// one failure does not lose the other answers.
+/// `llm_query_batched(prompts)` → answers in order; a failed call, or a prompt too long
+/// for the model's window (not sent), gives `"error: …"` so one failure does not lose the
+/// other answers.
 pub(super) fn llm_query_batched(lua: &Lua, state: Rc<BuiltinState>) -> mlua::Result<Function> {
     lua.create_function(move |lua, prompts: Vec<mlua::LuaString>| {
         let llm = state.llm(BuiltinId::LlmQueryBatched)?;
-        state.before_calls(prompts.len())?;
-        let requests = prompts
+        let checked: Vec<Result<Request, String>> = prompts
             .iter()
-            .map(|p| Request::from(p.to_string_lossy()))
+            .map(|prompt| {
+                let request = Request::from(prompt.to_string_lossy());
+                state
+                    .check_window(BuiltinId::LlmQueryBatched, &request)
+                    .map(|()| request)
+            })
             .collect();
-        let answers: Vec<String> = hold_ticks(|| llm.complete_batch(requests))
+        let sent: Vec<Request> = checked
+            .iter()
+            .filter_map(|c| c.as_ref().ok().cloned())
+            .collect();
+        state.before_calls(sent.len())?;
+        let mut results = hold_ticks(|| llm.complete_batch(sent)).into_iter();
+        let answers: Vec<String> = checked
             .into_iter()
-            .inspect(|result| state.spent(result))
-            .map(|result| match result {
-                Ok(completion) => completion.content,
-                Err(error) => format!("error: {error}"),
+            .map(|checked| {
+                let result = checked.and_then(|_| {
+                    let result = results.next().unwrap_or_else(|| {
+                        Err(LlmError::Config("no answer for this prompt".into()))
+                    });
+                    state.spent(&result);
+                    result
+                        .map(|completion| completion.content)
+                        .map_err(|e| e.to_string())
+                });
+                result.unwrap_or_else(|error| format!("error: {error}"))
             })
             .collect();
         lua.create_sequence_from(answers)

@@ -34,6 +34,7 @@ use mlua::{Function, Lua, Table, Value};
 
 use crate::environment::chunks::InternalChunk;
 
+use super::answer_schema::AnswerSchema;
 use super::errors::raise_plain_errors;
 use super::limits::Tripwire;
 use crate::catalog::Catalog;
@@ -43,7 +44,7 @@ use crate::engines::collections::Primitive as Collection;
 use crate::engines::re;
 use crate::engines::text::{self, Primitive};
 use crate::providers::HostHandler;
-pub(crate) use state::BuiltinState;
+pub(crate) use state::{BuiltinState, Host};
 
 /// The human behind `ask_user` and `notify_user`, as the host provides them (the CLI uses
 /// the terminal). Only a top-level environment has one.
@@ -57,28 +58,64 @@ pub trait User {
 /// The host's way to run a child RLM for `rlm_query`: the RLM loop implements it, one
 /// level deeper. `Send + Sync` so a batch can run children on several threads (each child
 /// builds its own environment there).
+///
+/// ```
+/// use std::sync::Arc;
+/// use rlm_registry::{Registry, environment::{Environment, SubAgent, SubTask}};
+///
+/// /// Answers every sub-task with its length; with a schema, as a JSON object.
+/// struct Measure;
+/// impl SubAgent for Measure {
+///     fn run(&self, task: &SubTask) -> Result<String, String> {
+///         let n = task.prompt.len();
+///         Ok(match &task.schema {
+///             Some(_) => format!("{{\"length\": {n}}}"),
+///             None => n.to_string(),
+///         })
+///     }
+/// }
+///
+/// let env = Environment::builder(Registry::baked().clone()).sub_agent(Arc::new(Measure)).build()?;
+/// let run = env.execute("print(rlm_query('four'), rlm_query('four', {schema = {type = 'object'}}).length)")?;
+/// assert_eq!(run.output, "4\t4\n");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub trait SubAgent: Send + Sync {
-    /// Runs a child on `prompt` with `context` and returns its final answer.
-    fn run(&self, prompt: &str, context: Option<&str>) -> Result<String, String>;
+    /// Runs a child on `task` and returns its final answer: with a schema, the JSON text
+    /// of a value that matches it, which `rlm_query` gives the caller's code as a Lua
+    /// value.
+    fn run(&self, task: &SubTask) -> Result<String, String>;
 
     /// Runs a child per task of one `rlm_query_batched` call, concurrently, and returns
     /// their answers in the order of `tasks`. The default runs [`SubAgent::run`] for each
     /// through [`run_on_threads`]; a host that names or numbers its children overrides it
     /// to do so in the batch's order before any starts, since threads start in any order.
     fn run_batch(&self, tasks: &[SubTask]) -> Vec<Result<String, String>> {
-        run_on_threads(tasks, |_, task| {
-            self.run(&task.prompt, task.context.as_deref())
-        })
+        run_on_threads(tasks, |_, task| self.run(task))
     }
 }
 
-/// One child of an `rlm_query_batched` call: its prompt and its context.
+/// One child of an `rlm_query` or `rlm_query_batched` call: its prompt, its context and
+/// the schema its answer must match.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SubTask {
     /// The sub-task.
     pub prompt: String,
     /// Its context, if the call gave one.
     pub context: Option<String>,
+    /// The schema of its answer (`opts.schema`), if the call gave one.
+    pub schema: Option<AnswerSchema>,
+}
+
+impl SubTask {
+    /// A sub-task without context or schema.
+    pub fn new(prompt: impl Into<String>) -> SubTask {
+        SubTask {
+            prompt: prompt.into(),
+            context: None,
+            schema: None,
+        }
+    }
 }
 
 /// Runs `run(index, task)` for every task, each on its own scoped thread, and returns the
@@ -88,10 +125,7 @@ pub struct SubTask {
 /// ```
 /// use rlm_registry::environment::{SubTask, run_on_threads};
 ///
-/// let tasks: Vec<SubTask> = ["a", "bb"]
-///     .iter()
-///     .map(|p| SubTask { prompt: p.to_string(), context: None })
-///     .collect();
+/// let tasks: Vec<SubTask> = ["a", "bb"].into_iter().map(SubTask::new).collect();
 /// let answers = run_on_threads(&tasks, |i, task| Ok(format!("{i}:{}", task.prompt.len())));
 /// assert_eq!(answers, [Ok("0:1".to_string()), Ok("1:2".to_string())]);
 /// ```

@@ -8,11 +8,13 @@ use std::sync::Arc;
 use mlua::{Function, Lua, Value};
 
 use crate::Registry;
+use crate::conventions::ANSWER_GLOBAL;
 use crate::conventions::builtins::BuiltinId;
 use crate::environment::chunks::InternalChunk;
 
 /// `store_list` and `store_summarize`, over the globals that are neither the standard
-/// library nor registry functions.
+/// library nor registry functions, nor the `answer` table as every environment starts
+/// with it (once the code writes to it, it is listed).
 pub(super) fn functions(lua: &Lua, registry: Arc<Registry>) -> mlua::Result<(Function, Function)> {
     let is_registry_function =
         lua.create_function(move |_, name: String| Ok(registry.get(&name).is_some()))?;
@@ -25,6 +27,7 @@ pub(super) fn functions(lua: &Lua, registry: Arc<Registry>) -> mlua::Result<(Fun
         standard,
         is_registry_function,
         BuiltinId::StoreSummarize.name(),
+        ANSWER_GLOBAL,
     ))
 }
 
@@ -32,7 +35,7 @@ pub(super) fn functions(lua: &Lua, registry: Arc<Registry>) -> mlua::Result<(Fun
 static SESSION_VARIABLES: InternalChunk = InternalChunk::new("=store", SESSION_VARIABLES_LUA);
 
 const SESSION_VARIABLES_LUA: &str = r#"
-local standard, is_registry_function, summarize_name = ...
+local standard, is_registry_function, summarize_name, answer_name = ...
 local G, next, type, tostring, rawget, pairs = _G, next, type, tostring, rawget, pairs
 local sort, concat, min, format = table.sort, table.concat, math.min, string.format
 
@@ -63,10 +66,16 @@ local function preview(value, limit)
   return (text:gsub("\n", "\\n"))
 end
 
+-- The answer table as the environment made it: not the session's doing.
+local function untouched_answer(name, value)
+  return name == answer_name and type(value) == "table" and rawget(value, "content") == ""
+    and rawget(value, "ready") == false and size_of(value) == 2
+end
+
 local function user_names()
   local names = {}
   for name, value in next, G do
-    if type(name) == "string" and not standard[name]
+    if type(name) == "string" and not standard[name] and not untouched_answer(name, value)
         and not (type(value) == "function" and is_registry_function(name)) then
       names[#names + 1] = name
     end

@@ -4,40 +4,64 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::Arc;
 
+use serde_json::Value as Json;
+
 use super::{SubAgent, User};
 use crate::conventions::builtins::BuiltinId;
+use crate::environment::answer_schema::AnswerSchema;
 use crate::environment::limits::{LimitKind, Tripwire};
-use crate::llm::{Completion, Llm, LlmError};
+use crate::llm::{Completion, Llm, LlmError, Request};
+use crate::text_format::thousands;
+use crate::tokens;
 
-/// The state the built-ins share with their environment: its limits, the host's LLM,
-/// user channel and sub-agent, the final answer and the tokens spent.
+/// What the host gives an environment's built-ins besides its limits.
+#[derive(Default)]
+pub(crate) struct Host {
+    pub llm: Option<Arc<dyn Llm>>,
+    pub user: Option<Arc<dyn User>>,
+    pub sub_agent: Option<Arc<dyn SubAgent>>,
+    /// Tokens (prompt and completion) the session may spend on sub-calls, if limited.
+    pub token_budget: Option<u64>,
+    /// The schema the final answer must match, if any.
+    pub answer_schema: Option<AnswerSchema>,
+    /// The model's context window in tokens, if known: a sub-call that would not fit is
+    /// not sent.
+    pub context_window: Option<u64>,
+}
+
+/// The state the built-ins share with their environment: its limits, what the host
+/// gives, the final answer and the tokens spent.
 pub(crate) struct BuiltinState {
     pub(super) tripwire: Rc<Tripwire>,
     pub(super) llm: Option<Arc<dyn Llm>>,
     pub(super) user: Option<Arc<dyn User>>,
     pub(super) sub_agent: Option<Arc<dyn SubAgent>>,
-    pub(super) final_answer: RefCell<Option<String>>,
-    /// Tokens (prompt and completion) the session may spend on sub-calls, if limited.
-    pub(super) token_budget: Option<u64>,
-    pub(super) tokens_spent: Cell<u64>,
+    pub(super) answer_schema: Option<AnswerSchema>,
+    context_window: Option<u64>,
+    final_answer: RefCell<Option<String>>,
+    /// With a schema: the final answer as JSON.
+    final_value: RefCell<Option<Json>>,
+    /// Why the last answer given was refused (it did not match the schema), until the
+    /// host takes it.
+    rejected_answer: RefCell<Option<String>>,
+    token_budget: Option<u64>,
+    tokens_spent: Cell<u64>,
 }
 
 impl BuiltinState {
     /// The state of a new environment.
-    pub fn new(
-        tripwire: Rc<Tripwire>,
-        llm: Option<Arc<dyn Llm>>,
-        user: Option<Arc<dyn User>>,
-        sub_agent: Option<Arc<dyn SubAgent>>,
-        token_budget: Option<u64>,
-    ) -> Self {
+    pub fn new(tripwire: Rc<Tripwire>, host: Host) -> Self {
         BuiltinState {
             tripwire,
-            llm,
-            user,
-            sub_agent,
+            llm: host.llm,
+            user: host.user,
+            sub_agent: host.sub_agent,
+            answer_schema: host.answer_schema,
+            context_window: host.context_window,
             final_answer: RefCell::new(None),
-            token_budget,
+            final_value: RefCell::new(None),
+            rejected_answer: RefCell::new(None),
+            token_budget: host.token_budget,
             tokens_spent: Cell::new(0),
         }
     }
@@ -69,8 +93,50 @@ impl BuiltinState {
         self.final_answer.borrow().clone()
     }
 
-    /// Takes the answer, leaving none.
+    /// With a schema, the final answer as JSON, if any yet.
+    pub fn final_value(&self) -> Option<Json> {
+        self.final_value.borrow().clone()
+    }
+
+    /// The schema the final answer must match, if any.
+    pub fn answer_schema(&self) -> Option<&AnswerSchema> {
+        self.answer_schema.as_ref()
+    }
+
+    /// Why the last answer given was refused, once: the next call gives `None` until
+    /// another answer is refused.
+    pub fn take_rejected_answer(&self) -> Option<String> {
+        self.rejected_answer.borrow_mut().take()
+    }
+
+    /// Records that an answer was refused, and why.
+    pub(super) fn reject_answer(&self, reason: String) {
+        *self.rejected_answer.borrow_mut() = Some(reason);
+    }
+
+    /// Refuses `request` before it is sent when its prompt and the room kept for the
+    /// reply ([`Request::reply_reserve`]) would not fit the model's context window.
+    pub(super) fn check_window(&self, builtin: BuiltinId, request: &Request) -> Result<(), String> {
+        let Some(window) = self.context_window else {
+            return Ok(());
+        };
+        let prompt = tokens::count_chat(request.messages.iter().map(|m| m.text())) as u64;
+        let reserve = request.reply_reserve();
+        if prompt.saturating_add(reserve) <= window {
+            return Ok(());
+        }
+        Err(format!(
+            "{}: not sent: the prompt is {} tokens (o200k_base) and, with {} kept for the answer, does not fit the model's context window of {} tokens; give it less text at a time (token_split, chunk_by_size)",
+            builtin.name(),
+            thousands(prompt),
+            thousands(reserve),
+            thousands(window)
+        ))
+    }
+
+    /// Takes the answer (and its JSON value, with a schema), leaving none.
     pub fn take_final_answer(&self) -> Option<String> {
+        self.final_value.borrow_mut().take();
         self.final_answer.borrow_mut().take()
     }
 
@@ -94,8 +160,9 @@ impl BuiltinState {
         })
     }
 
-    /// Records `value` as the run's final answer.
-    pub(super) fn set_final_answer(&self, answer: String) {
+    /// Records the run's final answer: its text, and with a schema its JSON value.
+    pub(super) fn set_final_answer(&self, answer: String, value: Option<Json>) {
         *self.final_answer.borrow_mut() = Some(answer);
+        *self.final_value.borrow_mut() = value;
     }
 }

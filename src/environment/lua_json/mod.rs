@@ -225,6 +225,29 @@ fn values_to_json(
     Ok(converted)
 }
 
+/// The place a JSON Pointer (`/items/0/name`, as JSON Schema validators report them)
+/// points to in `value`, named as a refusal names it: `root.items[1].name`. A step
+/// through an array is a position from 1; a step the value does not have is named as a
+/// key.
+pub(crate) fn lua_path(root: &str, value: &Json, pointer: &str) -> String {
+    let mut path = root.to_string();
+    let mut at = Some(value);
+    for step in pointer.split('/').skip(1) {
+        let step = step.replace("~1", "/").replace("~0", "~");
+        match (at, step.parse::<usize>()) {
+            (Some(Json::Array(items)), Ok(index)) => {
+                path.push_str(&format!("[{}]", index.saturating_add(1)));
+                at = items.get(index);
+            }
+            _ => {
+                walk::push_key(&mut path, step.as_bytes());
+                at = at.and_then(|value| value.get(&step));
+            }
+        }
+    }
+    path
+}
+
 /// A JSON value standing for an argument, a result or a global: `null` is `nil` (no
 /// value), anything else as [`tape::from_json`] makes it; a refusal's path starts at `root`.
 pub(crate) fn to_lua(

@@ -100,6 +100,15 @@ impl Behavior {
         }
     }
 
+    /// The status with this body, as a server words its error.
+    pub fn status_with_body(status: u16, body: &str) -> Behavior {
+        Behavior::Status {
+            status,
+            retry_after: None,
+            body: body.to_string(),
+        }
+    }
+
     /// The status with a `Retry-After: <retry_after>` header.
     pub fn status_with_retry_after(status: u16, retry_after: &str) -> Behavior {
         match Behavior::status(status) {

@@ -6,7 +6,7 @@ use crate::support;
 
 use rlm_registry::environment::{Environment, ExecError, LimitKind, Limits};
 use std::time::Duration;
-use support::sandbox::{env, is_limit, output};
+use support::sandbox::{env, is_limit, output, patient};
 
 fn error(env: &Environment, code: &str) -> ExecError {
     env.execute(code)
@@ -370,10 +370,10 @@ fn collection_primitives_check_the_limits_and_pass_key_errors_on() {
 /// collected as plain Lua's would be, instead of piling up to the memory limit.
 #[test]
 fn garbage_of_repeated_native_builders_is_collected() {
-    let env = env(Limits {
+    let env = env(patient(Limits {
         memory_bytes: 4 << 30,
         ..Limits::default()
-    });
+    }));
     let lines: String = (0..100_000)
         .map(|i| format!("2024-05-01 INFO request {i} handled path=/api/v1\n"))
         .collect();

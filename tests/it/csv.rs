@@ -5,7 +5,7 @@
 use crate::support;
 
 use rlm_registry::environment::{ExecError, LimitKind, Limits};
-use support::sandbox::{caught, env, is_limit, output};
+use support::sandbox::{caught, env, is_limit, output, patient};
 
 /// Prints every row of `rows` as `key=value` pairs in `header` order, then extra keys.
 const SHOW: &str = r#"
@@ -342,7 +342,7 @@ fn an_unknown_option_is_an_error_not_ignored() {
 
 #[test]
 fn encode_writes_more_than_a_million_rows_and_refuses_that_many_columns_plainly() {
-    let env = env(Limits::default());
+    let env = env(patient(Limits::default()));
     let rows = "local rows = {} for i = 1, 1100000 do rows[i] = {i} end
         local text = csv.encode(rows) print(#text, text:sub(-8))";
     assert_eq!(output(&env, rows), "7688896\t1100000\n\n");

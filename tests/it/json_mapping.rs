@@ -17,7 +17,7 @@ use rlm_registry::environment::{
 use rlm_registry::providers::{HostFunction, Providers};
 use rmcp::model::CallToolResult;
 use serde_json::{Value, json};
-use support::sandbox::{caught_here as caught, output};
+use support::sandbox::{caught_here as caught, output, patient};
 use support::serve::{ServedProcess, bounded, call, is_error, request, text};
 
 const FIXTURES: &str = "tests/fixtures/json_mapping";
@@ -442,10 +442,10 @@ fn a_null_global_is_nil_and_a_built_in_cannot_be_set() {
 fn a_table_repeated_a_billion_times_stops_at_the_memory_limit_on_every_surface() {
     let env = Environment::builder(registry())
         .providers(providers_with_probe(Arc::default()))
-        .limits(Limits {
+        .limits(patient(Limits {
             memory_bytes: 16 << 20,
             ..Limits::default()
-        })
+        }))
         .build()
         .unwrap();
     env.execute(

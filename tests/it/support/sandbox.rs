@@ -3,6 +3,16 @@
 use rlm_registry::Registry;
 use rlm_registry::environment::{Environment, ExecError, LimitKind, Limits};
 
+/// `limits` with five minutes of time, for a test whose work (a million-row table, a
+/// memory limit reached by doubling) takes more than the default 30 s in a debug build on
+/// a loaded machine: what such a test checks is not the time.
+pub fn patient(limits: Limits) -> Limits {
+    Limits {
+        time: std::time::Duration::from_secs(300),
+        ..limits
+    }
+}
+
 /// A fresh environment with the baked registry under `limits`.
 pub fn env(limits: Limits) -> Environment {
     Environment::new(Registry::baked().clone(), limits).unwrap()

@@ -209,7 +209,10 @@ class Answer:
 
     @property
     def answer(self) -> str:
-        """What `FINAL` or `FINAL_VAR` gave."""
+        """What `FINAL` or `FINAL_VAR` gave; with a `schema`, the answer's JSON text."""
+    @property
+    def value(self) -> Any:
+        """With a `schema`, the answer as Python values (it matched the schema)."""
     @property
     def turns(self) -> int:
         """The root agent's turns, the last included."""
@@ -251,13 +254,19 @@ def ask(
     max_tokens: int | None = None,
     max_llm_calls: int | None = None,
     max_time: float | None = None,
-    prompt_mode: Literal["full", "compact", "auto"] = "full",
+    prompt_mode: Literal["full", "compact", "auto"] = "compact",
+    context_window: int | None = None,
+    answer_protocol: Literal["final", "answer"] = "final",
+    schema: Mapping[str, Any] | str | None = None,
     verbose: bool = False,
 ) -> Answer:
     """Answers `question` about `context` with the RLM loop, as `rlm ask` does. The
     model, server and key default to `RLM_MODEL`, `RLM_BASE_URL` (or `OPENAI_BASE_URL`)
-    and `RLM_API_KEY` (or `OPENAI_API_KEY`). Raises `LimitError`, `LlmError` or
-    `LuaError` when the run ends without an answer."""
+    and `RLM_API_KEY` (or `OPENAI_API_KEY`). `context_window` refuses a first request
+    that would not fit; `answer_protocol` chooses how the prompt teaches the model to end
+    (both ways always work); `schema`, a JSON Schema (a dict or JSON text), types the
+    answer (`Answer.value`). Raises `LimitError`, `LlmError` or `LuaError` when the run
+    ends without an answer."""
 
 def system_prompt(
     context: _Context | Sequence[_Context] | None = None,
@@ -271,7 +280,10 @@ def system_prompt(
     time_limit: float = 300.0,
     memory_limit_mb: int = 512,
     output_bytes: int = 10000,
-    prompt_mode: Literal["full", "compact", "auto"] = "full",
+    prompt_mode: Literal["full", "compact", "auto"] = "compact",
+    context_window: int | None = None,
+    answer_protocol: Literal["final", "answer"] = "final",
+    schema: Mapping[str, Any] | str | None = None,
 ) -> str:
     """The system prompt `ask` starts from for `context`."""
 

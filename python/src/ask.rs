@@ -8,11 +8,14 @@ use std::time::Duration;
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 
+use rlm_registry::conventions::AnswerProtocol;
+use rlm_registry::environment::AnswerSchema;
 use rlm_registry::llm::{Completion, Llm, LlmClient, LlmConfig, LlmError, Request};
 use rlm_registry::rlm::{
     Budgets, Context, DEFAULT_BLOCK_TIME_LIMIT, DEFAULT_OUTPUT_BYTES, PromptMode, Rlm, TraceFormat,
 };
 
+use crate::convert::{json_from_python, json_to_python};
 use crate::environment::{Text, limits};
 use crate::errors::{
     LlmError as PyLlmError, catching, internal_error, panic_message, run_error, with,
@@ -51,6 +54,9 @@ struct Settings {
     memory_limit_mb: usize,
     output_bytes: usize,
     prompt_mode: String,
+    context_window: Option<u64>,
+    answer_protocol: String,
+    schema: Option<serde_json::Value>,
 }
 
 impl Settings {
@@ -66,12 +72,27 @@ impl Settings {
                 )));
             }
         };
+        let answer_protocol: AnswerProtocol = self.answer_protocol.parse().map_err(|_| {
+            PyValueError::new_err(format!(
+                "answer_protocol must be \"final\" or \"answer\", not {:?}",
+                self.answer_protocol
+            ))
+        })?;
         let limits = limits(self.time_limit, self.memory_limit_mb, None)?;
         let mut rlm = Rlm::new(llm, source.registry(py)?, self.max_iterations)
             .max_depth(self.max_depth)
             .limits(limits)
             .output_bytes(self.output_bytes)
-            .prompt_mode(prompt_mode);
+            .prompt_mode(prompt_mode)
+            .answer_protocol(answer_protocol);
+        if let Some(window) = self.context_window {
+            rlm = rlm.context_window(window);
+        }
+        if let Some(schema) = &self.schema {
+            let schema = AnswerSchema::new(schema.clone())
+                .map_err(|error| PyValueError::new_err(format!("schema: {error}")))?;
+            rlm = rlm.answer_schema(schema);
+        }
         if let Some(config) = source.config {
             rlm = rlm.providers(load_providers(py, &config)?);
         }
@@ -102,11 +123,13 @@ impl Source<'_> {
     paths = Vec::new(), baked = true, registry = None, config = None,
     time_limit = DEFAULT_BLOCK_TIME_LIMIT.as_secs_f64(), memory_limit_mb = 512,
     output_bytes = DEFAULT_OUTPUT_BYTES, max_tokens = None, max_llm_calls = None,
-    max_time = None, prompt_mode = "full".to_string(), verbose = false
+    max_time = None, prompt_mode = "compact".to_string(), context_window = None,
+    answer_protocol = "final".to_string(), schema = None, verbose = false
 ), text_signature = "(question, context=None, *, model=None, base_url=None, api_key=None, \
     max_iterations=10, max_depth=1, trace=None, trace_format='events', paths=(), baked=True, \
     registry=None, config=None, time_limit=300.0, memory_limit_mb=512, output_bytes=10000, \
-    max_tokens=None, max_llm_calls=None, max_time=None, prompt_mode='full', verbose=False)")]
+    max_tokens=None, max_llm_calls=None, max_time=None, prompt_mode='compact', \
+    context_window=None, answer_protocol='final', schema=None, verbose=False)")]
 #[allow(clippy::too_many_arguments)]
 pub fn ask<'py>(
     py: Python<'py>,
@@ -130,6 +153,9 @@ pub fn ask<'py>(
     max_llm_calls: Option<u64>,
     max_time: Option<f64>,
     prompt_mode: String,
+    context_window: Option<u64>,
+    answer_protocol: String,
+    schema: Option<Bound<'py, PyAny>>,
     verbose: bool,
 ) -> PyResult<Answer> {
     catching(|| {
@@ -141,6 +167,9 @@ pub fn ask<'py>(
             memory_limit_mb,
             output_bytes,
             prompt_mode,
+            context_window,
+            answer_protocol,
+            schema: schema.as_ref().map(schema_of).transpose()?,
         };
         let source = Source {
             paths,
@@ -179,8 +208,14 @@ pub fn ask<'py>(
             })
             .map_err(|payload| internal_error(&panic_message(payload.as_ref())))?;
         let usage = report.usage.total();
+        let value = report
+            .value
+            .as_ref()
+            .map(|value| json_to_python(py, value).map(Bound::unbind))
+            .transpose()?;
         let answer = Answer {
             answer: String::new(),
+            value,
             turns: report.turns,
             prompt_tokens: usage.prompt_tokens,
             completion_tokens: usage.completion_tokens,
@@ -210,10 +245,11 @@ pub fn ask<'py>(
     context = None, *, max_iterations = 10, max_depth = 1, paths = Vec::new(),
     baked = true, registry = None, config = None,
     time_limit = DEFAULT_BLOCK_TIME_LIMIT.as_secs_f64(), memory_limit_mb = 512,
-    output_bytes = DEFAULT_OUTPUT_BYTES, prompt_mode = "full".to_string()
+    output_bytes = DEFAULT_OUTPUT_BYTES, prompt_mode = "compact".to_string(),
+    context_window = None, answer_protocol = "final".to_string(), schema = None
 ), text_signature = "(context=None, *, max_iterations=10, max_depth=1, paths=(), baked=True, \
     registry=None, config=None, time_limit=300.0, memory_limit_mb=512, output_bytes=10000, \
-    prompt_mode='full')")]
+    prompt_mode='compact', context_window=None, answer_protocol='final', schema=None)")]
 #[allow(clippy::too_many_arguments)]
 pub fn system_prompt<'py>(
     py: Python<'py>,
@@ -228,6 +264,9 @@ pub fn system_prompt<'py>(
     memory_limit_mb: usize,
     output_bytes: usize,
     prompt_mode: String,
+    context_window: Option<u64>,
+    answer_protocol: String,
+    schema: Option<Bound<'py, PyAny>>,
 ) -> PyResult<String> {
     catching(|| {
         let settings = Settings {
@@ -237,6 +276,9 @@ pub fn system_prompt<'py>(
             memory_limit_mb,
             output_bytes,
             prompt_mode,
+            context_window,
+            answer_protocol,
+            schema: schema.as_ref().map(schema_of).transpose()?,
         };
         let source = Source {
             paths,
@@ -305,6 +347,15 @@ fn budgets(
     })
 }
 
+/// A JSON Schema given as a `dict` (or any JSON value) or as JSON text.
+fn schema_of(schema: &Bound<'_, PyAny>) -> PyResult<serde_json::Value> {
+    match schema.extract::<String>() {
+        Ok(text) => serde_json::from_str(&text)
+            .map_err(|error| PyValueError::new_err(format!("schema is not JSON: {error}"))),
+        Err(_) => json_from_python(schema, "schema"),
+    }
+}
+
 fn trace_format_of(name: &str) -> PyResult<TraceFormat> {
     match name {
         "events" => Ok(TraceFormat::Events),
@@ -318,8 +369,10 @@ fn trace_format_of(name: &str) -> PyResult<TraceFormat> {
 /// A run's answer and what it took.
 #[pyclass(module = "rlm_registry", frozen, get_all)]
 pub struct Answer {
-    /// What `FINAL` or `FINAL_VAR` gave.
+    /// What `FINAL` or `FINAL_VAR` gave; with a `schema`, the answer's JSON text.
     answer: String,
+    /// With a `schema`, the answer as Python values (it matched the schema); else `None`.
+    value: Option<Py<PyAny>>,
     /// The root agent's turns, the last included.
     turns: u32,
     /// Prompt tokens over every model call of the run, as the server reported them.

@@ -73,7 +73,7 @@ def test_python_written_by_habit_gets_the_lua_hint_back():
     assert answer.answer == "3"
     feedback = server.turns()[1]["messages"][-1]["content"]
     assert "attempt to call a nil value (global 'len')" in feedback
-    assert "Hint: Lua writes the length of a string or a sequence as `#x`." in feedback
+    assert "Hint: Lua writes `len(x)` as `#x`: `print(#context)`." in feedback
 
 
 def test_context_may_be_bytes_or_a_list_of_chunks():
@@ -153,13 +153,77 @@ def test_bad_arguments_are_refused_before_any_call(tmp_path: Path):
         ask("?", "x", model="m", base_url="http://127.0.0.1:9/v1", trace="/nonexistent/dir/t.jsonl")
     with pytest.raises(TypeError):
         ask("?", 42, model="m")
+    with pytest.raises(ValueError, match="answer_protocol"):
+        ask("?", "x", model="m", base_url="http://127.0.0.1:9/v1", answer_protocol="done")
+    with pytest.raises(ValueError, match="schema is not JSON"):
+        ask("?", "x", model="m", base_url="http://127.0.0.1:9/v1", schema="{not json")
+    with pytest.raises(ValueError, match="schema"):
+        ask("?", "x", model="m", base_url="http://127.0.0.1:9/v1", schema={"type": 12})
+
+
+COUNT_SCHEMA = {
+    "type": "object",
+    "properties": {"errors": {"type": "integer"}, "worst": {"type": "string"}},
+    "required": ["errors", "worst"],
+}
+
+
+def test_a_typed_answer_is_checked_and_given_as_python_values():
+    replies = [
+        lua("FINAL({errors = 'three'})"),
+        lua("FINAL({errors = #grep(context, 'ERROR'), worst = 'gateway'})"),
+    ]
+    with ScriptedServer(replies) as server:
+        answer = ask("How many errors?", LOG, model="m", base_url=server.base_url, schema=COUNT_SCHEMA)
+    assert answer.value == {"errors": 3, "worst": "gateway"}
+    assert json.loads(answer.answer) == answer.value
+    assert answer.turns == 2
+    # The model read what was wrong with its first answer, with the path.
+    feedback = server.turns()[1]["messages"][-1]["content"]
+    assert "errors" in feedback and "integer" in feedback
+    # The schema is in the prompt, given as JSON text too.
+    assert '"worst"' in server.turns()[0]["messages"][0]["content"]
+
+
+def test_an_answer_the_schema_never_accepts_is_a_limit_error():
+    with ScriptedServer([lua("FINAL('just text')")] * 3) as server:
+        with pytest.raises(LimitError) as caught:
+            ask("?", "x", model="m", base_url=server.base_url, schema=json.dumps(COUNT_SCHEMA), max_iterations=3)
+    assert caught.value.kind == "iterations"
+    assert "object" in str(caught.value)
+
+
+def test_a_plain_answer_has_no_value():
+    with ScriptedServer([lua("FINAL(42)")]) as server:
+        answer = ask("?", "x", model="m", base_url=server.base_url)
+    assert (answer.answer, answer.value) == ("42", None)
+
+
+def test_the_answer_protocol_is_taught_and_both_ways_end_the_run():
+    assert 'answer["ready"] = true' in system_prompt(answer_protocol="answer")
+    replies = [lua("answer['content'] = 'from the table'\nanswer['ready'] = true")]
+    with ScriptedServer(replies) as server:
+        answer = ask("?", "x", model="m", base_url=server.base_url, answer_protocol="answer")
+    assert answer.answer == "from the table"
+    with ScriptedServer([lua("FINAL('by FINAL')")]) as server:
+        answer = ask("?", "x", model="m", base_url=server.base_url, answer_protocol="answer")
+    assert answer.answer == "by FINAL"
+
+
+def test_a_window_too_small_is_refused_before_anything_is_sent():
+    with ScriptedServer([lua("FINAL(1)")]) as server:
+        with pytest.raises(LlmError, match="context window") as caught:
+            ask("?", "x", model="m", base_url=server.base_url, context_window=1000)
+        assert server.requests == []
+    assert "compact" in str(caught.value) or "registry" in str(caught.value)
 
 
 def test_system_prompt_documents_the_registry_and_the_context():
     prompt = system_prompt("a" * 1000, max_iterations=7)
     assert "word_count" in prompt
     assert "FINAL" in prompt
-    compact = system_prompt(prompt_mode="compact")
-    assert len(compact) < len(prompt)
+    # Compact is the default, as for `rlm ask`: the full listing is longer.
+    full = system_prompt("a" * 1000, max_iterations=7, prompt_mode="full")
+    assert len(prompt) < len(full) and "---@param" in full and "---@param" not in prompt
     own = system_prompt(registry=Registry([], baked=False))
     assert "word_count(" not in own

@@ -13,8 +13,8 @@ use crate::conventions::Function;
 pub(crate) fn render(functions: &[Function]) -> String {
     let mut out = String::new();
     out.push_str(&format!(
-        "## Registry functions\n\nThese {} Lua functions are already defined as globals in the REPL; call them directly. Each is declared below with its documentation.\n\n```lua\n",
-        functions.len()
+        "## Registry functions\n\n{} already defined as globals in the REPL; call them directly. Each is declared below with its documentation.\n\n```lua\n",
+        these_functions_are(functions.len())
     ));
     for (i, function) in functions.iter().enumerate() {
         if i > 0 {
@@ -35,8 +35,8 @@ pub(crate) fn render_compact(functions: &[Function]) -> String {
         return String::new();
     }
     let mut out = format!(
-        "## Registry functions\n\nThese {} Lua functions are already defined as globals in the REPL; call them directly. Signatures and summaries only: `help(\"name\")` prints one's full documentation, `fn_search(\"what you need\")` finds functions for a task.\n\n```lua\n",
-        functions.len()
+        "## Registry functions\n\n{} already defined as globals in the REPL; call them directly. Signatures and summaries only: `help(\"name\")` prints one's full documentation, `fn_search(\"what you need\")` finds functions for a task.\n\n```lua\n",
+        these_functions_are(functions.len())
     );
     for function in functions {
         out.push_str(&function.listing_line());
@@ -44,4 +44,12 @@ pub(crate) fn render_compact(functions: &[Function]) -> String {
     }
     out.push_str("```\n");
     out
+}
+
+/// "These 47 Lua functions are", or for one "This Lua function is".
+fn these_functions_are(count: usize) -> String {
+    match count {
+        1 => "This Lua function is".to_string(),
+        n => format!("These {n} Lua functions are"),
+    }
 }

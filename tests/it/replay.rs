@@ -392,3 +392,45 @@ fn a_context_is_checked_by_the_library_too() {
             .is_identical()
     );
 }
+
+#[test]
+fn batched_children_replay_from_their_own_records_and_a_changed_question_is_shown() {
+    let server = OpenAiServer::always(Behavior::ByPrompt(vec![
+        ("Task 1".to_string(), lua("FINAL('one')")),
+        ("Task B".to_string(), lua("FINAL('bee')")),
+        ("one,bee".to_string(), lua("FINAL('done')")),
+        (
+            String::new(),
+            lua("print(table.concat(rlm_query_batched({'Task ' .. count(), 'Task B'}), ','))"),
+        ),
+    ]));
+    let trace = Shared::default();
+    let answer = Rlm::new(Arc::new(client(&server)), count_registry(1), 5)
+        .trace(trace.clone())
+        .run("Q", None)
+        .unwrap();
+    assert_eq!(answer.text, "done");
+    let requests = server.request_count();
+
+    let report = Replay::from_jsonl(&trace.text())
+        .unwrap()
+        .registry(count_registry(1))
+        .run()
+        .unwrap();
+    assert!(report.is_identical(), "{report}");
+    assert_eq!((report.agents, report.turns), (3, 4));
+
+    let report = Replay::from_jsonl(&trace.text())
+        .unwrap()
+        .registry(count_registry(2))
+        .run()
+        .unwrap();
+    let divergence = report.divergence.unwrap();
+    assert_eq!((divergence.agent.as_str(), divergence.turn), ("0.1", None));
+    assert_eq!(divergence.what, "the agent was asked another question");
+    assert_eq!(
+        (divergence.recorded.as_str(), divergence.replayed.as_str()),
+        ("Task 1", "Task 2")
+    );
+    assert_eq!(server.request_count(), requests, "the replays sent nothing");
+}

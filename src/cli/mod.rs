@@ -224,8 +224,8 @@ enum Command {
     /// baked one and the `--path` directories, as `rlm ask` loads them), and each block's
     /// output is compared with the recorded one. Prints `identical`, or the first
     /// divergence: agent, turn, block and the two sides in columns. Exit 0 identical, 1
-    /// diverged, 2 usage, a trace that cannot be read or is incomplete, or a context other
-    /// than the recorded one without `--force`.
+    /// diverged, 2 usage, a trace that cannot be read or is incomplete, a registry that
+    /// does not load, or a context other than the recorded one without `--force`.
     Replay(replay::ReplayArgs),
     /// Measure answer quality on generated tasks or your own.
     ///

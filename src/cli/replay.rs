@@ -39,7 +39,9 @@ pub(super) fn run(args: &ReplayArgs) -> Output {
         Ok(None) => replay,
         Err(output) => return output,
     };
-    with_catalog(&args.source, |catalog| {
+    let mut replayed = false;
+    let output = with_catalog(&args.source, |catalog| {
+        replayed = true;
         let replay = replay
             .registry(Arc::clone(catalog.registry()))
             .providers(Arc::clone(catalog.providers()));
@@ -52,5 +54,10 @@ pub(super) fn run(args: &ReplayArgs) -> Output {
             },
             Err(error) => usage(&error),
         }
-    })
+    });
+    // Exit 1 is kept for a divergence: a registry that does not load is an error here.
+    if !replayed && output.code == EXIT_VIOLATIONS {
+        return Output::failure(EXIT_USAGE, output.stderr);
+    }
+    output
 }

@@ -434,3 +434,19 @@ fn batched_children_replay_from_their_own_records_and_a_changed_question_is_show
     );
     assert_eq!(server.request_count(), requests, "the replays sent nothing");
 }
+
+#[test]
+fn a_registry_that_does_not_load_is_an_error_not_a_divergence() {
+    let run = Recorded::new();
+    let bad = run.path("bad.lua");
+    std::fs::write(&bad, "function broken(\n").unwrap();
+    let out = run.replay(&[
+        "--context",
+        &run.context_arg(),
+        "--path",
+        bad.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
+    assert!(stdout(&out).is_empty());
+    assert!(!stderr(&out).is_empty());
+}

@@ -514,3 +514,71 @@ impl Write for Buffer {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_two_sides_are_shown_in_columns_marked_as_sdiff_marks_them() {
+        let shown = side_by_side("same\nold\nonly left\n", "same\nnew\n");
+        assert_eq!(
+            shown,
+            "recorded    replayed\nsame        same\nold       | new\nonly left <\n"
+        );
+        let long = "x".repeat(COLUMN + 10);
+        let shown = side_by_side(&long, "y");
+        let first = shown.lines().nth(1).unwrap();
+        assert!(
+            first.starts_with(&format!("{}… | y", "x".repeat(COLUMN - 1))),
+            "{first}"
+        );
+        assert_eq!(
+            side_by_side("", "extra"),
+            "recorded   replayed\n         > extra\n"
+        );
+    }
+
+    #[test]
+    fn a_line_that_is_not_a_record_is_an_error_that_says_whether_the_file_was_cut() {
+        let start = r#"{"event":"start","agent":"0","question":"Q"}"#;
+        let turn = r#"{"event":"turn","agent":"0","turn":1,"final":"1"}"#;
+        let records = parse(&format!("{start}\n\n{{\"event\":\"later\"}}\n{turn}\n")).unwrap();
+        assert_eq!(
+            records.len(),
+            2,
+            "blank lines and unknown events are skipped"
+        );
+        let cut = parse(&format!("{start}\n{}", &turn[..10])).unwrap_err();
+        assert!(
+            matches!(
+                cut,
+                ReplayError::Line {
+                    line: 2,
+                    cut_short: true,
+                    ..
+                }
+            ),
+            "{cut}"
+        );
+        let foreign = parse("{\"type\":\"metadata\"}\n").unwrap_err();
+        assert!(matches!(
+            foreign,
+            ReplayError::Line {
+                line: 1,
+                cut_short: false,
+                ..
+            }
+        ));
+        assert!(Replay::from_jsonl(&format!("{start}\n{turn}\n")).is_ok());
+        assert!(matches!(
+            Replay::from_jsonl(&format!("{turn}\n")),
+            Err(ReplayError::NoRoot)
+        ));
+        let unfinished = r#"{"event":"turn","agent":"0","turn":1,"reply":"x"}"#;
+        assert!(matches!(
+            Replay::from_jsonl(&format!("{start}\n{unfinished}\n")),
+            Err(ReplayError::Unfinished)
+        ));
+    }
+}

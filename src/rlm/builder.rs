@@ -92,6 +92,7 @@ impl fmt::Debug for Rlm {
             .field("trace", &c.trace.is_some())
             .field("trace_format", &c.trace_format)
             .field("live_view", &c.live.is_some())
+            .field("replaying", &c.replay.is_some())
             .finish()
     }
 }

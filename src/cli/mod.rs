@@ -16,6 +16,7 @@ mod exec;
 mod help_markdown;
 mod inspect;
 mod meta;
+mod replay;
 mod search;
 mod serve;
 mod setup;
@@ -216,6 +217,16 @@ enum Command {
     /// or one with no trace event.
     #[command(subcommand)]
     Trace(trace::TraceCommand),
+    /// Run a recorded run again, with no server, and compare it with its trace.
+    ///
+    /// Each agent's replies and every sub-call's answer come from the trace (`rlm ask
+    /// --trace`); the code runs again in fresh environments with today's registry (the
+    /// baked one and the `--path` directories, as `rlm ask` loads them), and each block's
+    /// output is compared with the recorded one. Prints `identical`, or the first
+    /// divergence: agent, turn, block and the two sides in columns. Exit 0 identical, 1
+    /// diverged, 2 usage, a trace that cannot be read or is incomplete, a registry that
+    /// does not load, or a context other than the recorded one without `--force`.
+    Replay(replay::ReplayArgs),
     /// Measure answer quality on generated tasks or your own.
     ///
     /// Tasks modelled on the RLM paper's (the families of `--suite`) or your own
@@ -371,6 +382,7 @@ pub fn run() -> ExitCode {
         Command::Search(args) => search::run(&args),
         Command::Serve(args) => serve::run(&args),
         Command::Trace(command) => trace::run(&command),
+        Command::Replay(args) => replay::run(&args),
         Command::Eval(args) => eval::run(&args),
         Command::HelpMarkdown => Output::success(help_markdown::markdown(Cli::command())),
     };

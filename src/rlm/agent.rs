@@ -10,11 +10,13 @@ use std::time::Duration;
 use crate::environment::{
     AnswerSchema, Environment, Limits, SetupError, SubAgent, SubTask, User, run_on_threads,
 };
+use crate::llm::Llm;
 
 use super::budget::{Ledger, Metered};
 use super::builder::Config;
 use super::context::Context;
 use super::prompt;
+use super::sub_calls::{CallLog, Logged};
 use super::trajectory::{BatchSlot, ContextDigest, Setup};
 
 /// One agent of a run: the root, or a child at `depth`.
@@ -27,6 +29,8 @@ pub(super) struct Agent {
     pub(super) batch: Option<BatchSlot>,
     /// The schema its answer must match: the run's for the root, the call's for a child.
     pub(super) schema: Option<AnswerSchema>,
+    /// The model calls of its code since the last block ended (logged when traced).
+    pub(super) calls: Arc<CallLog>,
 }
 
 /// What `rlm_query` runs: a child agent one level deeper, sharing the run's budgets.
@@ -54,6 +58,7 @@ impl Child {
             id: format!("{}.{n}", self.parent),
             batch,
             schema: task.schema.clone(),
+            calls: Arc::default(),
         };
         let context = task.context.as_deref().map(Context::from);
         let (result, _) = agent.run(&task.prompt, context.as_ref(), None);
@@ -92,7 +97,34 @@ impl Agent {
             id: "0".to_string(),
             batch: None,
             schema,
+            calls: Arc::default(),
         }
+    }
+
+    /// The model that writes this agent's turns: the run's, or in a replay the record's
+    /// replies to this agent.
+    pub(super) fn turn_model(&self) -> Arc<dyn Llm> {
+        match &self.config.replay {
+            Some(tapes) => tapes.turns(&self.id),
+            None => Arc::clone(&self.config.llm),
+        }
+    }
+
+    /// The model this agent's code calls (`llm_query` and the like): the run's, or in a
+    /// replay the record's answers to this agent's calls; logged when the run is traced,
+    /// so that each block's record lists its calls.
+    fn sub_call_model(&self) -> Arc<dyn Llm> {
+        let model = match &self.config.replay {
+            Some(tapes) => tapes.sub_calls(&self.id),
+            None => Arc::clone(&self.config.llm),
+        };
+        if self.config.recorder.is_none() {
+            return model;
+        }
+        Arc::new(Logged {
+            inner: model,
+            log: Arc::clone(&self.calls),
+        })
     }
 
     /// The environment: the metered model, the child agent unless at the depth limit,
@@ -107,7 +139,7 @@ impl Agent {
             .scope(config.scope(self.depth))
             .limits(self.limits())
             .llm(Arc::new(Metered {
-                inner: Arc::clone(&config.llm),
+                inner: self.sub_call_model(),
                 ledger: Arc::clone(&self.ledger),
                 depth: self.depth,
             }));

@@ -20,6 +20,7 @@ use super::context::Context;
 use super::prompt::{self, PromptPart};
 use super::prompt_mode::PromptMode;
 use super::recorder::{Recorder, Sink};
+use super::replay::Tapes;
 use super::report::{Answer, Report, RlmError};
 use super::rlm_log::TraceFormat;
 use super::trajectory::{BlockLimits, RunBudgets, RunLimits};
@@ -69,6 +70,8 @@ pub(super) struct Config {
     /// The trace of one run, on `trace`: set on the run's own copy of the settings.
     pub(super) recorder: Option<Arc<Recorder>>,
     pub(super) live: Option<Arc<Sink>>,
+    /// In a replay, the record's answers, which stand for the model of every agent.
+    pub(super) replay: Option<Arc<Tapes>>,
 }
 
 impl fmt::Debug for Rlm {
@@ -89,6 +92,7 @@ impl fmt::Debug for Rlm {
             .field("trace", &c.trace.is_some())
             .field("trace_format", &c.trace_format)
             .field("live_view", &c.live.is_some())
+            .field("replaying", &c.replay.is_some())
             .finish()
     }
 }
@@ -120,6 +124,7 @@ impl Rlm {
                 trace_format: TraceFormat::Events,
                 recorder: None,
                 live: None,
+                replay: None,
             },
         }
     }
@@ -418,6 +423,12 @@ impl Rlm {
     /// output summary, tokens so far. Silent by default.
     pub fn live_view(mut self, writer: impl Write + Send + 'static) -> Rlm {
         self.config.live = Some(Arc::new(Sink::new(Box::new(writer))));
+        self
+    }
+
+    /// Answers every agent's turns and calls from `tapes` instead of the model.
+    pub(super) fn replaying(mut self, tapes: Arc<Tapes>) -> Rlm {
+        self.config.replay = Some(tapes);
         self
     }
 

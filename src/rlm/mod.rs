@@ -83,6 +83,8 @@
 //! - `recorder`, `live`: writing the trace (a run's clock on a shared writer) and the live
 //!   view.
 //! - `rlm_log`: the trace in the reference RLM's log format ([`TraceFormat::Rlm`]).
+//! - `sub_calls`: the model calls of each block, logged for the trace.
+//! - `replay`: [`Replay`], a recorded run run again from its trace, with no server.
 
 mod agent;
 mod budget;
@@ -93,9 +95,11 @@ mod parse;
 mod prompt;
 mod prompt_mode;
 mod recorder;
+mod replay;
 mod report;
 mod rlm_log;
 mod run;
+mod sub_calls;
 pub mod trajectory;
 
 pub use budget::{BudgetExceeded, Budgets, UsageReport};
@@ -106,6 +110,7 @@ pub use builder::{
 pub use context::Context;
 pub use prompt::PromptPart;
 pub use prompt_mode::{AUTO_COMPACT_ABOVE_TOKENS, PromptMode};
+pub use replay::{Divergence, Replay, ReplayError, ReplayReport};
 pub use report::{Answer, Report, RlmError, WindowExceeded};
 pub use rlm_log::TraceFormat;
 pub(crate) use rlm_log::{Assumed, RlmLog};

@@ -165,7 +165,7 @@ impl Agent {
             self.check_window(first)?;
         }
         self.ledger.reserve().map_err(RlmError::Budget)?;
-        let result = self.config.llm.complete(request);
+        let result = self.turn_model().complete(request);
         self.ledger.record(self.depth, &result);
         record.llm_ms = millis(started.elapsed());
         let completion = result.map_err(|error| match &first {
@@ -174,6 +174,7 @@ impl Agent {
         })?;
         record.prompt_tokens = completion.prompt_tokens;
         record.completion_tokens = completion.completion_tokens;
+        record.finish_reason.clone_from(&completion.finish_reason);
         Ok(completion)
     }
 
@@ -319,13 +320,15 @@ impl Agent {
                     output: String::new(),
                     error: None,
                     elapsed_ms: 0,
+                    sub_calls: Vec::new(),
                 });
                 if failure.is_some() {
                     parts.push(prompt::not_run(block));
                 }
                 continue;
             }
-            let (ran, feedback) = run_block(env, block, code, room);
+            let (mut ran, feedback) = run_block(env, block, code, room);
+            ran.sub_calls = self.calls.take();
             room = room.saturating_sub(ran.output.len());
             record.outputs.push(ran);
             match feedback {
@@ -413,6 +416,7 @@ fn run_block(
                 output: run.output,
                 error: None,
                 elapsed_ms,
+                sub_calls: Vec::new(),
             };
             (ran, Ok(feedback))
         }
@@ -427,6 +431,7 @@ fn run_block(
                 output: error.output().to_string(),
                 error: Some(error.message_without_hint().to_string()),
                 elapsed_ms,
+                sub_calls: Vec::new(),
             };
             (ran, Err(failure))
         }

@@ -71,20 +71,40 @@
 //! | `messages_sent` | how many messages went to the model: 2, plus 2 per earlier turn |
 //! | `reply` | the model's reply, the assistant message this turn adds (`null` if the call failed or a budget refused it) |
 //! | `code_blocks` | the code found in the reply |
-//! | `outputs` | per block, a [`Block`]: `block` (1-based), `status` (`ok`, `error`, `limit`, `not run`), the full `output`, the `error`, `elapsed_ms` |
+//! | `outputs` | per block, a [`Block`]: `block` (1-based), `status` (`ok`, `error`, `limit`, `not run`), the full `output`, the `error`, `elapsed_ms`, and `sub_calls` (below; left out when the block made none) |
 //! | `feedback` | the user message this turn adds, truncated as the model got it (`null` on the agent's last turn) |
 //! | `final` | the final answer, on the turn that gave it |
 //! | `error` | why the agent stopped, on the turn that ended it with an error |
 //! | `elapsed_ms`, `llm_ms` | the whole turn (children included), and the model call |
 //! | `prompt_tokens`, `completion_tokens` | of this turn's model call |
+//! | `finish_reason` | why the model stopped writing the reply, as the server said (`length`: cut at the token limit); left out when it said nothing |
 //! | `run_tokens` | tokens spent by the whole run so far, every agent and sub-call included |
 //! | `at_ms` | when the line was written, in milliseconds since the run began |
+//!
+//! # Sub-calls
+//!
+//! Each block's `sub_calls` are the model calls its code made, in the order it made them:
+//! `llm_query`, each prompt of `llm_query_batched` in the batch's order, `fn_search`'s
+//! LLM modes, and a `rlm_query` that fell back to a plain call. A [`SubCall`] holds the
+//! request's `messages` as sent, and the `answer` (or the `error`) with its tokens:
+//!
+//! ```json
+//! {"block": 1, "status": "ok", "output": "4\n", "error": null, "elapsed_ms": 3,
+//!  "sub_calls": [{"messages": [{"role": "user", "content": "2 + 2?"}], "answer": "4",
+//!                 "prompt_tokens": 10, "completion_tokens": 1}]}
+//! ```
+//!
+//! A `rlm_query` child is an agent of its own, with its own lines. Together with each
+//! turn's `reply`, this is everything the model said during the run, which is what lets
+//! [`Replay`](super::Replay) run it again without a server. A call a budget refused was
+//! never sent and is not listed.
 //!
 //! # Older traces
 //!
 //! A reader ignores fields and events it does not know, and every field added since the
-//! first traces (`at_ms`, and on `start` lines `version` through `batch`) reads as absent
-//! (`None`) from a trace written before it existed.
+//! first traces (`at_ms`, on `start` lines `version` through `batch`, on `turn` lines
+//! `finish_reason`, on blocks `sub_calls`) reads as absent (`None`, empty) from a trace
+//! written before it existed.
 //!
 //! ```
 //! use rlm_registry::rlm::trajectory::{Record, Turn};
@@ -103,7 +123,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::environment::Limits;
-use crate::llm::Message;
+use crate::llm::{Completion, LlmError, Message};
 
 use super::budget::Budgets;
 use super::context::Context;
@@ -336,6 +356,10 @@ pub struct Turn {
     /// Completion tokens of this turn's model call.
     #[serde(default)]
     pub completion_tokens: u64,
+    /// Why the model stopped writing the reply, as the server said (`length`: cut at the
+    /// token limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finish_reason: Option<String>,
     /// Tokens the whole run had spent when this turn ended.
     #[serde(default)]
     pub run_tokens: u64,
@@ -373,6 +397,67 @@ pub struct Block {
     /// How long the block ran.
     #[serde(default)]
     pub elapsed_ms: u64,
+    /// The model calls its code made, in order (left out of the JSON when none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sub_calls: Vec<SubCall>,
+}
+
+/// One model call a block's code made (`llm_query` and the like): the request as sent
+/// and what came back.
+///
+/// ```
+/// use rlm_registry::llm::{Completion, Message};
+/// use rlm_registry::rlm::trajectory::SubCall;
+///
+/// let call = SubCall::of(vec![Message::user("2 + 2?")], &Ok(Completion::new("4").with_tokens(10, 1)));
+/// assert_eq!((call.answer.as_deref(), call.prompt_tokens), (Some("4"), 10));
+/// assert_eq!(call.prompt(), "2 + 2?");
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SubCall {
+    /// The request's messages (for `llm_query`, one user message holding the prompt).
+    #[serde(default)]
+    pub messages: Vec<Message>,
+    /// The model's answer; `None` when the call failed.
+    #[serde(default)]
+    pub answer: Option<String>,
+    /// Why the call failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Prompt tokens of the call.
+    #[serde(default)]
+    pub prompt_tokens: u64,
+    /// Completion tokens of the call.
+    #[serde(default)]
+    pub completion_tokens: u64,
+}
+
+impl SubCall {
+    /// The record of a call of `messages` that gave `result`.
+    pub fn of(messages: Vec<Message>, result: &Result<Completion, LlmError>) -> SubCall {
+        match result {
+            Ok(completion) => SubCall {
+                messages,
+                answer: Some(completion.content.clone()),
+                error: None,
+                prompt_tokens: completion.prompt_tokens,
+                completion_tokens: completion.completion_tokens,
+            },
+            Err(error) => SubCall {
+                messages,
+                answer: None,
+                error: Some(error.to_string()),
+                prompt_tokens: 0,
+                completion_tokens: 0,
+            },
+        }
+    }
+
+    /// The text of its messages, one after the other: the prompt as a reader sees it.
+    pub fn prompt(&self) -> String {
+        let texts: Vec<&str> = self.messages.iter().map(Message::text).collect();
+        texts.join("\n\n")
+    }
 }
 
 /// How a code block ended.
@@ -474,6 +559,7 @@ mod tests {
                 output: String::new(),
                 error: None,
                 elapsed_ms: 0,
+                sub_calls: Vec::new(),
             }],
             ..Turn::default()
         });

@@ -55,6 +55,8 @@ mod providers_shell;
 #[cfg(all(feature = "cli", feature = "serve"))]
 mod python_habits;
 mod registry;
+#[cfg(feature = "cli")]
+mod replay;
 #[cfg(feature = "runtime")]
 mod rlm_loop;
 #[cfg(feature = "runtime")]

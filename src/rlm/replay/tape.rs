@@ -1,0 +1,179 @@
+//! The record as a model: [`Tapes`] holds, per agent, the replies its turns got and the
+//! answers its code's calls got, and gives each agent of a replayed run a model that
+//! plays them back in order. A request the record does not have (more calls than were
+//! made, a call with another prompt) is answered with an error, which the replay's own
+//! record then shows where it happened.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+
+use crate::llm::{Completion, Llm, LlmError, Message, ModelInfo, Request};
+
+use super::super::trajectory::{Record, SubCall, Turn};
+
+/// Every agent's tapes, from a run's records.
+pub(crate) struct Tapes {
+    agents: HashMap<String, AgentTape>,
+    model: Option<ModelInfo>,
+}
+
+/// One agent's tapes: its turns' replies, and its code's calls.
+#[derive(Default)]
+struct AgentTape {
+    turns: Arc<Tape>,
+    calls: Arc<Tape>,
+}
+
+/// What was answered, in order.
+#[derive(Default)]
+struct Tape {
+    entries: Mutex<VecDeque<Entry>>,
+}
+
+/// One recorded answer, and for a call the messages it was asked with.
+struct Entry {
+    asked: Option<Vec<Message>>,
+    answer: Result<Completion, String>,
+}
+
+impl Tapes {
+    /// The tapes of the run `records` describe.
+    pub fn of(records: &[Record]) -> Tapes {
+        let mut agents: HashMap<String, AgentTape> = HashMap::new();
+        let mut model = None;
+        for record in records {
+            match record {
+                Record::Start(start) => {
+                    if start.agent == "0" {
+                        model = start.setup.model.clone().map(|name| ModelInfo {
+                            model: name,
+                            base_url: start.setup.base_url.clone().unwrap_or_default(),
+                        });
+                    }
+                    agents.entry(start.agent.clone()).or_default();
+                }
+                Record::Turn(turn) => {
+                    let tape = agents.entry(turn.agent.clone()).or_default();
+                    tape.turns.push(reply_entry(turn));
+                    turn.outputs
+                        .iter()
+                        .flat_map(|block| &block.sub_calls)
+                        .for_each(|call| tape.calls.push(call_entry(call)));
+                }
+                Record::Unknown => {}
+            }
+        }
+        Tapes { agents, model }
+    }
+
+    /// The model that plays back `agent`'s turns (none for an agent the record lacks).
+    pub fn turns(&self, agent: &str) -> Arc<dyn Llm> {
+        self.player(agent, |tape| &tape.turns, false)
+    }
+
+    /// The model that plays back the calls of `agent`'s code, checking each prompt.
+    pub fn sub_calls(&self, agent: &str) -> Arc<dyn Llm> {
+        self.player(agent, |tape| &tape.calls, true)
+    }
+
+    fn player(
+        &self,
+        agent: &str,
+        which: fn(&AgentTape) -> &Arc<Tape>,
+        check_prompts: bool,
+    ) -> Arc<dyn Llm> {
+        let tape = self
+            .agents
+            .get(agent)
+            .map_or_else(Arc::default, |tapes| Arc::clone(which(tapes)));
+        Arc::new(Player {
+            tape,
+            check_prompts,
+        })
+    }
+}
+
+/// The model of the run as a whole is never asked in a replay (each agent gets its own
+/// player); it names the recorded model, so the replay's `start` lines say the same.
+impl Llm for Tapes {
+    fn complete(&self, _request: Request) -> Result<Completion, LlmError> {
+        Err(off_the_record("this request"))
+    }
+
+    fn model_info(&self) -> Option<ModelInfo> {
+        self.model.clone()
+    }
+}
+
+impl Tape {
+    fn push(&self, entry: Entry) {
+        self.lock().push_back(entry);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<Entry>> {
+        self.entries
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+fn reply_entry(turn: &Turn) -> Entry {
+    let answer = match &turn.reply {
+        Some(reply) => {
+            let mut completion = Completion::new(reply.clone())
+                .with_tokens(turn.prompt_tokens, turn.completion_tokens);
+            completion.finish_reason.clone_from(&turn.finish_reason);
+            Ok(completion)
+        }
+        None => Err(turn
+            .error
+            .clone()
+            .unwrap_or_else(|| "the recorded call failed".to_string())),
+    };
+    Entry {
+        asked: None,
+        answer,
+    }
+}
+
+fn call_entry(call: &SubCall) -> Entry {
+    let answer =
+        match &call.answer {
+            Some(answer) => Ok(Completion::new(answer.clone())
+                .with_tokens(call.prompt_tokens, call.completion_tokens)),
+            None => Err(call.error.clone().unwrap_or_default()),
+        };
+    Entry {
+        asked: Some(call.messages.clone()),
+        answer,
+    }
+}
+
+/// One agent's tape as a model.
+struct Player {
+    tape: Arc<Tape>,
+    check_prompts: bool,
+}
+
+impl Llm for Player {
+    fn complete(&self, request: Request) -> Result<Completion, LlmError> {
+        let Some(entry) = self.tape.lock().pop_front() else {
+            return Err(off_the_record("a call past the end of the record"));
+        };
+        if self.check_prompts && entry.asked.as_ref() != Some(&request.messages) {
+            return Err(off_the_record(
+                "a call whose prompt differs from the record's",
+            ));
+        }
+        entry.answer.map_err(LlmError::Callback)
+    }
+
+    /// In order, one after the other: the tape's order is the batch's.
+    fn complete_batch(&self, requests: Vec<Request>) -> Vec<Result<Completion, LlmError>> {
+        requests.into_iter().map(|r| self.complete(r)).collect()
+    }
+}
+
+fn off_the_record(what: &str) -> LlmError {
+    LlmError::Callback(format!("replay: {what} is not on the record"))
+}

@@ -1,0 +1,61 @@
+//! The model calls a block's code makes, written down as they are made: [`Logged`] wraps
+//! the model an agent's environment calls and keeps, per call, the request's messages and
+//! what came back, so that the block's trace record lists them (the `sub_calls` of
+//! [`trajectory`](super::trajectory)) and a replay can answer them again.
+
+use std::sync::{Arc, Mutex};
+
+use crate::llm::{Completion, Llm, LlmError, ModelInfo, Request};
+
+use super::trajectory::SubCall;
+
+/// The calls of one agent since they were last taken: its environment runs one block at a
+/// time, so what is taken after a block is that block's.
+#[derive(Default)]
+pub(super) struct CallLog {
+    calls: Mutex<Vec<SubCall>>,
+}
+
+impl CallLog {
+    /// The calls logged since the last `take`, in the order they were made.
+    pub fn take(&self) -> Vec<SubCall> {
+        std::mem::take(&mut *self.lock())
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<SubCall>> {
+        self.calls
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// A model whose every call is logged in `log`; a batch is logged in its order.
+pub(super) struct Logged {
+    pub inner: Arc<dyn Llm>,
+    pub log: Arc<CallLog>,
+}
+
+impl Llm for Logged {
+    fn complete(&self, request: Request) -> Result<Completion, LlmError> {
+        let messages = request.messages.clone();
+        let result = self.inner.complete(request);
+        self.log.lock().push(SubCall::of(messages, &result));
+        result
+    }
+
+    fn complete_batch(&self, requests: Vec<Request>) -> Vec<Result<Completion, LlmError>> {
+        let messages: Vec<_> = requests.iter().map(|r| r.messages.clone()).collect();
+        let results = self.inner.complete_batch(requests);
+        self.log.lock().extend(
+            messages
+                .into_iter()
+                .zip(&results)
+                .map(|(messages, result)| SubCall::of(messages, result)),
+        );
+        results
+    }
+
+    fn model_info(&self) -> Option<ModelInfo> {
+        self.inner.model_info()
+    }
+}

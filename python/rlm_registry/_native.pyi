@@ -252,6 +252,7 @@ def ask(
     max_llm_calls: int | None = None,
     max_time: float | None = None,
     prompt_mode: Literal["full", "compact", "auto"] = "full",
+    answer_protocol: Literal["final", "answer"] = "final",
     verbose: bool = False,
 ) -> Answer:
     """Answers `question` about `context` with the RLM loop, as `rlm ask` does. The
@@ -272,8 +273,10 @@ def system_prompt(
     memory_limit_mb: int = 512,
     output_bytes: int = 10000,
     prompt_mode: Literal["full", "compact", "auto"] = "full",
+    answer_protocol: Literal["final", "answer"] = "final",
 ) -> str:
-    """The system prompt `ask` starts from for `context`."""
+    """The system prompt `ask` starts from for `context`; `answer_protocol="answer"`
+    teaches the reference RLM's `answer` table instead of `FINAL`."""
 
 def _panic_for_tests() -> None:
     """For the package's tests: a Rust panic, which comes out as `InternalError`."""

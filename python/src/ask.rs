@@ -8,6 +8,7 @@ use std::time::Duration;
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 
+use rlm_registry::conventions::AnswerProtocol;
 use rlm_registry::llm::{Completion, Llm, LlmClient, LlmConfig, LlmError, Request};
 use rlm_registry::rlm::{
     Budgets, Context, DEFAULT_BLOCK_TIME_LIMIT, DEFAULT_OUTPUT_BYTES, PromptMode, Rlm, TraceFormat,
@@ -51,6 +52,7 @@ struct Settings {
     memory_limit_mb: usize,
     output_bytes: usize,
     prompt_mode: String,
+    answer_protocol: String,
 }
 
 impl Settings {
@@ -66,12 +68,19 @@ impl Settings {
                 )));
             }
         };
+        let answer_protocol: AnswerProtocol = self.answer_protocol.parse().map_err(|_| {
+            PyValueError::new_err(format!(
+                "answer_protocol must be \"final\" or \"answer\", not {:?}",
+                self.answer_protocol
+            ))
+        })?;
         let limits = limits(self.time_limit, self.memory_limit_mb, None)?;
         let mut rlm = Rlm::new(llm, source.registry(py)?, self.max_iterations)
             .max_depth(self.max_depth)
             .limits(limits)
             .output_bytes(self.output_bytes)
-            .prompt_mode(prompt_mode);
+            .prompt_mode(prompt_mode)
+            .answer_protocol(answer_protocol);
         if let Some(config) = source.config {
             rlm = rlm.providers(load_providers(py, &config)?);
         }
@@ -102,11 +111,13 @@ impl Source<'_> {
     paths = Vec::new(), baked = true, registry = None, config = None,
     time_limit = DEFAULT_BLOCK_TIME_LIMIT.as_secs_f64(), memory_limit_mb = 512,
     output_bytes = DEFAULT_OUTPUT_BYTES, max_tokens = None, max_llm_calls = None,
-    max_time = None, prompt_mode = "full".to_string(), verbose = false
+    max_time = None, prompt_mode = "full".to_string(),
+    answer_protocol = "final".to_string(), verbose = false
 ), text_signature = "(question, context=None, *, model=None, base_url=None, api_key=None, \
     max_iterations=10, max_depth=1, trace=None, trace_format='events', paths=(), baked=True, \
     registry=None, config=None, time_limit=300.0, memory_limit_mb=512, output_bytes=10000, \
-    max_tokens=None, max_llm_calls=None, max_time=None, prompt_mode='full', verbose=False)")]
+    max_tokens=None, max_llm_calls=None, max_time=None, prompt_mode='full', \
+    answer_protocol='final', verbose=False)")]
 #[allow(clippy::too_many_arguments)]
 pub fn ask<'py>(
     py: Python<'py>,
@@ -130,6 +141,7 @@ pub fn ask<'py>(
     max_llm_calls: Option<u64>,
     max_time: Option<f64>,
     prompt_mode: String,
+    answer_protocol: String,
     verbose: bool,
 ) -> PyResult<Answer> {
     catching(|| {
@@ -141,6 +153,7 @@ pub fn ask<'py>(
             memory_limit_mb,
             output_bytes,
             prompt_mode,
+            answer_protocol,
         };
         let source = Source {
             paths,
@@ -210,10 +223,11 @@ pub fn ask<'py>(
     context = None, *, max_iterations = 10, max_depth = 1, paths = Vec::new(),
     baked = true, registry = None, config = None,
     time_limit = DEFAULT_BLOCK_TIME_LIMIT.as_secs_f64(), memory_limit_mb = 512,
-    output_bytes = DEFAULT_OUTPUT_BYTES, prompt_mode = "full".to_string()
+    output_bytes = DEFAULT_OUTPUT_BYTES, prompt_mode = "full".to_string(),
+    answer_protocol = "final".to_string()
 ), text_signature = "(context=None, *, max_iterations=10, max_depth=1, paths=(), baked=True, \
     registry=None, config=None, time_limit=300.0, memory_limit_mb=512, output_bytes=10000, \
-    prompt_mode='full')")]
+    prompt_mode='full', answer_protocol='final')")]
 #[allow(clippy::too_many_arguments)]
 pub fn system_prompt<'py>(
     py: Python<'py>,
@@ -228,6 +242,7 @@ pub fn system_prompt<'py>(
     memory_limit_mb: usize,
     output_bytes: usize,
     prompt_mode: String,
+    answer_protocol: String,
 ) -> PyResult<String> {
     catching(|| {
         let settings = Settings {
@@ -237,6 +252,7 @@ pub fn system_prompt<'py>(
             memory_limit_mb,
             output_bytes,
             prompt_mode,
+            answer_protocol,
         };
         let source = Source {
             paths,

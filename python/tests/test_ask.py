@@ -73,7 +73,7 @@ def test_python_written_by_habit_gets_the_lua_hint_back():
     assert answer.answer == "3"
     feedback = server.turns()[1]["messages"][-1]["content"]
     assert "attempt to call a nil value (global 'len')" in feedback
-    assert "Hint: Lua writes the length of a string or a sequence as `#x`." in feedback
+    assert "Hint: Lua writes `len(x)` as `#x`: `print(#context)`." in feedback
 
 
 def test_context_may_be_bytes_or_a_list_of_chunks():
@@ -163,3 +163,19 @@ def test_system_prompt_documents_the_registry_and_the_context():
     assert len(compact) < len(prompt)
     own = system_prompt(registry=Registry([], baked=False))
     assert "word_count(" not in own
+
+
+def test_system_prompt_teaches_the_answer_table_when_asked():
+    taught = system_prompt(answer_protocol="answer")
+    assert 'set `answer["ready"] = true`' in taught
+    assert 'set `answer["ready"] = true`' not in system_prompt()
+    with pytest.raises(ValueError, match="answer_protocol"):
+        system_prompt(answer_protocol="submit")
+
+
+def test_ask_ends_with_the_answer_table_under_either_protocol():
+    replies = [lua("answer.content = 'from the table'\nanswer.ready = true")]
+    with ScriptedServer(replies) as server:
+        answer = ask("?", "x", model="m", base_url=server.base_url, answer_protocol="answer")
+    assert answer.answer == "from the table"
+    assert "answer[\"ready\"]" in server.turns()[0]["messages"][0]["content"]

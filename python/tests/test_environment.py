@@ -40,9 +40,9 @@ def test_python_written_as_lua_gets_the_lua_hint_back():
     env = Environment("some text")
     result = env.execute("print(len(context))")
     assert result.error.startswith("input:1: attempt to call a nil value (global 'len')")
-    assert result.hint == "Lua writes the length of a string or a sequence as `#x`."
+    assert result.hint == "Lua writes `len(x)` as `#x`: `print(#context)`."
     assert result.error.endswith("\nhint: " + result.hint)
-    assert env.execute("if 1 != 2 then end").hint == "Lua writes not-equal as `~=`: `a ~= b`."
+    assert env.execute("if 1 != 2 then end").hint == "Lua writes not-equal as `~=`: `if 1 ~= 2 then end`."
 
 
 def test_final_and_final_var_are_reported_by_the_execution_that_gave_them():

@@ -55,7 +55,7 @@ def test_prompt_in_full_and_compact(good_dir: Path):
     assert "Counts the ERROR lines of a log." in full
     assert "---@param text string The log" in full
     compact = registry.prompt(compact=True)
-    assert "- `error_count(text)`: Counts the ERROR lines of a log." in compact
+    assert "\nerror_count(text)  -- Counts the ERROR lines of a log.\n" in compact
     assert "---@param" not in compact
     assert Registry().prompt().startswith("## Registry functions")
 

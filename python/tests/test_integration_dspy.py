@@ -226,3 +226,16 @@ def test_strip_code_fences_takes_any_language():
     assert strip_code_fences("text\n```python\nprint(2)\n```\nmore") == "print(2)"
     assert strip_code_fences("```\nprint(3)") == "print(3)"
     assert strip_code_fences("  print(4)  ") == "print(4)"
+
+
+def test_an_interpreter_left_without_shutdown_is_collected():
+    import gc
+    import weakref
+
+    repl = LuaInterpreter(tools={"llm_query": lambda prompt: prompt, "echo": lambda x: x})
+    assert repl.execute("print(echo(llm_query('hi')))") == "hi\n"
+    gone = weakref.ref(repl)
+    del repl
+    gc.collect()
+    # The sandbox holds the interpreter's callables, not the interpreter.
+    assert gone() is None

@@ -194,3 +194,16 @@ def test_a_cleaned_up_repl_refuses_work():
         env.execute_code("x = 1")
     env.setup()
     assert env.execute_code("print(1)").stdout == "1\n"
+
+
+def test_a_repl_left_without_cleanup_is_collected():
+    import gc
+    import weakref
+
+    env = LuaREPL(context_payload="x")
+    env.execute_code("print(context)")
+    gone = weakref.ref(env)
+    del env
+    gc.collect()
+    # The sandbox holds the LM handler's client, not the environment.
+    assert gone() is None

@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextvars
 import functools
 import inspect
+import weakref
 from collections.abc import Callable, Sequence
 from os import PathLike
 from typing import Any
@@ -136,9 +137,12 @@ class LuaInterpreter:
         if self.env is not None:
             return
         names = {name for name in self._tools if _is_installable(name)}
-        tools = {name: self._tool_proxy(name) for name in names}
-        tools[_SUBMIT_TOOL] = self._submit
-        env = Environment(llm=self._llm_query, tools=tools, **self._sandbox)
+        tools = {
+            name: _held_weakly(self, functools.partial(LuaInterpreter._call_tool, name=name), like=self._tools[name])
+            for name in names
+        }
+        tools[_SUBMIT_TOOL] = _held_weakly(self, LuaInterpreter._submit)
+        env = Environment(llm=_held_weakly(self, LuaInterpreter._llm_query), tools=tools, **self._sandbox)
         defined = env.execute(_SUBMIT_LUA)
         if not defined.ok:
             env.close()
@@ -220,22 +224,36 @@ class LuaInterpreter:
             raise RuntimeError("no llm_query tool: give LuaInterpreter tools={'llm_query': ...}")
         return self._in_caller_context(tool, prompt)
 
-    def _tool_proxy(self, name: str) -> Callable[..., Any]:
-        """The tool `name`, looked up when called (DSPy gives fresh ones per run), its
-        positional Lua arguments bound to the parameters' names (DSPy's tools take
-        keywords)."""
-        original = self._tools[name]
-
-        @functools.wraps(original)
-        def call(*args: Any) -> Any:
-            return self._in_caller_context(_call_by_name, self._tools[name], args)
-
-        return call
+    def _call_tool(self, *args: Any, name: str) -> Any:
+        # Looked up when called: DSPy gives fresh tools for each run.
+        return self._in_caller_context(_call_by_name, self._tools[name], args)
 
     def _submit(self, *values: Any) -> None:
         """SUBMIT's host side: the outputs by name, or a Lua error saying how to write
         them."""
         self._submitted = submission(values, [field["name"] for field in self.output_fields or []])
+
+
+def _held_weakly(
+    interpreter: LuaInterpreter,
+    method: Callable[..., Any],
+    like: Callable[..., Any] | None = None,
+) -> Callable[..., Any]:
+    """`method` of `interpreter` as a callable for the sandbox, which holds it without
+    holding the interpreter: the interpreter holds the sandbox, and a cycle through
+    Rust is one Python's collector cannot see. `like` gives it a tool's signature and
+    docstring, which the sandbox documents for `help`."""
+    owner = weakref.ref(interpreter)
+
+    def call(*args: Any) -> Any:
+        live = owner()
+        if live is None:
+            raise RuntimeError("the LuaInterpreter is gone")
+        return method(live, *args)
+
+    if like is not None:
+        functools.update_wrapper(call, like)
+    return call
 
 
 def _call_by_name(tool: Callable[..., Any], args: tuple[Any, ...]) -> Any:

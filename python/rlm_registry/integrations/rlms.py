@@ -158,6 +158,10 @@ class LuaREPL(NonIsolatedEnv):
         """Where `llm_query` sends its requests: the reference's LM handler."""
         return self._handler.address
 
+    @lm_handler_address.setter
+    def lm_handler_address(self, address: tuple[str, int] | None) -> None:
+        self._handler.address = address
+
     def setup(self) -> None:
         """Creates the sandbox (a fresh one if there was one): the registry loaded,
         `llm_query` wired to the LM handler, the custom tools' functions callable and

@@ -101,6 +101,9 @@ def test_python_written_by_habit_gets_the_lua_hint_back(scripted):
     feedback = server.turns()[1]["messages"][-1]["content"]
     assert "attempt to call a nil value (global 'len')" in feedback
     assert "hint: Lua writes `len(x)` as `#x`" in feedback
+    # The history shows the step's code as the Lua it ran as.
+    assert "Code:\n```lua\nprint(len(context))\n```" in feedback
+    assert "```python" not in feedback
 
 
 def test_user_tools_are_lua_functions(scripted):

@@ -367,6 +367,21 @@ and, once the output has shown the answer, the last one:
 You have max {max_llm_calls} sub-LLM calls. When done, call {submit}."""
 
 
+class LuaREPLHistory(REPLHistory):  # type: ignore[misc]
+    """DSPy's REPL history as the model reads it, its code in ```lua blocks (DSPy's
+    own shows every step's code as Python)."""
+
+    def format(self) -> str:
+        if not self.entries:
+            return str(super().format())
+        return "\n".join(
+            entry.format(index=index, max_output_chars=self.max_output_chars).replace(
+                f"```python\n{entry.code}\n```", f"```lua\n{entry.code}\n```", 1
+            )
+            for index, entry in enumerate(self.entries)
+        )
+
+
 def _lua_interpreter_factory(settings: dict[str, Any]) -> Callable[[], LuaInterpreter]:
     def factory() -> LuaInterpreter:
         return LuaInterpreter(**settings)
@@ -517,7 +532,7 @@ class LuaRLM(RLM):
         return {
             "signature": self._action_signature_for_current_factory(interpreter_factory, sub_agent_rules),
             "variables_info": [variable.format() for variable in variables],
-            "repl_history": history,
+            "repl_history": LuaREPLHistory(entries=list(history.entries), max_output_chars=history.max_output_chars),
             "iteration": f"{iteration + 1}/{self.max_iters}",
         }
 

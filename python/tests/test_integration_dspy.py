@@ -214,6 +214,8 @@ def test_tools_added_before_the_first_execute_are_installed():
 def test_a_variable_that_cannot_cross_is_an_interpreter_error():
     with pytest.raises(CodeInterpreterError, match="`bad` cannot cross into Lua"):
         LuaInterpreter().execute("x = 1", variables={"bad": object()})
+    with pytest.raises(CodeInterpreterError, match="`huge` cannot cross into Lua"):
+        LuaInterpreter(memory_limit_mb=8).execute("x = 1", variables={"huge": "x" * (16 << 20)})
 
 
 def test_a_shut_down_interpreter_refuses_work():

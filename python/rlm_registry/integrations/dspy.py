@@ -45,7 +45,7 @@ from dspy.primitives.facade import is_reserved_sandbox_name  # type: ignore[impo
 from dspy.primitives.prediction import Prediction  # type: ignore[import-untyped]  # noqa: E402
 from dspy.primitives.repl_types import REPLHistory, REPLVariable  # type: ignore[import-untyped]  # noqa: E402
 
-from .. import Environment, Registry  # noqa: E402
+from .. import Environment, Registry, RlmRegistryError  # noqa: E402
 
 __all__ = ["SUPPORTED_VERSION", "LuaInterpreter", "LuaRLM", "strip_code_fences"]
 
@@ -209,7 +209,7 @@ class LuaInterpreter:
             return
         try:
             env[name] = value
-        except (TypeError, ValueError, OverflowError) as error:
+        except (TypeError, ValueError, OverflowError, RlmRegistryError) as error:
             raise CodeInterpreterError(f"the variable `{name}` cannot cross into Lua: {error}") from error
         self._given[name] = value
 

@@ -207,3 +207,11 @@ def test_a_repl_left_without_cleanup_is_collected():
     gc.collect()
     # The sandbox holds the LM handler's client, not the environment.
     assert gone() is None
+
+
+def test_locals_leave_out_the_registry_functions_and_survive_a_replaced_listing():
+    env = LuaREPL(context_payload="a\nb\n")
+    result = env.execute_code("lines = split(context, '\\n')")
+    assert result.locals == {"context": "string", "context_0": "string", "lines": "table"}
+    replaced = env.execute_code("_rlm_repl_variables = nil\nprint(#lines)")
+    assert (replaced.stdout, replaced.stderr, replaced.locals) == ("3\n", "", {})

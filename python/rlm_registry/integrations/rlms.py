@@ -41,7 +41,7 @@ from rlm.environments.base_env import (  # type: ignore[import-untyped]  # noqa:
     validate_custom_tools,
 )
 
-from .. import Environment, system_prompt  # noqa: E402
+from .. import Environment, Registry, RlmRegistryError, system_prompt  # noqa: E402
 
 __all__ = ["ENVIRONMENT", "SUPPORTED_VERSION", "LuaREPL", "LuaRLM", "lua_system_prompt"]
 
@@ -49,6 +49,25 @@ __all__ = ["ENVIRONMENT", "SUPPORTED_VERSION", "LuaREPL", "LuaRLM", "lua_system_
 ENVIRONMENT = "lua"
 
 _REARM_ANSWER = "if type(answer) == 'table' then rawset(answer, 'ready', false) end"
+
+# The globals the code set, with their Lua types, for `REPLResult.locals`: every name
+# but those of the sandbox as it was made (standard library, built-ins) and the
+# registry's functions, loaded into the globals when first called. The
+# crate's `store_list` also counts and previews each value, which costs a turn time in
+# proportion to the tables the code keeps; the reference lists names only.
+_VARIABLES_FUNCTION = "_rlm_repl_variables"
+_DEFINE_VARIABLES = f"""
+local made_with = {{}}
+for name in next, _G do made_with[name] = true end
+made_with["{_VARIABLES_FUNCTION}"] = true
+function {_VARIABLES_FUNCTION}()
+  local listed = {{}}
+  for name, value in next, _G do
+    if type(name) == "string" and not made_with[name] then listed[name] = type(value) end
+  end
+  return listed
+end
+"""
 
 
 class _HandlerClient:
@@ -135,9 +154,11 @@ class LuaREPL(NonIsolatedEnv):
             custom_sub_tools if custom_sub_tools is not None else self.custom_tools
         )
         self.compaction = compaction
+        # One registry for the sandboxes `setup` makes, and for telling the registry's
+        # functions (loaded into the globals when first called) from the code's own.
+        self._registry = Registry(paths, baked)
         self._sandbox: dict[str, Any] = {
-            "paths": paths,
-            "baked": baked,
+            "registry": self._registry,
             "config": config,
             "time_limit": time_limit,
             "memory_limit_mb": memory_limit_mb,
@@ -170,6 +191,7 @@ class LuaREPL(NonIsolatedEnv):
         entries = {name: extract_tool_value(entry) for name, entry in self.custom_tools.items()}
         functions = {name: value for name, value in entries.items() if callable(value)}
         self.env = Environment(llm=self._handler, tools=functions or None, **self._sandbox)
+        self._run(_DEFINE_VARIABLES)
         for name, value in entries.items():
             if name not in functions:
                 self.env[name] = value
@@ -266,9 +288,18 @@ class LuaREPL(NonIsolatedEnv):
             raise RuntimeError(f"LuaREPL could not set up the sandbox: {result.error}")
 
     def _variables(self) -> dict[str, str]:
-        listed: Any = self._environment().call("store_list")
-        # An empty Lua table reads as {}: no variables.
-        return {entry["name"]: entry["type"] for entry in listed or []}
+        try:
+            listed: Any = self._environment().call(_VARIABLES_FUNCTION)
+        except RlmRegistryError:
+            # The code replaced the function: no listing rather than a failed turn.
+            return {}
+        if not isinstance(listed, dict):
+            return {}
+        return {
+            name: kind
+            for name, kind in sorted(listed.items())
+            if not (kind == "function" and name in self._registry)
+        }
 
 
 def lua_system_prompt(

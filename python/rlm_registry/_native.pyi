@@ -285,7 +285,8 @@ def system_prompt(
     answer_protocol: Literal["final", "answer"] = "final",
     schema: Mapping[str, Any] | str | None = None,
 ) -> str:
-    """The system prompt `ask` starts from for `context`."""
+    """The system prompt `ask` starts from for `context`; `answer_protocol="answer"`
+    teaches the reference RLM's `answer` table instead of `FINAL`."""
 
 def _panic_for_tests() -> None:
     """For the package's tests: a Rust panic, which comes out as `InternalError`."""

@@ -227,3 +227,19 @@ def test_system_prompt_documents_the_registry_and_the_context():
     assert len(prompt) < len(full) and "---@param" in full and "---@param" not in prompt
     own = system_prompt(registry=Registry([], baked=False))
     assert "word_count(" not in own
+
+
+def test_system_prompt_teaches_the_answer_table_when_asked():
+    taught = system_prompt(answer_protocol="answer")
+    assert 'set `answer["ready"] = true`' in taught
+    assert 'set `answer["ready"] = true`' not in system_prompt()
+    with pytest.raises(ValueError, match="answer_protocol"):
+        system_prompt(answer_protocol="submit")
+
+
+def test_ask_ends_with_the_answer_table_under_either_protocol():
+    replies = [lua("answer.content = 'from the table'\nanswer.ready = true")]
+    with ScriptedServer(replies) as server:
+        answer = ask("?", "x", model="m", base_url=server.base_url, answer_protocol="answer")
+    assert answer.answer == "from the table"
+    assert "answer[\"ready\"]" in server.turns()[0]["messages"][0]["content"]

@@ -18,7 +18,11 @@ def run(arguments: list[str], directory: Path) -> subprocess.CompletedProcess:
 
 
 def test_the_stubs_match_the_module(tmp_path: Path):
-    result = run(["mypy.stubtest", "rlm_registry"], tmp_path)
+    # The integrations are Python, their own type information, and subclass untyped
+    # classes of the packages they integrate with, which stubtest cannot compare.
+    allowlist = tmp_path / "allowlist.txt"
+    allowlist.write_text("rlm_registry\\.integrations\\..*\n")
+    result = run(["mypy.stubtest", "rlm_registry", "--allowlist", str(allowlist)], tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
 
 

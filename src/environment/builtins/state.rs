@@ -79,6 +79,16 @@ impl BuiltinState {
         self.tripwire.count_llm_calls(calls)
     }
 
+    /// How many sub-model requests go out at once when the code does not say: the
+    /// client's own concurrency.
+    pub(super) fn default_concurrency(&self) -> usize {
+        self.llm
+            .as_ref()
+            .map_or(crate::llm::DEFAULT_MAX_CONCURRENCY, |llm| {
+                llm.max_concurrency()
+            })
+    }
+
     /// Records what a call spent.
     pub(super) fn spent(&self, result: &Result<Completion, LlmError>) {
         if let Ok(completion) = result {

@@ -9,6 +9,8 @@ use std::time::{Duration, Instant};
 
 use rlm_registry::Registry;
 use rlm_registry::environment::{Environment, ExecError, LimitKind, Limits};
+use rlm_registry::llm::DEFAULT_REPLY_RESERVE;
+use rlm_registry::tokens;
 use support::openai_server::{Behavior, OpenAiServer};
 use support::rlm_loop::{client, lua, rlm};
 
@@ -232,4 +234,30 @@ fn rlm_query_children_run_in_parallel() {
     assert_eq!(server.request_count(), 4);
     assert_eq!(server.max_in_flight(), 3, "the three children at once");
     assert_eq!(report.usage.by_depth[1].calls, 3);
+}
+
+#[test]
+fn a_session_token_budget_sends_only_the_calls_whose_worst_case_fits() {
+    // Each answer reports 15 tokens; each call may take its prompt and 1,024 more.
+    let server = OpenAiServer::always(Behavior::reply("ok"));
+    let worst = tokens::count_chat(["q"]) as u64 + DEFAULT_REPLY_RESERVE;
+    let env = Environment::builder(Registry::baked().clone())
+        .llm(Arc::new(client(&server)))
+        .token_budget(3 * worst + worst / 2)
+        .build()
+        .unwrap();
+    let out = output(
+        &env,
+        "local items = {}\nfor i = 1, 20 do items[i] = i end\n\
+         local r, e = parallel_map(items, function() return llm_query('q') end, {concurrency = 20})\n\
+         local n = 0\nfor i = 1, 20 do if r[i] then n = n + 1 end end\n\
+         print(n, token_budget())\nprint(e[20])",
+    );
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[0], format!("3\t{}", 3 * worst + worst / 2 - 45));
+    assert!(
+        lines[1].contains("llm_query: not sent: this call may take up to"),
+        "{out}"
+    );
+    assert_eq!(server.request_count(), 3);
 }

@@ -8,7 +8,9 @@
 //! installer matches exhaustively on [`BuiltinId`], so adding a row to the table without
 //! an implementation does not compile. One file per provider: `core.rs` (`print`,
 //! `FINAL`, `token_*`), `session_variables.rs` (`store_list`, `store_summarize`) and
-//! `discovery.rs` (also `core`), `llm.rs`, `agent.rs`, `user.rs`, `json/`, `csv/`; the
+//! `discovery.rs` (also `core`), `llm.rs` and `parallel.rs` (the scheduler of `parallel`
+//! and `parallel_map`, also `llm`), `agent.rs`, `user.rs`, `json/`, `csv/`; the four
+//! sub-call built-ins share `sub_calls.rs` (a call prepared, sent, made a value); the
 //! `re` provider and the library's primitives (`_text_primitives.*`, provider
 //! `Primitives`, installed in every environment whatever its scope) are the text engines'
 //! (`engines::re`, `engines::text`). The values a built-in table holds besides its

@@ -80,10 +80,31 @@ where
 /// The ticks are held while it waits, as for any blocking call out of Lua. Gives each
 /// call's answers, in the order of `calls`.
 pub(super) fn send(state: &BuiltinState, calls: &[Call], concurrency: usize) -> Vec<Answers> {
+    // Every request holds its worst case against the session's token budget until its
+    // answer is counted; one that does not fit is not sent.
+    let reservations: Vec<Vec<Result<u64, String>>> = calls
+        .iter()
+        .map(|call| match call {
+            Call::Llm {
+                builtin, requests, ..
+            } => requests
+                .iter()
+                .map(|request| state.reserve_tokens(*builtin, request.as_ref()?))
+                .collect(),
+            Call::Rlm { .. } => Vec::new(),
+        })
+        .collect();
     let requests: Vec<Request> = calls
         .iter()
-        .flat_map(|call| match call {
-            Call::Llm { requests, .. } => requests.iter().filter_map(|r| r.clone().ok()).collect(),
+        .zip(&reservations)
+        .flat_map(|(call, reserved)| match call {
+            Call::Llm { requests, .. } => requests
+                .iter()
+                .zip(reserved)
+                .filter_map(|(request, reserved)| {
+                    reserved.as_ref().ok().and(request.as_ref().ok()).cloned()
+                })
+                .collect(),
             Call::Rlm { .. } => Vec::new(),
         })
         .collect();
@@ -124,19 +145,18 @@ pub(super) fn send(state: &BuiltinState, calls: &[Call], concurrency: usize) -> 
     let mut children = children.into_iter();
     calls
         .iter()
-        .map(|call| match call {
+        .zip(reservations)
+        .map(|(call, reservations)| match call {
             Call::Llm {
-                builtin,
-                batched,
-                requests,
-            } => requests
-                .iter()
-                .map(|request| {
-                    request.as_ref().map_err(Clone::clone)?;
+                builtin, batched, ..
+            } => reservations
+                .into_iter()
+                .map(|reserved| {
+                    let reserved = reserved?;
                     let result = completions.next().unwrap_or_else(|| {
                         Err(LlmError::Config("no answer for this prompt".into()))
                     });
-                    state.spent(&result);
+                    state.settle_tokens(reserved, &result);
                     result.map(|c| c.content).map_err(|error| match batched {
                         true => error.to_string(),
                         false => format!("{} failed: {error}", builtin.name()),

@@ -100,6 +100,21 @@ pub trait Llm: Send + Sync {
     /// caller chose its own concurrency (`parallel_map`'s `concurrency` option). The
     /// default runs [`Llm::complete`] through [`run_batch`]; an implementation that does
     /// something for a batch as a whole (reserving its budget first) overrides it.
+    ///
+    /// ```
+    /// use rlm_registry::llm::{Completion, DEFAULT_MAX_CONCURRENCY, Llm, LlmError, Request};
+    ///
+    /// struct Echo;
+    /// impl Llm for Echo {
+    ///     fn complete(&self, request: Request) -> Result<Completion, LlmError> {
+    ///         Ok(Completion::new(request.messages[0].text()))
+    ///     }
+    /// }
+    ///
+    /// assert_eq!(Echo.max_concurrency(), DEFAULT_MAX_CONCURRENCY);
+    /// let answers = Echo.complete_batch_at(vec!["a".into(), "b".into()], 2);
+    /// assert_eq!(answers[1].as_ref().unwrap().content, "b");
+    /// ```
     fn complete_batch_at(
         &self,
         requests: Vec<Request>,

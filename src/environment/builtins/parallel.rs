@@ -66,7 +66,7 @@ impl Parallel {
         };
         let send_round = {
             let state = Rc::clone(&state);
-            lua.create_function(move |_, (calls, concurrency): (Table, usize)| {
+            lua.create_function(move |_, (calls, concurrency): (Table, Option<usize>)| {
                 send_round(&state, &calls, concurrency)
             })?
         };
@@ -101,7 +101,7 @@ impl Parallel {
 }
 
 /// Sends the pending calls of a round and leaves each its answers.
-fn send_round(state: &BuiltinState, calls: &Table, concurrency: usize) -> mlua::Result<()> {
+fn send_round(state: &BuiltinState, calls: &Table, concurrency: Option<usize>) -> mlua::Result<()> {
     let handles: Vec<AnyUserData> = calls.sequence_values().collect::<mlua::Result<_>>()?;
     let mut prepared = Vec::with_capacity(handles.len());
     for handle in &handles {
@@ -110,7 +110,7 @@ fn send_round(state: &BuiltinState, calls: &Table, concurrency: usize) -> mlua::
             call.ok_or_else(|| mlua::Error::RuntimeError("a sub-call was sent twice".to_string()))?,
         );
     }
-    let answers = sub_calls::send(state, &prepared, concurrency.max(1));
+    let answers = sub_calls::send(state, &prepared, concurrency.map(|n| n.max(1)));
     for ((handle, call), answers) in handles.iter().zip(prepared).zip(answers) {
         let mut pending = handle.borrow_mut::<PendingCall>()?;
         pending.call = Some(call);
@@ -181,7 +181,8 @@ local function step(name, entry, results, errors)
 end
 
 -- Runs entries 1..count (`make(i)` gives entry i's function), at most `slots` at once,
--- their calls sent in rounds of at most `concurrency` requests at a time.
+-- their calls sent in rounds of at most `concurrency` requests at a time (nil: the
+-- client's own).
 local function run(name, count, make, slots, concurrency)
   local results, errors = {}, {}
   local waiting, started = {}, 0
@@ -217,11 +218,12 @@ local function parallel(...)
     end
   end
   local function make(i) return functions[i] end
-  return run(parallel_name, functions.n, make, functions.n, default_concurrency())
+  return run(parallel_name, functions.n, make, functions.n, nil)
 end
 
+-- The `concurrency` option, or nil when the code gave none.
 local function concurrency_option(opts)
-  if opts == nil then return default_concurrency() end
+  if opts == nil then return nil end
   if type(opts) ~= "table" then
     error(format("%s: bad argument #3 (an options table expected, got %s)", map_name, type(opts)), 3)
   end
@@ -232,7 +234,7 @@ local function concurrency_option(opts)
     end
   end
   local n = opts.concurrency
-  if n == nil then return default_concurrency() end
+  if n == nil then return nil end
   if math_type(n) ~= "integer" or n < 1 then
     error(format("%s: opts.concurrency must be a whole number of at least 1, got %s", map_name,
       tostring(n)), 3)
@@ -252,7 +254,7 @@ local function parallel_map(list, fn, opts)
     local item = list[i]
     return function() return fn(item, i) end
   end
-  return run(map_name, #list, make, concurrency, concurrency)
+  return run(map_name, #list, make, concurrency or default_concurrency(), concurrency)
 end
 
 return yielding, parallel, parallel_map

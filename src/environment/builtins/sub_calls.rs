@@ -61,8 +61,7 @@ where
         let (state, prepare) = (Rc::clone(&state), prepare.clone());
         lua.create_function(move |lua, args: A| {
             let call = prepare(lua, &state, args)?;
-            let concurrency = state.default_concurrency();
-            let answers = send(&state, std::slice::from_ref(&call), concurrency)
+            let answers = send(&state, std::slice::from_ref(&call), None)
                 .pop()
                 .unwrap_or_default();
             finish(lua, &state, call, answers)
@@ -76,10 +75,15 @@ where
 }
 
 /// Sends every call of a round at once: the sub-model requests together, at most
-/// `concurrency` at a time, and the child agents on threads of their own meanwhile.
+/// `concurrency` at a time (the client's own when `None`), and the child agents on
+/// threads of their own meanwhile.
 /// The ticks are held while it waits, as for any blocking call out of Lua. Gives each
 /// call's answers, in the order of `calls`.
-pub(super) fn send(state: &BuiltinState, calls: &[Call], concurrency: usize) -> Vec<Answers> {
+pub(super) fn send(
+    state: &BuiltinState,
+    calls: &[Call],
+    concurrency: Option<usize>,
+) -> Vec<Answers> {
     // Every request holds its worst case against the session's token budget until its
     // answer is counted; one that does not fit is not sent.
     let reservations: Vec<Vec<Result<u64, String>>> = calls
@@ -176,11 +180,11 @@ pub(super) fn send(state: &BuiltinState, calls: &[Call], concurrency: usize) -> 
 }
 
 /// The sub-model requests of a round: one alone as a plain call, more through the
-/// client's batch at `concurrency`.
+/// client's batch, at `concurrency` when the code chose one.
 fn complete(
     state: &BuiltinState,
     mut requests: Vec<Request>,
-    concurrency: usize,
+    concurrency: Option<usize>,
 ) -> Vec<Result<Completion, LlmError>> {
     let Some(llm) = &state.llm else {
         return requests
@@ -195,7 +199,10 @@ fn complete(
             .map(|r| llm.complete(r))
             .into_iter()
             .collect(),
-        _ => llm.complete_batch_at(requests, concurrency),
+        _ => match concurrency {
+            Some(concurrency) => llm.complete_batch_at(requests, concurrency),
+            None => llm.complete_batch(requests),
+        },
     }
 }
 

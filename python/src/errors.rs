@@ -150,7 +150,9 @@ pub(crate) fn run_error(py: Python<'_>, error: RlmError) -> PyErr {
         RlmError::IterationLimit { .. } | RlmError::AnswerRejected { .. } => {
             limit("iterations", message)
         }
-        RlmError::Budget(BudgetExceeded::Tokens { .. }) => limit("tokens", message),
+        RlmError::Budget(
+            BudgetExceeded::Tokens { .. } | BudgetExceeded::TokensWouldExceed { .. },
+        ) => limit("tokens", message),
         RlmError::Budget(BudgetExceeded::LlmCalls { .. }) => limit("llm_calls", message),
         RlmError::Budget(BudgetExceeded::WallTime { .. }) => limit("wall_time", message),
         RlmError::Llm(_) | RlmError::NoCode { .. } | RlmError::ContextWindow(_) => {

@@ -15,7 +15,8 @@
 //!
 //! Coroutines keep a count hook for their whole life, set when `coroutine.create` or
 //! `coroutine.wrap` makes them: a coroutine runs while its creator waits, and only the
-//! main state is armed by the timer. No Lua state of the environment runs unchecked.
+//! main state is armed by the timer. No Lua state of the environment runs unchecked: the
+//! coroutines of `parallel` and `parallel_map` are made by the same `coroutine.create`.
 //!
 //! Elsewhere (no such timers), or where the signal cannot be had (the host has its own
 //! handler for it), the main state keeps a count hook too, as coroutines do.

@@ -780,7 +780,12 @@ impl EnvironmentBuilder {
     }
 
     /// Tokens (prompt and completion, as the server reports them) the whole session may
-    /// spend on sub-calls; once spent, `llm_query` hits the `token_budget` limit.
+    /// spend on sub-calls; once spent, `llm_query` hits the `token_budget` limit. Before
+    /// it is sent, each sub-call reserves its worst case (its prompt's tokens and the
+    /// longest reply it allows, [`Request::reply_reserve`](crate::llm::Request::reply_reserve)):
+    /// one that does not fit what is left, the calls sent with it holding theirs, is not
+    /// sent and fails with a message saying so, so calls sent together (`parallel_map`,
+    /// `llm_query_batched`) never spend more than the budget when the replies keep to it.
     pub fn token_budget(mut self, tokens: u64) -> Self {
         self.token_budget = Some(tokens);
         self

@@ -471,6 +471,10 @@ impl Llm for LlmClient {
         batch::run_batch(self, requests, self.config.max_concurrency)
     }
 
+    fn max_concurrency(&self) -> usize {
+        self.config.max_concurrency
+    }
+
     fn model_info(&self) -> Option<ModelInfo> {
         Some(self.config.model_info())
     }

@@ -90,6 +90,39 @@ pub trait Llm: Send + Sync {
         run_batch(self, requests, DEFAULT_MAX_CONCURRENCY)
     }
 
+    /// How many requests [`Llm::complete_batch`] sends at once: [`DEFAULT_MAX_CONCURRENCY`]
+    /// unless the implementation says otherwise ([`LlmClient`] gives its configuration's).
+    fn max_concurrency(&self) -> usize {
+        DEFAULT_MAX_CONCURRENCY
+    }
+
+    /// Answers every request, in order, at most `max_concurrency` at once: a batch whose
+    /// caller chose its own concurrency (`parallel_map`'s `concurrency` option). The
+    /// default runs [`Llm::complete`] through [`run_batch`]; an implementation that does
+    /// something for a batch as a whole (reserving its budget first) overrides it.
+    ///
+    /// ```
+    /// use rlm_registry::llm::{Completion, DEFAULT_MAX_CONCURRENCY, Llm, LlmError, Request};
+    ///
+    /// struct Echo;
+    /// impl Llm for Echo {
+    ///     fn complete(&self, request: Request) -> Result<Completion, LlmError> {
+    ///         Ok(Completion::new(request.messages[0].text()))
+    ///     }
+    /// }
+    ///
+    /// assert_eq!(Echo.max_concurrency(), DEFAULT_MAX_CONCURRENCY);
+    /// let answers = Echo.complete_batch_at(vec!["a".into(), "b".into()], 2);
+    /// assert_eq!(answers[1].as_ref().unwrap().content, "b");
+    /// ```
+    fn complete_batch_at(
+        &self,
+        requests: Vec<Request>,
+        max_concurrency: usize,
+    ) -> Vec<Result<Completion, LlmError>> {
+        run_batch(self, requests, max_concurrency)
+    }
+
     /// Which model answers, and at which server, for a run's record; `None` (the
     /// default) when the implementation cannot say, as a scripted fake cannot.
     /// [`LlmClient`] answers from its configuration, never with the API key.
@@ -107,6 +140,18 @@ impl<T: Llm + ?Sized> Llm for &T {
         (**self).complete_batch(requests)
     }
 
+    fn max_concurrency(&self) -> usize {
+        (**self).max_concurrency()
+    }
+
+    fn complete_batch_at(
+        &self,
+        requests: Vec<Request>,
+        max_concurrency: usize,
+    ) -> Vec<Result<Completion, LlmError>> {
+        (**self).complete_batch_at(requests, max_concurrency)
+    }
+
     fn model_info(&self) -> Option<ModelInfo> {
         (**self).model_info()
     }
@@ -121,6 +166,18 @@ impl<T: Llm + ?Sized> Llm for Box<T> {
         (**self).complete_batch(requests)
     }
 
+    fn max_concurrency(&self) -> usize {
+        (**self).max_concurrency()
+    }
+
+    fn complete_batch_at(
+        &self,
+        requests: Vec<Request>,
+        max_concurrency: usize,
+    ) -> Vec<Result<Completion, LlmError>> {
+        (**self).complete_batch_at(requests, max_concurrency)
+    }
+
     fn model_info(&self) -> Option<ModelInfo> {
         (**self).model_info()
     }
@@ -133,6 +190,18 @@ impl<T: Llm + ?Sized> Llm for Arc<T> {
 
     fn complete_batch(&self, requests: Vec<Request>) -> Vec<Result<Completion, LlmError>> {
         (**self).complete_batch(requests)
+    }
+
+    fn max_concurrency(&self) -> usize {
+        (**self).max_concurrency()
+    }
+
+    fn complete_batch_at(
+        &self,
+        requests: Vec<Request>,
+        max_concurrency: usize,
+    ) -> Vec<Result<Completion, LlmError>> {
+        (**self).complete_batch_at(requests, max_concurrency)
     }
 
     fn model_info(&self) -> Option<ModelInfo> {

@@ -6,16 +6,26 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::llm::{Completion, Llm, LlmError, Request, Usage, UsageSnapshot};
+use crate::llm::{Completion, Llm, LlmError, Message, Request, Usage, UsageSnapshot};
 use crate::text_format::thousands;
+use crate::tokens;
 
 /// What a whole run may spend, summed over the root agent, its children at every depth,
 /// and every `llm_query` they make. `None` is unlimited (the default).
 ///
 /// Each budget is checked before every model call; a call that is refused ends the
 /// agent that wanted it with [`RlmError::Budget`](super::RlmError::Budget) (inside Lua
-/// code, `llm_query` raises an error instead, which the model sees). A call in flight
-/// is not interrupted, so the token total may pass its budget by the last calls' tokens.
+/// code, `llm_query` raises an error instead, which the model sees).
+///
+/// Under a token budget every call first reserves its worst case: its prompt's tokens
+/// (counted with `o200k_base`) plus the most its reply may take, the request's
+/// `max_tokens` or, when it sets none, [`DEFAULT_REPLY_RESERVE`](crate::llm::DEFAULT_REPLY_RESERVE)
+/// (1,024) as the estimate. A call whose reservation does not fit what is left, the
+/// reservations of the calls in flight counted as spent, is refused
+/// ([`BudgetExceeded::TokensWouldExceed`]); once answered, its reservation becomes the
+/// tokens the server reports. So however many calls run at once (`parallel_map`,
+/// `llm_query_batched`, children), the run stays within its budget as long as replies
+/// stay within their estimate.
 ///
 /// ```
 /// use std::time::Duration;
@@ -67,6 +77,16 @@ pub enum BudgetExceeded {
         /// What the run had spent when it was stopped.
         used: u64,
     },
+    /// [`Budgets::total_tokens`]: the call's worst case, `needed` tokens, does not fit the
+    /// `left` of `limit` that neither spent tokens nor calls in flight hold.
+    TokensWouldExceed {
+        /// The budget.
+        limit: u64,
+        /// What was left for the call.
+        left: u64,
+        /// The call's worst case: its prompt and the most its reply may take.
+        needed: u64,
+    },
     /// [`Budgets::llm_calls`]: all `limit` calls made.
     LlmCalls {
         /// The budget.
@@ -86,6 +106,17 @@ impl fmt::Display for BudgetExceeded {
                 f,
                 "token budget exhausted: {} of {} tokens used",
                 thousands(*used),
+                thousands(*limit)
+            ),
+            BudgetExceeded::TokensWouldExceed {
+                limit,
+                left,
+                needed,
+            } => write!(
+                f,
+                "token budget: not sent, this call may take up to {} tokens (its prompt and the longest reply allowed) and {} of the {} tokens are left (the calls in flight hold theirs); send less at a time or finish with what you have",
+                thousands(*needed),
+                thousands(*left),
                 thousands(*limit)
             ),
             BudgetExceeded::LlmCalls { limit } => write!(
@@ -178,7 +209,11 @@ pub(crate) struct Ledger {
     started: Instant,
     /// Calls reserved so far (a refused reservation is given back).
     calls: AtomicU64,
+    /// Tokens the server reported for the calls answered.
     tokens: AtomicU64,
+    /// `tokens` plus the reservations of the calls in flight: what a new reservation
+    /// must fit beside.
+    committed: AtomicU64,
     depths: Vec<Usage>,
 }
 
@@ -190,6 +225,7 @@ impl Ledger {
             started: Instant::now(),
             calls: AtomicU64::new(0),
             tokens: AtomicU64::new(0),
+            committed: AtomicU64::new(0),
             depths: (0..=max_depth).map(|_| Usage::new()).collect(),
         })
     }
@@ -210,9 +246,25 @@ impl Ledger {
         Ok(())
     }
 
-    /// Checks every budget and counts one call about to be made.
-    pub fn reserve(&self) -> Result<(), BudgetExceeded> {
+    /// Checks every budget and holds `request`'s worst case and one call against them
+    /// until [`Ledger::record`] counts what it really spent.
+    pub fn reserve(&self, request: &Request) -> Result<Reservation, BudgetExceeded> {
         self.check()?;
+        let reservation = Reservation {
+            tokens: self.worst_case(request),
+        };
+        if let Some(limit) = self.budgets.total_tokens {
+            let needed = reservation.tokens;
+            self.committed
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |committed| {
+                    (committed.saturating_add(needed) <= limit).then_some(committed + needed)
+                })
+                .map_err(|committed| BudgetExceeded::TokensWouldExceed {
+                    limit,
+                    left: limit.saturating_sub(committed),
+                    needed,
+                })?;
+        }
         if let Some(limit) = self.budgets.llm_calls {
             let reserved = self
                 .calls
@@ -220,16 +272,34 @@ impl Ledger {
                     (calls < limit).then_some(calls + 1)
                 });
             if reserved.is_err() {
+                self.committed
+                    .fetch_sub(reservation.tokens, Ordering::SeqCst);
                 return Err(BudgetExceeded::LlmCalls { limit });
             }
         } else {
             self.calls.fetch_add(1, Ordering::SeqCst);
         }
-        Ok(())
+        Ok(reservation)
     }
 
-    /// Records what a call made at `depth` spent.
-    pub fn record(&self, depth: usize, result: &Result<Completion, LlmError>) {
+    /// The most tokens `request` may spend: its prompt and the longest reply it allows
+    /// ([`Request::reply_reserve`]). Counted only under a token budget (the count reads
+    /// the whole conversation).
+    fn worst_case(&self, request: &Request) -> u64 {
+        if self.budgets.total_tokens.is_none() {
+            return 0;
+        }
+        let prompt = tokens::count_chat(request.messages.iter().map(Message::text)) as u64;
+        prompt.saturating_add(request.reply_reserve())
+    }
+
+    /// Records what a call made at `depth` spent, its reservation replaced by that.
+    pub fn record(
+        &self,
+        depth: usize,
+        reservation: Reservation,
+        result: &Result<Completion, LlmError>,
+    ) {
         let usage = &self.depths[depth.min(self.depths.len() - 1)];
         match result {
             Ok(completion) => {
@@ -237,8 +307,11 @@ impl Ledger {
                     usage.record_attempt();
                 }
                 usage.record_success(completion.prompt_tokens, completion.completion_tokens);
-                self.tokens
-                    .fetch_add(completion.total_tokens(), Ordering::SeqCst);
+                let spent = completion.total_tokens();
+                self.tokens.fetch_add(spent, Ordering::SeqCst);
+                // Added before the reservation is given back, so that what is committed
+                // never reads lower than what is spent and in flight.
+                self.committed.fetch_add(spent, Ordering::SeqCst);
             }
             Err(error) => {
                 for _ in 0..error.attempts() {
@@ -247,6 +320,8 @@ impl Ledger {
                 usage.record_failure();
             }
         }
+        self.committed
+            .fetch_sub(reservation.tokens, Ordering::SeqCst);
     }
 
     pub fn tokens_used(&self) -> u64 {
@@ -273,8 +348,15 @@ impl Ledger {
     }
 }
 
-/// The model as an environment at `depth` sees it: every call checks the shared budgets
-/// first and is counted at that depth.
+/// One call's hold on the budgets, from [`Ledger::reserve`] to [`Ledger::record`]: the
+/// tokens of its worst case.
+#[must_use]
+pub(crate) struct Reservation {
+    tokens: u64,
+}
+
+/// The model as an environment at `depth` sees it: every call reserves its worst case
+/// against the shared budgets first and is counted at that depth.
 pub(crate) struct Metered {
     pub inner: Arc<dyn Llm>,
     pub ledger: Arc<Ledger>,
@@ -283,42 +365,67 @@ pub(crate) struct Metered {
 
 impl Llm for Metered {
     fn complete(&self, request: Request) -> Result<Completion, LlmError> {
-        self.ledger
-            .reserve()
+        let reservation = self
+            .ledger
+            .reserve(&request)
             .map_err(|e| LlmError::BudgetExhausted(e.to_string()))?;
         let result = self.inner.complete(request);
-        self.ledger.record(self.depth, &result);
+        self.ledger.record(self.depth, reservation, &result);
         result
     }
 
     fn complete_batch(&self, requests: Vec<Request>) -> Vec<Result<Completion, LlmError>> {
-        // Reserve each call; refused ones fail in place, the rest go out together so the
-        // inner client keeps its own concurrency.
-        let mut refusals: Vec<Option<LlmError>> = Vec::with_capacity(requests.len());
+        self.complete_reserved(requests, |allowed| self.inner.complete_batch(allowed))
+    }
+
+    fn max_concurrency(&self) -> usize {
+        self.inner.max_concurrency()
+    }
+
+    fn complete_batch_at(
+        &self,
+        requests: Vec<Request>,
+        max_concurrency: usize,
+    ) -> Vec<Result<Completion, LlmError>> {
+        self.complete_reserved(requests, |allowed| {
+            self.inner.complete_batch_at(allowed, max_concurrency)
+        })
+    }
+}
+
+impl Metered {
+    /// Reserves every request of a batch before any is sent, so that however many go out
+    /// together, those that do fit the budgets; the refused ones fail in place with the
+    /// budget's message, the rest go out together through `send` (the inner client keeps
+    /// its own concurrency).
+    fn complete_reserved(
+        &self,
+        requests: Vec<Request>,
+        send: impl FnOnce(Vec<Request>) -> Vec<Result<Completion, LlmError>>,
+    ) -> Vec<Result<Completion, LlmError>> {
+        let mut slots: Vec<Result<Reservation, LlmError>> = Vec::with_capacity(requests.len());
         let mut allowed = Vec::new();
         for request in requests {
-            match self.ledger.reserve() {
-                Ok(()) => {
-                    refusals.push(None);
+            match self.ledger.reserve(&request) {
+                Ok(reservation) => {
+                    slots.push(Ok(reservation));
                     allowed.push(request);
                 }
-                Err(e) => refusals.push(Some(LlmError::BudgetExhausted(e.to_string()))),
+                Err(e) => slots.push(Err(LlmError::BudgetExhausted(e.to_string()))),
             }
         }
-        let mut answers = self.inner.complete_batch(allowed).into_iter();
-        refusals
+        let mut answers = send(allowed).into_iter();
+        slots
             .into_iter()
-            .map(|refusal| match refusal {
-                Some(error) => Err(error),
-                None => {
-                    let result = answers.next().unwrap_or_else(|| {
-                        Err(LlmError::Config(
-                            "the model returned fewer answers than prompts".to_string(),
-                        ))
-                    });
-                    self.ledger.record(self.depth, &result);
-                    result
-                }
+            .map(|slot| {
+                let reservation = slot?;
+                let result = answers.next().unwrap_or_else(|| {
+                    Err(LlmError::Config(
+                        "the model returned fewer answers than prompts".to_string(),
+                    ))
+                });
+                self.ledger.record(self.depth, reservation, &result);
+                result
             })
             .collect()
     }

@@ -76,6 +76,7 @@ fn rules(settings: &Settings) -> String {
 
 1. Look before you answer: the size and shape of `context`, its first lines, matches for the key words of the question.
 2. For a big context, split it into pieces (by lines, separators or tokens) and hand them to a sub-model with `llm_query`/`llm_query_batched`; keep the answers in variables and combine them.
+   Several steps per piece (ask, read, ask again)? Write them as a function and run `results, errors = parallel_map(pieces, fn)`: all pieces' calls go out together.
 3. Check what you found against the context before you commit to it.
 
 ## How to answer

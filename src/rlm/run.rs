@@ -164,9 +164,9 @@ impl Agent {
         if let Some(first) = &first {
             self.check_window(first)?;
         }
-        self.ledger.reserve().map_err(RlmError::Budget)?;
+        let reservation = self.ledger.reserve(&request).map_err(RlmError::Budget)?;
         let result = self.turn_model().complete(request);
-        self.ledger.record(self.depth, &result);
+        self.ledger.record(self.depth, reservation, &result);
         record.llm_ms = millis(started.elapsed());
         let completion = result.map_err(|error| match &first {
             Some(first) if error.is_context_length() => self.too_long(first, Some(error)),

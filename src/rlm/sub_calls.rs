@@ -44,8 +44,38 @@ impl Llm for Logged {
     }
 
     fn complete_batch(&self, requests: Vec<Request>) -> Vec<Result<Completion, LlmError>> {
+        self.logged_in_order(requests, |requests| self.inner.complete_batch(requests))
+    }
+
+    fn max_concurrency(&self) -> usize {
+        self.inner.max_concurrency()
+    }
+
+    fn complete_batch_at(
+        &self,
+        requests: Vec<Request>,
+        max_concurrency: usize,
+    ) -> Vec<Result<Completion, LlmError>> {
+        self.logged_in_order(requests, |requests| {
+            self.inner.complete_batch_at(requests, max_concurrency)
+        })
+    }
+
+    fn model_info(&self) -> Option<ModelInfo> {
+        self.inner.model_info()
+    }
+}
+
+impl Logged {
+    /// Sends a batch through `send` and logs it in the batch's order, not the order its
+    /// answers came in: a replay answers it in that order.
+    fn logged_in_order(
+        &self,
+        requests: Vec<Request>,
+        send: impl FnOnce(Vec<Request>) -> Vec<Result<Completion, LlmError>>,
+    ) -> Vec<Result<Completion, LlmError>> {
         let messages: Vec<_> = requests.iter().map(|r| r.messages.clone()).collect();
-        let results = self.inner.complete_batch(requests);
+        let results = send(requests);
         self.log.lock().extend(
             messages
                 .into_iter()
@@ -53,9 +83,5 @@ impl Llm for Logged {
                 .map(|(messages, result)| SubCall::of(messages, result)),
         );
         results
-    }
-
-    fn model_info(&self) -> Option<ModelInfo> {
-        self.inner.model_info()
     }
 }

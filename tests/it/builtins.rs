@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use rlm_registry::Registry;
 use rlm_registry::environment::{Environment, ExecError, LimitKind, Limits, SubTask};
-use rlm_registry::llm::{LlmClient, LlmConfig};
+use rlm_registry::llm::{DEFAULT_REPLY_RESERVE, LlmClient, LlmConfig};
+use rlm_registry::tokens;
 use support::openai_server::{Behavior, OpenAiServer};
 
 fn client(server: &OpenAiServer) -> LlmClient {
@@ -211,13 +212,19 @@ fn token_counts_match_tiktoken_on_varied_text() {
 
 #[test]
 fn the_token_budget_is_spent_by_sub_calls_and_then_stops_them() {
-    let server = OpenAiServer::always(Behavior::reply_with_usage("ok", 30, 10));
+    // Each call reserves its worst case (its prompt and 1,024 for the reply) and, as the
+    // server reports it here, spends exactly that.
+    let worst = tokens::count_chat(["a"]) as u64 + DEFAULT_REPLY_RESERVE;
+    let server = OpenAiServer::always(Behavior::reply_with_usage("ok", worst - 10, 10));
     let env = Environment::builder(Registry::baked().clone())
         .llm(Arc::new(client(&server)))
-        .token_budget(100)
+        .token_budget(3 * worst)
         .build()
         .unwrap();
-    assert_eq!(output(&env, "llm_query('a') print(token_budget())"), "60\n");
+    assert_eq!(
+        output(&env, "llm_query('a') print(token_budget())"),
+        format!("{}\n", 2 * worst)
+    );
     output(&env, "llm_query('b') llm_query('c')");
     match env.execute("llm_query('d')") {
         Err(ExecError::Limit { kind, message, .. }) => {
@@ -228,6 +235,31 @@ fn the_token_budget_is_spent_by_sub_calls_and_then_stops_them() {
     }
     assert_eq!(server.request_count(), 3);
     assert_eq!(output(&env, "print(token_budget())"), "0\n");
+}
+
+#[test]
+fn a_sub_call_whose_worst_case_does_not_fit_the_token_budget_is_not_sent() {
+    let server = OpenAiServer::always(Behavior::reply("ok"));
+    let env = Environment::builder(Registry::baked().clone())
+        .llm(Arc::new(client(&server)))
+        .token_budget(100)
+        .build()
+        .unwrap();
+    let message = env
+        .execute("llm_query('a')")
+        .unwrap_err()
+        .message()
+        .to_string();
+    assert!(
+        message.contains("llm_query: not sent: this call may take up to 1,0")
+            && message.contains("100 of the session's 100 are left"),
+        "{message}"
+    );
+    assert_eq!(
+        output(&env, "print(llm_query_batched({'a'})[1]:sub(1, 34))"),
+        "error: llm_query_batched: not sent\n"
+    );
+    assert_eq!(server.request_count(), 0);
 }
 
 #[test]

@@ -45,6 +45,8 @@ mod lua_library;
 #[cfg(feature = "cli")]
 mod memory_peak;
 #[cfg(feature = "runtime")]
+mod parallel;
+#[cfg(feature = "runtime")]
 mod patterns;
 #[cfg(feature = "runtime")]
 mod providers;

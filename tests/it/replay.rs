@@ -372,6 +372,43 @@ fn a_batch_is_recorded_and_replayed_in_its_order() {
 }
 
 #[test]
+fn sub_calls_of_parallel_map_are_recorded_in_round_order_and_replay_identical() {
+    // Answers that come back out of order: the first prompt's is the slowest.
+    let delays = [30, 10, 0, 30, 10, 0].map(std::time::Duration::from_millis);
+    let (trace, _server) = recorded_with(
+        "local r = parallel_map({'a', 'b', 'c'}, function(x) return llm_query(llm_query(x)) end, {concurrency = 3})
+print(table.concat(r, ','))",
+        delays.into_iter().map(Behavior::echo).collect(),
+    );
+    let turn = trace
+        .lines()
+        .map(|line| serde_json::from_str::<Record>(line).unwrap())
+        .find_map(|record| match record {
+            Record::Turn(turn) if turn.turn == 1 => Some(turn),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(
+        turn.outputs[0].output,
+        "echo: echo: a,echo: echo: b,echo: echo: c\n"
+    );
+    let prompts: Vec<String> = turn.outputs[0]
+        .sub_calls
+        .iter()
+        .map(|c| c.prompt())
+        .collect();
+    assert_eq!(
+        prompts,
+        ["a", "b", "c", "echo: a", "echo: b", "echo: c"],
+        "two rounds, each in the order of the list"
+    );
+    let replay = Replay::from_jsonl(&trace)
+        .unwrap()
+        .registry(count_registry(1));
+    assert!(replay.run().unwrap().is_identical());
+}
+
+#[test]
 fn a_context_is_checked_by_the_library_too() {
     let server = OpenAiServer::start(vec![lua("FINAL(#context)")], Behavior::status(500));
     let trace = Shared::default();

@@ -10,16 +10,17 @@
 
 use std::rc::Rc;
 
-use mlua::{Function, Lua, LuaString, Table, Value};
+use mlua::{Lua, LuaString, Table, Value};
 use serde_json::Value as Json;
 
 use super::SubTask;
+use super::llm::batched_call;
 use super::state::BuiltinState;
+use super::sub_calls::{Call, SubCall, sub_call};
 use crate::conventions::ANSWER_GLOBAL;
 use crate::conventions::builtins::BuiltinId;
 use crate::engines::meter::WorkMeter;
 use crate::environment::answer_schema::AnswerSchema;
-use crate::environment::hook::hold_ticks;
 use crate::environment::lua_json;
 use crate::llm::Request;
 
@@ -29,9 +30,11 @@ const OPTIONS: &[&str] = &["schema"];
 /// `rlm_query(prompt [, context] [, opts])`: a child agent, or `llm_query` when the host
 /// runs none (an environment built without a [`SubAgent`](super::SubAgent), as `rlm
 /// exec`'s). An agent at the depth limit never gets here: its scope refuses the call.
-pub(super) fn rlm_query(lua: &Lua, state: Rc<BuiltinState>) -> mlua::Result<Function> {
-    lua.create_function(
-        move |lua, (prompt, second, third): (String, Value, Value)| {
+pub(super) fn rlm_query(lua: &Lua, state: Rc<BuiltinState>) -> mlua::Result<SubCall> {
+    sub_call(
+        lua,
+        state,
+        |lua, state, (prompt, second, third): (String, Value, Value)| {
             let builtin = BuiltinId::RlmQuery;
             let (context, options) = match (second, third) {
                 (Value::Table(options), Value::Nil) => (None, Some(options)),
@@ -41,25 +44,24 @@ pub(super) fn rlm_query(lua: &Lua, state: Rc<BuiltinState>) -> mlua::Result<Func
                 }
                 (_, other) => return Err(bad_options(builtin, 3, &other)),
             };
-            let schema = schema_option(lua, &state, builtin, options)?;
-            let Some(agent) = state.sub_agent.clone() else {
+            let schema = schema_option(lua, state, builtin, options)?;
+            if state.sub_agent.is_none() {
                 if schema.is_some() {
                     return Err(no_children_for_a_schema(builtin));
                 }
-                let answer = fallback_llm_query(&state, &prompt, context.as_deref())?;
-                return Ok(Value::String(lua.create_string(answer)?));
-            };
+                return fallback_llm_query(state, &prompt, context.as_deref());
+            }
             state.before_calls(1)?;
-            let typed = schema.is_some();
-            let task = SubTask {
-                prompt,
-                context,
-                schema,
-            };
-            let answer = hold_ticks(|| agent.run(&task)).map_err(|e| {
-                mlua::Error::RuntimeError(format!("{} failed: {e}", builtin.name()))
-            })?;
-            answer_value(lua, &state, builtin, typed, answer)
+            Ok(Call::Rlm {
+                builtin,
+                batched: false,
+                typed: schema.is_some(),
+                tasks: vec![SubTask {
+                    prompt,
+                    context,
+                    schema,
+                }],
+            })
         },
     )
 }
@@ -67,9 +69,11 @@ pub(super) fn rlm_query(lua: &Lua, state: Rc<BuiltinState>) -> mlua::Result<Func
 /// `rlm_query_batched(prompts [, contexts] [, opts])`: children on threads (the host's
 /// [`SubAgent::run_batch`](super::SubAgent::run_batch)), answers in order. The options
 /// may come second when there are no contexts: a table with a `schema` field.
-pub(super) fn rlm_query_batched(lua: &Lua, state: Rc<BuiltinState>) -> mlua::Result<Function> {
-    lua.create_function(
-        move |lua, (prompts, second, third): (Vec<LuaString>, Value, Value)| {
+pub(super) fn rlm_query_batched(lua: &Lua, state: Rc<BuiltinState>) -> mlua::Result<SubCall> {
+    sub_call(
+        lua,
+        state,
+        |lua, state, (prompts, second, third): (Vec<LuaString>, Value, Value)| {
             let builtin = BuiltinId::RlmQueryBatched;
             let (contexts, options) = match (second, third) {
                 (Value::Table(table), Value::Nil) if table.contains_key("schema")? => {
@@ -80,7 +84,7 @@ pub(super) fn rlm_query_batched(lua: &Lua, state: Rc<BuiltinState>) -> mlua::Res
                 (_, other) => return Err(bad_options(builtin, 3, &other)),
             };
             let contexts: Option<Vec<LuaString>> = lua.unpack(contexts)?;
-            let schema = schema_option(lua, &state, builtin, options)?;
+            let schema = schema_option(lua, state, builtin, options)?;
             // The children run on threads, so their texts are copied out of Lua: the
             // copies count against the memory limit before they are made.
             let contexts = contexts.unwrap_or_default();
@@ -92,20 +96,16 @@ pub(super) fn rlm_query_batched(lua: &Lua, state: Rc<BuiltinState>) -> mlua::Res
             let text = |text: &LuaString| text.to_string_lossy();
             let prompts: Vec<String> = prompts.iter().map(text).collect();
             let contexts: Vec<String> = contexts.iter().map(text).collect();
-            let Some(agent) = state.sub_agent.clone() else {
+            if state.sub_agent.is_none() {
                 if schema.is_some() {
                     return Err(no_children_for_a_schema(builtin));
                 }
-                let answers = prompts
+                let texts = prompts
                     .iter()
                     .enumerate()
-                    .map(|(i, p)| {
-                        fallback_llm_query(&state, p, contexts.get(i).map(String::as_str))
-                            .unwrap_or_else(|e| format!("error: {e}"))
-                    })
-                    .collect::<Vec<_>>();
-                return lua.create_sequence_from(answers);
-            };
+                    .map(|(i, p)| with_context(p, contexts.get(i).map(String::as_str)));
+                return batched_call(state, builtin, texts);
+            }
             state.before_calls(prompts.len())?;
             let typed = schema.is_some();
             let mut contexts = contexts.into_iter();
@@ -117,18 +117,12 @@ pub(super) fn rlm_query_batched(lua: &Lua, state: Rc<BuiltinState>) -> mlua::Res
                     schema: schema.clone(),
                 })
                 .collect();
-            let answers = lua.create_table()?;
-            for (i, answer) in hold_ticks(|| agent.run_batch(&tasks))
-                .into_iter()
-                .enumerate()
-            {
-                let value = match answer {
-                    Ok(answer) => answer_value(lua, &state, builtin, typed, answer)?,
-                    Err(error) => Value::String(lua.create_string(format!("error: {error}"))?),
-                };
-                answers.raw_set(i + 1, value)?;
-            }
-            Ok(answers)
+            Ok(Call::Rlm {
+                builtin,
+                batched: true,
+                typed,
+                tasks,
+            })
         },
     )
 }
@@ -225,7 +219,7 @@ fn shown_key(key: &Value) -> String {
 
 /// A child's answer for the caller's code: its text, or for a typed child the value its
 /// JSON text describes, made by the one mapping.
-fn answer_value(
+pub(super) fn answer_value(
     lua: &Lua,
     state: &BuiltinState,
     builtin: BuiltinId,
@@ -250,20 +244,25 @@ fn fallback_llm_query(
     state: &BuiltinState,
     prompt: &str,
     context: Option<&str>,
-) -> mlua::Result<String> {
-    let llm = state.llm(BuiltinId::RlmQuery)?;
-    let text = match context {
-        Some(context) => format!("{prompt}\n\n<context>\n{context}\n</context>"),
-        None => prompt.to_string(),
-    };
-    let request = Request::from(text);
+) -> mlua::Result<Call> {
+    let builtin = BuiltinId::RlmQuery;
+    state.llm(builtin)?;
+    let request = Request::from(with_context(prompt, context));
     state
-        .check_window(BuiltinId::RlmQuery, &request)
+        .check_window(builtin, &request)
         .map_err(mlua::Error::RuntimeError)?;
     state.before_calls(1)?;
-    let result = hold_ticks(|| llm.complete(request));
-    state.spent(&result);
-    result.map(|c| c.content).map_err(|e| {
-        mlua::Error::RuntimeError(format!("{} failed: {e}", BuiltinId::RlmQuery.name()))
+    Ok(Call::Llm {
+        builtin,
+        batched: false,
+        requests: vec![Ok(request)],
     })
+}
+
+/// A child's prompt for a plain sub-model call: the context, if any, after it.
+fn with_context(prompt: &str, context: Option<&str>) -> String {
+    match context {
+        Some(context) => format!("{prompt}\n\n<context>\n{context}\n</context>"),
+        None => prompt.to_string(),
+    }
 }

@@ -8,7 +8,9 @@
 //! installer matches exhaustively on [`BuiltinId`], so adding a row to the table without
 //! an implementation does not compile. One file per provider: `core.rs` (`print`,
 //! `FINAL`, `token_*`), `session_variables.rs` (`store_list`, `store_summarize`) and
-//! `discovery.rs` (also `core`), `llm.rs`, `agent.rs`, `user.rs`, `json/`, `csv/`; the
+//! `discovery.rs` (also `core`), `llm.rs` and `parallel.rs` (the scheduler of `parallel`
+//! and `parallel_map`, also `llm`), `agent.rs`, `user.rs`, `json/`, `csv/`; the four
+//! sub-call built-ins share `sub_calls.rs` (a call prepared, sent, made a value); the
 //! `re` provider and the library's primitives (`_text_primitives.*`, provider
 //! `Primitives`, installed in every environment whatever its scope) are the text engines'
 //! (`engines::re`, `engines::text`). The values a built-in table holds besides its
@@ -22,9 +24,11 @@ mod discovery;
 mod host;
 mod json;
 mod llm;
+mod parallel;
 mod reading;
 mod session_variables;
 mod state;
+mod sub_calls;
 mod user;
 
 use std::rc::Rc;
@@ -168,6 +172,7 @@ pub(crate) fn table(
         catalog,
         regexes,
         session_variables: None,
+        parallel: None,
     };
     let mut tables: Vec<(&str, Table)> = Vec::new();
     let mut keep_errors: Vec<&str> = Vec::new();
@@ -203,8 +208,11 @@ pub(crate) fn table(
         sub_table(lua, &mut tables, primitive.global())?.raw_set(field, function)?;
     }
     // `print` is hot in loops and cannot fail but on memory; host functions raise plain
-    // errors already.
+    // errors already; the schedulers are Lua, raising their errors at the caller's line,
+    // and run code whose errors must keep their own.
     keep_errors.push(BuiltinId::Print.name());
+    keep_errors.push(BuiltinId::Parallel.name());
+    keep_errors.push(BuiltinId::ParallelMap.name());
     raise_plain_errors(lua, &builtins, &keep_errors, None)?;
     for (name, functions) in tables {
         // A primitive's argument error names its field only: that is the name of the
@@ -259,6 +267,9 @@ struct Installer<'a> {
     regexes: &'a Rc<re::RegexCache>,
     /// `store_list` and `store_summarize`, made together by one chunk.
     session_variables: Option<(Function, Function)>,
+    /// The scheduler of `parallel` and `parallel_map`, which the sub-call built-ins
+    /// yield to.
+    parallel: Option<Rc<parallel::Parallel>>,
 }
 
 impl Installer<'_> {
@@ -294,10 +305,16 @@ impl Installer<'_> {
             BuiltinId::CsvParse => csv::parse(lua, tripwire),
             BuiltinId::CsvRows => csv::rows(lua, tripwire),
             BuiltinId::CsvEncode => csv::encode(lua, tripwire),
-            BuiltinId::LlmQuery => llm::llm_query(lua, state),
-            BuiltinId::LlmQueryBatched => llm::llm_query_batched(lua, state),
-            BuiltinId::RlmQuery => agent::rlm_query(lua, state),
-            BuiltinId::RlmQueryBatched => agent::rlm_query_batched(lua, state),
+            BuiltinId::LlmQuery => self.parallel()?.yielding(llm::llm_query(lua, state)?),
+            BuiltinId::LlmQueryBatched => self
+                .parallel()?
+                .yielding(llm::llm_query_batched(lua, state)?),
+            BuiltinId::RlmQuery => self.parallel()?.yielding(agent::rlm_query(lua, state)?),
+            BuiltinId::RlmQueryBatched => self
+                .parallel()?
+                .yielding(agent::rlm_query_batched(lua, state)?),
+            BuiltinId::Parallel => Ok(self.parallel()?.parallel.clone()),
+            BuiltinId::ParallelMap => Ok(self.parallel()?.parallel_map.clone()),
             BuiltinId::AskUser => user::ask_user(lua, state),
             BuiltinId::NotifyUser => user::notify_user(lua, state),
             BuiltinId::LineCount => primitive(Primitive::LineCount),
@@ -315,6 +332,15 @@ impl Installer<'_> {
             BuiltinId::GroupBy => primitive(Primitive::Collection(Collection::GroupBy)),
             BuiltinId::MostCommon => primitive(Primitive::Collection(Collection::MostCommon)),
         }
+    }
+
+    fn parallel(&mut self) -> mlua::Result<Rc<parallel::Parallel>> {
+        if let Some(made) = &self.parallel {
+            return Ok(Rc::clone(made));
+        }
+        let made = Rc::new(parallel::Parallel::new(self.lua, Rc::clone(self.state))?);
+        self.parallel = Some(Rc::clone(&made));
+        Ok(made)
     }
 
     fn session_variables(&mut self) -> mlua::Result<(Function, Function)> {

@@ -46,6 +46,8 @@ pub(crate) struct BuiltinState {
     rejected_answer: RefCell<Option<String>>,
     token_budget: Option<u64>,
     tokens_spent: Cell<u64>,
+    /// The worst cases of the sub-calls being sent, held against the token budget.
+    tokens_reserved: Cell<u64>,
 }
 
 impl BuiltinState {
@@ -63,6 +65,7 @@ impl BuiltinState {
             rejected_answer: RefCell::new(None),
             token_budget: host.token_budget,
             tokens_spent: Cell::new(0),
+            tokens_reserved: Cell::new(0),
         }
     }
 
@@ -77,6 +80,56 @@ impl BuiltinState {
             return Err(self.tripwire.trip(LimitKind::TokenBudget));
         }
         self.tripwire.count_llm_calls(calls)
+    }
+
+    /// How many sub-model requests go out at once when the code does not say: the
+    /// client's own concurrency.
+    pub(super) fn default_concurrency(&self) -> usize {
+        self.llm
+            .as_ref()
+            .map_or(crate::llm::DEFAULT_MAX_CONCURRENCY, |llm| {
+                llm.max_concurrency()
+            })
+    }
+
+    /// Holds `request`'s worst case (its prompt's tokens and the longest reply it allows,
+    /// [`Request::reply_reserve`]) against the token budget until
+    /// [`BuiltinState::settle_tokens`]; the message the code reads when it does not fit
+    /// what neither spent tokens nor calls being sent hold. Without a budget, nothing.
+    pub(super) fn reserve_tokens(
+        &self,
+        builtin: BuiltinId,
+        request: &Request,
+    ) -> Result<u64, String> {
+        let Some(budget) = self.token_budget else {
+            return Ok(0);
+        };
+        let prompt = tokens::count_chat(request.messages.iter().map(|m| m.text())) as u64;
+        let worst = prompt.saturating_add(request.reply_reserve());
+        let committed = self
+            .tokens_spent
+            .get()
+            .saturating_add(self.tokens_reserved.get());
+        let left = budget.saturating_sub(committed);
+        if worst > left {
+            return Err(format!(
+                "{}: not sent: this call may take up to {} tokens (its prompt and the longest reply allowed) and {} of the session's {} are left; send less at a time or finish with what you have",
+                builtin.name(),
+                thousands(worst),
+                thousands(left),
+                thousands(budget)
+            ));
+        }
+        self.tokens_reserved
+            .set(self.tokens_reserved.get().saturating_add(worst));
+        Ok(worst)
+    }
+
+    /// Gives back a call's reservation and counts what it really spent.
+    pub(super) fn settle_tokens(&self, reserved: u64, result: &Result<Completion, LlmError>) {
+        self.tokens_reserved
+            .set(self.tokens_reserved.get().saturating_sub(reserved));
+        self.spent(result);
     }
 
     /// Records what a call spent.

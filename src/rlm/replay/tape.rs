@@ -172,6 +172,15 @@ impl Llm for Player {
     fn complete_batch(&self, requests: Vec<Request>) -> Vec<Result<Completion, LlmError>> {
         requests.into_iter().map(|r| self.complete(r)).collect()
     }
+
+    /// A round of `parallel`'s calls: in order too, whatever the concurrency asked for.
+    fn complete_batch_at(
+        &self,
+        requests: Vec<Request>,
+        _max_concurrency: usize,
+    ) -> Vec<Result<Completion, LlmError>> {
+        self.complete_batch(requests)
+    }
 }
 
 fn off_the_record(what: &str) -> LlmError {

@@ -174,6 +174,7 @@ impl Agent {
         })?;
         record.prompt_tokens = completion.prompt_tokens;
         record.completion_tokens = completion.completion_tokens;
+        record.cached = completion.cached;
         Ok(completion)
     }
 

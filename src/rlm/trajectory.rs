@@ -77,7 +77,8 @@
 //! | `error` | why the agent stopped, on the turn that ended it with an error |
 //! | `elapsed_ms`, `llm_ms` | the whole turn (children included), and the model call |
 //! | `prompt_tokens`, `completion_tokens` | of this turn's model call |
-//! | `run_tokens` | tokens spent by the whole run so far, every agent and sub-call included |
+//! | `run_tokens` | tokens spent by the whole run so far, every agent and sub-call included (an answer from the call cache spends none) |
+//! | `cached` | `true` when the reply came from the call cache (`--cache`) rather than the server; absent otherwise |
 //! | `at_ms` | when the line was written, in milliseconds since the run began |
 //!
 //! # Older traces
@@ -339,6 +340,10 @@ pub struct Turn {
     /// Tokens the whole run had spent when this turn ended.
     #[serde(default)]
     pub run_tokens: u64,
+    /// The turn's reply came from the call cache, not the server (its tokens are those
+    /// of the run that first asked, and cost this one nothing). Written only when true.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cached: bool,
     /// When the line was written, in milliseconds since the run began.
     #[serde(default)]
     pub at_ms: Option<u64>,

@@ -14,6 +14,7 @@ use mlua::{Function, Lua, LuaString, Table, Value};
 use serde_json::Value as Json;
 
 use super::SubTask;
+use super::options::{bad_options, check_known, lua_type};
 use super::state::BuiltinState;
 use crate::conventions::ANSWER_GLOBAL;
 use crate::conventions::builtins::BuiltinId;
@@ -148,23 +149,6 @@ fn context_text(builtin: BuiltinId, position: usize, value: Value) -> mlua::Resu
     }
 }
 
-/// The error for an options argument that is not a table.
-fn bad_options(builtin: BuiltinId, position: usize, value: &Value) -> mlua::Error {
-    mlua::Error::RuntimeError(format!(
-        "{}: bad argument #{position} (an options table expected, got {})",
-        builtin.name(),
-        lua_type(value)
-    ))
-}
-
-/// The value's type as Lua's `type` names it (an integer is a `number`).
-fn lua_type(value: &Value) -> &'static str {
-    match value {
-        Value::Integer(_) => "number",
-        other => other.type_name(),
-    }
-}
-
 fn no_children_for_a_schema(builtin: BuiltinId) -> mlua::Error {
     mlua::Error::RuntimeError(format!(
         "{}: opts.schema needs a child agent, and this environment runs none (here {} is a plain llm_query)",
@@ -184,19 +168,7 @@ fn schema_option(
     let Some(options) = options else {
         return Ok(None);
     };
-    for pair in options.pairs::<Value, Value>() {
-        let (key, _) = pair?;
-        let known =
-            matches!(&key, Value::String(name) if OPTIONS.contains(&&*name.to_string_lossy()));
-        if !known {
-            return Err(mlua::Error::RuntimeError(format!(
-                "{}: unknown option {} (the options are: {})",
-                builtin.name(),
-                shown_key(&key),
-                OPTIONS.join(", ")
-            )));
-        }
-    }
+    check_known(builtin, &options, OPTIONS)?;
     let schema = match options.get::<Value>("schema")? {
         Value::Nil => return Ok(None),
         Value::String(text) => {
@@ -213,14 +185,6 @@ fn schema_option(
     AnswerSchema::new(schema)
         .map(Some)
         .map_err(|e| mlua::Error::RuntimeError(format!("{}: opts.schema is {e}", builtin.name())))
-}
-
-/// A key as an error names it.
-fn shown_key(key: &Value) -> String {
-    match key {
-        Value::String(name) => format!("`{}`", name.to_string_lossy()),
-        other => format!("of type {}", lua_type(other)),
-    }
 }
 
 /// A child's answer for the caller's code: its text, or for a typed child the value its

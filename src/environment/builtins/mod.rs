@@ -22,6 +22,7 @@ mod discovery;
 mod host;
 mod json;
 mod llm;
+mod options;
 mod reading;
 mod session_variables;
 mod state;

@@ -35,7 +35,11 @@ impl CacheArgs {
     /// The cache the flags, the environment and `config` choose, else `fallback`; `None`
     /// with `--no-cache` or when nothing names a file. A file that cannot be used warns
     /// once and the command goes on uncached.
-    pub(crate) fn open(&self, config: &Config, fallback: Option<PathBuf>) -> Option<Arc<CallCache>> {
+    pub(crate) fn open(
+        &self,
+        config: &Config,
+        fallback: Option<PathBuf>,
+    ) -> Option<Arc<CallCache>> {
         if self.no_cache {
             return None;
         }
@@ -140,7 +144,10 @@ fn stats_text(path: &Path, stats: &rlm_registry::llm::CacheStats) -> String {
     let rate = if lookups == 0 {
         String::new()
     } else {
-        format!(" ({:.0}% of lookups)", 100.0 * stats.hits as f64 / lookups as f64)
+        format!(
+            " ({:.0}% of lookups)",
+            100.0 * stats.hits as f64 / lookups as f64
+        )
     };
     let age = |ms: Option<u64>| ms.map_or_else(|| "-".to_string(), ago);
     format!(
@@ -170,9 +177,7 @@ fn ago(unix_ms: u64) -> String {
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default();
-    let seconds = now
-        .saturating_sub(Duration::from_millis(unix_ms))
-        .as_secs();
+    let seconds = now.saturating_sub(Duration::from_millis(unix_ms)).as_secs();
     match seconds {
         0..120 => format!("{seconds} s ago"),
         120..7200 => format!("{} min ago", seconds / 60),

@@ -97,10 +97,13 @@ impl ServeArgs {
             allowed_origins,
             body_limit_bytes: self.body_limit,
             token,
-            llm: self.llm.chosen()?.map(|llm| match self.cache.open(config, None) {
-                Some(cache) => Arc::new(Cached::new(llm, cache)) as Arc<dyn Llm>,
-                None => llm,
-            }),
+            llm: self
+                .llm
+                .chosen()?
+                .map(|llm| match self.cache.open(config, None) {
+                    Some(cache) => Arc::new(Cached::new(llm, cache)) as Arc<dyn Llm>,
+                    None => llm,
+                }),
             context_window: self.context_window.or(config.context_window),
             ..ServeOptions::default()
         })

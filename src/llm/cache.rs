@@ -84,7 +84,12 @@ pub struct CacheError {
 
 impl fmt::Display for CacheError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "the call cache {}: {}", self.path.display(), self.message)
+        write!(
+            f,
+            "the call cache {}: {}",
+            self.path.display(),
+            self.message
+        )
     }
 }
 
@@ -300,18 +305,11 @@ impl CallCache {
         let found = self.with_db(|db| {
             let tx = db.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let response: Option<String> = tx
-                .query_row(
-                    "UPDATE calls SET used_ms = ?2 WHERE key = ?1 RETURNING response",
-                    params![&key.0[..], now_ms()],
-                    |row| row.get(0),
-                )
+                .prepare_cached("UPDATE calls SET used_ms = ?2 WHERE key = ?1 RETURNING response")?
+                .query_row(params![&key.0[..], now_ms()], |row| row.get(0))
                 .optional()?;
             let counter = if response.is_some() { "hits" } else { "misses" };
-            tx.execute(
-                "INSERT INTO counters (name, value) VALUES (?1, 1)
-                 ON CONFLICT (name) DO UPDATE SET value = value + 1",
-                [counter],
-            )?;
+            add_to_counter(&tx, counter, 1)?;
             tx.commit()?;
             Ok(response)
         })??;
@@ -330,14 +328,19 @@ impl CallCache {
         let max_bytes = i64::try_from(self.max_bytes).unwrap_or(i64::MAX);
         self.with_db(|db| {
             let tx = db.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let now = now_ms();
-            tx.execute(
+            let replaced: i64 = tx
+                .prepare_cached("SELECT bytes FROM calls WHERE key = ?1")?
+                .query_row([&key.0[..]], |row| row.get(0))
+                .optional()?
+                .unwrap_or(0);
+            tx.prepare_cached(
                 "INSERT INTO calls (key, response, bytes, created_ms, used_ms)
                  VALUES (?1, ?2, ?3, ?4, ?4)
                  ON CONFLICT (key) DO UPDATE SET response = excluded.response,
                      bytes = excluded.bytes, used_ms = excluded.used_ms",
-                params![&key.0[..], response, bytes, now],
-            )?;
+            )?
+            .execute(params![&key.0[..], response, bytes, now_ms()])?;
+            add_to_counter(&tx, "bytes", bytes - replaced)?;
             evict(&tx, max_bytes)?;
             tx.commit()
         });
@@ -371,16 +374,9 @@ impl CallCache {
                 },
             )
             .map_err(|e| self.error(e))?;
-        let counter = |name: &str| -> Result<u64, CacheError> {
-            db.query_row("SELECT value FROM counters WHERE name = ?1", [name], |r| {
-                r.get::<_, i64>(0)
-            })
-            .optional()
-            .map(|value| unsigned(value.unwrap_or_default()))
-            .map_err(|e| self.error(e))
-        };
-        stats.hits = counter("hits")?;
-        stats.misses = counter("misses")?;
+        let read = |name: &str| counter(db, name).map(unsigned).map_err(|e| self.error(e));
+        stats.hits = read("hits")?;
+        stats.misses = read("misses")?;
         stats.file_bytes = ["", "-wal"]
             .iter()
             .filter_map(|suffix| {
@@ -417,10 +413,7 @@ impl CallCache {
     }
 
     /// Runs `f` on the open file; on a failure, warns once and stops using it.
-    fn with_db<T>(
-        &self,
-        f: impl FnOnce(&mut Connection) -> rusqlite::Result<T>,
-    ) -> Option<T> {
+    fn with_db<T>(&self, f: impl FnOnce(&mut Connection) -> rusqlite::Result<T>) -> Option<T> {
         let mut guard = self.lock();
         let result = f(guard.as_mut()?);
         match result {
@@ -495,23 +488,54 @@ fn connect(path: &Path) -> Result<Connection, String> {
     setup().map_err(|e| describe(&e))?
 }
 
-/// Deletes the least recently used answers until the rest fit in `max_bytes`.
+/// Deletes the least recently used answers until the rest fit in `max_bytes`. The total
+/// is kept in the `bytes` counter, so a store costs the same at any size of the file.
 fn evict(tx: &rusqlite::Transaction<'_>, max_bytes: i64) -> rusqlite::Result<()> {
-    let total: i64 = tx.query_row("SELECT COALESCE(SUM(bytes), 0) FROM calls", [], |r| {
-        r.get(0)
-    })?;
-    if total <= max_bytes {
-        return Ok(());
+    let mut total = counter(tx, "bytes")?;
+    while total > max_bytes {
+        let oldest: Vec<(i64, i64)> = tx
+            .prepare_cached("SELECT rowid, bytes FROM calls ORDER BY used_ms, rowid LIMIT 64")?
+            .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
+            .collect::<rusqlite::Result<_>>()?;
+        if oldest.is_empty() {
+            total = 0;
+            break;
+        }
+        for (rowid, bytes) in oldest {
+            if total <= max_bytes {
+                break;
+            }
+            tx.execute("DELETE FROM calls WHERE rowid = ?1", [rowid])?;
+            total -= bytes;
+        }
     }
-    tx.execute(
-        "DELETE FROM calls WHERE rowid IN (
-             SELECT rowid FROM (
-                 SELECT rowid, SUM(bytes) OVER (ORDER BY used_ms DESC, rowid DESC) AS kept
-                 FROM calls)
-             WHERE kept > ?1)",
-        [max_bytes],
-    )?;
-    Ok(())
+    set_counter(tx, "bytes", total)
+}
+
+/// A counter of the file (`hits`, `misses`, `bytes`), 0 before it is first set.
+fn counter(db: &Connection, name: &str) -> rusqlite::Result<i64> {
+    db.prepare_cached("SELECT value FROM counters WHERE name = ?1")?
+        .query_row([name], |row| row.get(0))
+        .optional()
+        .map(Option::unwrap_or_default)
+}
+
+fn set_counter(db: &Connection, name: &str, value: i64) -> rusqlite::Result<()> {
+    db.prepare_cached(
+        "INSERT INTO counters (name, value) VALUES (?1, ?2)
+         ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+    )?
+    .execute(params![name, value])
+    .map(drop)
+}
+
+fn add_to_counter(db: &Connection, name: &str, delta: i64) -> rusqlite::Result<()> {
+    db.prepare_cached(
+        "INSERT INTO counters (name, value) VALUES (?1, ?2)
+         ON CONFLICT (name) DO UPDATE SET value = value + excluded.value",
+    )?
+    .execute(params![name, delta])
+    .map(drop)
 }
 
 /// SQLite's error in words, with what it means for the cache when that is not obvious.
@@ -674,7 +698,10 @@ mod tests {
         let stats = cache.stats().unwrap();
         assert_eq!(stats.entries, 3);
         assert!(stats.bytes <= 3 * one);
-        assert!(cache.lookup(&key(1)).is_none(), "the least recently used went");
+        assert!(
+            cache.lookup(&key(1)).is_none(),
+            "the least recently used went"
+        );
         for kept in [0, 2, 3] {
             assert!(cache.lookup(&key(kept)).is_some(), "{kept} kept");
         }

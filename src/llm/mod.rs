@@ -48,7 +48,7 @@ use std::sync::Arc;
 
 pub use batch::{map_concurrently, run_batch};
 pub use cache::{
-    CACHE_SCHEMA_VERSION, CacheError, CacheKey, CacheStats, CallCache, Cached, DEFAULT_CACHE_MAX_MB,
+    CACHE_SCHEMA_VERSION, CacheError, CacheKey, CacheStats, Cached, CallCache, DEFAULT_CACHE_MAX_MB,
 };
 pub use client::LlmClient;
 pub use config::{

@@ -11,7 +11,7 @@ use crate::Registry;
 use crate::catalog::Catalog;
 use crate::conventions::AnswerProtocol;
 use crate::environment::{AnswerSchema, Limits, User};
-use crate::llm::{CallCache, Cached, Llm};
+use crate::llm::{Cached, CallCache, Llm};
 use crate::providers::{AgentScope, Providers};
 
 use super::agent::Agent;

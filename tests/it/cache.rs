@@ -11,7 +11,7 @@ use std::time::Duration;
 use rlm_registry::Registry;
 use rlm_registry::environment::Environment;
 use rlm_registry::eval::{Scorer, Task};
-use rlm_registry::llm::{CacheKey, CallCache, Cached, Completion, Request};
+use rlm_registry::llm::{CacheKey, Cached, CallCache, Completion, Request};
 use serde_json::Value;
 
 use crate::support::cli::{llm_args, rlm_command, stderr, stdout};
@@ -105,10 +105,17 @@ fn a_second_identical_run_sends_nothing_and_gives_the_same_answer_and_trace() {
     let events = events_of(&std::fs::read_to_string(&second_trace).unwrap());
     for turn in turns(&events) {
         assert_eq!(turn["cached"], true, "{turn}");
-        assert_eq!(turn["run_tokens"], 0, "a cached answer costs nothing: {turn}");
+        assert_eq!(
+            turn["run_tokens"], 0,
+            "a cached answer costs nothing: {turn}"
+        );
     }
     let first_events = events_of(&std::fs::read_to_string(&first_trace).unwrap());
-    assert!(turns(&first_events).iter().all(|t| t.get("cached").is_none()));
+    assert!(
+        turns(&first_events)
+            .iter()
+            .all(|t| t.get("cached").is_none())
+    );
     let live = stderr(&second);
     assert!(live.contains("· cached"), "{live}");
     assert!(live.contains("total    0 calls"), "{live}");
@@ -123,7 +130,11 @@ fn a_hit_spends_no_budget() {
     let cache = dir.path().join("cache.sqlite");
     assert_eq!(ask(&server, &cache, &["Q"]).status.code(), Some(0));
     // Two calls' worth of budget would stop a run of three calls that were sent.
-    let out = ask(&server, &cache, &["Q", "--max-llm-calls", "2", "--max-tokens", "20"]);
+    let out = ask(
+        &server,
+        &cache,
+        &["Q", "--max-llm-calls", "2", "--max-tokens", "20"],
+    );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(stdout(&out), "the colour is teal\n");
     assert_eq!(server.request_count(), 3);
@@ -201,7 +212,10 @@ fn a_truncated_cache_file_never_gives_a_wrong_answer_or_fails_the_run() {
     assert_eq!(ask(&server, &cache, &["Q"]).status.code(), Some(0));
     let size = std::fs::metadata(&cache).unwrap().len();
     for keep in [size / 2, 100] {
-        let file = std::fs::OpenOptions::new().write(true).open(&cache).unwrap();
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&cache)
+            .unwrap();
         file.set_len(keep).unwrap();
         drop(file);
         let server = three_call_server();
@@ -218,13 +232,19 @@ fn another_schema_version_warns_and_is_left_alone() {
     let cache = dir.path().join("cache.sqlite");
     drop(CallCache::open(&cache));
     let connection = rusqlite::Connection::open(&cache).unwrap();
-    connection.execute_batch("PRAGMA user_version = 99").unwrap();
+    connection
+        .execute_batch("PRAGMA user_version = 99")
+        .unwrap();
     drop(connection);
     let server = three_call_server();
     let out = ask(&server, &cache, &["Q"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(warnings(&out), 1, "{}", stderr(&out));
-    assert!(stderr(&out).contains("schema version 99"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("schema version 99"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]
@@ -236,7 +256,9 @@ fn eviction_at_the_cap_drops_the_least_recently_used() {
             .map(|i| {
                 (
                     format!("question {i}"),
-                    Behavior::reply(&format!("```lua\nFINAL('answer {i}')\n```\n<!--{padding}-->")),
+                    Behavior::reply(&format!(
+                        "```lua\nFINAL('answer {i}')\n```\n<!--{padding}-->"
+                    )),
                 )
             })
             .collect(),
@@ -280,8 +302,10 @@ fn llm_query_with_cache_false_asks_for_a_fresh_answer() {
         .unwrap();
     let run = |code: &str| env.execute(code).map(|e| e.output);
     assert_eq!(
-        run("print(llm_query('p'), llm_query('p'), llm_query('p', {cache = false}), llm_query('p'))")
-            .unwrap(),
+        run(
+            "print(llm_query('p'), llm_query('p'), llm_query('p', {cache = false}), llm_query('p'))"
+        )
+        .unwrap(),
         "first\tfirst\tsecond\tsecond\n",
         "the fresh answer is stored"
     );
@@ -296,12 +320,16 @@ fn llm_query_with_cache_false_asks_for_a_fresh_answer() {
     );
     assert_eq!(server.request_count(), 3, "sent, whatever the cache holds");
 
-    let error = run("llm_query('p', {cahce = false})").unwrap_err().to_string();
+    let error = run("llm_query('p', {cahce = false})")
+        .unwrap_err()
+        .to_string();
     assert!(
         error.contains("llm_query: unknown option `cahce` (the options are: cache)"),
         "{error}"
     );
-    let error = run("llm_query('p', {cache = 'no'})").unwrap_err().to_string();
+    let error = run("llm_query('p', {cache = 'no'})")
+        .unwrap_err()
+        .to_string();
     assert!(
         error.contains("llm_query: opts.cache must be true or false, got string"),
         "{error}"
@@ -328,7 +356,10 @@ fn cache_stats_and_clear_read_and_empty_the_file() {
     assert!(text.contains("entries  3 ("), "{text}");
     assert!(text.contains("hits     3 (50% of lookups)"), "{text}");
     assert!(text.contains("misses   3\n"), "{text}");
-    assert!(text.contains("oldest   0 s ago") || text.contains("oldest   1 s ago"), "{text}");
+    assert!(
+        text.contains("oldest   0 s ago") || text.contains("oldest   1 s ago"),
+        "{text}"
+    );
 
     // RLM_CACHE names the file when no argument does.
     let cleared = rlm_command()
@@ -420,7 +451,10 @@ fn an_eval_run_again_with_its_cache_sends_nothing_and_gives_the_same_results() {
     };
     let first = dir.path().join("first");
     eval(&first, &[]);
-    assert!(first.join("cache.sqlite").is_file(), "OUT/cache.sqlite by default");
+    assert!(
+        first.join("cache.sqlite").is_file(),
+        "OUT/cache.sqlite by default"
+    );
     let sent = server.request_count();
     assert_eq!(sent, 4, "two tasks, rlm and direct");
 
@@ -446,7 +480,10 @@ fn an_eval_run_again_with_its_cache_sends_nothing_and_gives_the_same_results() {
         results
     };
     assert_eq!(outcome(&second), outcome(&first));
-    assert!(summary.contains("Call cache: 4 calls answered from the cache"), "{summary}");
+    assert!(
+        summary.contains("Call cache: 4 calls answered from the cache"),
+        "{summary}"
+    );
 
     let third = dir.path().join("third");
     eval(&third, &["--no-cache"]);

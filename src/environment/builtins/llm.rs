@@ -27,7 +27,11 @@ fn wants_fresh(builtin: BuiltinId, position: usize, options: Value) -> mlua::Res
 /// The request for `prompt`, fresh when asked.
 fn request(prompt: &mlua::LuaString, fresh: bool) -> Request {
     let request = Request::from(prompt.to_string_lossy());
-    if fresh { request.fresh_sample() } else { request }
+    if fresh {
+        request.fresh_sample()
+    } else {
+        request
+    }
 }
 
 /// `llm_query(prompt [, opts])` → the model's answer.
@@ -54,39 +58,41 @@ pub(super) fn llm_query(lua: &Lua, state: Rc<BuiltinState>) -> mlua::Result<Func
 /// for the model's window (not sent), gives `"error: …"` so one failure does not lose the
 /// other answers.
 pub(super) fn llm_query_batched(lua: &Lua, state: Rc<BuiltinState>) -> mlua::Result<Function> {
-    lua.create_function(move |lua, (prompts, options): (Vec<mlua::LuaString>, Value)| {
-        let fresh = wants_fresh(BuiltinId::LlmQueryBatched, 2, options)?;
-        let llm = state.llm(BuiltinId::LlmQueryBatched)?;
-        let checked: Vec<Result<Request, String>> = prompts
-            .iter()
-            .map(|prompt| {
-                let request = request(prompt, fresh);
-                state
-                    .check_window(BuiltinId::LlmQueryBatched, &request)
-                    .map(|()| request)
-            })
-            .collect();
-        let sent: Vec<Request> = checked
-            .iter()
-            .filter_map(|c| c.as_ref().ok().cloned())
-            .collect();
-        state.before_calls(sent.len())?;
-        let mut results = hold_ticks(|| llm.complete_batch(sent)).into_iter();
-        let answers: Vec<String> = checked
-            .into_iter()
-            .map(|checked| {
-                let result = checked.and_then(|_| {
-                    let result = results.next().unwrap_or_else(|| {
-                        Err(LlmError::Config("no answer for this prompt".into()))
+    lua.create_function(
+        move |lua, (prompts, options): (Vec<mlua::LuaString>, Value)| {
+            let fresh = wants_fresh(BuiltinId::LlmQueryBatched, 2, options)?;
+            let llm = state.llm(BuiltinId::LlmQueryBatched)?;
+            let checked: Vec<Result<Request, String>> = prompts
+                .iter()
+                .map(|prompt| {
+                    let request = request(prompt, fresh);
+                    state
+                        .check_window(BuiltinId::LlmQueryBatched, &request)
+                        .map(|()| request)
+                })
+                .collect();
+            let sent: Vec<Request> = checked
+                .iter()
+                .filter_map(|c| c.as_ref().ok().cloned())
+                .collect();
+            state.before_calls(sent.len())?;
+            let mut results = hold_ticks(|| llm.complete_batch(sent)).into_iter();
+            let answers: Vec<String> = checked
+                .into_iter()
+                .map(|checked| {
+                    let result = checked.and_then(|_| {
+                        let result = results.next().unwrap_or_else(|| {
+                            Err(LlmError::Config("no answer for this prompt".into()))
+                        });
+                        state.spent(&result);
+                        result
+                            .map(|completion| completion.content)
+                            .map_err(|e| e.to_string())
                     });
-                    state.spent(&result);
-                    result
-                        .map(|completion| completion.content)
-                        .map_err(|e| e.to_string())
-                });
-                result.unwrap_or_else(|error| format!("error: {error}"))
-            })
-            .collect();
-        lua.create_sequence_from(answers)
-    })
+                    result.unwrap_or_else(|error| format!("error: {error}"))
+                })
+                .collect();
+            lua.create_sequence_from(answers)
+        },
+    )
 }

@@ -5,6 +5,8 @@
 //!
 //! Run: `cargo bench --bench cache`.
 
+mod common;
+
 #[path = "../tests/it/support/openai_server.rs"]
 #[allow(dead_code)]
 mod openai_server;
@@ -20,11 +22,14 @@ use openai_server::{Behavior, OpenAiServer};
 use rlm_registry::eval::{Scorer, Task};
 use rlm_registry::llm::{CacheKey, Cached, CallCache, Completion, Llm, LlmError, Message, Request};
 
+/// Answers in the file: 100,000, or 1,000 in the smoke run of `cargo test --benches`
+/// (which runs this without `--bench`).
 fn entries() -> usize {
-    std::env::var("RLM_BENCH_CACHE_ENTRIES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(100_000)
+    let smoke = !std::env::args().any(|arg| arg == "--bench");
+    common::setting(
+        "RLM_BENCH_CACHE_ENTRIES",
+        if smoke { 1_000 } else { 100_000 },
+    )
 }
 
 /// A request the size of a root agent's third turn: a system prompt of about 8 KB and

@@ -578,6 +578,18 @@ pub struct Cached<L> {
 
 impl<L: Llm> Cached<L> {
     /// `inner` behind `cache`.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use rlm_registry::llm::{CallCache, Cached, LlmClient, LlmConfig};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let client = LlmClient::new(LlmConfig::new("http://127.0.0.1:8080/v1", "m"))?;
+    /// let cache = Arc::new(CallCache::open(dir.path().join("cache.sqlite")));
+    /// let cached = Cached::new(client, Arc::clone(&cache));
+    /// assert!(Arc::ptr_eq(cached.cache(), &cache));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn new(inner: L, cache: Arc<CallCache>) -> Cached<L> {
         let ModelInfo { model, base_url } = inner.model_info().unwrap_or(ModelInfo {
             model: String::new(),

@@ -20,7 +20,9 @@ use std::time::{Duration, Instant};
 use criterion::{Criterion, criterion_group};
 use openai_server::{Behavior, OpenAiServer};
 use rlm_registry::eval::{Scorer, Task};
-use rlm_registry::llm::{CacheKey, Cached, CallCache, Completion, Llm, LlmError, Message, Request};
+use rlm_registry::llm::{
+    CacheKey, Cached, CallCache, Completion, Llm, LlmError, Message, ModelInfo, Request,
+};
 
 /// Answers in the file: 100,000, or 1,000 in the smoke run of `cargo test --benches`
 /// (which runs this without `--bench`).
@@ -61,7 +63,18 @@ impl Llm for Unreachable {
     fn complete(&self, _request: Request) -> Result<Completion, LlmError> {
         Err(LlmError::Config("a lookup missed".to_string()))
     }
+
+    /// The server and model the answers were stored for: they are part of the key.
+    fn model_info(&self) -> Option<ModelInfo> {
+        Some(ModelInfo {
+            model: MODEL.to_string(),
+            base_url: ENDPOINT.to_string(),
+        })
+    }
 }
+
+const ENDPOINT: &str = "http://127.0.0.1:8080/v1";
+const MODEL: &str = "model";
 
 fn lookups(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();
@@ -71,7 +84,7 @@ fn lookups(c: &mut Criterion) {
     let started = Instant::now();
     let keys: Vec<CacheKey> = (0..count)
         .map(|i| {
-            let key = CacheKey::of("http://127.0.0.1:8080/v1", "model", &request(i));
+            let key = CacheKey::of(ENDPOINT, MODEL, &request(i));
             cache.store(&key, &answer(i));
             key
         })

@@ -204,7 +204,21 @@ pub struct CallCache {
     /// `None` once the file has failed: the rest of the run goes on uncached.
     db: Mutex<Option<Connection>>,
     warned: AtomicBool,
+    /// Hits and misses not yet written: they go with the next store, or when the cache
+    /// is dropped, so that a hit writes nothing but an answer's time of use.
+    pending: Mutex<Lookups>,
 }
+
+/// Lookups counted in memory, not yet added to the file's counters.
+#[derive(Default)]
+struct Lookups {
+    hits: i64,
+    misses: i64,
+}
+
+/// How stale an answer's time of use may get before a hit writes it: the least recently
+/// used answers are found to this precision, and a hit within it writes nothing.
+const USE_RESOLUTION_MS: i64 = 1000;
 
 impl fmt::Debug for CallCache {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -243,6 +257,7 @@ impl CallCache {
         let cache = CallCache {
             db: Mutex::new(None),
             warned: AtomicBool::new(false),
+            pending: Mutex::default(),
             max_bytes,
             path,
         };
@@ -277,6 +292,7 @@ impl CallCache {
             Ok(connection) => Ok(CallCache {
                 db: Mutex::new(Some(connection)),
                 warned: AtomicBool::new(false),
+                pending: Mutex::default(),
                 max_bytes: DEFAULT_CACHE_MAX_MB.saturating_mul(1 << 20),
                 path,
             }),
@@ -303,19 +319,35 @@ impl CallCache {
     pub fn lookup(&self, key: &CacheKey) -> Option<Completion> {
         let started = Instant::now();
         let found = self.with_db(|db| {
-            let tx = db.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let response: Option<String> = tx
-                .prepare_cached("UPDATE calls SET used_ms = ?2 WHERE key = ?1 RETURNING response")?
-                .query_row(params![&key.0[..], now_ms()], |row| row.get(0))
+            let row: Option<(i64, String, i64)> = db
+                .prepare_cached("SELECT rowid, response, used_ms FROM calls WHERE key = ?1")?
+                .query_row([&key.0[..]], |row| {
+                    Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+                })
                 .optional()?;
-            let counter = if response.is_some() { "hits" } else { "misses" };
-            add_to_counter(&tx, counter, 1)?;
-            tx.commit()?;
-            Ok(response)
-        })??;
+            let Some((rowid, response, used_ms)) = row else {
+                return Ok(None);
+            };
+            let now = now_ms();
+            if now - used_ms >= USE_RESOLUTION_MS {
+                db.prepare_cached("UPDATE calls SET used_ms = ?2 WHERE rowid = ?1")?
+                    .execute([rowid, now])?;
+            }
+            Ok(Some(response))
+        })?;
+        let mut pending = lock(&self.pending);
         // An answer that does not read back is a miss: asked again, it is stored anew.
-        let stored: Stored = serde_json::from_str(&found).ok()?;
-        Some(stored.into_completion(started.elapsed()))
+        let stored = found.and_then(|found| serde_json::from_str::<Stored>(&found).ok());
+        match stored {
+            Some(stored) => {
+                pending.hits += 1;
+                Some(stored.into_completion(started.elapsed()))
+            }
+            None => {
+                pending.misses += 1;
+                None
+            }
+        }
     }
 
     /// Stores `completion` as the answer to `key`, then evicts the least recently used
@@ -342,6 +374,7 @@ impl CallCache {
             .execute(params![&key.0[..], response, bytes, now_ms()])?;
             add_to_counter(&tx, "bytes", bytes - replaced)?;
             evict(&tx, max_bytes)?;
+            self.write_lookups(&tx)?;
             tx.commit()
         });
     }
@@ -375,8 +408,10 @@ impl CallCache {
             )
             .map_err(|e| self.error(e))?;
         let read = |name: &str| counter(db, name).map(unsigned).map_err(|e| self.error(e));
-        stats.hits = read("hits")?;
-        stats.misses = read("misses")?;
+        let pending = lock(&self.pending);
+        stats.hits = read("hits")? + unsigned(pending.hits);
+        stats.misses = read("misses")? + unsigned(pending.misses);
+        drop(pending);
         stats.file_bytes = ["", "-wal"]
             .iter()
             .filter_map(|suffix| {
@@ -405,11 +440,21 @@ impl CallCache {
             let removed = tx.execute("DELETE FROM calls", [])?;
             tx.execute("DELETE FROM counters", [])?;
             tx.commit()?;
+            *lock(&self.pending) = Lookups::default();
             // Give the pages back to the file system; a reader elsewhere only delays it.
             let _ = db.execute_batch("VACUUM; PRAGMA wal_checkpoint(TRUNCATE);");
             Ok(removed as u64)
         })();
         cleared.map_err(|e: rusqlite::Error| self.error(e))
+    }
+
+    /// Adds the lookups counted in memory to the file's counters.
+    fn write_lookups(&self, db: &Connection) -> rusqlite::Result<()> {
+        let mut pending = lock(&self.pending);
+        add_to_counter(db, "hits", pending.hits)?;
+        add_to_counter(db, "misses", pending.misses)?;
+        *pending = Lookups::default();
+        Ok(())
     }
 
     /// Runs `f` on the open file; on a failure, warns once and stops using it.
@@ -437,8 +482,7 @@ impl CallCache {
     }
 
     fn lock(&self) -> MutexGuard<'_, Option<Connection>> {
-        // A panic elsewhere cannot leave a connection half-changed: SQLite rolls back.
-        self.db.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.db)
     }
 
     fn error(&self, error: rusqlite::Error) -> CacheError {
@@ -458,6 +502,19 @@ impl CallCache {
             message: reason,
         }
     }
+}
+
+impl Drop for CallCache {
+    fn drop(&mut self) {
+        // The counters are statistics: a file that fails now only loses them.
+        let _ = self.with_db(|db| self.write_lookups(db));
+    }
+}
+
+/// Locks, ignoring poisoning: a panic elsewhere cannot leave a connection half-changed
+/// (SQLite rolls back) nor the counts inconsistent.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Opens `path` for the cache: WAL, the busy timeout, the schema checked or created.
@@ -703,9 +760,10 @@ mod tests {
             cache.store(&key(i), &completion("answer"));
             std::thread::sleep(Duration::from_millis(2));
         }
-        // Using the first makes the second the least recently used.
+        // Using the first (once its time of use is older than the resolution) makes the
+        // second the least recently used.
+        std::thread::sleep(Duration::from_millis(USE_RESOLUTION_MS as u64 + 10));
         assert!(cache.lookup(&key(0)).is_some());
-        std::thread::sleep(Duration::from_millis(2));
         cache.store(&key(3), &completion("answer"));
         let stats = cache.stats().unwrap();
         assert_eq!(stats.entries, 3);

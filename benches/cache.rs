@@ -1,6 +1,6 @@
 //! The call cache: what a lookup costs with 100,000 answers in the file (or
 //! `RLM_BENCH_CACHE_ENTRIES`), hashing a root agent's request included; then an `rlm eval`
-//! run again with its cache against a test server that answers after 50 ms: the requests
+//! run again with its cache against a test server that answers after 200 ms: the requests
 //! it sends, whether its results are the first run's, and its wall time beside the first.
 //!
 //! Run: `cargo bench --bench cache`.
@@ -196,7 +196,7 @@ fn outcomes(out: &Path) -> Vec<String> {
 
 fn eval_rerun() {
     const TASKS: usize = 8;
-    const DELAY: Duration = Duration::from_millis(50);
+    const DELAY: Duration = Duration::from_millis(200);
     // Two turns per task for the loop (a look, then the answer), one for `direct`.
     let server = OpenAiServer::always(Behavior::ByPrompt(vec![
         (

@@ -140,6 +140,9 @@ mod doc_pages {
     mod readme {}
     #[doc = include_str!("../docs/README.md")]
     mod docs_readme {}
+    #[cfg(feature = "runtime")]
+    #[doc = include_str!("../docs/cache.md")]
+    mod cache {}
     #[doc = include_str!("../docs/cli.md")]
     mod cli {}
     #[doc = include_str!("../docs/conventions.md")]

@@ -81,6 +81,8 @@ pub(crate) struct AskArgs {
     prompt_mode: PromptModeArg,
     #[command(flatten)]
     model_args: ModelArgs,
+    #[command(flatten)]
+    cache: super::cache::CacheArgs,
     /// A JSON Schema file the answer must match. The prompt shows it; the model's
     /// FINAL(value) is converted to JSON and checked, a value that does not match is
     /// sent back with each violation, and the answer is printed as JSON.
@@ -236,6 +238,9 @@ pub(super) fn ask(args: &AskArgs) -> Output {
         .output_bytes(args.output_bytes)
         .prompt_mode(args.prompt_mode.into())
         .answer_protocol(args.model_args.protocol(&config));
+        if let Some(cache) = args.cache.open(&config, None) {
+            rlm = rlm.cache(cache);
+        }
         if let Some(window) = args.model_args.window(&config) {
             rlm = rlm.context_window(window);
         }

@@ -12,6 +12,7 @@ use rlm_registry::eval::{
     self, EvalMethod, EvalOptions, FAMILIES, Family, Prices, Progress, RESULTS_FILE, Runner, Size,
     Task,
 };
+use rlm_registry::llm::{Cached, Llm};
 use rlm_registry::rlm::Budgets;
 
 use super::ask::{AnswerProtocolArg, PromptModeArg};
@@ -118,11 +119,16 @@ struct RunArgs {
     #[command(flatten)]
     llm: LlmArgs,
     #[command(flatten)]
+    cache: super::cache::CacheArgs,
+    #[command(flatten)]
     source: SourceArgs,
 }
 
 /// The window of `rlm eval` when neither `--context-window` nor rlm.toml gives one.
 const DEFAULT_EVAL_WINDOW: u64 = 128_000;
+
+/// The call cache's file in the output directory, unless `--cache` or `--no-cache`.
+const CACHE_FILE: &str = "cache.sqlite";
 
 /// Every family of the table, as `--suite` takes them: the default suite.
 static ALL_FAMILIES: LazyLock<String> = LazyLock::new(|| family_names().join(","));
@@ -231,7 +237,7 @@ fn evaluate(args: &RunArgs) -> Output {
         return usage("--price-in and --price-out must be non-negative numbers");
     }
     let llm = match args.llm.client() {
-        Ok(llm) => Arc::new(llm),
+        Ok(llm) => llm,
         Err(output) => return output,
     };
     let prices = Prices {
@@ -241,6 +247,15 @@ fn evaluate(args: &RunArgs) -> Output {
     let config = match args.source.config() {
         Ok(config) => config,
         Err(output) => return output,
+    };
+    // The cache lives in the output directory unless told otherwise: a run in a new
+    // directory with `--cache` pointing at an old one's file replays its answers.
+    if let Err(error) = std::fs::create_dir_all(&args.out) {
+        return usage(format!("cannot create {}: {error}", args.out.display()));
+    }
+    let llm: Arc<dyn Llm> = match args.cache.open(&config, Some(args.out.join(CACHE_FILE))) {
+        Some(cache) => Arc::new(Cached::new(llm, cache)),
+        None => Arc::new(llm),
     };
     let answer_protocol = args
         .answer_protocol

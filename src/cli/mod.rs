@@ -10,6 +10,7 @@
 
 mod ask;
 mod ask_trace;
+mod cache;
 mod check;
 mod eval;
 mod exec;
@@ -235,6 +236,13 @@ enum Command {
     /// command run again resumes where it stopped. `rlm eval generate` writes the tasks as
     /// JSONL. Exit 0 (a failed task scores 0), 1 results that cannot be written, 2 usage.
     Eval(eval::EvalArgs),
+    /// Look at or empty a call cache (the file `--cache` names).
+    ///
+    /// `stats`: answers held, their size, hits and misses, the oldest and newest;
+    /// `clear`: remove every answer. Exit 0, 1 a file that is not a usable cache, 2 no
+    /// such file.
+    #[command(subcommand)]
+    Cache(cache::CacheCommand),
     /// Print this command-line reference as Markdown (docs/cli.md), from the definitions
     /// that parse the arguments.
     #[command(hide = true)]
@@ -384,6 +392,7 @@ pub fn run() -> ExitCode {
         Command::Trace(command) => trace::run(&command),
         Command::Replay(args) => replay::run(&args),
         Command::Eval(args) => eval::run(&args),
+        Command::Cache(command) => cache::run(&command),
         Command::HelpMarkdown => Output::success(help_markdown::markdown(Cli::command())),
     };
     output.emit()

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
+use rlm_registry::llm::{Cached, Llm};
 use rlm_registry::serve::{AllowedOrigins, ServeOptions, Server, check_bind, shutdown_signal};
 
 use super::{
@@ -57,6 +58,8 @@ pub(crate) struct ServeArgs {
     /// server owner's expense); without either, it fails saying no model is configured.
     #[command(flatten)]
     llm: LlmArgs,
+    #[command(flatten)]
+    cache: super::cache::CacheArgs,
     /// The served model's context window in tokens (`8k`, `32768`; default: `[model]
     /// context_window` in rlm.toml, else unknown): a `llm_query` prompt that would not
     /// fit, with 1,024 tokens kept for the reply, is not sent and fails saying so.
@@ -94,7 +97,13 @@ impl ServeArgs {
             allowed_origins,
             body_limit_bytes: self.body_limit,
             token,
-            llm: self.llm.chosen()?,
+            llm: self
+                .llm
+                .chosen()?
+                .map(|llm| match self.cache.open(config, None) {
+                    Some(cache) => Arc::new(Cached::new(llm, cache)) as Arc<dyn Llm>,
+                    None => llm,
+                }),
             context_window: self.context_window.or(config.context_window),
             ..ServeOptions::default()
         })

@@ -289,9 +289,9 @@ builtins! {
     CsvEncode => "csv.encode", Csv, Core,
         "--- Writes rows as CSV, quoted as RFC 4180 requires, lines ending in \\n. Rows are arrays, or tables keyed by column name: then a header line (unless header = false) and the columns of opts.columns (default: the sorted keys).\n---@param rows table[] The rows\n---@param opts? table sep, header, columns (string[])\n---@return string text The CSV text\nfunction csv.encode(rows, opts) end";
     LlmQuery => "llm_query", Llm, Core,
-        "--- Asks a sub-model one question and returns its answer. Use it on pieces of the context.\n---@param prompt string The whole prompt, including any text to read\n---@return string answer The model's answer\nfunction llm_query(prompt) end";
+        "--- Asks a sub-model one question and returns its answer. Use it on pieces of the context.\n---@param prompt string The whole prompt, including any text to read\n---@param opts? table cache = false: a fresh answer, not one the call cache kept\n---@return string answer The model's answer\nfunction llm_query(prompt, opts) end";
     LlmQueryBatched => "llm_query_batched", Llm, Core,
-        "--- Asks a sub-model several questions concurrently; much faster than calling llm_query in a loop.\n--- A failed call gives \"error: ...\" in its place.\n---@param prompts string[] The prompts\n---@return string[] answers The answers, in the same order\nfunction llm_query_batched(prompts) end";
+        "--- Asks a sub-model several questions concurrently; much faster than calling llm_query in a loop.\n--- A failed call gives \"error: ...\" in its place.\n---@param prompts string[] The prompts\n---@param opts? table cache = false: fresh answers, not ones the call cache kept\n---@return string[] answers The answers, in the same order\nfunction llm_query_batched(prompts, opts) end";
     Parallel => "parallel", Llm, Core,
         "--- Runs the functions as coroutines; their llm_query/rlm_query calls go out together. Code between calls needs no change; limits hold across all.\n---@param ... function The functions, called without arguments\n---@return table results Each function's first result, in order (nil where it failed)\n---@return table errors The message of each function that failed, at its position\nfunction parallel(...) end";
     ParallelMap => "parallel_map", Llm, Core,

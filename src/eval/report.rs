@@ -198,6 +198,8 @@ mod tests {
             turns: 1,
             tokens: Vec::new(),
             model_calls: 1,
+            cached_calls: 0,
+            cached_tokens: 0,
             seconds: 1.0,
             error: None,
             trace: Some("traces/t.rlm.jsonl".into()),

@@ -40,6 +40,12 @@ pub struct TaskResult {
     pub tokens: Vec<DepthTokens>,
     /// Model calls, every depth and sub-call included (the judge's excluded).
     pub model_calls: u64,
+    /// Calls the call cache answered: not sent, in neither `model_calls` nor `tokens`.
+    #[serde(default)]
+    pub cached_calls: u64,
+    /// The tokens those cached answers cost when first asked: what the cache saved.
+    #[serde(default)]
+    pub cached_tokens: u64,
     /// Wall time, in seconds.
     pub seconds: f64,
     /// Why there is no answer, or why it could not be scored.
@@ -136,6 +142,8 @@ mod tests {
                 completion: 5,
             }],
             model_calls: 2,
+            cached_calls: 0,
+            cached_tokens: 0,
             seconds: 0.5,
             error: None,
             trace: None,

@@ -242,6 +242,8 @@ impl Runner {
             turns: 0,
             tokens: Vec::new(),
             model_calls: 0,
+            cached_calls: 0,
+            cached_tokens: 0,
             seconds: 0.0,
             error: None,
             trace: None,
@@ -290,6 +292,12 @@ impl Runner {
             return;
         }
         match outcome {
+            Ok(completion) if completion.cached => {
+                result.model_calls = 0;
+                result.cached_calls = 1;
+                result.cached_tokens = completion.total_tokens();
+                result.answer = Some(completion.content.trim().to_string());
+            }
             Ok(completion) => {
                 result.tokens = vec![DepthTokens {
                     prompt: completion.prompt_tokens,
@@ -357,7 +365,10 @@ impl Runner {
                 completion: d.completion_tokens,
             })
             .collect();
-        result.model_calls = report.usage.total().calls;
+        let total = report.usage.total();
+        result.model_calls = total.calls;
+        result.cached_calls = total.cached_calls;
+        result.cached_tokens = total.cached_tokens;
         match report.result {
             Ok(answer) => result.answer = Some(answer),
             Err(error) => result.error = Some(error.to_string()),

@@ -144,6 +144,14 @@ pub fn summary_markdown(results: &[TaskResult], prices: Prices) -> String {
             row.errors
         );
     }
+    let cached_calls: u64 = results.iter().map(|r| r.cached_calls).sum();
+    if cached_calls > 0 {
+        let saved: u64 = results.iter().map(|r| r.cached_tokens).sum();
+        let _ = writeln!(
+            out,
+            "\nCall cache: {cached_calls} calls answered from the cache, {saved} tokens saved (not sent, and not in the tokens and cost above)."
+        );
+    }
     out
 }
 
@@ -167,6 +175,8 @@ mod tests {
                 completion: 100_000,
             }],
             model_calls: 1,
+            cached_calls: 0,
+            cached_tokens: 0,
             seconds: 2.0,
             error: error.then(|| "boom".into()),
             trace: None,

@@ -571,6 +571,7 @@ fn parse_completion(bytes: &[u8]) -> Result<Completion, Failure> {
         finish_reason: string_field(choice, "finish_reason"),
         attempts: 1,
         elapsed: Duration::ZERO,
+        cached: false,
     })
 }
 

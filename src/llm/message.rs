@@ -166,6 +166,9 @@ pub struct Request {
     pub max_tokens: Option<u32>,
     /// A model for this request only, instead of the configured one.
     pub model: Option<String>,
+    /// Asks for a new sample: a [`CallCache`](super::CallCache) does not answer it from
+    /// what it holds (it may store the new answer). Not part of what is sent.
+    pub fresh: bool,
 }
 
 impl Request {
@@ -200,6 +203,18 @@ impl Request {
     /// ```
     pub fn reply_reserve(&self) -> u64 {
         self.max_tokens.map_or(DEFAULT_REPLY_RESERVE, u64::from)
+    }
+
+    /// Asks for a new sample, never an answer from a call cache.
+    ///
+    /// ```
+    /// use rlm_registry::llm::Request;
+    /// assert!(Request::from("Tell a joke").fresh_sample().fresh);
+    /// assert!(!Request::from("Tell a joke").fresh);
+    /// ```
+    pub fn fresh_sample(mut self) -> Request {
+        self.fresh = true;
+        self
     }
 
     /// Uses `model` for this request instead of the configured one.
@@ -268,6 +283,9 @@ pub struct Completion {
     pub attempts: u32,
     /// Wall time of the whole call, retries and waits included.
     pub elapsed: Duration,
+    /// Answered by a [`CallCache`](super::CallCache), not the server: its tokens were
+    /// spent by an earlier run and cost this one nothing.
+    pub cached: bool,
 }
 
 impl Completion {

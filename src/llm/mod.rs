@@ -17,6 +17,8 @@
 //! - [`Message`]: the one chat message, of plain completions, tool conversations
 //!   ([`LlmClient::complete_with_tools`], [`ToolCall`], [`ToolCompletion`], for the
 //!   dispatch loop in `tools`), the RLM loop and its traces.
+//! - [`CallCache`] and [`Cached`]: answers kept in a SQLite file, so a request sent
+//!   again costs nothing (`cache.rs`).
 //! - [`Llm`]: the trait the RLM loop and the environment take, implemented by
 //!   [`LlmClient`] and by any scripted fake.
 //!
@@ -33,6 +35,7 @@
 //! ```
 
 mod batch;
+mod cache;
 mod client;
 mod config;
 mod context_length;
@@ -44,6 +47,9 @@ mod usage;
 use std::sync::Arc;
 
 pub use batch::{map_concurrently, run_batch};
+pub use cache::{
+    CACHE_SCHEMA_VERSION, CacheError, CacheKey, CacheStats, Cached, CallCache, DEFAULT_CACHE_MAX_MB,
+};
 pub use client::LlmClient;
 pub use config::{
     DEFAULT_BASE_URL, DEFAULT_INITIAL_BACKOFF, DEFAULT_MAX_BACKOFF, DEFAULT_MAX_CONCURRENCY,

@@ -26,6 +26,8 @@ pub struct Usage {
     attempts: AtomicU64,
     prompt_tokens: AtomicU64,
     completion_tokens: AtomicU64,
+    cached_calls: AtomicU64,
+    cached_tokens: AtomicU64,
 }
 
 /// A point-in-time copy of a [`Usage`]. Snapshots subtract, to measure one stretch:
@@ -52,6 +54,11 @@ pub struct UsageSnapshot {
     pub prompt_tokens: u64,
     /// Completion tokens reported by the server, over successful calls.
     pub completion_tokens: u64,
+    /// Calls a call cache answered: not sent, and in none of the counts above.
+    pub cached_calls: u64,
+    /// The tokens those cached answers cost when they were first asked: what the cache
+    /// saved.
+    pub cached_tokens: u64,
 }
 
 impl UsageSnapshot {
@@ -78,6 +85,8 @@ impl Add for UsageSnapshot {
             completion_tokens: self
                 .completion_tokens
                 .saturating_add(other.completion_tokens),
+            cached_calls: self.cached_calls.saturating_add(other.cached_calls),
+            cached_tokens: self.cached_tokens.saturating_add(other.cached_tokens),
         }
     }
 }
@@ -94,6 +103,8 @@ impl Sub for UsageSnapshot {
             completion_tokens: self
                 .completion_tokens
                 .saturating_sub(earlier.completion_tokens),
+            cached_calls: self.cached_calls.saturating_sub(earlier.cached_calls),
+            cached_tokens: self.cached_tokens.saturating_sub(earlier.cached_tokens),
         }
     }
 }
@@ -119,6 +130,24 @@ impl Usage {
         self.failed_calls.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Counts one call answered by a call cache, and the tokens it saved.
+    ///
+    /// ```
+    /// use rlm_registry::llm::Usage;
+    ///
+    /// let usage = Usage::new();
+    /// usage.record_cached(100, 20);
+    /// let totals = usage.snapshot();
+    /// assert_eq!((totals.calls, totals.cached_calls, totals.cached_tokens), (0, 1, 120));
+    /// ```
+    pub fn record_cached(&self, prompt_tokens: u64, completion_tokens: u64) {
+        self.cached_calls.fetch_add(1, Ordering::Relaxed);
+        self.cached_tokens.fetch_add(
+            prompt_tokens.saturating_add(completion_tokens),
+            Ordering::Relaxed,
+        );
+    }
+
     /// Counts one HTTP request sent (the first attempt or a retry).
     pub fn record_attempt(&self) {
         self.attempts.fetch_add(1, Ordering::Relaxed);
@@ -133,6 +162,8 @@ impl Usage {
             attempts: self.attempts.load(Ordering::Relaxed),
             prompt_tokens: self.prompt_tokens.load(Ordering::Relaxed),
             completion_tokens: self.completion_tokens.load(Ordering::Relaxed),
+            cached_calls: self.cached_calls.load(Ordering::Relaxed),
+            cached_tokens: self.cached_tokens.load(Ordering::Relaxed),
         }
     }
 }

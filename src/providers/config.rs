@@ -26,9 +26,14 @@
 //! [model]                    # what the model is: `rlm ask`, `eval` and `serve` read it
 //! context_window = 8192      # tokens; a first request that would not fit is not sent
 //! answer_protocol = "answer" # the way of ending a run the prompt teaches: final or answer
+//!
+//! [cache]                    # the call cache of `rlm ask`, `eval` and `serve`
+//! path = "rlm-cache.sqlite"  # relative to this file's directory
+//! max_mb = 1024              # MiB of answers kept; the least recently used go first
 //! ```
 //!
-//! The command-line flags (`--context-window`, `--answer-protocol`) win over `[model]`.
+//! The command-line flags (`--context-window`, `--answer-protocol`, `--cache`,
+//! `--cache-max-mb`) win over `[model]` and `[cache]`.
 //!
 //! Unknown providers or keys, wrong types and invalid values are errors with the file,
 //! line and column.
@@ -80,6 +85,10 @@ pub struct Config {
     pub context_window: Option<u64>,
     /// `[model] answer_protocol`: the way of ending a run the prompt teaches.
     pub answer_protocol: Option<AnswerProtocol>,
+    /// `[cache] path`: the call cache's file, resolved against the file's directory.
+    pub cache_path: Option<PathBuf>,
+    /// `[cache] max_mb`: the call cache's size cap, in MiB.
+    pub cache_max_mb: Option<u64>,
 }
 
 /// A configuration error, with where it is.
@@ -132,6 +141,15 @@ struct RawFile {
     serve: RawServe,
     #[serde(default)]
     model: RawModel,
+    #[serde(default)]
+    cache: RawCache,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawCache {
+    path: Option<String>,
+    max_mb: Option<Spanned<u64>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -256,6 +274,16 @@ impl Config {
         if let Some(protocol) = raw.model.answer_protocol {
             let parsed = protocol.get_ref().parse::<AnswerProtocol>();
             config.answer_protocol = Some(parsed.map_err(|e| error(Some(protocol.span()), e))?);
+        }
+        config.cache_path = raw.cache.path.map(|path| base.as_ref().join(path));
+        if let Some(max_mb) = raw.cache.max_mb {
+            if *max_mb.get_ref() == 0 {
+                return Err(error(
+                    Some(max_mb.span()),
+                    "[cache] max_mb must be at least 1 (MiB)".to_string(),
+                ));
+            }
+            config.cache_max_mb = Some(*max_mb.get_ref());
         }
         if let Some(core) = &p.core
             && !*core.enabled.get_ref()

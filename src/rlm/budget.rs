@@ -180,6 +180,14 @@ fn usage_line(f: &mut fmt::Formatter<'_>, label: &str, usage: &UsageSnapshot) ->
     if usage.failed_calls > 0 {
         write!(f, ", {} failed", thousands(usage.failed_calls))?;
     }
+    if usage.cached_calls > 0 {
+        write!(
+            f,
+            ", {} cached ({} tokens saved)",
+            thousands(usage.cached_calls),
+            thousands(usage.cached_tokens)
+        )?;
+    }
     Ok(())
 }
 
@@ -193,7 +201,7 @@ fn usage_line(f: &mut fmt::Formatter<'_>, label: &str, usage: &UsageSnapshot) ->
 impl fmt::Display for UsageReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for (depth, usage) in self.by_depth.iter().enumerate() {
-            if depth == 0 || usage.calls > 0 {
+            if depth == 0 || usage.calls > 0 || usage.cached_calls > 0 {
                 usage_line(f, &format!("depth {depth}"), usage)?;
                 f.write_str("\n")?;
             }
@@ -302,6 +310,11 @@ impl Ledger {
     ) {
         let usage = &self.depths[depth.min(self.depths.len() - 1)];
         match result {
+            // A cached answer was paid for by an earlier run: it spends no budget.
+            Ok(completion) if completion.cached => {
+                usage.record_cached(completion.prompt_tokens, completion.completion_tokens);
+                self.calls.fetch_sub(1, Ordering::SeqCst);
+            }
             Ok(completion) => {
                 for _ in 0..completion.attempts.max(1) {
                     usage.record_attempt();

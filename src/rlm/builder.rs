@@ -11,7 +11,7 @@ use crate::Registry;
 use crate::catalog::Catalog;
 use crate::conventions::AnswerProtocol;
 use crate::environment::{AnswerSchema, Limits, User};
-use crate::llm::Llm;
+use crate::llm::{Cached, CallCache, Llm};
 use crate::providers::{AgentScope, Providers};
 
 use super::agent::Agent;
@@ -177,6 +177,39 @@ impl Rlm {
     /// Budgets shared by every agent of a run (default: unlimited).
     pub fn budgets(mut self, budgets: Budgets) -> Rlm {
         self.config.budgets = budgets;
+        self
+    }
+
+    /// Answers every model call of the run (each agent's turns, `llm_query`, the
+    /// children) from `cache` when it holds the same request, and stores the new ones.
+    /// A cached answer spends no budget, and its turn is marked `cached` in the trace and
+    /// the live view. `llm_query(prompt, {cache = false})` still asks the model.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use rlm_registry::Registry;
+    /// use rlm_registry::llm::{CallCache, Completion, Llm, LlmError, Request};
+    /// use rlm_registry::rlm::Rlm;
+    ///
+    /// struct Answers;
+    /// impl Llm for Answers {
+    ///     fn complete(&self, _request: Request) -> Result<Completion, LlmError> {
+    ///         Ok(Completion::new("```lua\nFINAL('done')\n```").with_tokens(100, 10))
+    ///     }
+    /// }
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let cache = Arc::new(CallCache::open(dir.path().join("cache.sqlite")));
+    /// let rlm = Rlm::new(Arc::new(Answers), Registry::empty(), 5).cache(cache);
+    /// assert_eq!(rlm.run_report("Q", None, None).usage.total().total_tokens(), 110);
+    /// let again = rlm.run_report("Q", None, None);
+    /// assert_eq!(again.result.as_deref().ok(), Some("done"));
+    /// let usage = again.usage.total();
+    /// assert_eq!((usage.calls, usage.cached_calls, usage.cached_tokens), (0, 1, 110));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn cache(mut self, cache: Arc<CallCache>) -> Rlm {
+        self.config.llm = Arc::new(Cached::new(Arc::clone(&self.config.llm), cache));
         self
     }
 

@@ -30,6 +30,9 @@ impl Agent {
         if data.final_answer.is_some() {
             head.push_str(" · FINAL");
         }
+        if data.cached {
+            head.push_str(" · cached");
+        }
         head.push_str(&format!(" · {} tokens\n", thousands(data.run_tokens)));
         if let Some(code) = data.code_blocks.first() {
             head.push_str(&format!("{indent}  │ {}\n", summary_line(code)));

@@ -175,6 +175,7 @@ impl Agent {
         record.prompt_tokens = completion.prompt_tokens;
         record.completion_tokens = completion.completion_tokens;
         record.finish_reason.clone_from(&completion.finish_reason);
+        record.cached = completion.cached;
         Ok(completion)
     }
 

@@ -78,7 +78,8 @@
 //! | `elapsed_ms`, `llm_ms` | the whole turn (children included), and the model call |
 //! | `prompt_tokens`, `completion_tokens` | of this turn's model call |
 //! | `finish_reason` | why the model stopped writing the reply, as the server said (`length`: cut at the token limit); left out when it said nothing |
-//! | `run_tokens` | tokens spent by the whole run so far, every agent and sub-call included |
+//! | `run_tokens` | tokens spent by the whole run so far, every agent and sub-call included (an answer from the call cache spends none) |
+//! | `cached` | `true` when the reply came from the call cache (`--cache`) rather than the server; absent otherwise |
 //! | `at_ms` | when the line was written, in milliseconds since the run began |
 //!
 //! # Sub-calls
@@ -363,6 +364,10 @@ pub struct Turn {
     /// Tokens the whole run had spent when this turn ended.
     #[serde(default)]
     pub run_tokens: u64,
+    /// The turn's reply came from the call cache, not the server (its tokens are those
+    /// of the run that first asked, and cost this one nothing). Written only when true.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cached: bool,
     /// When the line was written, in milliseconds since the run began.
     #[serde(default)]
     pub at_ms: Option<u64>,
@@ -430,6 +435,9 @@ pub struct SubCall {
     /// Completion tokens of the call.
     #[serde(default)]
     pub completion_tokens: u64,
+    /// `true` when the answer came from the call cache rather than the server.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cached: bool,
 }
 
 impl SubCall {
@@ -442,6 +450,7 @@ impl SubCall {
                 error: None,
                 prompt_tokens: completion.prompt_tokens,
                 completion_tokens: completion.completion_tokens,
+                cached: completion.cached,
             },
             Err(error) => SubCall {
                 messages,
@@ -449,6 +458,7 @@ impl SubCall {
                 error: Some(error.to_string()),
                 prompt_tokens: 0,
                 completion_tokens: 0,
+                cached: false,
             },
         }
     }

@@ -484,7 +484,7 @@ fn meta_declares_json_null_as_a_field_of_the_json_table() {
 #[test]
 fn list_all_and_show_include_the_builtins() {
     let all = stdout(&rlm(&["list", "--all", "--no-baked"]));
-    assert!(all.contains("llm_query(prompt)"), "{all}");
+    assert!(all.contains("llm_query(prompt, opts?)"), "{all}");
     assert!(all.contains("[provider:user]"), "{all}");
     let listed = json(&rlm(&["list", "--all", "--json", "--no-baked"]));
     let ask = listed
@@ -525,7 +525,7 @@ fn meta_writes_a_luals_definition_file_and_luarc() {
     assert!(meta.contains("---@type string?\ncontext = nil"));
     // Built-ins and the baked registry are declared; files of --path dirs are not
     // (the editor reads them as library files).
-    assert!(meta.contains("function llm_query(prompt) end"));
+    assert!(meta.contains("function llm_query(prompt, opts) end"));
     assert!(meta.contains("function ask_user(question) end"));
     assert!(meta.contains("function word_count("));
     let luarc: Value =

@@ -60,6 +60,7 @@ fn success_returns_content_accumulates_usage_and_sends_model_and_messages() {
             attempts: 2,
             prompt_tokens: 24,
             completion_tokens: 14,
+            ..UsageSnapshot::default()
         }
     );
 

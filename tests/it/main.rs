@@ -10,6 +10,8 @@ mod build_script;
 #[cfg(feature = "runtime")]
 mod builtins;
 #[cfg(feature = "cli")]
+mod cache;
+#[cfg(feature = "cli")]
 mod cli;
 #[cfg(feature = "cli")]
 mod cli_docs;

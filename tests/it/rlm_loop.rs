@@ -37,7 +37,7 @@ fn a_multi_turn_run_reaches_a_final_answer() {
     let system = first[0]["content"].as_str().unwrap();
     assert!(system.contains("`context` is a string of 6 bytes: 3 lines"));
     // The default, compact listing: a line of Lua per function, the registry's included.
-    assert!(system.contains("\nllm_query(prompt)  -- Asks a sub-model one question"));
+    assert!(system.contains("\nllm_query(prompt, opts?)  -- Asks a sub-model one question"));
     assert!(system.contains("\nre.find(text, pattern, init?, flags?)\n"));
     assert!(system.contains(Registry::baked().compact_prompt().trim_end()));
     assert!(

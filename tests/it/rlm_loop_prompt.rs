@@ -95,7 +95,7 @@ fn the_compact_prompt_lists_names_and_summaries_and_points_to_fn_search() {
         for builtin in [
             "\nfn_search(query, opts?)  -- Searches the functions for a task, best match first.\n",
             "\nhelp(name?)  -- Returns the documentation of a built-in or registry function",
-            "\nllm_query(prompt)  -- Asks a sub-model one question and returns its answer.\n",
+            "\nllm_query(prompt, opts?)  -- Asks a sub-model one question and returns its answer.\n",
         ] {
             assert!(system.contains(builtin), "{who}: {builtin}");
         }

@@ -15,6 +15,7 @@ use serde_json::Value as Json;
 
 use super::SubTask;
 use super::llm::batched_call;
+use super::options::{bad_options, check_known, lua_type};
 use super::state::BuiltinState;
 use super::sub_calls::{Call, SubCall, sub_call};
 use crate::conventions::ANSWER_GLOBAL;
@@ -104,7 +105,7 @@ pub(super) fn rlm_query_batched(lua: &Lua, state: Rc<BuiltinState>) -> mlua::Res
                     .iter()
                     .enumerate()
                     .map(|(i, p)| with_context(p, contexts.get(i).map(String::as_str)));
-                return batched_call(state, builtin, texts);
+                return batched_call(state, builtin, texts, false);
             }
             state.before_calls(prompts.len())?;
             let typed = schema.is_some();
@@ -142,23 +143,6 @@ fn context_text(builtin: BuiltinId, position: usize, value: Value) -> mlua::Resu
     }
 }
 
-/// The error for an options argument that is not a table.
-fn bad_options(builtin: BuiltinId, position: usize, value: &Value) -> mlua::Error {
-    mlua::Error::RuntimeError(format!(
-        "{}: bad argument #{position} (an options table expected, got {})",
-        builtin.name(),
-        lua_type(value)
-    ))
-}
-
-/// The value's type as Lua's `type` names it (an integer is a `number`).
-fn lua_type(value: &Value) -> &'static str {
-    match value {
-        Value::Integer(_) => "number",
-        other => other.type_name(),
-    }
-}
-
 fn no_children_for_a_schema(builtin: BuiltinId) -> mlua::Error {
     mlua::Error::RuntimeError(format!(
         "{}: opts.schema needs a child agent, and this environment runs none (here {} is a plain llm_query)",
@@ -178,19 +162,7 @@ fn schema_option(
     let Some(options) = options else {
         return Ok(None);
     };
-    for pair in options.pairs::<Value, Value>() {
-        let (key, _) = pair?;
-        let known =
-            matches!(&key, Value::String(name) if OPTIONS.contains(&&*name.to_string_lossy()));
-        if !known {
-            return Err(mlua::Error::RuntimeError(format!(
-                "{}: unknown option {} (the options are: {})",
-                builtin.name(),
-                shown_key(&key),
-                OPTIONS.join(", ")
-            )));
-        }
-    }
+    check_known(builtin, &options, OPTIONS)?;
     let schema = match options.get::<Value>("schema")? {
         Value::Nil => return Ok(None),
         Value::String(text) => {
@@ -207,14 +179,6 @@ fn schema_option(
     AnswerSchema::new(schema)
         .map(Some)
         .map_err(|e| mlua::Error::RuntimeError(format!("{}: opts.schema is {e}", builtin.name())))
-}
-
-/// A key as an error names it.
-fn shown_key(key: &Value) -> String {
-    match key {
-        Value::String(name) => format!("`{}`", name.to_string_lossy()),
-        other => format!("of type {}", lua_type(other)),
-    }
 }
 
 /// A child's answer for the caller's code: its text, or for a typed child the value its

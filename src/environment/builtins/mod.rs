@@ -24,6 +24,7 @@ mod discovery;
 mod host;
 mod json;
 mod llm;
+mod options;
 mod parallel;
 mod reading;
 mod session_variables;

@@ -132,9 +132,11 @@ impl BuiltinState {
         self.spent(result);
     }
 
-    /// Records what a call spent.
+    /// Records what a call spent (an answer from the call cache spends nothing).
     pub(super) fn spent(&self, result: &Result<Completion, LlmError>) {
-        if let Ok(completion) = result {
+        if let Ok(completion) = result
+            && !completion.cached
+        {
             let tokens = completion.prompt_tokens + completion.completion_tokens;
             self.tokens_spent
                 .set(self.tokens_spent.get().saturating_add(tokens));

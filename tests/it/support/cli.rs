@@ -16,6 +16,7 @@ const INHERITED_SETTINGS: &[&str] = &[
     "RLM_PROMPT",
     "RLM_TIMEOUT_SECS",
     "RLM_SERVE_TOKEN",
+    "RLM_CACHE",
 ];
 
 /// A `Command` for `rlm`, in the crate's directory, with no inherited settings.

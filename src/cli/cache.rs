@@ -1,0 +1,187 @@
+//! The call cache from the command line: `--cache FILE`, `--cache-max-mb`, `--no-cache`
+//! for `rlm ask`, `eval` and `serve`, and `rlm cache stats | clear`.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use clap::{Args, Subcommand};
+use rlm_registry::llm::{CallCache, DEFAULT_CACHE_MAX_MB};
+use rlm_registry::providers::Config;
+
+use super::{EXIT_USAGE, EXIT_VIOLATIONS, Output, SourceArgs};
+
+/// The environment variable naming the cache file when `--cache` is not given.
+pub(crate) const ENV_CACHE: &str = "RLM_CACHE";
+
+/// The call cache of a command that calls a model.
+#[derive(Args, Debug, Clone)]
+pub(crate) struct CacheArgs {
+    /// Keep the model's answers in this SQLite file and answer a request sent again from
+    /// it, at no token cost (default: RLM_CACHE, else `[cache] path` in rlm.toml; for
+    /// `rlm eval`, else OUT/cache.sqlite). Several processes may share one file.
+    #[arg(long, value_name = "FILE")]
+    cache: Option<PathBuf>,
+    /// The cache's size cap in MiB: past it, the least recently used answers go
+    /// (default: `[cache] max_mb` in rlm.toml, else 1024).
+    #[arg(long, value_name = "MB", value_parser = clap::value_parser!(u64).range(1..))]
+    cache_max_mb: Option<u64>,
+    /// Use no cache, whatever RLM_CACHE or rlm.toml say.
+    #[arg(long, conflicts_with = "cache")]
+    no_cache: bool,
+}
+
+impl CacheArgs {
+    /// The cache the flags, the environment and `config` choose, else `fallback`; `None`
+    /// with `--no-cache` or when nothing names a file. A file that cannot be used warns
+    /// once and the command goes on uncached.
+    pub(crate) fn open(
+        &self,
+        config: &Config,
+        fallback: Option<PathBuf>,
+    ) -> Option<Arc<CallCache>> {
+        if self.no_cache {
+            return None;
+        }
+        let path = self
+            .cache
+            .clone()
+            .or_else(env_cache)
+            .or_else(|| config.cache_path.clone())
+            .or(fallback)?;
+        let max_mb = self
+            .cache_max_mb
+            .or(config.cache_max_mb)
+            .unwrap_or(DEFAULT_CACHE_MAX_MB);
+        Some(Arc::new(CallCache::with_max_bytes(
+            path,
+            max_mb.saturating_mul(1 << 20),
+        )))
+    }
+}
+
+fn env_cache() -> Option<PathBuf> {
+    std::env::var_os(ENV_CACHE)
+        .filter(|value| !value.is_empty())
+        .map(PathBuf::from)
+}
+
+/// `rlm cache`: look at or empty a call cache file.
+#[derive(Subcommand, Debug, Clone)]
+pub(crate) enum CacheCommand {
+    /// Print what the file holds: answers, their size, hits and misses, the oldest and
+    /// newest answer.
+    Stats(CacheFileArgs),
+    /// Remove every answer and reset the counters.
+    Clear(CacheFileArgs),
+}
+
+/// Which cache file.
+#[derive(Args, Debug, Clone)]
+pub(crate) struct CacheFileArgs {
+    /// The cache file (default: RLM_CACHE, else `[cache] path` in rlm.toml).
+    file: Option<PathBuf>,
+    /// The configuration file (default: `rlm.toml` in the current directory, if there is
+    /// one).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+}
+
+impl CacheFileArgs {
+    fn path(&self) -> Result<PathBuf, Output> {
+        if let Some(file) = &self.file {
+            return Ok(file.clone());
+        }
+        if let Some(file) = env_cache() {
+            return Ok(file);
+        }
+        let source = SourceArgs {
+            paths: Vec::new(),
+            no_baked: false,
+            config: self.config.clone(),
+        };
+        source.config()?.cache_path.ok_or_else(|| {
+            Output::failure(
+                EXIT_USAGE,
+                format!(
+                    "error: which cache? Give the file, or set {ENV_CACHE}, or `[cache] path` in rlm.toml\n"
+                ),
+            )
+        })
+    }
+}
+
+pub(crate) fn run(command: &CacheCommand) -> Output {
+    let (CacheCommand::Stats(args) | CacheCommand::Clear(args)) = command;
+    let path = match args.path() {
+        Ok(path) => path,
+        Err(output) => return output,
+    };
+    let cache = match CallCache::inspect(&path) {
+        Ok(cache) => cache,
+        Err(error) if !path.exists() => {
+            return Output::failure(EXIT_USAGE, format!("error: {error}\n"));
+        }
+        Err(error) => return Output::failure(EXIT_VIOLATIONS, format!("error: {error}\n")),
+    };
+    let done = match command {
+        CacheCommand::Stats(_) => cache.stats().map(|stats| stats_text(&path, &stats)),
+        CacheCommand::Clear(_) => cache
+            .clear()
+            .map(|removed| format!("removed {removed} answers from {}\n", path.display())),
+    };
+    match done {
+        Ok(text) => Output::success(text),
+        Err(error) => Output::failure(
+            EXIT_VIOLATIONS,
+            format!("error: {error}\n(delete the file to start a new cache)\n"),
+        ),
+    }
+}
+
+fn stats_text(path: &Path, stats: &rlm_registry::llm::CacheStats) -> String {
+    let lookups = stats.hits + stats.misses;
+    let rate = if lookups == 0 {
+        String::new()
+    } else {
+        format!(
+            " ({:.0}% of lookups)",
+            100.0 * stats.hits as f64 / lookups as f64
+        )
+    };
+    let age = |ms: Option<u64>| ms.map_or_else(|| "-".to_string(), ago);
+    format!(
+        "file     {} ({} on disk)\nentries  {} ({} of answers)\nhits     {}{rate}\nmisses   {}\noldest   {}\nnewest   {}\n",
+        path.display(),
+        size(stats.file_bytes),
+        stats.entries,
+        size(stats.bytes),
+        stats.hits,
+        stats.misses,
+        age(stats.oldest_ms),
+        age(stats.newest_ms),
+    )
+}
+
+/// Bytes as a person reads them: `512 B`, `3.4 KiB`, `1.2 MiB`.
+fn size(bytes: u64) -> String {
+    match bytes {
+        0..1024 => format!("{bytes} B"),
+        1024..1_048_576 => format!("{:.1} KiB", bytes as f64 / 1024.0),
+        _ => format!("{:.1} MiB", bytes as f64 / 1_048_576.0),
+    }
+}
+
+/// How long ago a time in milliseconds since the Unix epoch was: `12 s ago`, `3 h ago`.
+fn ago(unix_ms: u64) -> String {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    let seconds = now.saturating_sub(Duration::from_millis(unix_ms)).as_secs();
+    match seconds {
+        0..120 => format!("{seconds} s ago"),
+        120..7200 => format!("{} min ago", seconds / 60),
+        7200..172_800 => format!("{} h ago", seconds / 3600),
+        _ => format!("{} days ago", seconds / 86_400),
+    }
+}

@@ -1,0 +1,492 @@
+//! The call cache (`--cache FILE`): against the scripted server, which counts the
+//! requests it gets, a run asked again sends nothing, processes share one file, a bad file
+//! costs a warning and never the run, the size cap evicts, `{cache = false}` asks anew,
+//! and `rlm cache stats | clear` read the file.
+
+use std::path::Path;
+use std::process::Output;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rlm_registry::Registry;
+use rlm_registry::environment::Environment;
+use rlm_registry::eval::{Scorer, Task};
+use rlm_registry::llm::{CacheKey, Cached, CallCache, Completion, Request};
+use serde_json::Value;
+
+use crate::support::cli::{llm_args, rlm_command, stderr, stdout};
+use crate::support::openai_server::{Behavior, OpenAiServer};
+use crate::support::rlm_loop::{client, events_of, lua, turns};
+
+const WARNING: &str = "warning: the call cache";
+
+fn ask(server: &OpenAiServer, cache: &Path, args: &[&str]) -> Output {
+    rlm_command()
+        .arg("ask")
+        .args(args)
+        .args(["--cache", cache.to_str().unwrap()])
+        .args(llm_args(&server.base_url(), "test-model"))
+        .output()
+        .expect("rlm runs")
+}
+
+fn cache_command(args: &[&str]) -> Output {
+    rlm_command()
+        .arg("cache")
+        .args(args)
+        .output()
+        .expect("rlm runs")
+}
+
+/// A run of three calls: the root's first turn, its `llm_query`, its second turn.
+fn three_call_server() -> OpenAiServer {
+    OpenAiServer::start(
+        vec![
+            lua("x = llm_query('Name a colour.')\nprint(x)"),
+            Behavior::reply_with_usage("teal", 7, 1),
+            lua("FINAL('the colour is ' .. x)"),
+        ],
+        Behavior::status(500),
+    )
+}
+
+/// The turn lines of a trace without what differs between two runs of it: timings, the
+/// running token total and the `cached` mark.
+fn comparable_turns(trace: &Path) -> Vec<Value> {
+    let events = events_of(&std::fs::read_to_string(trace).unwrap());
+    turns(&events)
+        .into_iter()
+        .map(|turn| {
+            let mut turn = turn.clone();
+            let object = turn.as_object_mut().unwrap();
+            for field in ["elapsed_ms", "llm_ms", "at_ms", "run_tokens", "cached"] {
+                object.remove(field);
+            }
+            for block in object["outputs"].as_array_mut().unwrap() {
+                block.as_object_mut().unwrap().remove("elapsed_ms");
+            }
+            turn
+        })
+        .collect()
+}
+
+fn warnings(output: &Output) -> usize {
+    stderr(output).matches(WARNING).count()
+}
+
+#[test]
+fn a_second_identical_run_sends_nothing_and_gives_the_same_answer_and_trace() {
+    let server = three_call_server();
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache.sqlite");
+    let first_trace = dir.path().join("first.jsonl");
+    let first = ask(
+        &server,
+        &cache,
+        &["Q", "--trace", first_trace.to_str().unwrap()],
+    );
+    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    assert_eq!(stdout(&first), "the colour is teal\n");
+    assert_eq!(server.request_count(), 3);
+
+    let second_trace = dir.path().join("second.jsonl");
+    let second = ask(
+        &server,
+        &cache,
+        &["Q", "--trace", second_trace.to_str().unwrap()],
+    );
+    assert_eq!(second.status.code(), Some(0), "{}", stderr(&second));
+    assert_eq!(server.request_count(), 3, "nothing sent the second time");
+    assert_eq!(stdout(&second), stdout(&first));
+    assert_eq!(
+        comparable_turns(&second_trace),
+        comparable_turns(&first_trace)
+    );
+    let events = events_of(&std::fs::read_to_string(&second_trace).unwrap());
+    for turn in turns(&events) {
+        assert_eq!(turn["cached"], true, "{turn}");
+        assert_eq!(
+            turn["run_tokens"], 0,
+            "a cached answer costs nothing: {turn}"
+        );
+    }
+    let first_events = events_of(&std::fs::read_to_string(&first_trace).unwrap());
+    assert!(
+        turns(&first_events)
+            .iter()
+            .all(|t| t.get("cached").is_none())
+    );
+    let live = stderr(&second);
+    assert!(live.contains("· cached"), "{live}");
+    assert!(live.contains("total    0 calls"), "{live}");
+    assert!(live.contains("3 cached (38 tokens saved)"), "{live}");
+    assert_eq!(warnings(&second), 0, "{live}");
+}
+
+#[test]
+fn a_hit_spends_no_budget() {
+    let server = three_call_server();
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache.sqlite");
+    assert_eq!(ask(&server, &cache, &["Q"]).status.code(), Some(0));
+    // Two calls' worth of budget would stop a run of three calls that were sent.
+    let out = ask(
+        &server,
+        &cache,
+        &["Q", "--max-llm-calls", "2", "--max-tokens", "20"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "the colour is teal\n");
+    assert_eq!(server.request_count(), 3);
+}
+
+#[test]
+fn two_processes_share_one_cache_file() {
+    // Each question gets its own answer whatever the order the processes send them in.
+    let server = OpenAiServer::always(Behavior::ByPrompt(
+        (0..2)
+            .map(|i| {
+                (
+                    format!("question {i}"),
+                    lua(&format!("FINAL('answer {i}')")).after(Duration::from_millis(150)),
+                )
+            })
+            .collect(),
+    ));
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("shared.sqlite");
+    let spawn = |i: usize| {
+        rlm_command()
+            .args(["ask", &format!("question {i}"), "--cache"])
+            .arg(&cache)
+            .args(llm_args(&server.base_url(), "test-model"))
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("rlm starts")
+    };
+    for round in 0..2 {
+        let children: Vec<_> = (0..2).map(spawn).collect();
+        for (i, child) in children.into_iter().enumerate() {
+            let out = child.wait_with_output().unwrap();
+            assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+            assert_eq!(stdout(&out), format!("answer {i}\n"));
+            assert_eq!(warnings(&out), 0, "round {round}: {}", stderr(&out));
+        }
+        assert_eq!(server.request_count(), 2, "round {round}");
+    }
+    let stats = CallCache::inspect(&cache).unwrap().stats().unwrap();
+    assert_eq!((stats.entries, stats.hits, stats.misses), (2, 2, 2));
+}
+
+#[test]
+fn a_corrupted_cache_file_warns_once_and_the_run_goes_on_uncached() {
+    let server = three_call_server();
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache.sqlite");
+    let garbage = b"SQLite format 3\0 and then nothing a database holds".repeat(100);
+    std::fs::write(&cache, &garbage).unwrap();
+    let out = ask(&server, &cache, &["Q"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "the colour is teal\n");
+    assert_eq!(server.request_count(), 3);
+    assert_eq!(warnings(&out), 1, "{}", stderr(&out));
+    assert_eq!(std::fs::read(&cache).unwrap(), garbage, "left as it was");
+    let stats = cache_command(&["stats", cache.to_str().unwrap()]);
+    assert_eq!(stats.status.code(), Some(1), "{}", stderr(&stats));
+}
+
+#[test]
+fn a_truncated_cache_file_never_gives_a_wrong_answer_or_fails_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache.sqlite");
+    // Enough answers for the file to span many pages.
+    {
+        let filler = CallCache::open(&cache);
+        for i in 0..300 {
+            let key = CacheKey::of("elsewhere", "m", &Request::from(format!("filler {i}")));
+            filler.store(&key, &Completion::new("x".repeat(2000)));
+        }
+    }
+    let server = three_call_server();
+    assert_eq!(ask(&server, &cache, &["Q"]).status.code(), Some(0));
+    let size = std::fs::metadata(&cache).unwrap().len();
+    for keep in [size / 2, 100] {
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&cache)
+            .unwrap();
+        file.set_len(keep).unwrap();
+        drop(file);
+        let server = three_call_server();
+        let out = ask(&server, &cache, &["Q"]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        assert_eq!(stdout(&out), "the colour is teal\n");
+        assert!(warnings(&out) <= 1, "{}", stderr(&out));
+    }
+}
+
+#[test]
+fn another_schema_version_warns_and_is_left_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache.sqlite");
+    drop(CallCache::open(&cache));
+    let connection = rusqlite::Connection::open(&cache).unwrap();
+    connection
+        .execute_batch("PRAGMA user_version = 99")
+        .unwrap();
+    drop(connection);
+    let server = three_call_server();
+    let out = ask(&server, &cache, &["Q"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(warnings(&out), 1, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("schema version 99"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn eviction_at_the_cap_drops_the_least_recently_used() {
+    // Each answer is about 0.4 MiB: a 1 MiB cache holds two.
+    let padding = "-".repeat(400 * 1024);
+    let server = OpenAiServer::always(Behavior::ByPrompt(
+        (0..4)
+            .map(|i| {
+                (
+                    format!("question {i}"),
+                    Behavior::reply(&format!(
+                        "```lua\nFINAL('answer {i}')\n```\n<!--{padding}-->"
+                    )),
+                )
+            })
+            .collect(),
+    ));
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache.sqlite");
+    let ask_capped = |i: usize| {
+        let question = format!("question {i}");
+        let out = ask(&server, &cache, &[&question, "--cache-max-mb", "1"]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        assert_eq!(stdout(&out), format!("answer {i}\n"));
+    };
+    for i in 0..4 {
+        ask_capped(i);
+    }
+    assert_eq!(server.request_count(), 4);
+    let stats = CallCache::inspect(&cache).unwrap().stats().unwrap();
+    assert_eq!(stats.entries, 2, "{stats:?}");
+    assert!(stats.bytes <= 1 << 20, "{stats:?}");
+    ask_capped(3);
+    assert_eq!(server.request_count(), 4, "the newest is kept");
+    ask_capped(0);
+    assert_eq!(server.request_count(), 5, "the oldest went");
+}
+
+#[test]
+fn llm_query_with_cache_false_asks_for_a_fresh_answer() {
+    let server = OpenAiServer::start(
+        vec![
+            Behavior::reply("first"),
+            Behavior::reply("second"),
+            Behavior::reply("third"),
+        ],
+        Behavior::status(500),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let cache = Arc::new(CallCache::open(dir.path().join("cache.sqlite")));
+    let env = Environment::builder(Registry::baked().clone())
+        .llm(Arc::new(Cached::new(client(&server), cache)))
+        .build()
+        .unwrap();
+    let run = |code: &str| env.execute(code).map(|e| e.output);
+    assert_eq!(
+        run(
+            "print(llm_query('p'), llm_query('p'), llm_query('p', {cache = false}), llm_query('p'))"
+        )
+        .unwrap(),
+        "first\tfirst\tsecond\tsecond\n",
+        "the fresh answer is stored"
+    );
+    assert_eq!(server.request_count(), 2);
+    assert_eq!(
+        run("print(table.concat(llm_query_batched({'p', 'p'}), ','))").unwrap(),
+        "second,second\n"
+    );
+    assert_eq!(
+        run("print(table.concat(llm_query_batched({'p'}, {cache = false}), ','))").unwrap(),
+        "third\n"
+    );
+    assert_eq!(server.request_count(), 3, "sent, whatever the cache holds");
+
+    let error = run("llm_query('p', {cahce = false})")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("llm_query: unknown option `cahce` (the options are: cache)"),
+        "{error}"
+    );
+    let error = run("llm_query('p', {cache = 'no'})")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("llm_query: opts.cache must be true or false, got string"),
+        "{error}"
+    );
+    let error = run("llm_query('p', 3)").unwrap_err().to_string();
+    assert!(
+        error.contains("llm_query: bad argument #2 (an options table expected, got number)"),
+        "{error}"
+    );
+}
+
+#[test]
+fn cache_stats_and_clear_read_and_empty_the_file() {
+    let server = three_call_server();
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache.sqlite");
+    let path = cache.to_str().unwrap();
+    assert_eq!(ask(&server, &cache, &["Q"]).status.code(), Some(0));
+    assert_eq!(ask(&server, &cache, &["Q"]).status.code(), Some(0));
+
+    let stats = cache_command(&["stats", path]);
+    assert_eq!(stats.status.code(), Some(0), "{}", stderr(&stats));
+    let text = stdout(&stats);
+    assert!(text.contains("entries  3 ("), "{text}");
+    assert!(text.contains("hits     3 (50% of lookups)"), "{text}");
+    assert!(text.contains("misses   3\n"), "{text}");
+    assert!(
+        text.contains("oldest   0 s ago") || text.contains("oldest   1 s ago"),
+        "{text}"
+    );
+
+    // RLM_CACHE names the file when no argument does.
+    let cleared = rlm_command()
+        .args(["cache", "clear"])
+        .env("RLM_CACHE", &cache)
+        .output()
+        .unwrap();
+    assert_eq!(cleared.status.code(), Some(0), "{}", stderr(&cleared));
+    assert_eq!(stdout(&cleared), format!("removed 3 answers from {path}\n"));
+    let text = stdout(&cache_command(&["stats", path]));
+    assert!(text.contains("entries  0 (0 B of answers)"), "{text}");
+    assert!(text.contains("oldest   -\n"), "{text}");
+
+    let missing = dir.path().join("missing.sqlite");
+    let out = cache_command(&["stats", missing.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(!missing.exists(), "stats creates nothing");
+    let out = rlm_command()
+        .args(["cache", "stats"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("which cache?"), "{}", stderr(&out));
+}
+
+#[test]
+fn rlm_toml_names_the_cache_and_no_cache_turns_it_off() {
+    let server = OpenAiServer::always(lua("FINAL('ok')"));
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("rlm.toml"),
+        "[cache]\npath = \"answers.sqlite\"\nmax_mb = 16\n",
+    )
+    .unwrap();
+    let run = |extra: &[&str]| {
+        rlm_command()
+            .args(["ask", "Q"])
+            .args(extra)
+            .args(llm_args(&server.base_url(), "test-model"))
+            .current_dir(dir.path())
+            .output()
+            .unwrap()
+    };
+    assert_eq!(run(&[]).status.code(), Some(0));
+    assert!(dir.path().join("answers.sqlite").is_file());
+    assert_eq!(run(&[]).status.code(), Some(0));
+    assert_eq!(server.request_count(), 1);
+    let out = run(&["--no-cache"]);
+    assert_eq!(stdout(&out), "ok\n");
+    assert_eq!(server.request_count(), 2, "sent");
+}
+
+#[test]
+fn an_eval_run_again_with_its_cache_sends_nothing_and_gives_the_same_results() {
+    let server = OpenAiServer::always(Behavior::ByPrompt(vec![
+        ("(The context".to_string(), lua("FINAL('42')")),
+        ("Question:".to_string(), Behavior::reply("42")),
+        (String::new(), Behavior::status(500)),
+    ]));
+    let dir = tempfile::tempdir().unwrap();
+    let tasks = dir.path().join("tasks.jsonl");
+    let task = |id: &str, question: &str| Task {
+        id: id.into(),
+        question: question.into(),
+        context: Some(format!("Somewhere in here, the answer to {id} is 42.\n")),
+        context_file: None,
+        answer: "42".into(),
+        scorer: Scorer::Exact,
+        family: None,
+        size: None,
+        schema: None,
+    };
+    rlm_registry::eval::write_tasks(
+        std::fs::File::create(&tasks).unwrap(),
+        &[task("a", "What is the answer?"), task("b", "And again?")],
+    )
+    .unwrap();
+    let eval = |out: &Path, extra: &[&str]| {
+        let output = rlm_command()
+            .args(["eval", "--tasks", tasks.to_str().unwrap(), "--out"])
+            .arg(out)
+            .args(extra)
+            .args(llm_args(&server.base_url(), "test-model"))
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        output
+    };
+    let first = dir.path().join("first");
+    eval(&first, &[]);
+    assert!(
+        first.join("cache.sqlite").is_file(),
+        "OUT/cache.sqlite by default"
+    );
+    let sent = server.request_count();
+    assert_eq!(sent, 4, "two tasks, rlm and direct");
+
+    let second = dir.path().join("second");
+    let cache = first.join("cache.sqlite");
+    let summary = stdout(&eval(&second, &["--cache", cache.to_str().unwrap()]));
+    assert_eq!(server.request_count(), sent, "nothing sent");
+    let outcome = |out: &Path| -> Vec<(String, String, f64)> {
+        let mut results: Vec<(String, String, f64)> =
+            std::fs::read_to_string(out.join("results.jsonl"))
+                .unwrap()
+                .lines()
+                .map(|line| {
+                    let r: Value = serde_json::from_str(line).unwrap();
+                    (
+                        format!("{}.{}", r["id"], r["method"]),
+                        r["answer"].as_str().unwrap().to_string(),
+                        r["score"].as_f64().unwrap(),
+                    )
+                })
+                .collect();
+        results.sort_by(|a, b| a.0.cmp(&b.0));
+        results
+    };
+    assert_eq!(outcome(&second), outcome(&first));
+    assert!(
+        summary.contains("Call cache: 4 calls answered from the cache"),
+        "{summary}"
+    );
+
+    let third = dir.path().join("third");
+    eval(&third, &["--no-cache"]);
+    assert!(!third.join("cache.sqlite").exists());
+    assert_eq!(server.request_count(), 2 * sent);
+}

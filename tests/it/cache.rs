@@ -63,7 +63,16 @@ fn comparable_turns(trace: &Path) -> Vec<Value> {
                 object.remove(field);
             }
             for block in object["outputs"].as_array_mut().unwrap() {
-                block.as_object_mut().unwrap().remove("elapsed_ms");
+                let block = block.as_object_mut().unwrap();
+                block.remove("elapsed_ms");
+                for call in block
+                    .get_mut("sub_calls")
+                    .and_then(|calls| calls.as_array_mut())
+                    .into_iter()
+                    .flatten()
+                {
+                    call.as_object_mut().unwrap().remove("cached");
+                }
             }
             turn
         })
@@ -105,6 +114,11 @@ fn a_second_identical_run_sends_nothing_and_gives_the_same_answer_and_trace() {
     let events = events_of(&std::fs::read_to_string(&second_trace).unwrap());
     for turn in turns(&events) {
         assert_eq!(turn["cached"], true, "{turn}");
+        for block in turn["outputs"].as_array().unwrap() {
+            for call in block["sub_calls"].as_array().into_iter().flatten() {
+                assert_eq!(call["cached"], true, "a sub-call's hit is marked: {call}");
+            }
+        }
         assert_eq!(
             turn["run_tokens"], 0,
             "a cached answer costs nothing: {turn}"
@@ -129,15 +143,22 @@ fn a_hit_spends_no_budget() {
     let dir = tempfile::tempdir().unwrap();
     let cache = dir.path().join("cache.sqlite");
     assert_eq!(ask(&server, &cache, &["Q"]).status.code(), Some(0));
-    // Two calls' worth of budget would stop a run of three calls that were sent.
+    // Two calls would stop a run of three calls that were sent; a hit gives back the
+    // call it reserved. The token budget holds one call's worst case at a time (a budget
+    // reserves before the cache is asked), and the hits spend none of it.
     let out = ask(
         &server,
         &cache,
-        &["Q", "--max-llm-calls", "2", "--max-tokens", "20"],
+        &["Q", "--max-llm-calls", "2", "--max-tokens", "4000"],
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(stdout(&out), "the colour is teal\n");
     assert_eq!(server.request_count(), 3);
+    assert!(
+        stderr(&out).contains("total    0 calls"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]

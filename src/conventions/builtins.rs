@@ -9,7 +9,7 @@
 //! The first function of a built-in table (`re.find`, `json.decode`, `csv.parse`) opens
 //! its doc with one sentence introducing the whole table: compact listings show that
 //! sentence once, above the table's signatures
-//! ([`Catalog::host_prompt_compact`](crate::catalog::Catalog::host_prompt_compact)).
+//! (`Catalog::host_prompt_compact`, in the runtime).
 //!
 //! This module is plain data (no Lua, no runtime), so `build.rs` and registry-only
 //! builds have it too.

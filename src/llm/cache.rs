@@ -193,8 +193,10 @@ impl Stored {
     }
 }
 
-/// A persistent cache of model answers in one SQLite file; see the [module
-/// docs](self). Thread-safe; share it in an `Arc`.
+/// A persistent cache of model answers in one SQLite file: the key is the SHA-256 of the
+/// request as sent (endpoint, model, messages, sampling parameters, tools), the value the
+/// answer with its usage. Several processes may share the file (WAL, a busy timeout); a
+/// size cap evicts the least recently used answers. Thread-safe; share it in an `Arc`.
 ///
 /// Opening never fails: a file that cannot be used gives one warning on stderr and a
 /// cache that answers nothing and stores nothing.
@@ -625,7 +627,7 @@ fn unsigned(value: i64) -> u64 {
 /// An [`Llm`] that answers from a [`CallCache`] when it can and asks `inner` otherwise,
 /// storing each new answer. The key names the server and model `inner` reports
 /// ([`Llm::model_info`]; empty for a fake that reports none). A request marked
-/// [`Request::fresh`] always goes to `inner`. See the [module docs](self).
+/// [`Request::fresh`] always goes to `inner`; a batch sends only its misses.
 pub struct Cached<L> {
     inner: L,
     cache: Arc<CallCache>,

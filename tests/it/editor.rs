@@ -92,7 +92,7 @@ fn the_meta_file_makes_every_sandbox_global_known_to_a_real_language_server() {
     // Misuses of built-ins are caught through their annotations; so is a typo.
     std::fs::write(
         dir.path().join("lua/text/misuse.lua"),
-        "local function f()\n  return token_count(), llm_query('a', 'b'), not_a_function()\nend\nreturn f\n",
+        "local function f()\n  return token_count(), llm_query('a', {}, 'b'), not_a_function()\nend\nreturn f\n",
     )
     .unwrap();
     let found = diagnostics(&checker, dir.path());

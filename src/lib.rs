@@ -114,6 +114,8 @@ pub mod rlm;
 pub mod search;
 #[cfg(feature = "serve")]
 pub mod serve;
+#[cfg(feature = "runtime")]
+pub mod setup;
 pub mod spec;
 #[cfg(feature = "runtime")]
 pub mod testing;

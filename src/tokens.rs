@@ -27,6 +27,31 @@ const CACHED_PIECE_BYTES: usize = 24;
 /// At most this many pieces are remembered (a few MB), whatever the text.
 const CACHED_PIECES: usize = 1 << 16;
 
+/// A number of tokens as a person writes it: `8k` (8,000), `1.5m` (1,500,000), `32768`;
+/// `None` when it is not a whole number of tokens. `rlm eval`'s sizes and every context
+/// window read numbers this way.
+///
+/// ```
+/// use rlm_registry::tokens;
+///
+/// assert_eq!(tokens::parse_count("8k"), Some(8_000));
+/// assert_eq!(tokens::parse_count("1.5M"), Some(1_500_000));
+/// assert_eq!(tokens::parse_count("0.5"), None);
+/// ```
+pub fn parse_count(text: &str) -> Option<u64> {
+    let text = text.trim().to_ascii_lowercase();
+    let (digits, scale) = match text.strip_suffix('k') {
+        Some(digits) => (digits, 1_000.0),
+        None => match text.strip_suffix('m') {
+            Some(digits) => (digits, 1_000_000.0),
+            None => (text.as_str(), 1.0),
+        },
+    };
+    let value = digits.parse::<f64>().ok()? * scale;
+    (value.is_finite() && value >= 0.0 && value.fract() == 0.0 && value <= u64::MAX as f64)
+        .then_some(value as u64)
+}
+
 /// Number of `o200k_base` tokens in `text`.
 ///
 /// The text is pre-tokenized into pieces (words, numbers, punctuation runs, spaces) that

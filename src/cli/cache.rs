@@ -2,17 +2,13 @@
 //! for `rlm ask`, `eval` and `serve`, and `rlm cache stats | clear`.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use clap::{Args, Subcommand};
-use rlm_registry::llm::{CallCache, DEFAULT_CACHE_MAX_MB};
-use rlm_registry::providers::Config;
+use rlm_registry::llm::CallCache;
+use rlm_registry::setup::{CacheChoice, CacheLocation, ENV_CACHE, RunSettings};
 
 use super::{EXIT_USAGE, EXIT_VIOLATIONS, Output, SourceArgs};
-
-/// The environment variable naming the cache file when `--cache` is not given.
-pub(crate) const ENV_CACHE: &str = "RLM_CACHE";
 
 /// The call cache of a command that calls a model.
 #[derive(Args, Debug, Clone)]
@@ -32,38 +28,15 @@ pub(crate) struct CacheArgs {
 }
 
 impl CacheArgs {
-    /// The cache the flags, the environment and `config` choose, else `fallback`; `None`
-    /// with `--no-cache` or when nothing names a file. A file that cannot be used warns
-    /// once and the command goes on uncached.
-    pub(crate) fn open(
-        &self,
-        config: &Config,
-        fallback: Option<PathBuf>,
-    ) -> Option<Arc<CallCache>> {
-        if self.no_cache {
-            return None;
-        }
-        let path = self
-            .cache
-            .clone()
-            .or_else(env_cache)
-            .or_else(|| config.cache_path.clone())
-            .or(fallback)?;
-        let max_mb = self
-            .cache_max_mb
-            .or(config.cache_max_mb)
-            .unwrap_or(DEFAULT_CACHE_MAX_MB);
-        Some(Arc::new(CallCache::with_max_bytes(
-            path,
-            max_mb.saturating_mul(1 << 20),
-        )))
+    /// Writes what was given into `settings`.
+    pub(crate) fn write(&self, settings: &mut RunSettings) {
+        settings.cache = match (&self.cache, self.no_cache) {
+            (_, true) => CacheChoice::Off,
+            (Some(path), false) => CacheChoice::At(CacheLocation::parse(&path.to_string_lossy())),
+            (None, false) => CacheChoice::Unset,
+        };
+        settings.cache_max_mb = self.cache_max_mb;
     }
-}
-
-fn env_cache() -> Option<PathBuf> {
-    std::env::var_os(ENV_CACHE)
-        .filter(|value| !value.is_empty())
-        .map(PathBuf::from)
 }
 
 /// `rlm cache`: look at or empty a call cache file.
@@ -92,22 +65,28 @@ impl CacheFileArgs {
         if let Some(file) = &self.file {
             return Ok(file.clone());
         }
-        if let Some(file) = env_cache() {
-            return Ok(file);
-        }
         let source = SourceArgs {
             paths: Vec::new(),
             no_baked: false,
             config: self.config.clone(),
         };
-        source.config()?.cache_path.ok_or_else(|| {
-            Output::failure(
-                EXIT_USAGE,
-                format!(
-                    "error: which cache? Give the file, or set {ENV_CACHE}, or `[cache] path` in rlm.toml\n"
-                ),
-            )
-        })
+        let setup = source.run_setup(&RunSettings::default(), &Default::default())?;
+        match setup.cache {
+            Some((CacheLocation::File(path), _)) => return Ok(path),
+            Some((CacheLocation::Url(url), _)) => {
+                return Err(Output::failure(
+                    EXIT_USAGE,
+                    format!("error: {url}: `rlm cache` reads SQLite files only\n"),
+                ));
+            }
+            None => {}
+        }
+        Err(Output::failure(
+            EXIT_USAGE,
+            format!(
+                "error: which cache? Give the file, or set {ENV_CACHE}, or `[cache] path` in rlm.toml\n"
+            ),
+        ))
     }
 }
 

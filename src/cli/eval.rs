@@ -12,11 +12,9 @@ use rlm_registry::eval::{
     self, EvalMethod, EvalOptions, FAMILIES, Family, Prices, Progress, RESULTS_FILE, Runner, Size,
     Task,
 };
-use rlm_registry::llm::{Cached, Llm};
-use rlm_registry::rlm::Budgets;
+use rlm_registry::setup::{CacheLocation, Defaults};
 
-use super::ask::{AnswerProtocolArg, PromptModeArg};
-use super::setup::window_tokens;
+use super::run_args::{BudgetArgs, Given, PromptArgs, WindowArgs, model};
 use super::{EXIT_USAGE, EXIT_VIOLATIONS, LlmArgs, Output, SourceArgs, with_catalog};
 
 /// Options of `rlm eval`.
@@ -86,11 +84,8 @@ struct RunArgs {
     /// Tasks run at once.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
     jobs: u32,
-    /// The model's context window, in tokens (`32k`, `128000`; default: `[model]
-    /// context_window` in rlm.toml, else 128k). The `direct` method cuts longer contexts,
-    /// with a note; the loop's methods do not send a first request that would not fit.
-    #[arg(long, value_name = "TOKENS", value_parser = window_tokens)]
-    context_window: Option<u64>,
+    #[command(flatten)]
+    window: WindowArgs,
     /// Price per million prompt tokens, for the cost column.
     #[arg(long, value_name = "PRICE", default_value_t = 0.0)]
     price_in: f64,
@@ -103,16 +98,10 @@ struct RunArgs {
     /// How deep `rlm_query` children may go.
     #[arg(long, value_name = "N", default_value_t = 1)]
     max_depth: usize,
-    /// How the system prompt lists the functions.
-    #[arg(long, value_name = "MODE", value_enum, default_value_t = PromptModeArg::Compact)]
-    prompt_mode: PromptModeArg,
-    /// How the system prompt teaches the model to end the run (default: `[model]
-    /// answer_protocol` in rlm.toml, else final). Both always work.
-    #[arg(long, value_name = "PROTOCOL", value_enum)]
-    answer_protocol: Option<AnswerProtocolArg>,
-    /// Stop a (task, method) run once it has used this many tokens.
-    #[arg(long, value_name = "N")]
-    max_tokens: Option<u64>,
+    #[command(flatten)]
+    prompt: PromptArgs,
+    #[command(flatten)]
+    budgets: BudgetArgs,
     /// No progress bar.
     #[arg(short, long)]
     quiet: bool,
@@ -124,7 +113,8 @@ struct RunArgs {
     source: SourceArgs,
 }
 
-/// The window of `rlm eval` when neither `--context-window` nor rlm.toml gives one.
+/// The window of `rlm eval` when neither `--context-window`, RLM_CONTEXT_WINDOW nor
+/// rlm.toml gives one: the `direct` method cuts contexts to it.
 const DEFAULT_EVAL_WINDOW: u64 = 128_000;
 
 /// The call cache's file in the output directory, unless `--cache` or `--no-cache`.
@@ -236,49 +226,47 @@ fn evaluate(args: &RunArgs) -> Output {
     if !(args.price_in >= 0.0 && args.price_out >= 0.0) {
         return usage("--price-in and --price-out must be non-negative numbers");
     }
-    let llm = match args.llm.client() {
-        Ok(llm) => llm,
-        Err(output) => return output,
-    };
     let prices = Prices {
         input: args.price_in,
         output: args.price_out,
-    };
-    let config = match args.source.config() {
-        Ok(config) => config,
-        Err(output) => return output,
     };
     // The cache lives in the output directory unless told otherwise: a run in a new
     // directory with `--cache` pointing at an old one's file replays its answers.
     if let Err(error) = std::fs::create_dir_all(&args.out) {
         return usage(format!("cannot create {}: {error}", args.out.display()));
     }
-    let llm: Arc<dyn Llm> = match args.cache.open(&config, Some(args.out.join(CACHE_FILE))) {
-        Some(cache) => Arc::new(Cached::new(llm, cache)),
-        None => Arc::new(llm),
+    let given = Given {
+        llm: Some(&args.llm),
+        window: Some(&args.window),
+        prompt: Some(&args.prompt),
+        budgets: Some(&args.budgets),
+        cache: Some(&args.cache),
     };
-    let answer_protocol = args
-        .answer_protocol
-        .map(Into::into)
-        .or(config.answer_protocol)
-        .unwrap_or_default();
-    let context_window = args
-        .context_window
-        .or(config.context_window)
-        .unwrap_or(DEFAULT_EVAL_WINDOW);
+    let defaults = Defaults {
+        context_window: Some(DEFAULT_EVAL_WINDOW),
+        cache: Some(CacheLocation::File(args.out.join(CACHE_FILE))),
+    };
+    let setup = match given
+        .settings()
+        .and_then(|settings| args.source.run_setup(&settings, &defaults))
+    {
+        Ok(setup) => setup,
+        Err(output) => return output,
+    };
+    let llm = match model(&setup) {
+        Ok(llm) => llm,
+        Err(output) => return output,
+    };
     with_catalog(&args.source, |catalog| {
         let options = EvalOptions {
             methods,
             jobs: args.jobs as usize,
             max_iterations: args.max_iterations,
             max_depth: args.max_depth,
-            prompt_mode: args.prompt_mode.into(),
-            answer_protocol,
-            context_window: usize::try_from(context_window).unwrap_or(usize::MAX),
-            budgets: Budgets {
-                total_tokens: args.max_tokens,
-                ..Budgets::default()
-            },
+            prompt_mode: setup.prompt_mode,
+            answer_protocol: setup.answer_protocol,
+            context_window: setup.context_window.unwrap_or(DEFAULT_EVAL_WINDOW),
+            budgets: setup.budgets,
             registry: Arc::clone(catalog.registry()),
             providers: Some(Arc::clone(catalog.providers())),
             limits: None,

@@ -9,8 +9,8 @@ use clap::Args;
 use rlm_registry::environment::{Environment, Limits};
 use rlm_registry::llm::LlmClient;
 
-use super::setup::{Terminal, limits, llm_client, read_context};
-use super::{EXIT_USAGE, EXIT_VIOLATIONS, Output, SourceArgs, with_catalog};
+use super::setup::{Terminal, limits, read_context};
+use super::{EXIT_USAGE, EXIT_VIOLATIONS, LlmArgs, Output, SourceArgs, with_catalog};
 
 /// Options shared by `exec` and `run`.
 #[derive(Args, Debug, Clone)]
@@ -26,18 +26,14 @@ pub(crate) struct RunArgs {
     /// Memory the Lua state may use, in MiB (the context included).
     #[arg(long, value_name = "MIB", default_value_t = 512)]
     memory_limit: usize,
-    /// The model for `llm_query` (default: RLM_MODEL, or gpt-4o-mini).
-    #[arg(long, value_name = "MODEL")]
-    model: Option<String>,
-    /// The OpenAI-compatible server for `llm_query` (default: RLM_BASE_URL, OPENAI_BASE_URL,
-    /// or https://api.openai.com/v1). The key comes from RLM_API_KEY or OPENAI_API_KEY.
-    #[arg(long, value_name = "URL")]
-    base_url: Option<String>,
+    /// The model `llm_query` calls.
+    #[command(flatten)]
+    llm: LlmArgs,
 }
 
 impl RunArgs {
     fn llm(&self) -> Result<LlmClient, Output> {
-        llm_client(self.model.as_deref(), self.base_url.as_deref())
+        self.llm.client(&self.source)
     }
 
     fn limits(&self) -> Result<Limits, Output> {

@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use rlm_registry::catalog::Catalog;
 use rlm_registry::llm::{Completion, Llm, LlmError, Request};
-use rlm_registry::rlm::{PromptMode, Rlm};
+use rlm_registry::rlm::DEFAULT_MAX_ITERATIONS;
+use rlm_registry::setup::RunSetup;
 use rlm_registry::spec::{FunctionSpec, Origin, Scope};
 use rlm_registry::tokens;
 use serde::Serialize;
@@ -163,9 +164,10 @@ const KNOWN_PROVIDERS: &[(&str, &str)] = &[
 /// The registry's section of the system prompt as the RLM loop writes it in `mode`, then
 /// the enabled providers' functions, if any; or with `tokens`, the size of each part of
 /// the root agent's whole system prompt.
-pub(super) fn prompt(catalog: &Catalog, mode: PromptMode, tokens: bool) -> Output {
+pub(super) fn prompt(catalog: &Catalog, setup: &RunSetup, tokens: bool) -> Output {
+    let mode = setup.prompt_mode;
     if tokens {
-        return Output::success(prompt_sizes(catalog, mode));
+        return Output::success(prompt_sizes(catalog, setup));
     }
     let mut text = mode.listing(catalog.registry()).into_owned();
     let providers = catalog.provider_prompt();
@@ -181,10 +183,15 @@ pub(super) fn prompt(catalog: &Catalog, mode: PromptMode, tokens: bool) -> Outpu
 
 /// The parts of the root agent's system prompt without a context, as `rlm ask` with
 /// its defaults writes it: a Markdown table of tokens and bytes, the whole prompt last.
-fn prompt_sizes(catalog: &Catalog, mode: PromptMode) -> String {
-    let rlm = Rlm::with_default_iterations(Arc::new(NoModel), Arc::clone(catalog.registry()))
-        .providers(Arc::clone(catalog.providers()))
-        .prompt_mode(mode);
+fn prompt_sizes(catalog: &Catalog, setup: &RunSetup) -> String {
+    let mode = setup.prompt_mode;
+    let rlm = setup
+        .rlm(
+            Arc::new(NoModel),
+            Arc::clone(catalog.registry()),
+            DEFAULT_MAX_ITERATIONS,
+        )
+        .providers(Arc::clone(catalog.providers()));
     let listed = if mode.is_compact_for(catalog.registry()) {
         "compact"
     } else {

@@ -18,6 +18,7 @@ mod help_markdown;
 mod inspect;
 mod meta;
 mod replay;
+mod run_args;
 mod search;
 mod serve;
 mod setup;
@@ -35,6 +36,8 @@ use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use rlm_registry::catalog::Catalog;
 use rlm_registry::providers::{AgentScope, Config, Providers};
 use rlm_registry::{LoadError, Registry};
+
+pub(crate) use run_args::LlmArgs;
 
 /// Lua function registries for Recursive Language Model agents.
 ///
@@ -119,9 +122,8 @@ enum Command {
     Prompt {
         #[command(flatten)]
         source: SourceArgs,
-        /// How the functions are listed.
-        #[arg(long, value_name = "MODE", value_enum, default_value_t = ask::PromptModeArg::Compact)]
-        prompt_mode: ask::PromptModeArg,
+        #[command(flatten)]
+        prompt: run_args::PromptArgs,
         /// The same as `--prompt-mode compact`.
         #[arg(long, conflicts_with = "prompt_mode")]
         compact: bool,
@@ -264,37 +266,6 @@ pub(crate) struct SourceArgs {
     config: Option<PathBuf>,
 }
 
-/// Which model answers, for commands that call one: `--model` and `--base-url` over the
-/// environment variables, as `rlm exec` and `rlm ask` read them.
-#[derive(Args, Debug, Clone)]
-pub(crate) struct LlmArgs {
-    /// The model (default: RLM_MODEL, or gpt-4o-mini).
-    #[arg(long, value_name = "MODEL")]
-    model: Option<String>,
-    /// The OpenAI-compatible server (default: RLM_BASE_URL, OPENAI_BASE_URL, or
-    /// https://api.openai.com/v1). The key comes from RLM_API_KEY or OPENAI_API_KEY.
-    #[arg(long, value_name = "URL")]
-    base_url: Option<String>,
-}
-
-impl LlmArgs {
-    /// The client; a bad setting in the environment is a usage error (exit 2).
-    pub(crate) fn client(&self) -> Result<rlm_registry::llm::LlmClient, Output> {
-        setup::llm_client(self.model.as_deref(), self.base_url.as_deref())
-    }
-
-    /// The client when `--model` or `--base-url` was given, for commands where a model is
-    /// opt-in (`rlm serve`: its users would spend the owner's tokens).
-    pub(crate) fn chosen(
-        &self,
-    ) -> Result<Option<std::sync::Arc<dyn rlm_registry::llm::Llm>>, Output> {
-        if self.model.is_none() && self.base_url.is_none() {
-            return Ok(None);
-        }
-        Ok(Some(std::sync::Arc::new(self.client()?)))
-    }
-}
-
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 enum Format {
     Human,
@@ -362,16 +333,24 @@ pub fn run() -> ExitCode {
         Command::Show { name, source } => with_catalog(&source, |c| inspect::show(c, &name)),
         Command::Prompt {
             source,
-            prompt_mode,
+            mut prompt,
             compact,
             tokens,
         } => {
-            let mode = if compact {
-                ask::PromptModeArg::Compact
-            } else {
-                prompt_mode
+            if compact {
+                prompt.prompt_mode = Some(rlm_registry::rlm::PromptMode::Compact);
+            }
+            // The prompt `rlm ask` would send: the same settings, resolved the same way.
+            let given = run_args::Given {
+                prompt: Some(&prompt),
+                ..Default::default()
             };
-            with_catalog(&source, |c| inspect::prompt(c, mode.into(), tokens))
+            match given.settings().and_then(|settings| {
+                source.run_setup(&settings, &rlm_registry::setup::Defaults::default())
+            }) {
+                Ok(setup) => with_catalog(&source, |c| inspect::prompt(c, &setup, tokens)),
+                Err(output) => output,
+            }
         }
         Command::Tools {
             source,
@@ -423,16 +402,25 @@ impl SourceArgs {
     /// The configuration: `--config FILE`, or `rlm.toml` in the current directory, or
     /// the default. A bad file is a usage error (exit 2).
     pub(crate) fn config(&self) -> Result<Config, Output> {
-        let path = match &self.config {
-            Some(path) => Some(path.clone()),
-            None => Config::discover(std::path::Path::new(".")),
-        };
-        let Some(path) = path else {
+        let Some(path) = self.config_path() else {
             return Ok(Config::default());
         };
         let color = std::io::stderr().is_terminal();
-        Config::load(&path)
-            .map_err(|e| Output::failure(EXIT_USAGE, format!("{}\n", e.render(color))))
+        let config = Config::load(&path)
+            .map_err(|e| Output::failure(EXIT_USAGE, format!("{}\n", e.render(color))))?;
+        // The run's sections are checked by every command, so that a mistake there is
+        // found whichever command meets the file first.
+        self.file_settings()?;
+        Ok(config)
+    }
+
+    /// The configuration file: `--config`, else `rlm.toml` in the current directory if
+    /// there is one.
+    pub(crate) fn config_path(&self) -> Option<PathBuf> {
+        match &self.config {
+            Some(path) => Some(path.clone()),
+            None => Config::discover(std::path::Path::new(".")),
+        }
     }
 
     /// The built-in providers and those the configuration enables.

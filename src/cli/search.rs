@@ -77,7 +77,7 @@ pub(crate) fn run(args: &SearchArgs) -> Output {
     // Only the LLM modes need a client: fast search works with no model configured.
     let llm = match mode {
         SearchMode::Fast => None,
-        SearchMode::Balanced | SearchMode::Accurate => match args.llm.client() {
+        SearchMode::Balanced | SearchMode::Accurate => match args.llm.client(&args.source) {
             Ok(client) => Some(client),
             Err(output) => return output,
         },

@@ -6,9 +6,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
-use rlm_registry::llm::{Cached, Llm};
 use rlm_registry::serve::{AllowedOrigins, ServeOptions, Server, check_bind, shutdown_signal};
 
+use rlm_registry::setup::Defaults;
+
+use super::run_args::{Given, WindowArgs, model};
 use super::{
     EXIT_USAGE, EXIT_VIOLATIONS, LlmArgs, Output, SourceArgs, providers_of, with_registry,
 };
@@ -60,15 +62,21 @@ pub(crate) struct ServeArgs {
     llm: LlmArgs,
     #[command(flatten)]
     cache: super::cache::CacheArgs,
-    /// The served model's context window in tokens (`8k`, `32768`; default: `[model]
-    /// context_window` in rlm.toml, else unknown): a `llm_query` prompt that would not
-    /// fit, with 1,024 tokens kept for the reply, is not sent and fails saying so.
-    #[arg(long, value_name = "TOKENS", value_parser = super::setup::window_tokens)]
-    context_window: Option<u64>,
+    #[command(flatten)]
+    window: WindowArgs,
 }
 
 impl ServeArgs {
     fn options(&self, config: &rlm_registry::providers::Config) -> Result<ServeOptions, Output> {
+        let given = Given {
+            llm: Some(&self.llm),
+            window: Some(&self.window),
+            cache: Some(&self.cache),
+            ..Given::default()
+        };
+        let setup = self
+            .source
+            .run_setup(&given.settings()?, &Defaults::default())?;
         let configured_origins = &config.allow_origins;
         let usage = |message: &str| Output::failure(EXIT_USAGE, format!("error: {message}\n"));
         if self.max_sessions == 0 || self.max_concurrent == 0 || self.body_limit == 0 {
@@ -97,14 +105,13 @@ impl ServeArgs {
             allowed_origins,
             body_limit_bytes: self.body_limit,
             token,
-            llm: self
-                .llm
-                .chosen()?
-                .map(|llm| match self.cache.open(config, None) {
-                    Some(cache) => Arc::new(Cached::new(llm, cache)) as Arc<dyn Llm>,
-                    None => llm,
-                }),
-            context_window: self.context_window.or(config.context_window),
+            // A model is opt-in: its calls spend the server owner's tokens.
+            llm: if self.llm.given() {
+                Some(model(&setup)?)
+            } else {
+                None
+            },
+            context_window: setup.context_window,
             ..ServeOptions::default()
         })
     }

@@ -1,29 +1,14 @@
-//! What the commands that run Lua or call a model set up from their flags and the
-//! environment: the LLM client, the limits of one execution, the `--context` file and
-//! the user at the terminal. A bad setting is a usage error (exit 2).
+//! What the commands that run Lua set up from their flags: the limits of one
+//! execution, the `--context` file and the user at the terminal (a run's model, cache,
+//! window and budgets are `run_args.rs`'s). A bad setting is a usage error (exit 2).
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
 use std::time::Duration;
 
 use rlm_registry::environment::{Limits, User};
-use rlm_registry::llm::{LlmClient, LlmConfig, LlmError};
 
 use super::{EXIT_USAGE, Output};
-
-/// The LLM client from the environment variables and the `--model` / `--base-url` flags.
-/// Creating it sends nothing; a bad setting is reported when the model is first called.
-pub(super) fn llm_client(model: Option<&str>, base_url: Option<&str>) -> Result<LlmClient, Output> {
-    let failure = |error: LlmError| Output::failure(EXIT_USAGE, format!("error: {error}\n"));
-    let mut config = LlmConfig::from_env().map_err(failure)?;
-    if let Some(model) = model {
-        config.model = model.to_string();
-    }
-    if let Some(base_url) = base_url {
-        config.base_url = base_url.to_string();
-    }
-    LlmClient::new(config).map_err(failure)
-}
 
 /// The limits of one execution from `--time-limit SECONDS` and `--memory-limit MIB`.
 pub(super) fn limits(time_limit: f64, memory_limit: usize) -> Result<Limits, Output> {
@@ -44,18 +29,6 @@ pub(super) fn limits(time_limit: f64, memory_limit: usize) -> Result<Limits, Out
         memory_bytes: memory_limit.saturating_mul(1024 * 1024),
         ..Limits::default()
     })
-}
-
-/// A number of tokens on the command line: `8k`, `128k`, `1m` or `32768`, positive.
-pub(super) fn window_tokens(text: &str) -> Result<u64, String> {
-    let tokens = text
-        .parse::<rlm_registry::eval::Size>()
-        .map(|size| size.tokens())
-        .map_err(|e| e.to_string())?;
-    if tokens == 0 {
-        return Err("the window must be at least 1 token".to_string());
-    }
-    Ok(tokens)
 }
 
 /// The bytes of `--context FILE`, if given.

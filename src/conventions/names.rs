@@ -36,6 +36,9 @@ pub enum AnswerProtocol {
 }
 
 impl AnswerProtocol {
+    /// Every name its `FromStr` takes, for a command line's choices.
+    pub const NAMES: [&'static str; 2] = ["final", "answer"];
+
     /// `final` or `answer`: the name on the command line, in `rlm.toml` and in a trace.
     pub const fn name(self) -> &'static str {
         match self {

@@ -24,8 +24,9 @@ pub const DIRECT_SYSTEM: &str = "Answer the question about the context below. Re
 /// assert!(prompt.contains("[The context was cut to its first 996 of 5001 tokens"));
 /// assert!(prompt.ends_with("Question: How many words?"));
 /// ```
-pub fn direct_prompt(context: &str, question: &str, context_window: usize) -> String {
-    let room = context_window
+pub fn direct_prompt(context: &str, question: &str, context_window: u64) -> String {
+    let window = usize::try_from(context_window).unwrap_or(usize::MAX);
+    let room = window
         .saturating_sub(RESERVED_TOKENS)
         .saturating_sub(tokens::count(question));
     let total = tokens::count(context);
@@ -43,13 +44,13 @@ pub fn ask_direct(
     llm: &dyn Llm,
     context: &str,
     question: &str,
-    context_window: usize,
+    context_window: u64,
 ) -> Result<Completion, LlmError> {
     llm.complete(direct_request(context, question, context_window))
 }
 
 /// The one request of the `direct` method.
-pub fn direct_request(context: &str, question: &str, context_window: usize) -> Request {
+pub fn direct_request(context: &str, question: &str, context_window: u64) -> Request {
     let prompt = direct_prompt(context, question, context_window);
     Request::new(vec![Message::system(DIRECT_SYSTEM), Message::user(prompt)])
 }

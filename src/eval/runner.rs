@@ -41,7 +41,7 @@ pub struct EvalOptions {
     pub answer_protocol: AnswerProtocol,
     /// The model's context window, in tokens: the `direct` method cuts the context to
     /// it, and the loop's methods refuse a first request that would not fit.
-    pub context_window: usize,
+    pub context_window: u64,
     /// Budgets of each (task, method) run.
     pub budgets: Budgets,
     /// The registry of the `rlm` method (`rlm-bare` gets an empty one).
@@ -326,7 +326,7 @@ impl Runner {
             .max_depth(options.max_depth)
             .prompt_mode(options.prompt_mode)
             .answer_protocol(options.answer_protocol)
-            .context_window(options.context_window as u64)
+            .context_window(options.context_window)
             .budgets(options.budgets);
         if let Some(schema) = &task.schema {
             match AnswerSchema::new(schema.clone()) {

@@ -71,20 +71,11 @@ impl std::str::FromStr for Size {
         let error = || SizeError {
             input: input.to_string(),
         };
-        let text = input.trim().to_ascii_lowercase();
-        let (digits, scale) = match text.strip_suffix('k') {
-            Some(digits) => (digits, 1_000),
-            None => match text.strip_suffix('m') {
-                Some(digits) => (digits, 1_000_000),
-                None => (text.as_str(), 1),
-            },
-        };
-        let value: f64 = digits.parse().map_err(|_| error())?;
-        let tokens = value * scale as f64;
-        if !(1_000.0..=MAX_SIZE as f64).contains(&tokens) || tokens.fract() != 0.0 {
+        let tokens = tokens::parse_count(input).ok_or_else(error)?;
+        if !(1_000..=MAX_SIZE).contains(&tokens) {
             return Err(error());
         }
-        Ok(Size(tokens as u64))
+        Ok(Size(tokens))
     }
 }
 

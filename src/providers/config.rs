@@ -23,17 +23,10 @@
 //! [serve]                    # `rlm serve`: web origins whose pages may call it
 //! allow_origins = ["http://localhost:5173"]
 //!
-//! [model]                    # what the model is: `rlm ask`, `eval` and `serve` read it
-//! context_window = 8192      # tokens; a first request that would not fit is not sent
-//! answer_protocol = "answer" # the way of ending a run the prompt teaches: final or answer
-//!
-//! [cache]                    # the call cache of `rlm ask`, `eval` and `serve`
-//! path = "rlm-cache.sqlite"  # relative to this file's directory
-//! max_mb = 1024              # MiB of answers kept; the least recently used go first
 //! ```
 //!
-//! The command-line flags (`--context-window`, `--answer-protocol`, `--cache`,
-//! `--cache-max-mb`) win over `[model]` and `[cache]`.
+//! The run's sections, `[model]`, `[cache]` and `[budgets]`, are read by
+//! [`FileSettings`](crate::setup::FileSettings); a section neither knows is an error.
 //!
 //! Unknown providers or keys, wrong types and invalid values are errors with the file,
 //! line and column.
@@ -56,12 +49,12 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::Deserialize;
+use serde::de::IgnoredAny;
 use toml::Spanned;
 
 use super::{
     FilesConfig, FilesProvider, ProviderError, Providers, ShellConfig, ShellProvider, StoreProvider,
 };
-use crate::conventions::AnswerProtocol;
 use crate::conventions::diagnostic::{Located, line_column, render_error};
 
 /// The file `rlm` reads from the current directory when no `--config` is given.
@@ -81,14 +74,6 @@ pub struct Config {
     pub disabled: Vec<String>,
     /// `[serve] allow_origins`: web origins `rlm serve` lets in (checked by the server).
     pub allow_origins: Vec<String>,
-    /// `[model] context_window`: the model's context window, in tokens.
-    pub context_window: Option<u64>,
-    /// `[model] answer_protocol`: the way of ending a run the prompt teaches.
-    pub answer_protocol: Option<AnswerProtocol>,
-    /// `[cache] path`: the call cache's file, resolved against the file's directory.
-    pub cache_path: Option<PathBuf>,
-    /// `[cache] max_mb`: the call cache's size cap, in MiB.
-    pub cache_max_mb: Option<u64>,
 }
 
 /// A configuration error, with where it is.
@@ -107,6 +92,26 @@ pub struct ConfigError {
 }
 
 impl ConfigError {
+    /// An error at `span` of `text` (the whole of file `file`); at 1:1 without a span.
+    pub fn at(text: &str, file: &str, span: Option<Range<usize>>, message: String) -> ConfigError {
+        let (line, column) = span
+            .as_ref()
+            .map_or((1, 1), |s| line_column(text, s.start.min(text.len())));
+        ConfigError {
+            file: file.to_string(),
+            line,
+            column,
+            message,
+            span,
+            source: text.to_string(),
+        }
+    }
+
+    /// An error about `file` as a whole (it cannot be read).
+    pub fn unplaced(file: &str, message: String) -> ConfigError {
+        ConfigError::at("", file, None, message)
+    }
+
     /// The error rustc-style: `error[config]: …`, `--> file:line:col`, the line, a caret.
     pub fn render(&self, color: bool) -> String {
         let at = Located {
@@ -139,24 +144,13 @@ struct RawFile {
     providers: RawProviders,
     #[serde(default)]
     serve: RawServe,
-    #[serde(default)]
-    model: RawModel,
-    #[serde(default)]
-    cache: RawCache,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-struct RawCache {
-    path: Option<String>,
-    max_mb: Option<Spanned<u64>>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-struct RawModel {
-    context_window: Option<Spanned<u64>>,
-    answer_protocol: Option<Spanned<String>>,
+    // The run's sections, read by `setup::FileSettings`.
+    #[serde(rename = "model")]
+    _model: Option<IgnoredAny>,
+    #[serde(rename = "cache")]
+    _cache: Option<IgnoredAny>,
+    #[serde(rename = "budgets")]
+    _budgets: Option<IgnoredAny>,
 }
 
 #[derive(Deserialize, Default)]
@@ -217,14 +211,8 @@ impl Config {
     /// Reads and parses `path`; relative paths in it are relative to its directory.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
         let file = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
-            file: file.clone(),
-            line: 1,
-            column: 1,
-            message: format!("cannot read {file}: {e}"),
-            span: None,
-            source: String::new(),
-        })?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ConfigError::unplaced(&file, format!("cannot read {file}: {e}")))?;
         let base = path.parent().unwrap_or(Path::new("."));
         let base = if base.as_os_str().is_empty() {
             Path::new(".")
@@ -243,17 +231,7 @@ impl Config {
     /// Parses `text` (named `file` in errors); relative paths resolve against `base`.
     pub fn parse(text: &str, file: &str, base: impl AsRef<Path>) -> Result<Config, ConfigError> {
         let error = |span: Option<Range<usize>>, message: String| {
-            let (line, column) = span
-                .as_ref()
-                .map_or((1, 1), |s| line_column(text, s.start.min(text.len())));
-            ConfigError {
-                file: file.to_string(),
-                line,
-                column,
-                message,
-                span,
-                source: text.to_string(),
-            }
+            ConfigError::at(text, file, span, message)
         };
         let raw: RawFile =
             toml::from_str(text).map_err(|e| error(e.span(), e.message().trim().to_string()))?;
@@ -262,29 +240,6 @@ impl Config {
             allow_origins: raw.serve.allow_origins,
             ..Config::default()
         };
-        if let Some(window) = raw.model.context_window {
-            if *window.get_ref() == 0 {
-                return Err(error(
-                    Some(window.span()),
-                    "[model] context_window must be a positive number of tokens".to_string(),
-                ));
-            }
-            config.context_window = Some(*window.get_ref());
-        }
-        if let Some(protocol) = raw.model.answer_protocol {
-            let parsed = protocol.get_ref().parse::<AnswerProtocol>();
-            config.answer_protocol = Some(parsed.map_err(|e| error(Some(protocol.span()), e))?);
-        }
-        config.cache_path = raw.cache.path.map(|path| base.as_ref().join(path));
-        if let Some(max_mb) = raw.cache.max_mb {
-            if *max_mb.get_ref() == 0 {
-                return Err(error(
-                    Some(max_mb.span()),
-                    "[cache] max_mb must be at least 1 (MiB)".to_string(),
-                ));
-            }
-            config.cache_max_mb = Some(*max_mb.get_ref());
-        }
         if let Some(core) = &p.core
             && !*core.enabled.get_ref()
         {

@@ -148,3 +148,33 @@ mod tests {
         assert!(!PromptMode::auto().is_compact_for(registry));
     }
 }
+
+/// The names `full`, `compact` and `auto` (with [`AUTO_COMPACT_ABOVE_TOKENS`]), as the
+/// command line, environment variables, `rlm.toml` and Python give them.
+///
+/// ```
+/// use rlm_registry::rlm::PromptMode;
+///
+/// assert_eq!("compact".parse::<PromptMode>(), Ok(PromptMode::Compact));
+/// assert_eq!("auto".parse::<PromptMode>(), Ok(PromptMode::auto()));
+/// assert!("short".parse::<PromptMode>().unwrap_err().contains("full, compact or auto"));
+/// ```
+impl std::str::FromStr for PromptMode {
+    type Err = String;
+
+    fn from_str(name: &str) -> Result<PromptMode, String> {
+        match name {
+            "full" => Ok(PromptMode::Full),
+            "compact" => Ok(PromptMode::Compact),
+            "auto" => Ok(PromptMode::auto()),
+            other => Err(format!(
+                "unknown prompt mode `{other}`: expected full, compact or auto"
+            )),
+        }
+    }
+}
+
+impl PromptMode {
+    /// Every name [`PromptMode`]'s `FromStr` takes, for a command line's choices.
+    pub const NAMES: [&'static str; 3] = ["full", "compact", "auto"];
+}

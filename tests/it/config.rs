@@ -169,20 +169,3 @@ fn the_command_line_reads_the_config_and_reports_errors_with_positions() {
         assert!(stderr.contains("bad.toml:2:11"), "{command}: {stderr}");
     }
 }
-
-#[test]
-fn model_settings_are_read_and_checked() {
-    use rlm_registry::conventions::AnswerProtocol;
-    let config = parse("[model]\ncontext_window = 8192\nanswer_protocol = \"answer\"\n").unwrap();
-    assert_eq!(config.context_window, Some(8192));
-    assert_eq!(config.answer_protocol, Some(AnswerProtocol::Answer));
-    assert_eq!(parse("").unwrap().context_window, None);
-    let (line, column, message) = error_at("[model]\nanswer_protocol = \"FINAL\"\n");
-    assert_eq!((line, column), (2, 19));
-    assert!(message.contains("expected final or answer"), "{message}");
-    let (line, column, message) = error_at("[model]\ncontext_window = 0\n");
-    assert_eq!((line, column), (2, 18));
-    assert!(message.contains("positive number of tokens"), "{message}");
-    let (_, _, message) = error_at("[model]\nwindow = 8192\n");
-    assert!(message.contains("unknown field `window`"), "{message}");
-}

@@ -21,6 +21,7 @@ const LAYERS: &[&[&str]] = &[
     &["environment"],
     &["testing", "tools"],
     &["rlm"],
+    &["setup"],
     &["trace"],
     &["eval"],
     &["serve"],

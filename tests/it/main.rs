@@ -99,6 +99,8 @@ mod serve_security;
 mod serve_sessions;
 #[cfg(feature = "cli")]
 mod serve_stress;
+#[cfg(feature = "cli")]
+mod setup;
 #[cfg(feature = "runtime")]
 mod tool_calls;
 #[cfg(feature = "runtime")]

@@ -17,6 +17,10 @@ const INHERITED_SETTINGS: &[&str] = &[
     "RLM_TIMEOUT_SECS",
     "RLM_SERVE_TOKEN",
     "RLM_CACHE",
+    "RLM_LLM_CONCURRENCY",
+    "RLM_CONTEXT_WINDOW",
+    "RLM_ANSWER_PROTOCOL",
+    "RLM_PROMPT_MODE",
 ];
 
 /// A `Command` for `rlm`, in the crate's directory, with no inherited settings.

@@ -1,0 +1,188 @@
+//! The flags of a run's setup, each declared once, in groups the commands flatten:
+//! [`LlmArgs`] (which model, how many requests at once), [`WindowArgs`],
+//! [`PromptArgs`], [`BudgetArgs`] and [`CacheArgs`](super::cache::CacheArgs). Each group
+//! writes what it was given into [`RunSettings`]; [`SourceArgs::run_setup`] resolves
+//! the rest (environment variables, `rlm.toml`, defaults) with
+//! [`RunSetup::resolve`](rlm_registry::setup::RunSetup::resolve).
+
+use std::sync::Arc;
+
+use clap::Args;
+use clap::builder::{PossibleValuesParser, TypedValueParser};
+
+use rlm_registry::conventions::AnswerProtocol;
+use rlm_registry::llm::{Llm, LlmClient};
+use rlm_registry::rlm::PromptMode;
+use rlm_registry::setup::{Defaults, FileSettings, RunSettings, RunSetup, window_tokens};
+
+use super::{EXIT_USAGE, Output, SourceArgs};
+
+/// Which model answers and how many requests it takes at once.
+#[derive(Args, Debug, Clone, Default)]
+pub(crate) struct LlmArgs {
+    /// The model (default: RLM_MODEL, else `[model] name` in rlm.toml, else gpt-4o-mini).
+    #[arg(long, value_name = "MODEL")]
+    pub model: Option<String>,
+    /// The OpenAI-compatible server (default: RLM_BASE_URL, OPENAI_BASE_URL, `[model]
+    /// base_url`, else https://api.openai.com/v1). The key comes from RLM_API_KEY or
+    /// OPENAI_API_KEY.
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+    /// Requests sent to the model at once, sub-calls of every agent together (default:
+    /// RLM_LLM_CONCURRENCY, else `[model] concurrency`, else 32). Set it to the server's
+    /// slots: a local server with 4 slots queues the rest.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub llm_concurrency: Option<u32>,
+}
+
+/// The model's context window.
+#[derive(Args, Debug, Clone, Default)]
+pub(crate) struct WindowArgs {
+    /// The model's context window in tokens (`8k`, `32768`; default: RLM_CONTEXT_WINDOW,
+    /// else `[model] context_window` in rlm.toml, else unknown). A first request (the
+    /// root's or a child's) or a `llm_query` prompt that would not fit, with 1,024 tokens
+    /// kept for the reply, is not sent: the error names the tokens and the fix.
+    #[arg(long, value_name = "TOKENS", value_parser = window_tokens)]
+    pub context_window: Option<u64>,
+}
+
+/// What the system prompt teaches: how functions are listed and how a run ends.
+#[derive(Args, Debug, Clone, Default)]
+pub(crate) struct PromptArgs {
+    /// How the system prompt lists the functions: full, compact (signatures and
+    /// summaries; the model looks the rest up with help and fn_search) or auto (compact
+    /// when the full listing has more than 8,000 tokens). Default: RLM_PROMPT_MODE, else
+    /// `[model] prompt_mode`, else compact; see `rlm prompt --tokens`.
+    #[arg(long, value_name = "MODE", value_parser = parsed::<PromptMode>(&PromptMode::NAMES))]
+    pub prompt_mode: Option<PromptMode>,
+    /// How the system prompt teaches the model to end the run: final (FINAL(value)) or
+    /// answer (the reference RLM's answer table). Default: RLM_ANSWER_PROTOCOL, else
+    /// `[model] answer_protocol`, else final. Both always work.
+    #[arg(long, value_name = "PROTOCOL", value_parser = parsed::<AnswerProtocol>(&AnswerProtocol::NAMES))]
+    pub answer_protocol: Option<AnswerProtocol>,
+}
+
+/// What one run may spend, all its agents and sub-calls together.
+#[derive(Args, Debug, Clone, Default)]
+pub(crate) struct BudgetArgs {
+    /// Stop once the run has used this many tokens (default: `[budgets] max_tokens` in
+    /// rlm.toml, else unlimited). Each call reserves its worst case first.
+    #[arg(long, value_name = "N")]
+    pub max_tokens: Option<u64>,
+    /// Stop once the run has made this many model calls (default: `[budgets]
+    /// max_llm_calls`, else unlimited).
+    #[arg(long, value_name = "N")]
+    pub max_llm_calls: Option<u64>,
+    /// Stop once the run has taken this many seconds (default: `[budgets] max_time`,
+    /// else unlimited).
+    #[arg(long, value_name = "SECONDS")]
+    pub max_time: Option<f64>,
+}
+
+/// A parser of the names `T`'s `FromStr` takes, offering `names` in the help.
+fn parsed<T>(names: &'static [&'static str]) -> impl TypedValueParser<Value = T>
+where
+    T: std::str::FromStr<Err = String> + Clone + Send + Sync + 'static,
+{
+    PossibleValuesParser::new(names).try_map(|name| name.parse::<T>())
+}
+
+impl LlmArgs {
+    fn write(&self, settings: &mut RunSettings) {
+        settings.model.clone_from(&self.model);
+        settings.base_url.clone_from(&self.base_url);
+        settings.llm_concurrency = self.llm_concurrency.map(|n| n as usize);
+    }
+
+    /// Whether `--model` or `--base-url` was given: a model is opt-in where its calls
+    /// would spend someone else's tokens (`rlm serve`).
+    pub(crate) fn given(&self) -> bool {
+        self.model.is_some() || self.base_url.is_some()
+    }
+
+    /// The client of a command that only needs a model (`rlm exec`, `rlm search`): the
+    /// flags over the environment and `rlm.toml`, no cache.
+    pub(crate) fn client(&self, source: &SourceArgs) -> Result<LlmClient, Output> {
+        let mut settings = RunSettings::default();
+        self.write(&mut settings);
+        let setup = source.run_setup(&settings, &Defaults::default())?;
+        LlmClient::new(setup.llm).map_err(|e| Output::failure(EXIT_USAGE, format!("error: {e}\n")))
+    }
+}
+
+/// Every group a command has, written into the settings it was given.
+#[derive(Default)]
+pub(crate) struct Given<'a> {
+    pub llm: Option<&'a LlmArgs>,
+    pub window: Option<&'a WindowArgs>,
+    pub prompt: Option<&'a PromptArgs>,
+    pub budgets: Option<&'a BudgetArgs>,
+    pub cache: Option<&'a super::cache::CacheArgs>,
+}
+
+impl Given<'_> {
+    /// The settings the flags give; `--max-time` must be a positive number of seconds.
+    pub(crate) fn settings(&self) -> Result<RunSettings, Output> {
+        let mut settings = RunSettings::default();
+        if let Some(llm) = self.llm {
+            llm.write(&mut settings);
+        }
+        if let Some(window) = self.window {
+            settings.context_window = window.context_window;
+        }
+        if let Some(prompt) = self.prompt {
+            settings.prompt_mode = prompt.prompt_mode;
+            settings.answer_protocol = prompt.answer_protocol;
+        }
+        if let Some(budgets) = self.budgets {
+            if let Some(seconds) = budgets.max_time
+                && !(seconds.is_finite() && seconds > 0.0 && seconds <= 1e9)
+            {
+                return Err(Output::failure(
+                    EXIT_USAGE,
+                    "error: --max-time must be a positive number of seconds\n".into(),
+                ));
+            }
+            settings.max_tokens = budgets.max_tokens;
+            settings.max_llm_calls = budgets.max_llm_calls;
+            settings.max_time = budgets.max_time;
+        }
+        if let Some(cache) = self.cache {
+            cache.write(&mut settings);
+        }
+        Ok(settings)
+    }
+}
+
+impl SourceArgs {
+    /// The `[model]`, `[cache]` and `[budgets]` sections of the configuration file, if
+    /// there is one.
+    pub(crate) fn file_settings(&self) -> Result<FileSettings, Output> {
+        match self.config_path() {
+            None => Ok(FileSettings::default()),
+            Some(path) => FileSettings::load(&path).map_err(|e| {
+                let color = std::io::IsTerminal::is_terminal(&std::io::stderr());
+                Output::failure(EXIT_USAGE, format!("{}\n", e.render(color)))
+            }),
+        }
+    }
+
+    /// The run's setup: `given` over the environment variables over the configuration
+    /// file over `defaults`. A setting that cannot be used is a usage error (exit 2).
+    pub(crate) fn run_setup(
+        &self,
+        given: &RunSettings,
+        defaults: &Defaults,
+    ) -> Result<RunSetup, Output> {
+        let file = self.file_settings()?;
+        RunSetup::from_env(given, &file, defaults)
+            .map_err(|e| Output::failure(EXIT_USAGE, format!("error: {e}\n")))
+    }
+}
+
+/// The model of `setup`, behind its cache; a bad setting is a usage error (exit 2).
+pub(crate) fn model(setup: &RunSetup) -> Result<Arc<dyn Llm>, Output> {
+    setup
+        .model()
+        .map_err(|e| Output::failure(EXIT_USAGE, format!("error: {e}\n")))
+}

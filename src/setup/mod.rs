@@ -1,0 +1,417 @@
+//! A run's setup, resolved once: which model at which server, how many requests go to it
+//! at once, which call cache, the model's context window, the answer protocol and the
+//! prompt mode the system prompt teaches, and the run's budgets.
+//!
+//! Every entry point that runs the loop or calls a model (`rlm ask`, `rlm eval`,
+//! `rlm serve`, `rlm replay`, Python's `ask`) builds its run from one [`RunSetup`].
+//! Each setting comes from the first of these that gives it — written once, in
+//! [`RunSetup::resolve`]:
+//!
+//! 1. what the caller gave ([`RunSettings`]: a command-line flag, a Python argument);
+//! 2. an environment variable ([`ENV_LLM_CONCURRENCY`], `RLM_MODEL`, …);
+//! 3. `rlm.toml` ([`FileSettings`]: `[model]`, `[cache]`, `[budgets]`);
+//! 4. the default ([`Defaults`]: the crate's, or the entry point's own, such as
+//!    `rlm eval`'s 128k window).
+//!
+//! | setting | flag | variable | `rlm.toml` | default |
+//! |---|---|---|---|---|
+//! | model | `--model` | `RLM_MODEL` | `[model] name` | gpt-4o-mini |
+//! | server | `--base-url` | `RLM_BASE_URL`, `OPENAI_BASE_URL` | `[model] base_url` | api.openai.com |
+//! | key | — | `RLM_API_KEY`, `OPENAI_API_KEY` | — | none |
+//! | request timeout | — | `RLM_TIMEOUT_SECS` | — | 120 s |
+//! | requests at once | `--llm-concurrency` | `RLM_LLM_CONCURRENCY` | `[model] concurrency` | 32 |
+//! | context window | `--context-window` | `RLM_CONTEXT_WINDOW` | `[model] context_window` | unknown |
+//! | answer protocol | `--answer-protocol` | `RLM_ANSWER_PROTOCOL` | `[model] answer_protocol` | final |
+//! | prompt mode | `--prompt-mode` | `RLM_PROMPT_MODE` | `[model] prompt_mode` | compact |
+//! | call cache | `--cache`, `--no-cache` | `RLM_CACHE` | `[cache] path` | none |
+//! | cache size | `--cache-max-mb` | — | `[cache] max_mb` | 1024 MiB |
+//! | budgets | `--max-tokens`, `--max-llm-calls`, `--max-time` | — | `[budgets]` | unlimited |
+//!
+//! ```
+//! use rlm_registry::setup::{Defaults, FileSettings, RunSettings, RunSetup};
+//!
+//! let given = RunSettings { llm_concurrency: Some(4), ..RunSettings::default() };
+//! let file = FileSettings::parse("[model]\nconcurrency = 8\ncontext_window = 8192\n", "rlm.toml", ".")?;
+//! let env = |name: &str| (name == "RLM_CONTEXT_WINDOW").then(|| "32k".to_string());
+//! let setup = RunSetup::resolve(&given, &file, env, &Defaults::default())?;
+//! assert_eq!(setup.llm.max_concurrency, 4); // the flag over the file
+//! assert_eq!(setup.context_window, Some(32_000)); // the variable over the file
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod file;
+
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use file::FileSettings;
+
+use crate::Registry;
+use crate::conventions::AnswerProtocol;
+use crate::llm::{
+    Cached, CallCache, DEFAULT_CACHE_MAX_MB, ENV_API_KEY, ENV_BASE_URL, ENV_MODEL,
+    ENV_OPENAI_API_KEY, ENV_OPENAI_BASE_URL, ENV_TIMEOUT_SECS, Llm, LlmClient, LlmConfig,
+};
+use crate::rlm::{Budgets, PromptMode, Rlm};
+
+/// The variable giving the model client's concurrency: requests sent at once.
+pub const ENV_LLM_CONCURRENCY: &str = "RLM_LLM_CONCURRENCY";
+/// The variable giving the model's context window, in tokens (`8k`, `32768`).
+pub const ENV_CONTEXT_WINDOW: &str = "RLM_CONTEXT_WINDOW";
+/// The variable giving the answer protocol (`final` or `answer`).
+pub const ENV_ANSWER_PROTOCOL: &str = "RLM_ANSWER_PROTOCOL";
+/// The variable giving the prompt mode (`full`, `compact` or `auto`).
+pub const ENV_PROMPT_MODE: &str = "RLM_PROMPT_MODE";
+/// The variable naming the call cache when `--cache` is not given.
+pub const ENV_CACHE: &str = "RLM_CACHE";
+
+/// Where the call cache lives: a file, or a server's URL.
+///
+/// ```
+/// use rlm_registry::setup::CacheLocation;
+///
+/// assert!(matches!(CacheLocation::parse("runs/cache.sqlite"), CacheLocation::File(_)));
+/// assert!(matches!(CacheLocation::parse("redis://localhost:6379/0"), CacheLocation::Url(_)));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CacheLocation {
+    /// A SQLite file.
+    File(PathBuf),
+    /// A URL (`scheme://…`), as written.
+    Url(String),
+}
+
+impl CacheLocation {
+    /// What `--cache`, `RLM_CACHE` or `[cache] path` names: a URL when it has a scheme
+    /// (`redis://…`), else a file.
+    pub fn parse(text: &str) -> CacheLocation {
+        let scheme = text.split_once("://").map(|(scheme, _)| scheme);
+        match scheme {
+            Some(scheme)
+                if !scheme.is_empty()
+                    && scheme
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')) =>
+            {
+                CacheLocation::Url(text.to_string())
+            }
+            _ => CacheLocation::File(PathBuf::from(text)),
+        }
+    }
+}
+
+impl fmt::Display for CacheLocation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CacheLocation::File(path) => write!(f, "{}", path.display()),
+            CacheLocation::Url(url) => f.write_str(url),
+        }
+    }
+}
+
+/// Whether a run uses a call cache, as the caller said.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum CacheChoice {
+    /// The variable's, the file's or the default's (`--cache` not given).
+    #[default]
+    Unset,
+    /// This one (`--cache`).
+    At(CacheLocation),
+    /// None, whatever the variable and the file say (`--no-cache`).
+    Off,
+}
+
+/// What the caller gives: a flag or a Python argument per setting, `None` when not
+/// given. [`RunSetup::resolve`] fills the rest from the environment, `rlm.toml` and the
+/// defaults.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RunSettings {
+    /// `--model`.
+    pub model: Option<String>,
+    /// `--base-url`.
+    pub base_url: Option<String>,
+    /// The API key (Python's `api_key`; the command line takes it only from the
+    /// environment, so that it never shows in a process list).
+    pub api_key: Option<String>,
+    /// `--llm-concurrency`: requests sent to the model at once.
+    pub llm_concurrency: Option<usize>,
+    /// `--context-window`, in tokens.
+    pub context_window: Option<u64>,
+    /// `--answer-protocol`.
+    pub answer_protocol: Option<AnswerProtocol>,
+    /// `--prompt-mode`.
+    pub prompt_mode: Option<PromptMode>,
+    /// `--cache` / `--no-cache`.
+    pub cache: CacheChoice,
+    /// `--cache-max-mb`.
+    pub cache_max_mb: Option<u64>,
+    /// `--max-tokens`.
+    pub max_tokens: Option<u64>,
+    /// `--max-llm-calls`.
+    pub max_llm_calls: Option<u64>,
+    /// `--max-time`, in seconds.
+    pub max_time: Option<f64>,
+}
+
+/// An entry point's own defaults, where it differs from the crate's.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Defaults {
+    /// The window when nothing gives one (`rlm eval`: 128k, which its `direct` method
+    /// cuts contexts to); `None`: unknown, nothing is checked.
+    pub context_window: Option<u64>,
+    /// The cache when nothing names one (`rlm eval`: a file in its output directory).
+    pub cache: Option<CacheLocation>,
+}
+
+/// A run's setup, resolved: see the [module docs](self) for where each setting comes
+/// from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunSetup {
+    /// The model client's configuration: model, server, key, timeout, concurrency.
+    pub llm: LlmConfig,
+    /// The call cache, if any, with its size cap in bytes.
+    pub cache: Option<(CacheLocation, u64)>,
+    /// The model's context window, in tokens, if known.
+    pub context_window: Option<u64>,
+    /// How the system prompt teaches ending a run.
+    pub answer_protocol: AnswerProtocol,
+    /// How the system prompt lists the functions.
+    pub prompt_mode: PromptMode,
+    /// What one run may spend.
+    pub budgets: Budgets,
+}
+
+/// A setting that cannot be used: which, from where, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SetupError {
+    /// The message, naming the flag, variable or key.
+    pub message: String,
+}
+
+impl fmt::Display for SetupError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for SetupError {}
+
+/// The value of a setting: the caller's, else the variable's, else the file's. The one
+/// place the precedence is written; the default comes after, by the caller's `unwrap_or`.
+fn layered<T>(given: Option<T>, variable: Option<T>, file: Option<T>) -> Option<T> {
+    given.or(variable).or(file)
+}
+
+/// The environment, read through `lookup`: empty values count as unset, and a value
+/// that does not parse is an error naming the variable.
+struct Variables<F> {
+    lookup: F,
+}
+
+impl<F: Fn(&str) -> Option<String>> Variables<F> {
+    fn text(&self, name: &str) -> Option<String> {
+        (self.lookup)(name)
+            .map(|value| value.trim().to_string())
+            .filter(|value| !value.is_empty())
+    }
+
+    fn parsed<T>(
+        &self,
+        name: &str,
+        parse: impl Fn(&str) -> Result<T, String>,
+    ) -> Result<Option<T>, SetupError> {
+        self.text(name)
+            .map(|value| {
+                parse(&value).map_err(|why| SetupError {
+                    message: format!("{name}={value}: {why}"),
+                })
+            })
+            .transpose()
+    }
+}
+
+/// A positive number of requests.
+fn concurrency(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err("expected a number of requests, at least 1".to_string()),
+    }
+}
+
+/// A number of tokens: `8k`, `128k`, `1m` or `32768`, positive. The command line's
+/// `--context-window` and the variable read it the same way.
+///
+/// ```
+/// assert_eq!(rlm_registry::setup::window_tokens("8k"), Ok(8_000));
+/// assert!(rlm_registry::setup::window_tokens("0").is_err());
+/// ```
+pub fn window_tokens(text: &str) -> Result<u64, String> {
+    match crate::tokens::parse_count(text) {
+        Some(0) => Err("the window must be at least 1 token".to_string()),
+        Some(tokens) => Ok(tokens),
+        None => Err(format!(
+            "`{text}` is not a number of tokens (8k, 128k, 1m or 32768)"
+        )),
+    }
+}
+
+impl RunSetup {
+    /// Resolves every setting: `given`, else the variable `env` returns (`std::env::var`
+    /// in programs; a map in tests), else `file`, else `defaults`, else the crate's.
+    pub fn resolve<F>(
+        given: &RunSettings,
+        file: &FileSettings,
+        env: F,
+        defaults: &Defaults,
+    ) -> Result<RunSetup, SetupError>
+    where
+        F: Fn(&str) -> Option<String>,
+    {
+        let vars = Variables { lookup: env };
+        let base_url = layered(
+            given.base_url.clone(),
+            vars.text(ENV_BASE_URL)
+                .or_else(|| vars.text(ENV_OPENAI_BASE_URL)),
+            file.base_url.clone(),
+        );
+        let model = layered(
+            given.model.clone(),
+            vars.text(ENV_MODEL),
+            file.model.clone(),
+        );
+        let mut llm = LlmConfig::new(
+            base_url.unwrap_or_else(|| crate::llm::DEFAULT_BASE_URL.to_string()),
+            model.unwrap_or_else(|| crate::llm::DEFAULT_MODEL.to_string()),
+        );
+        llm.api_key = given
+            .api_key
+            .clone()
+            .or_else(|| vars.text(ENV_API_KEY))
+            .or_else(|| vars.text(ENV_OPENAI_API_KEY));
+        if let Some(timeout) = vars.parsed(ENV_TIMEOUT_SECS, seconds)? {
+            llm.timeout = timeout;
+        }
+        if let Some(n) = layered(
+            given.llm_concurrency,
+            vars.parsed(ENV_LLM_CONCURRENCY, concurrency)?,
+            file.concurrency,
+        ) {
+            llm.max_concurrency = n;
+        }
+        let context_window = layered(
+            given.context_window,
+            vars.parsed(ENV_CONTEXT_WINDOW, window_tokens)?,
+            file.context_window,
+        )
+        .or(defaults.context_window);
+        let answer_protocol = layered(
+            given.answer_protocol,
+            vars.parsed(ENV_ANSWER_PROTOCOL, str::parse)?,
+            file.answer_protocol,
+        )
+        .unwrap_or_default();
+        let prompt_mode = layered(
+            given.prompt_mode,
+            vars.parsed(ENV_PROMPT_MODE, str::parse)?,
+            file.prompt_mode,
+        )
+        .unwrap_or_default();
+        let cache = match &given.cache {
+            CacheChoice::Off => None,
+            CacheChoice::At(location) => Some(location.clone()),
+            CacheChoice::Unset => layered(
+                None,
+                vars.text(ENV_CACHE).map(|text| CacheLocation::parse(&text)),
+                file.cache.clone(),
+            )
+            .or_else(|| defaults.cache.clone()),
+        };
+        let cache_mb =
+            layered(given.cache_max_mb, None, file.cache_max_mb).unwrap_or(DEFAULT_CACHE_MAX_MB);
+        let max_time = layered(given.max_time, None, file.max_time)
+            .map(|secs| {
+                seconds(&secs.to_string()).map_err(|why| SetupError {
+                    message: format!("--max-time {secs}: {why}"),
+                })
+            })
+            .transpose()?;
+        Ok(RunSetup {
+            llm,
+            cache: cache.map(|location| (location, cache_mb.saturating_mul(1 << 20))),
+            context_window,
+            answer_protocol,
+            prompt_mode,
+            budgets: Budgets {
+                total_tokens: layered(given.max_tokens, None, file.max_tokens),
+                llm_calls: layered(given.max_llm_calls, None, file.max_llm_calls),
+                wall_time: max_time,
+            },
+        })
+    }
+
+    /// [`RunSetup::resolve`] with the process's environment variables.
+    pub fn from_env(
+        given: &RunSettings,
+        file: &FileSettings,
+        defaults: &Defaults,
+    ) -> Result<RunSetup, SetupError> {
+        RunSetup::resolve(given, file, |name| std::env::var(name).ok(), defaults)
+    }
+
+    /// The model: the HTTP client, behind the call cache when there is one — the one
+    /// place a cache is put in front of the client. Creating it sends nothing; a cache
+    /// that cannot be used warns once and the run goes on uncached.
+    pub fn model(&self) -> Result<Arc<dyn Llm>, SetupError> {
+        let client = LlmClient::new(self.llm.clone()).map_err(|error| SetupError {
+            message: error.to_string(),
+        })?;
+        Ok(self.cached(Arc::new(client)))
+    }
+
+    /// `llm` behind this setup's call cache, if it has one.
+    pub fn cached(&self, llm: Arc<dyn Llm>) -> Arc<dyn Llm> {
+        match &self.cache {
+            None => llm,
+            Some((location, max_bytes)) => match open_cache(location, *max_bytes) {
+                Some(cache) => Arc::new(Cached::new(llm, cache)),
+                None => llm,
+            },
+        }
+    }
+
+    /// An [`Rlm`] asking `llm`, with this setup's window, answer protocol, prompt mode
+    /// and budgets; the caller adds what is its own (providers, limits, traces).
+    pub fn rlm(&self, llm: Arc<dyn Llm>, registry: Arc<Registry>, max_iterations: u32) -> Rlm {
+        let rlm = Rlm::new(llm, registry, max_iterations)
+            .prompt_mode(self.prompt_mode)
+            .answer_protocol(self.answer_protocol)
+            .budgets(self.budgets);
+        match self.context_window {
+            Some(window) => rlm.context_window(window),
+            None => rlm,
+        }
+    }
+}
+
+/// The store `location` names; `None`, with a warning, when it cannot be used.
+fn open_cache(location: &CacheLocation, max_bytes: u64) -> Option<Arc<CallCache>> {
+    match location {
+        CacheLocation::File(path) => Some(Arc::new(CallCache::with_max_bytes(path, max_bytes))),
+        CacheLocation::Url(url) => {
+            tracing::warn!("call cache {url}: only SQLite files are supported; going on uncached");
+            None
+        }
+    }
+}
+
+/// A positive, finite number of seconds.
+fn seconds(text: &str) -> Result<Duration, String> {
+    match text.parse::<f64>() {
+        Ok(secs) if secs.is_finite() && secs > 0.0 && secs <= 1e9 => {
+            Ok(Duration::from_secs_f64(secs))
+        }
+        _ => Err("expected a positive number of seconds".to_string()),
+    }
+}

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use clap::Args;
-use clap::builder::{PossibleValuesParser, TypedValueParser};
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 
 use rlm_registry::conventions::AnswerProtocol;
 use rlm_registry::llm::{Llm, LlmClient};
@@ -49,16 +49,14 @@ pub(crate) struct WindowArgs {
 /// What the system prompt teaches: how functions are listed and how a run ends.
 #[derive(Args, Debug, Clone, Default)]
 pub(crate) struct PromptArgs {
-    /// How the system prompt lists the functions: full, compact (signatures and
-    /// summaries; the model looks the rest up with help and fn_search) or auto (compact
-    /// when the full listing has more than 8,000 tokens). Default: RLM_PROMPT_MODE, else
-    /// `[model] prompt_mode`, else compact; see `rlm prompt --tokens`.
-    #[arg(long, value_name = "MODE", value_parser = parsed::<PromptMode>(&PromptMode::NAMES))]
+    /// How the system prompt lists the functions (default: RLM_PROMPT_MODE, else `[model]
+    /// prompt_mode` in rlm.toml, else compact; see `rlm prompt --tokens`).
+    #[arg(long, value_name = "MODE", value_parser = parsed::<PromptMode>(&PromptMode::CHOICES))]
     pub prompt_mode: Option<PromptMode>,
-    /// How the system prompt teaches the model to end the run: final (FINAL(value)) or
-    /// answer (the reference RLM's answer table). Default: RLM_ANSWER_PROTOCOL, else
-    /// `[model] answer_protocol`, else final. Both always work.
-    #[arg(long, value_name = "PROTOCOL", value_parser = parsed::<AnswerProtocol>(&AnswerProtocol::NAMES))]
+    /// How the system prompt teaches the model to end the run (default:
+    /// RLM_ANSWER_PROTOCOL, else `[model] answer_protocol` in rlm.toml, else final). Both
+    /// always work.
+    #[arg(long, value_name = "PROTOCOL", value_parser = parsed::<AnswerProtocol>(&AnswerProtocol::CHOICES))]
     pub answer_protocol: Option<AnswerProtocol>,
 }
 
@@ -79,12 +77,16 @@ pub(crate) struct BudgetArgs {
     pub max_time: Option<f64>,
 }
 
-/// A parser of the names `T`'s `FromStr` takes, offering `names` in the help.
-fn parsed<T>(names: &'static [&'static str]) -> impl TypedValueParser<Value = T>
+/// A parser of the names `T`'s `FromStr` takes, offering `choices` (name, help) in the
+/// help: the names and their meaning are the library's, stated once.
+fn parsed<T>(choices: &'static [(&'static str, &'static str)]) -> impl TypedValueParser<Value = T>
 where
     T: std::str::FromStr<Err = String> + Clone + Send + Sync + 'static,
 {
-    PossibleValuesParser::new(names).try_map(|name| name.parse::<T>())
+    let values = choices
+        .iter()
+        .map(|(name, help)| PossibleValue::new(*name).help(*help));
+    PossibleValuesParser::new(values).try_map(|name| name.parse::<T>())
 }
 
 impl LlmArgs {

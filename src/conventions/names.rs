@@ -36,8 +36,15 @@ pub enum AnswerProtocol {
 }
 
 impl AnswerProtocol {
-    /// Every name its `FromStr` takes, for a command line's choices.
-    pub const NAMES: [&'static str; 2] = ["final", "answer"];
+    /// Every name its `FromStr` takes, with what it means: a command line's choices and
+    /// their help.
+    pub const CHOICES: [(&'static str, &'static str); 2] = [
+        ("final", "FINAL(value) or FINAL_VAR(\"name\")"),
+        (
+            "answer",
+            "The reference RLM's: answer[\"content\"] = value, then answer[\"ready\"] = true",
+        ),
+    ];
 
     /// `final` or `answer`: the name on the command line, in `rlm.toml` and in a trace.
     pub const fn name(self) -> &'static str {

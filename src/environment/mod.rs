@@ -47,6 +47,7 @@
 //!   bytes that are not UTF-8 shown as `\xNN`.
 
 mod answer_schema;
+mod budget;
 pub mod builtins;
 mod chunks;
 mod errors;
@@ -59,6 +60,7 @@ pub mod lua_json;
 mod output;
 mod protected;
 mod sandbox;
+mod window;
 
 use std::fmt;
 use std::rc::Rc;
@@ -70,10 +72,12 @@ use chunks::InternalChunk;
 
 use crate::engines::{patterns, re};
 
+pub use budget::Budget;
 pub use globals::{GlobalError, GlobalValue};
 use limits::Tripwire;
 pub use limits::{Interrupt, LimitKind, Limits, OutputObserver};
 pub use output::escape_output;
+pub use window::{ContextWindow, Overflow, request_tokens};
 
 use crate::Registry;
 use crate::catalog::Catalog;
@@ -239,6 +243,7 @@ impl Environment {
             user: None,
             sub_agent: None,
             token_budget: None,
+            token_budget_kind: Budget::SessionTokens,
             answer_schema: None,
             context_window: None,
             providers: Providers::builtin_shared(),
@@ -258,6 +263,7 @@ impl Environment {
             user: builder.user,
             sub_agent: builder.sub_agent,
             token_budget: builder.token_budget,
+            token_budget_kind: builder.token_budget_kind,
             answer_schema: builder.answer_schema,
             context_window: builder.context_window,
         };
@@ -743,6 +749,7 @@ pub struct EnvironmentBuilder {
     user: Option<Arc<dyn User>>,
     sub_agent: Option<Arc<dyn SubAgent>>,
     token_budget: Option<u64>,
+    token_budget_kind: Budget,
     answer_schema: Option<AnswerSchema>,
     context_window: Option<u64>,
     providers: Arc<Providers>,
@@ -789,6 +796,24 @@ impl EnvironmentBuilder {
     pub fn token_budget(mut self, tokens: u64) -> Self {
         self.token_budget = Some(tokens);
         self
+    }
+
+    /// [`EnvironmentBuilder::token_budget`], naming which budget the tokens are (what is
+    /// left of a run's, say), so that a refusal names it and the setting that raises it.
+    ///
+    /// ```
+    /// use rlm_registry::Registry;
+    /// use rlm_registry::environment::{Budget, Environment};
+    ///
+    /// let env = Environment::builder(Registry::baked().clone())
+    ///     .token_budget_of(Budget::RunTokens, 5_000)
+    ///     .build()?;
+    /// assert_eq!(env.execute("print(token_budget())")?.output, "5000\n");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn token_budget_of(mut self, budget: Budget, tokens: u64) -> Self {
+        self.token_budget_kind = budget;
+        self.token_budget(tokens)
     }
 
     /// Per-execution limits (default [`Limits::default`]).

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use crate::environment::{
-    AnswerSchema, Environment, Limits, SetupError, SubAgent, SubTask, User, run_on_threads,
+    AnswerSchema, Budget, Environment, Limits, SetupError, SubAgent, SubTask, User, run_on_threads,
 };
 use crate::llm::Llm;
 
@@ -144,7 +144,7 @@ impl Agent {
                 depth: self.depth,
             }));
         if let Some(tokens) = self.ledger.remaining_tokens() {
-            builder = builder.token_budget(tokens);
+            builder = builder.token_budget_of(Budget::RunTokens, tokens);
         }
         if let Some(schema) = &self.schema {
             builder = builder.answer_schema(schema.clone());

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::environment::Budget;
 use crate::llm::{Completion, Llm, LlmError, Message, Request, Usage, UsageSnapshot};
 use crate::text_format::thousands;
 use crate::tokens;
@@ -101,35 +102,25 @@ pub enum BudgetExceeded {
 
 impl fmt::Display for BudgetExceeded {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            BudgetExceeded::Tokens { limit, used } => write!(
-                f,
-                "token budget exhausted: {} of {} tokens used",
+        f.write_str(&match self {
+            BudgetExceeded::Tokens { limit, used } => Budget::RunTokens.spent(&format!(
+                "{} of {} tokens used",
                 thousands(*used),
                 thousands(*limit)
-            ),
+            )),
             BudgetExceeded::TokensWouldExceed {
                 limit,
                 left,
                 needed,
-            } => write!(
-                f,
-                "token budget: not sent, this call may take up to {} tokens (its prompt and the longest reply allowed) and {} of the {} tokens are left (the calls in flight hold theirs); send less at a time or finish with what you have",
-                thousands(*needed),
-                thousands(*left),
-                thousands(*limit)
-            ),
-            BudgetExceeded::LlmCalls { limit } => write!(
-                f,
-                "LLM call budget exhausted: all {} calls made",
-                thousands(*limit)
-            ),
-            BudgetExceeded::WallTime { limit } => write!(
-                f,
-                "wall-time budget exhausted: the run has taken longer than {:.1} s",
+            } => Budget::RunTokens.refuses_call(*needed, *left, *limit),
+            BudgetExceeded::LlmCalls { limit } => {
+                Budget::RunCalls.spent(&format!("all {} calls made", thousands(*limit)))
+            }
+            BudgetExceeded::WallTime { limit } => Budget::RunTime.spent(&format!(
+                "the run has taken longer than {:.1} s",
                 limit.as_secs_f64()
-            ),
-        }
+            )),
+        })
     }
 }
 

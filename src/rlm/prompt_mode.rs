@@ -175,6 +175,17 @@ impl std::str::FromStr for PromptMode {
 }
 
 impl PromptMode {
-    /// Every name [`PromptMode`]'s `FromStr` takes, for a command line's choices.
-    pub const NAMES: [&'static str; 3] = ["full", "compact", "auto"];
+    /// Every name [`PromptMode`]'s `FromStr` takes, with what it means: a command line's
+    /// choices and their help.
+    pub const CHOICES: [(&'static str, &'static str); 3] = [
+        ("full", "Every function with its full documentation"),
+        (
+            "compact",
+            "Signatures and one-line summaries; the model looks functions up with help and fn_search",
+        ),
+        (
+            "auto",
+            "Compact when the full listing has more than 8,000 tokens (o200k_base), else full",
+        ),
+    ];
 }

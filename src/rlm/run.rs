@@ -11,7 +11,7 @@ use std::time::Instant;
 use serde_json::Value as Json;
 
 use crate::conventions::is_lua_name;
-use crate::environment::{Environment, ExecError, User};
+use crate::environment::{ContextWindow, Environment, ExecError, User, request_tokens};
 use crate::llm::{Completion, LlmError, Message, Request};
 use crate::tokens;
 
@@ -185,11 +185,9 @@ impl Agent {
         let Some(window) = self.config.context_window else {
             return Ok(());
         };
-        let needed = request_tokens(request).saturating_add(request.reply_reserve());
-        if needed <= window {
-            return Ok(());
-        }
-        Err(self.too_long(request, None))
+        ContextWindow(window)
+            .check(request)
+            .map_err(|_| self.too_long(request, None))
     }
 
     /// The error for a first `request` too long for the window, refused by the check or
@@ -393,10 +391,6 @@ struct LoopState {
 }
 
 /// The `o200k_base` tokens of `request`'s messages, with the chat format's overhead.
-fn request_tokens(request: &Request) -> u64 {
-    tokens::count_chat(request.messages.iter().map(Message::text)) as u64
-}
-
 /// Runs block number `block`: what it did, for the trace, and its feedback with at most
 /// `room` bytes of output (`Err` when it failed).
 fn run_block(

@@ -251,8 +251,10 @@ fn a_sub_call_whose_worst_case_does_not_fit_the_token_budget_is_not_sent() {
         .message()
         .to_string();
     assert!(
-        message.contains("llm_query: not sent: this call may take up to 1,0")
-            && message.contains("100 of the session's 100 are left"),
+        message.contains(
+            "llm_query: not sent: the session's token budget has 100 of its 100 tokens left"
+        ) && message.contains("this call may take up to 1,0")
+            && message.contains("set by the environment's `token_budget`"),
         "{message}"
     );
     assert_eq!(

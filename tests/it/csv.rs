@@ -323,15 +323,15 @@ fn an_unknown_option_is_an_error_not_ignored() {
     let cases = [
         (
             "csv.parse('a\\tb\\n', {delimiter = '\\t'})",
-            "csv.parse: unknown option \"delimiter\" (the options are sep, header)",
+            "csv.parse: unknown option `delimiter` (the options are: sep, header)",
         ),
         (
             "csv.rows('a\\n', {headers = false})",
-            "csv.rows: unknown option \"headers\" (the options are sep, header)",
+            "csv.rows: unknown option `headers` (the options are: sep, header)",
         ),
         (
             "csv.encode({{1}}, {fieldnames = {'a'}})",
-            "csv.encode: unknown option \"fieldnames\" (the options are sep, header, columns)",
+            "csv.encode: unknown option `fieldnames` (the options are: sep, header, columns)",
         ),
     ];
     for (code, expected) in cases {

@@ -544,11 +544,11 @@ fn an_unknown_encode_option_is_an_error_not_ignored() {
     let env = env(Limits::default());
     assert_eq!(
         caught(&env, "json.encode({}, {sort = true})"),
-        "json.encode: unknown option \"sort\" (the options are indent, sort_keys)"
+        "json.encode: unknown option `sort` (the options are: indent, sort_keys)"
     );
     assert_eq!(
         caught(&env, "json.encode({}, {[1] = true})"),
-        "json.encode: unknown option 1 (the options are indent, sort_keys)"
+        "json.encode: unknown option of type number (the options are: indent, sort_keys)"
     );
 }
 

@@ -256,7 +256,7 @@ fn a_session_token_budget_sends_only_the_calls_whose_worst_case_fits() {
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines[0], format!("3\t{}", 3 * worst + worst / 2 - 45));
     assert!(
-        lines[1].contains("llm_query: not sent: this call may take up to"),
+        lines[1].contains("llm_query: not sent: the session's token budget has"),
         "{out}"
     );
     assert_eq!(server.request_count(), 3);

@@ -62,7 +62,7 @@ fn budgets_are_shared_by_the_whole_run() {
         Err(error @ RlmError::Budget(BudgetExceeded::LlmCalls { limit: 2 })) => {
             assert_eq!(
                 error.to_string(),
-                "LLM call budget exhausted: all 2 calls made"
+                "the run's model-call budget is spent: all 2 calls made (it is set by --max-llm-calls, `max_llm_calls` in [budgets] of rlm.toml or Python)"
             );
         }
         other => panic!("{other:?}"),
@@ -151,7 +151,8 @@ fn fifty_parallel_calls_with_ten_calls_worth_of_tokens_left_send_ten() {
     let feedback = last_message(bodies(&server).last().unwrap());
     assert!(feedback.contains("10\t"), "{feedback}");
     assert!(
-        feedback.contains("not sent: this call may take up to"),
+        feedback.contains("not sent: the run's token budget has")
+            && feedback.contains("set by --max-tokens"),
         "{feedback}"
     );
 }

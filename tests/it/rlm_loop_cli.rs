@@ -92,7 +92,7 @@ mod cli {
         assert_eq!(out.status.code(), Some(1));
         assert_eq!(
             text(&out.stderr),
-            "error: LLM call budget exhausted: all 1 calls made\n"
+            "error: the run's model-call budget is spent: all 1 calls made (it is set by --max-llm-calls, `max_llm_calls` in [budgets] of rlm.toml or Python)\n"
         );
 
         let server = OpenAiServer::always(Behavior::status(401));

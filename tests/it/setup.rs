@@ -295,3 +295,44 @@ fn the_prompt_command_shows_the_mode_the_setup_resolves() {
         "the variable wins over the file"
     );
 }
+
+#[test]
+fn a_refusal_inside_a_run_names_the_runs_budget_and_its_flag() {
+    // The sub-call's prompt alone is ~5,000 tokens: with its reply's reserve it cannot
+    // fit what is left of 6,000 after the root's first turn (which the server reports
+    // as 20 tokens).
+    let server = OpenAiServer::start(
+        vec![
+            Behavior::reply_with_usage(
+                "```lua\nprint(pcall(llm_query, string.rep('word ', 5000)))\n```",
+                10,
+                10,
+            ),
+            Behavior::reply_with_usage("```lua\nFINAL('done')\n```", 10, 10),
+        ],
+        Behavior::reply("FINAL('late')"),
+    );
+    let out = rlm_command()
+        .args(["ask", "Q", "--quiet", "--max-tokens", "6000"])
+        .args(llm_args(&server.base_url(), "test-model"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let second = &server.requests()[1].body;
+    assert!(
+        second.contains("llm_query: not sent: the run's token budget has"),
+        "{second}"
+    );
+    assert!(second.contains("set by --max-tokens"), "{second}");
+}
+
+#[test]
+fn the_choices_help_quotes_the_librarys_threshold() {
+    let auto = PromptMode::CHOICES
+        .iter()
+        .find(|(name, _)| *name == "auto")
+        .unwrap();
+    let threshold = rlm_registry::rlm::AUTO_COMPACT_ABOVE_TOKENS;
+    let shown = format!("{},{:03}", threshold / 1000, threshold % 1000);
+    assert!(auto.1.contains(&shown), "{}", auto.1);
+}

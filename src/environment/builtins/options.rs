@@ -19,7 +19,10 @@ pub(super) fn options_table(
     }
 }
 
-/// Refuses a key of `options` that is not one of `known`, listing them.
+/// Refuses a key of `options` that is not one of `known`, listing them: a misspelt
+/// option, or one borrowed from elsewhere (Python's `delimiter` for `sep`), would
+/// otherwise be ignored without a word. Every built-in that takes options says it this
+/// way (`parallel_map`'s Lua side writes the same words).
 pub(super) fn check_known(builtin: BuiltinId, options: &Table, known: &[&str]) -> mlua::Result<()> {
     for pair in options.pairs::<Value, Value>() {
         let (key, _) = pair?;

@@ -62,27 +62,6 @@ pub(super) fn text_arg(lua: &Lua, function: BuiltinId, value: Value) -> mlua::Re
     }
 }
 
-/// Refuses a key of the options table `opts` that is not one of `known`: a misspelt
-/// option, or one borrowed from elsewhere (Python's `delimiter` for `sep`), would
-/// otherwise be ignored without a word.
-pub(super) fn known_options(function: BuiltinId, opts: &Table, known: &[&str]) -> mlua::Result<()> {
-    for pair in opts.pairs::<Value, Value>() {
-        let key = pair?.0;
-        if let Value::String(name) = &key
-            && known.iter().any(|k| name.as_bytes() == k.as_bytes())
-        {
-            continue;
-        }
-        let key = describe_value(&key);
-        return Err(mlua::Error::RuntimeError(format!(
-            "{}: unknown option {key} (the options are {})",
-            function.name(),
-            known.join(", ")
-        )));
-    }
-    Ok(())
-}
-
 /// Records a batched iterator reads into Rust per call; its Lua closure hands them out
 /// one by one, so a record costs no crossing of the Rust/Lua boundary.
 const BATCH: usize = 64;

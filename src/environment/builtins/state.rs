@@ -9,7 +9,9 @@ use serde_json::Value as Json;
 use super::{SubAgent, User};
 use crate::conventions::builtins::BuiltinId;
 use crate::environment::answer_schema::AnswerSchema;
+use crate::environment::budget::Budget;
 use crate::environment::limits::{LimitKind, Tripwire};
+use crate::environment::window::ContextWindow;
 use crate::llm::{Completion, Llm, LlmError, Request};
 use crate::text_format::thousands;
 use crate::tokens;
@@ -22,6 +24,9 @@ pub(crate) struct Host {
     pub sub_agent: Option<Arc<dyn SubAgent>>,
     /// Tokens (prompt and completion) the session may spend on sub-calls, if limited.
     pub token_budget: Option<u64>,
+    /// Which budget `token_budget` is, for its refusals: the session's own, or what is
+    /// left of the run's.
+    pub token_budget_kind: Budget,
     /// The schema the final answer must match, if any.
     pub answer_schema: Option<AnswerSchema>,
     /// The model's context window in tokens, if known: a sub-call that would not fit is
@@ -45,6 +50,7 @@ pub(crate) struct BuiltinState {
     /// host takes it.
     rejected_answer: RefCell<Option<String>>,
     token_budget: Option<u64>,
+    token_budget_kind: Budget,
     tokens_spent: Cell<u64>,
     /// The worst cases of the sub-calls being sent, held against the token budget.
     tokens_reserved: Cell<u64>,
@@ -64,6 +70,7 @@ impl BuiltinState {
             final_value: RefCell::new(None),
             rejected_answer: RefCell::new(None),
             token_budget: host.token_budget,
+            token_budget_kind: host.token_budget_kind,
             tokens_spent: Cell::new(0),
             tokens_reserved: Cell::new(0),
         }
@@ -113,11 +120,9 @@ impl BuiltinState {
         let left = budget.saturating_sub(committed);
         if worst > left {
             return Err(format!(
-                "{}: not sent: this call may take up to {} tokens (its prompt and the longest reply allowed) and {} of the session's {} are left; send less at a time or finish with what you have",
+                "{}: {}",
                 builtin.name(),
-                thousands(worst),
-                thousands(left),
-                thousands(budget)
+                self.token_budget_kind.refuses_call(worst, left, budget)
             ));
         }
         self.tokens_reserved
@@ -175,18 +180,15 @@ impl BuiltinState {
         let Some(window) = self.context_window else {
             return Ok(());
         };
-        let prompt = tokens::count_chat(request.messages.iter().map(|m| m.text())) as u64;
-        let reserve = request.reply_reserve();
-        if prompt.saturating_add(reserve) <= window {
-            return Ok(());
-        }
-        Err(format!(
-            "{}: not sent: the prompt is {} tokens (o200k_base) and, with {} kept for the answer, does not fit the model's context window of {} tokens; give it less text at a time (token_split, chunk_by_size)",
-            builtin.name(),
-            thousands(prompt),
-            thousands(reserve),
-            thousands(window)
-        ))
+        ContextWindow(window).check(request).map_err(|overflow| {
+            format!(
+                "{}: not sent: the prompt is {} tokens (o200k_base) and, with {} kept for the answer, does not fit the model's context window of {} tokens; give it less text at a time (token_split, chunk_by_size)",
+                builtin.name(),
+                thousands(overflow.request_tokens),
+                thousands(overflow.reply_reserve),
+                thousands(overflow.window)
+            )
+        })
     }
 
     /// Takes the answer (and its JSON value, with a schema), leaving none.

@@ -6,7 +6,8 @@ use std::rc::Rc;
 use csv::{Terminator, WriterBuilder};
 use mlua::{FromLua, Function, Lua, LuaString, Table, Value, ffi};
 
-use super::super::reading::{describe_value, known_options, limit_on_memory};
+use super::super::options::check_known as known_options;
+use super::super::reading::{describe_value, limit_on_memory};
 use super::{error, flag, separator};
 use crate::conventions::builtins::BuiltinId;
 use crate::engines::meter::{VALUE_COST, WorkMeter};

@@ -29,7 +29,7 @@
 
 use mlua::{Table, Value};
 
-use super::reading::known_options;
+use super::options::check_known as known_options;
 use crate::conventions::builtins::BuiltinId;
 use crate::environment::errors::quoted;
 

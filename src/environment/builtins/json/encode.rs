@@ -4,7 +4,8 @@ use std::rc::Rc;
 
 use mlua::{Function, Lua, Table, Value};
 
-use super::super::reading::{describe_value, known_options, limit_on_memory};
+use super::super::options::check_known as known_options;
+use super::super::reading::{describe_value, limit_on_memory};
 use crate::conventions::builtins::BuiltinId;
 use crate::environment::limits::Tripwire;
 use crate::environment::lua_json::{MAX_INDENT, TextOptions, array_metatable, encode_text};

@@ -53,6 +53,25 @@ __all__ = ["SUPPORTED_VERSION", "LuaInterpreter", "LuaRLM", "strip_code_fences"]
 _LLM_TOOLS = ("llm_query", "llm_query_batched")
 # The Lua name of the host function behind SUBMIT.
 _SUBMIT_TOOL = "_rlm_submit"
+# The Lua name of the host function that calls a tool by its name: a tool given once the
+# sandbox exists (its host functions are fixed when it is made) is a Lua function over it.
+_TOOL_CALLER = "_rlm_tool"
+# A tool given late, as a Lua function: its errors name it, not the caller underneath.
+_LATE_TOOL_LUA = """
+function {name}(...)
+  local ok, result = pcall({caller}, "{name}", ...)
+  if ok then return result end
+  if type(result) == "string" then
+    result = result:gsub("^{caller}: ", "{name}: ", 1)
+  end
+  error(result, 2)
+end
+"""
+# Lua's reserved words, which cannot name a function.
+_LUA_KEYWORDS = frozenset(
+    "and break do else elseif end false for function goto if in local nil not or repeat "
+    "return then true until while".split()
+)
 # SUBMIT ends the block where it is called, as DSPy's does; the error it raises for that
 # is never shown, since the block's result is the submission.
 _SUBMIT_LUA = f"""
@@ -142,6 +161,7 @@ class LuaInterpreter:
             for name in names
         }
         tools[_SUBMIT_TOOL] = _held_weakly(self, LuaInterpreter._submit)
+        tools[_TOOL_CALLER] = _held_weakly(self, LuaInterpreter._call_tool_named)
         env = Environment(llm=_held_weakly(self, LuaInterpreter._llm_query), tools=tools, **self._sandbox)
         defined = env.execute(_SUBMIT_LUA)
         if not defined.ok:
@@ -186,21 +206,27 @@ class LuaInterpreter:
         self.shutdown()
 
     def _refresh_tools(self) -> None:
-        """Tools added since the sandbox was made: a sandbox no code has run in yet is
-        made again with them; one with state cannot take them."""
+        """Tools added since the sandbox was made, as DSPy's RLM adds them (it updates
+        `tools` and sets `_tools_registered` to False): a sandbox no code has run in yet
+        is made again with them (each a documented host function, which `help` knows);
+        one with state keeps it, and each new tool becomes a Lua function calling it by
+        name. A tool given again under a name already there needs nothing: tools are
+        looked up by name when called."""
         if self._tools_registered or self.env is None:
             return
         added = {name for name in self._tools if _is_installable(name)} - self._installed
-        if not added:
-            self._tools_registered = True
+        if added and not self._executed:
+            self.env.close()
+            self.env = None
             return
-        if self._executed:
-            raise CodeInterpreterError(
-                f"tools added after the code started running: {sorted(added)}; "
-                "give them before the first execute"
-            )
-        self.env.close()
-        self.env = None
+        for name in sorted(added):
+            if not (name.isidentifier() and name.isascii()) or name in _LUA_KEYWORDS:
+                raise CodeInterpreterError(f"the tool `{name}` cannot be a Lua function: its name is not a Lua name")
+            defined = self.env.execute(_LATE_TOOL_LUA.format(name=name, caller=_TOOL_CALLER))
+            if not defined.ok:
+                raise CodeInterpreterError(f"LuaInterpreter could not install the tool `{name}`: {defined.error}")
+            self._installed.add(name)
+        self._tools_registered = True
 
     def _give(self, env: Environment, name: str, value: Any) -> None:
         # DSPy passes the inputs again on every execute: a str seen before is not copied
@@ -226,7 +252,14 @@ class LuaInterpreter:
 
     def _call_tool(self, *args: Any, name: str) -> Any:
         # Looked up when called: DSPy gives fresh tools for each run.
-        return self._in_caller_context(_call_by_name, self._tools[name], args)
+        tool = self._tools.get(name)
+        if tool is None:
+            raise RuntimeError(f"the tool `{name}` was taken away")
+        return self._in_caller_context(_call_by_name, tool, args)
+
+    def _call_tool_named(self, name: str, *args: Any) -> Any:
+        """The host side of a tool given after the sandbox was made."""
+        return self._call_tool(*args, name=name)
 
     def _submit(self, *values: Any) -> None:
         """SUBMIT's host side: the outputs by name, or a Lua error saying how to write

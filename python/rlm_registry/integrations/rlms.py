@@ -41,7 +41,7 @@ from rlm.environments.base_env import (  # type: ignore[import-untyped]  # noqa:
     validate_custom_tools,
 )
 
-from .. import Environment, Registry, RlmRegistryError, system_prompt  # noqa: E402
+from .. import Environment, Registry, system_prompt  # noqa: E402
 
 __all__ = ["ENVIRONMENT", "SUPPORTED_VERSION", "LuaREPL", "LuaRLM", "lua_system_prompt"]
 
@@ -250,7 +250,8 @@ class LuaREPL(NonIsolatedEnv):
         `answer.content` once `answer.ready` is true; `locals` names the globals the
         code set, with their Lua types (not their values, which stay in the sandbox)."""
         env = self._environment()
-        result = env.execute(code)
+        # The execution and the listing of the globals in one call to the sandbox.
+        result, listed = env._execute_then_call(code, _VARIABLES_FUNCTION)
         if result.final is not None:
             # One answer per `answer.ready = true`, as the reference's answer dict
             # signals once: a later block (the next completion of a persistent run)
@@ -259,7 +260,7 @@ class LuaREPL(NonIsolatedEnv):
         return REPLResult(
             stdout=result.stdout,
             stderr=result.error or "",
-            locals=self._variables(),
+            locals=self._variables(listed),
             execution_time=result.seconds,
             rlm_calls=self._handler.take(),
             final_answer=result.final,
@@ -287,12 +288,8 @@ class LuaREPL(NonIsolatedEnv):
         if result.error is not None:
             raise RuntimeError(f"LuaREPL could not set up the sandbox: {result.error}")
 
-    def _variables(self) -> dict[str, str]:
-        try:
-            listed: Any = self._environment().call(_VARIABLES_FUNCTION)
-        except RlmRegistryError:
-            # The code replaced the function: no listing rather than a failed turn.
-            return {}
+    def _variables(self, listed: Any) -> dict[str, str]:
+        # `None` when the code replaced the function: no listing rather than a failed turn.
         if not isinstance(listed, dict):
             return {}
         return {

@@ -273,3 +273,11 @@ def test_an_interpreter_left_without_shutdown_is_collected():
     gc.collect()
     # The sandbox holds the interpreter's callables, not the interpreter.
     assert gone() is None
+
+
+def test_the_sandbox_settings_reach_the_environment_and_a_misspelt_one_is_refused():
+    repl = LuaInterpreter(time_limit=2.5, memory_limit_mb=64, output_limit=100)
+    repl.start()
+    assert (repl.env.time_limit, repl.env.memory_limit_mb, repl.env.output_limit) == (2.5, 64, 100)
+    with pytest.raises(TypeError, match="unknown sandbox setting.*time_limt"):
+        LuaInterpreter(time_limt=2.5)  # type: ignore[call-arg]

@@ -24,10 +24,12 @@ import functools
 import inspect
 import weakref
 from collections.abc import Callable, Sequence
-from os import PathLike
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ._support import require
+from ._support import SandboxArgs, require, sandbox_args
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 #: The version of `dspy` this module is written and tested against.
 SUPPORTED_VERSION = "3.4.1"
@@ -47,7 +49,7 @@ from dspy.primitives.repl_types import REPLHistory, REPLVariable  # type: ignore
 
 from .. import Environment, Registry, RlmRegistryError  # noqa: E402
 
-__all__ = ["SUPPORTED_VERSION", "LuaInterpreter", "LuaRLM", "strip_code_fences"]
+__all__ = ["SUPPORTED_VERSION", "LuaInterpreter", "LuaRLM", "SandboxArgs", "strip_code_fences"]
 
 # The Python tools that the sandbox's own `llm_query` and `llm_query_batched` call.
 _LLM_TOOLS = ("llm_query", "llm_query_batched")
@@ -115,27 +117,14 @@ class LuaInterpreter:
         self,
         tools: dict[str, Callable[..., Any]] | None = None,
         output_fields: list[dict] | None = None,
-        *,
-        paths: Sequence[str | PathLike[str]] = (),
-        baked: bool = True,
-        config: str | PathLike[str] | None = None,
-        time_limit: float = 30.0,
-        memory_limit_mb: int = 512,
-        output_limit: int | None = None,
+        **sandbox: Unpack[SandboxArgs],
     ) -> None:
         self._tools: dict[str, Callable[..., Any]] = dict(tools or {})
         #: The outputs SUBMIT takes: DSPy's RLM sets it (`[{"name": ..., "type": ...}]`).
         self.output_fields = output_fields
         # DSPy's RLM sets it to False after it changes the tools.
         self._tools_registered = False
-        self._sandbox: dict[str, Any] = {
-            "paths": paths,
-            "baked": baked,
-            "config": config,
-            "time_limit": time_limit,
-            "memory_limit_mb": memory_limit_mb,
-            "output_limit": output_limit,
-        }
+        self._sandbox = sandbox_args(sandbox)
         self.env: Environment | None = None
         self._installed: set[str] = set()
         self._executed = False
@@ -415,7 +404,7 @@ class LuaREPLHistory(REPLHistory):  # type: ignore[misc]
         )
 
 
-def _lua_interpreter_factory(settings: dict[str, Any]) -> Callable[[], LuaInterpreter]:
+def _lua_interpreter_factory(settings: SandboxArgs) -> Callable[[], LuaInterpreter]:
     def factory() -> LuaInterpreter:
         return LuaInterpreter(**settings)
 
@@ -429,8 +418,9 @@ class LuaRLM(RLM):
     (`SUBMIT(value)` for a signature with one output). The instructions list the
     registry's functions (compact, or in full with `prompt_mode="full"`).
 
-    The arguments are `dspy.RLM`'s; after `*`, the sandbox's settings, as
-    `Environment` takes them. DSPy's sandboxed sub-agents (`import dspy` in the REPL)
+    The arguments are `dspy.RLM`'s; after `*`, `prompt_mode` and the sandbox's settings
+    (`SandboxArgs`: `paths`, `baked`, `config`, `time_limit`, `memory_limit_mb`,
+    `output_limit`), as `Environment` takes them. DSPy's sandboxed sub-agents (`import dspy` in the REPL)
     are Python-only and not offered.
 
     >>> from rlm_registry.integrations.dspy import LuaRLM  # doctest: +SKIP
@@ -449,28 +439,15 @@ class LuaRLM(RLM):
         sub_lm: Any = None,
         interpreter_factory: Callable[[], Any] | None = None,
         *,
-        paths: Sequence[str | PathLike[str]] = (),
-        baked: bool = True,
-        config: str | PathLike[str] | None = None,
-        time_limit: float = 30.0,
-        memory_limit_mb: int = 512,
-        output_limit: int | None = None,
         prompt_mode: str = "compact",
+        **sandbox: Unpack[SandboxArgs],
     ) -> None:
         if prompt_mode not in ("compact", "full"):
             raise ValueError(f'prompt_mode must be "compact" or "full", not {prompt_mode!r}')
-        self._library = Registry(paths, baked).prompt(compact=prompt_mode == "compact")
+        settings = sandbox_args(sandbox)
+        self._library = Registry(settings["paths"], settings["baked"]).prompt(compact=prompt_mode == "compact")
         if interpreter_factory is None:
-            interpreter_factory = _lua_interpreter_factory(
-                {
-                    "paths": paths,
-                    "baked": baked,
-                    "config": config,
-                    "time_limit": time_limit,
-                    "memory_limit_mb": memory_limit_mb,
-                    "output_limit": output_limit,
-                }
-            )
+            interpreter_factory = _lua_interpreter_factory(settings)
         super().__init__(
             signature,
             max_iters=max_iters,

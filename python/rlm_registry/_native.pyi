@@ -1,4 +1,5 @@
-"""Type stubs of the native module; `rlm_registry` re-exports every name."""
+"""Type stubs of the native module. Its `__all__`, the one list of the public names, is
+what `rlm_registry` re-exports (stubtest checks it against the module's)."""
 
 from collections.abc import Callable, Mapping, Sequence
 from os import PathLike
@@ -24,8 +25,6 @@ __all__ = [
     "ask",
     "check",
     "system_prompt",
-    "_environment_new_in_rust",
-    "_panic_for_tests",
 ]
 
 _StrPath = str | PathLike[str]

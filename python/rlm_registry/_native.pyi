@@ -1,4 +1,5 @@
-"""Type stubs of the native module; `rlm_registry` re-exports every name."""
+"""Type stubs of the native module. Its `__all__`, the one list of the public names, is
+what `rlm_registry` re-exports (stubtest checks it against the module's)."""
 
 from collections.abc import Callable, Mapping, Sequence
 from os import PathLike
@@ -24,8 +25,6 @@ __all__ = [
     "ask",
     "check",
     "system_prompt",
-    "_environment_new_in_rust",
-    "_panic_for_tests",
 ]
 
 _StrPath = str | PathLike[str]
@@ -129,6 +128,9 @@ class Environment:
     ) -> Environment: ...
     def execute(self, code: str | bytes) -> ExecResult:
         """Runs Lua `code`; globals persist. Lua errors and limits are in the result."""
+    def _execute_then_call(self, code: str | bytes, name: str) -> tuple[ExecResult, _JSON]:
+        """`execute(code)`, then `call(name)` in the same hand-over to the environment's
+        thread; the call's result, or `None` when it failed."""
     def __getitem__(self, name: str, /) -> _Value:
         """The Lua global `name` (`None` when unset); `TypeError` for a value that cannot
         cross (a function, a cycle), naming where it is."""

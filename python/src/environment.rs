@@ -118,6 +118,37 @@ impl Environment {
         })
     }
 
+    /// `execute(code)`, then the global function `name` called with no arguments, in one
+    /// hand-over to the environment's thread: what a REPL turn that reports on the state
+    /// after the code (the reference RLM's `locals`) needs, at the cost of one call.
+    /// The call's result, or `None` when it failed (the code may have replaced it).
+    fn _execute_then_call(
+        &self,
+        py: Python<'_>,
+        code: Text<'_>,
+        name: String,
+    ) -> PyResult<(ExecResult, Py<PyAny>)> {
+        catching(|| {
+            let code = crate::worker::Shared::new(code.bytes()?);
+            let (result, elapsed, final_answer, called) =
+                self.thread.call(py, move |environment| {
+                    // SAFETY: as in `execute`.
+                    let code = unsafe { code.get() };
+                    let started = Instant::now();
+                    let result = environment.execute_bytes(code);
+                    let elapsed = started.elapsed();
+                    let final_answer = environment.take_final_answer();
+                    let called = environment.call_function(&name, Vec::new()).ok();
+                    (result, elapsed, final_answer, called)
+                })?;
+            let called = match called {
+                Some(value) => json_to_python(py, &value)?.unbind(),
+                None => py.None(),
+            };
+            Ok((ExecResult::new(result, elapsed, final_answer), called))
+        })
+    }
+
     /// The Lua global `name` as a Python value (`None` when unset).
     fn __getitem__(&self, py: Python<'_>, name: String) -> PyResult<Py<PyAny>> {
         catching(|| {

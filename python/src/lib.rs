@@ -77,6 +77,17 @@ mod _native {
     #[pymodule_init]
     fn init(module: &Bound<'_, PyModule>) -> PyResult<()> {
         rlm_registry::allocator::configure();
-        module.add("__version__", env!("CARGO_PKG_VERSION"))
+        module.add("__version__", env!("CARGO_PKG_VERSION"))?;
+        // `__all__` lists every name added above; `rlm_registry` re-exports it, so it
+        // keeps the public ones (the tests' and benchmarks' functions stay out of it).
+        let public = module
+            .index()?
+            .iter()
+            .filter(|name| {
+                name.extract::<String>()
+                    .is_ok_and(|name| !name.starts_with('_') || name == "__version__")
+            })
+            .collect::<Vec<_>>();
+        module.setattr("__all__", pyo3::types::PyList::new(module.py(), public)?)
     }
 }

@@ -12,17 +12,21 @@
 //! ended. A panic in a job is caught on the environment's thread: the call raises
 //! `InternalError`, and the environment is closed for good.
 //!
-//! A round trip is two hand-overs between threads, each side blocking until the other
-//! answers: spinning instead saved 5 µs of 15 on a quiet machine but cost over 100 on a
-//! busy one, where the spinning thread holds the core the other needs. A thread whose
-//! environment has ended waits to serve the next one, so creating an environment
-//! seldom starts a thread.
+//! A round trip is two hand-overs between threads. Each side first waits briefly by
+//! yielding its core ([`BRIEF_WAIT`]), then blocks until the other answers: a thread
+//! woken from blocking costs a wake-up each way, which the yielding side skips when the
+//! answer comes soon (a short execution, or the next call of a caller in a loop), and
+//! yielding, unlike spinning, leaves the core to the other side on a busy machine.
+//! Spinning saved as much on a quiet machine but cost over 100 µs on a busy one, where
+//! the spinning thread holds the core the other needs. A thread whose environment has
+//! ended waits to serve the next one, so creating an environment seldom starts a
+//! thread.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -36,6 +40,8 @@ type Job = Box<dyn FnOnce(&Environment) + Send>;
 
 /// How often a waiting caller looks for a signal (Ctrl-C).
 const SIGNAL_CHECK: Duration = Duration::from_millis(50);
+/// How long either side of a hand-over polls, yielding its core, before it blocks.
+const BRIEF_WAIT: Duration = Duration::from_micros(20);
 /// Threads kept waiting for the next environment.
 const MAX_IDLE_THREADS: usize = 16;
 
@@ -145,7 +151,11 @@ impl EnvThread {
         let outcome = loop {
             // A receiver cannot be shared with the detached closure, only moved through.
             let (back, received) = py.detach(move || {
-                let received = answer.recv_timeout(SIGNAL_CHECK);
+                let received = match briefly(|| answer.try_recv()) {
+                    Some(Ok(outcome)) => Ok(outcome),
+                    Some(Err(_)) => Err(RecvTimeoutError::Disconnected),
+                    None => answer.recv_timeout(SIGNAL_CHECK),
+                };
                 (answer, received)
             });
             answer = back;
@@ -264,11 +274,36 @@ fn ended_error(ended: Ended) -> PyErr {
 /// The environment's thread: runs the jobs in order until the sender is dropped (also
 /// after a job panicked: no more are sent then), then drops the environment.
 fn serve(environment: Environment, queue: &mpsc::Receiver<Job>) {
-    while let Ok(job) = queue.recv() {
+    loop {
+        let job = match briefly(|| queue.try_recv()) {
+            Some(Ok(job)) => job,
+            Some(Err(_)) => break,
+            None => match queue.recv() {
+                Ok(job) => job,
+                Err(_) => break,
+            },
+        };
         job(&environment);
     }
     // A drop that panics (after an earlier panic) must not end the thread.
     let _ = catch_unwind(AssertUnwindSafe(|| drop(environment)));
+}
+
+/// Polls `poll` for [`BRIEF_WAIT`], yielding the core between two polls: what it gave
+/// (a value, or the other side gone), or `None` when nothing came in that time.
+fn briefly<T>(
+    poll: impl Fn() -> Result<T, mpsc::TryRecvError>,
+) -> Option<Result<T, mpsc::TryRecvError>> {
+    let started = Instant::now();
+    loop {
+        match poll() {
+            Err(mpsc::TryRecvError::Empty) if started.elapsed() < BRIEF_WAIT => {
+                std::thread::yield_now();
+            }
+            Err(mpsc::TryRecvError::Empty) => return None,
+            other => return Some(other),
+        }
+    }
 }
 
 /// The whole life of one environment on its thread: built, serving, dropped.

@@ -266,3 +266,16 @@ def test_the_environment_works_from_a_directory_without_rlm_toml():
             assert "store_set" in Environment().execute("store_set('k', 1)").error
         finally:
             os.chdir(previous)
+
+
+def test_execute_then_call_runs_the_code_then_the_function_in_one_call():
+    env = Environment()
+    env.execute("function count() local n = 0 for _ in pairs(seen or {}) do n = n + 1 end return n end")
+    result, called = env._execute_then_call("seen = {a = 1, b = 2} print('ran')", "count")
+    assert (result.stdout, result.ok, called) == ("ran\n", True, 2)
+    # After a failed block the function still reports on the state the block left.
+    result, called = env._execute_then_call("seen.c = 3 error('boom')", "count")
+    assert "boom" in result.error and called == 3
+    # A function that is not there (the code replaced it) gives None, not an error.
+    result, called = env._execute_then_call("count = nil", "count")
+    assert result.ok and called is None

@@ -205,10 +205,39 @@ def test_tools_added_before_the_first_execute_are_installed():
     repl.tools["late"] = lambda: "here"
     repl._tools_registered = False
     assert repl.execute("print(late())") == "here\n"
-    repl.tools["later"] = lambda: "too late"
+
+
+def test_tools_added_between_calls_join_the_running_sandbox_as_dspy_gives_them():
+    # DSPy's RLM gives a running interpreter fresh tools before each call: it updates
+    # `tools` and sets `_tools_registered` to False. The state stays; the tools work.
+    repl = LuaInterpreter(tools={"first": lambda: "one"})
+    assert repl.execute("kept = first()") is None
+    repl.tools.update({"first": lambda: "fresh one", "later": lambda word="": f"later {word}"})
     repl._tools_registered = False
-    with pytest.raises(CodeInterpreterError, match="tools added after the code started running"):
-        repl.execute("print(later())")
+    assert repl.execute("print(kept, first(), later('on'), later())") == "one\tfresh one\tlater on\tlater \n"
+
+    def broken():
+        raise ValueError("no luck")
+
+    repl.tools["broken"] = broken
+    repl._tools_registered = False
+    # The error names the tool the code called.
+    with pytest.raises(CodeExecutionError, match="broken: ValueError: no luck"):
+        repl.execute("broken()")
+    # Without the flag reset a tool is not installed yet, as in DSPy's interpreter.
+    repl.tools["unregistered"] = lambda: "x"
+    with pytest.raises(CodeExecutionError, match="unregistered"):
+        repl.execute("unregistered()")
+    assert repl.execute("print(kept)") == "one\n"
+
+
+def test_a_tool_added_late_whose_name_lua_cannot_hold_is_refused():
+    repl = LuaInterpreter()
+    repl.execute("x = 1")
+    repl.tools["end"] = lambda: None
+    repl._tools_registered = False
+    with pytest.raises(CodeInterpreterError, match="`end` cannot be a Lua function"):
+        repl.execute("print(x)")
 
 
 def test_a_variable_that_cannot_cross_is_an_interpreter_error():
@@ -244,3 +273,11 @@ def test_an_interpreter_left_without_shutdown_is_collected():
     gc.collect()
     # The sandbox holds the interpreter's callables, not the interpreter.
     assert gone() is None
+
+
+def test_the_sandbox_settings_reach_the_environment_and_a_misspelt_one_is_refused():
+    repl = LuaInterpreter(time_limit=2.5, memory_limit_mb=64, output_limit=100)
+    repl.start()
+    assert (repl.env.time_limit, repl.env.memory_limit_mb, repl.env.output_limit) == (2.5, 64, 100)
+    with pytest.raises(TypeError, match="unknown sandbox setting.*time_limt"):
+        LuaInterpreter(time_limt=2.5)  # type: ignore[call-arg]

@@ -215,3 +215,12 @@ def test_locals_leave_out_the_registry_functions_and_survive_a_replaced_listing(
     assert result.locals == {"context": "string", "context_0": "string", "lines": "table"}
     replaced = env.execute_code("_rlm_repl_variables = nil\nprint(#lines)")
     assert (replaced.stdout, replaced.stderr, replaced.locals) == ("3\n", "", {})
+
+
+def test_the_sandbox_settings_reach_the_environment_and_the_rest_the_reference():
+    repl = LuaREPL(time_limit=2.5, memory_limit_mb=64, output_limit=100, persistent=True)
+    assert (repl.env.time_limit, repl.env.memory_limit_mb, repl.env.output_limit) == (2.5, 64, 100)
+    assert repl.persistent
+    # The prompt states the limit the sandbox was given.
+    assert "time: 30 s per block" in lua_system_prompt()
+    assert "time: 2 s per block" in lua_system_prompt(time_limit=2.5)

@@ -10,32 +10,64 @@ from rlm_registry import BusyError, Environment, RlmRegistryError
 BUSY_LOOP = "local t = os.clock() while os.clock() - t < {seconds} do end"
 
 
-def test_python_runs_while_lua_runs():
+# Lua's `os.clock` is C's `clock()`, the process's CPU time: the clock Python reads as
+# `time.process_time()`. Both sides read it, so what Lua records as the span of its run
+# and what Python threads record are on one timeline. CPU time, not wall time: a thread
+# waiting for the GIL (or for a core) does not advance it, so a span is short of nothing
+# another thread could have done in it.
+SPAN = (
+    "local started = os.clock() while os.clock() - started < {seconds} do end"
+    " print(string.format('%.6f %.6f', started, os.clock()))"
+)
+
+
+def span_of(result):
+    """The (start, end) CPU times the Lua code recorded around its loop."""
+    assert result.ok, result.error
+    started, ended = (float(part) for part in result.stdout.split())
+    return started, ended
+
+
+def test_another_python_thread_runs_python_while_lua_runs():
+    # A thread stamps the CPU clock as fast as it can; Lua records the span of its loop.
+    # Stamps inside that span are Python bytecode run while `execute` was running Lua: a
+    # binding holding the GIL would leave none there (the thread would wait for the GIL,
+    # which a Lua loop never offers back), however long the loop.
     env = Environment()
-    done = threading.Event()
+    stamps = []
+    stop = threading.Event()
 
-    def run():
-        env.execute(BUSY_LOOP.format(seconds=0.5))
-        done.set()
+    def stamp():
+        while not stop.is_set():
+            stamps.append(time.process_time())
 
-    thread = threading.Thread(target=run)
+    thread = threading.Thread(target=stamp)
     thread.start()
-    spins = 0
-    while not done.is_set():
-        spins += 1
-    thread.join()
-    # The GIL was free: this thread kept running Python meanwhile.
-    assert spins > 1000
+    try:
+        while not stamps:  # the thread is running before Lua starts
+            time.sleep(0.001)
+        started, ended = span_of(env.execute(SPAN.format(seconds=0.4)))
+    finally:
+        stop.set()
+        thread.join()
+    # The middle of the span, away from its edges, where the clock of one thread may
+    # lag the other's by a scheduler tick.
+    margin = (ended - started) / 4
+    inside = [t for t in stamps if started + margin < t < ended - margin]
+    assert len(inside) > 100, (started, ended, len(stamps))
 
 
-def test_environments_run_at_the_same_time_in_separate_threads():
+def test_environments_run_lua_at_the_same_time_in_separate_threads():
+    # Each execution records from inside Lua when its loop began and ended. Run one
+    # after the other (a lock, or the GIL held), the second span would begin where the
+    # first ended; run in parallel, they overlap for most of their length.
     environments = [Environment() for _ in range(2)]
+    ready = threading.Barrier(2)
     spans = []
 
     def run(env):
-        started = time.monotonic()
-        env.execute(BUSY_LOOP.format(seconds=0.3))
-        spans.append((started, time.monotonic()))
+        ready.wait()
+        spans.append(span_of(env.execute(SPAN.format(seconds=0.4))))
 
     threads = [threading.Thread(target=run, args=(env,)) for env in environments]
     for thread in threads:
@@ -43,8 +75,11 @@ def test_environments_run_at_the_same_time_in_separate_threads():
     for thread in threads:
         thread.join()
     (start_a, end_a), (start_b, end_b) = spans
-    # Not one after the other: each started before the other ended.
-    assert start_a < end_b and start_b < end_a
+    overlap = min(end_a, end_b) - max(start_a, start_b)
+    shorter = min(end_a - start_a, end_b - start_b)
+    # Half the shorter span, far above the tick by which two threads' readings of the
+    # process's clock may disagree.
+    assert overlap > shorter / 2, spans
 
 
 def test_a_second_thread_using_a_busy_environment_gets_busy_error_at_once():

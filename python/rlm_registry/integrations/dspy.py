@@ -24,10 +24,12 @@ import functools
 import inspect
 import weakref
 from collections.abc import Callable, Sequence
-from os import PathLike
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ._support import require
+from ._support import SandboxArgs, require, sandbox_args
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 #: The version of `dspy` this module is written and tested against.
 SUPPORTED_VERSION = "3.4.1"
@@ -47,12 +49,31 @@ from dspy.primitives.repl_types import REPLHistory, REPLVariable  # type: ignore
 
 from .. import Environment, Registry, RlmRegistryError  # noqa: E402
 
-__all__ = ["SUPPORTED_VERSION", "LuaInterpreter", "LuaRLM", "strip_code_fences"]
+__all__ = ["SUPPORTED_VERSION", "LuaInterpreter", "LuaRLM", "SandboxArgs", "strip_code_fences"]
 
 # The Python tools that the sandbox's own `llm_query` and `llm_query_batched` call.
 _LLM_TOOLS = ("llm_query", "llm_query_batched")
 # The Lua name of the host function behind SUBMIT.
 _SUBMIT_TOOL = "_rlm_submit"
+# The Lua name of the host function that calls a tool by its name: a tool given once the
+# sandbox exists (its host functions are fixed when it is made) is a Lua function over it.
+_TOOL_CALLER = "_rlm_tool"
+# A tool given late, as a Lua function: its errors name it, not the caller underneath.
+_LATE_TOOL_LUA = """
+function {name}(...)
+  local ok, result = pcall({caller}, "{name}", ...)
+  if ok then return result end
+  if type(result) == "string" then
+    result = result:gsub("^{caller}: ", "{name}: ", 1)
+  end
+  error(result, 2)
+end
+"""
+# Lua's reserved words, which cannot name a function.
+_LUA_KEYWORDS = frozenset(
+    "and break do else elseif end false for function goto if in local nil not or repeat "
+    "return then true until while".split()
+)
 # SUBMIT ends the block where it is called, as DSPy's does; the error it raises for that
 # is never shown, since the block's result is the submission.
 _SUBMIT_LUA = f"""
@@ -96,27 +117,14 @@ class LuaInterpreter:
         self,
         tools: dict[str, Callable[..., Any]] | None = None,
         output_fields: list[dict] | None = None,
-        *,
-        paths: Sequence[str | PathLike[str]] = (),
-        baked: bool = True,
-        config: str | PathLike[str] | None = None,
-        time_limit: float = 30.0,
-        memory_limit_mb: int = 512,
-        output_limit: int | None = None,
+        **sandbox: Unpack[SandboxArgs],
     ) -> None:
         self._tools: dict[str, Callable[..., Any]] = dict(tools or {})
         #: The outputs SUBMIT takes: DSPy's RLM sets it (`[{"name": ..., "type": ...}]`).
         self.output_fields = output_fields
         # DSPy's RLM sets it to False after it changes the tools.
         self._tools_registered = False
-        self._sandbox: dict[str, Any] = {
-            "paths": paths,
-            "baked": baked,
-            "config": config,
-            "time_limit": time_limit,
-            "memory_limit_mb": memory_limit_mb,
-            "output_limit": output_limit,
-        }
+        self._sandbox = sandbox_args(sandbox)
         self.env: Environment | None = None
         self._installed: set[str] = set()
         self._executed = False
@@ -142,6 +150,7 @@ class LuaInterpreter:
             for name in names
         }
         tools[_SUBMIT_TOOL] = _held_weakly(self, LuaInterpreter._submit)
+        tools[_TOOL_CALLER] = _held_weakly(self, LuaInterpreter._call_tool_named)
         env = Environment(llm=_held_weakly(self, LuaInterpreter._llm_query), tools=tools, **self._sandbox)
         defined = env.execute(_SUBMIT_LUA)
         if not defined.ok:
@@ -186,21 +195,27 @@ class LuaInterpreter:
         self.shutdown()
 
     def _refresh_tools(self) -> None:
-        """Tools added since the sandbox was made: a sandbox no code has run in yet is
-        made again with them; one with state cannot take them."""
+        """Tools added since the sandbox was made, as DSPy's RLM adds them (it updates
+        `tools` and sets `_tools_registered` to False): a sandbox no code has run in yet
+        is made again with them (each a documented host function, which `help` knows);
+        one with state keeps it, and each new tool becomes a Lua function calling it by
+        name. A tool given again under a name already there needs nothing: tools are
+        looked up by name when called."""
         if self._tools_registered or self.env is None:
             return
         added = {name for name in self._tools if _is_installable(name)} - self._installed
-        if not added:
-            self._tools_registered = True
+        if added and not self._executed:
+            self.env.close()
+            self.env = None
             return
-        if self._executed:
-            raise CodeInterpreterError(
-                f"tools added after the code started running: {sorted(added)}; "
-                "give them before the first execute"
-            )
-        self.env.close()
-        self.env = None
+        for name in sorted(added):
+            if not (name.isidentifier() and name.isascii()) or name in _LUA_KEYWORDS:
+                raise CodeInterpreterError(f"the tool `{name}` cannot be a Lua function: its name is not a Lua name")
+            defined = self.env.execute(_LATE_TOOL_LUA.format(name=name, caller=_TOOL_CALLER))
+            if not defined.ok:
+                raise CodeInterpreterError(f"LuaInterpreter could not install the tool `{name}`: {defined.error}")
+            self._installed.add(name)
+        self._tools_registered = True
 
     def _give(self, env: Environment, name: str, value: Any) -> None:
         # DSPy passes the inputs again on every execute: a str seen before is not copied
@@ -226,7 +241,14 @@ class LuaInterpreter:
 
     def _call_tool(self, *args: Any, name: str) -> Any:
         # Looked up when called: DSPy gives fresh tools for each run.
-        return self._in_caller_context(_call_by_name, self._tools[name], args)
+        tool = self._tools.get(name)
+        if tool is None:
+            raise RuntimeError(f"the tool `{name}` was taken away")
+        return self._in_caller_context(_call_by_name, tool, args)
+
+    def _call_tool_named(self, name: str, *args: Any) -> Any:
+        """The host side of a tool given after the sandbox was made."""
+        return self._call_tool(*args, name=name)
 
     def _submit(self, *values: Any) -> None:
         """SUBMIT's host side: the outputs by name, or a Lua error saying how to write
@@ -382,7 +404,7 @@ class LuaREPLHistory(REPLHistory):  # type: ignore[misc]
         )
 
 
-def _lua_interpreter_factory(settings: dict[str, Any]) -> Callable[[], LuaInterpreter]:
+def _lua_interpreter_factory(settings: SandboxArgs) -> Callable[[], LuaInterpreter]:
     def factory() -> LuaInterpreter:
         return LuaInterpreter(**settings)
 
@@ -396,8 +418,9 @@ class LuaRLM(RLM):
     (`SUBMIT(value)` for a signature with one output). The instructions list the
     registry's functions (compact, or in full with `prompt_mode="full"`).
 
-    The arguments are `dspy.RLM`'s; after `*`, the sandbox's settings, as
-    `Environment` takes them. DSPy's sandboxed sub-agents (`import dspy` in the REPL)
+    The arguments are `dspy.RLM`'s; after `*`, `prompt_mode` and the sandbox's settings
+    (`SandboxArgs`: `paths`, `baked`, `config`, `time_limit`, `memory_limit_mb`,
+    `output_limit`), as `Environment` takes them. DSPy's sandboxed sub-agents (`import dspy` in the REPL)
     are Python-only and not offered.
 
     >>> from rlm_registry.integrations.dspy import LuaRLM  # doctest: +SKIP
@@ -416,28 +439,15 @@ class LuaRLM(RLM):
         sub_lm: Any = None,
         interpreter_factory: Callable[[], Any] | None = None,
         *,
-        paths: Sequence[str | PathLike[str]] = (),
-        baked: bool = True,
-        config: str | PathLike[str] | None = None,
-        time_limit: float = 30.0,
-        memory_limit_mb: int = 512,
-        output_limit: int | None = None,
         prompt_mode: str = "compact",
+        **sandbox: Unpack[SandboxArgs],
     ) -> None:
         if prompt_mode not in ("compact", "full"):
             raise ValueError(f'prompt_mode must be "compact" or "full", not {prompt_mode!r}')
-        self._library = Registry(paths, baked).prompt(compact=prompt_mode == "compact")
+        settings = sandbox_args(sandbox)
+        self._library = Registry(settings["paths"], settings["baked"]).prompt(compact=prompt_mode == "compact")
         if interpreter_factory is None:
-            interpreter_factory = _lua_interpreter_factory(
-                {
-                    "paths": paths,
-                    "baked": baked,
-                    "config": config,
-                    "time_limit": time_limit,
-                    "memory_limit_mb": memory_limit_mb,
-                    "output_limit": output_limit,
-                }
-            )
+            interpreter_factory = _lua_interpreter_factory(settings)
         super().__init__(
             signature,
             max_iters=max_iters,

@@ -20,11 +20,13 @@ Supported: `rlms` 0.1.3 (`pip install 'rlm-registry[rlms]'`).
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
-from os import PathLike
-from typing import Any, Literal
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Literal
 
-from ._support import require
+from ._support import SandboxArgs, require, sandbox_args, take_sandbox_args
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 #: The version of `rlms` this module is written and tested against.
 SUPPORTED_VERSION = "0.1.3"
@@ -41,9 +43,9 @@ from rlm.environments.base_env import (  # type: ignore[import-untyped]  # noqa:
     validate_custom_tools,
 )
 
-from .. import Environment, Registry, RlmRegistryError, system_prompt  # noqa: E402
+from .. import Environment, Registry, system_prompt  # noqa: E402
 
-__all__ = ["ENVIRONMENT", "SUPPORTED_VERSION", "LuaREPL", "LuaRLM", "lua_system_prompt"]
+__all__ = ["ENVIRONMENT", "SUPPORTED_VERSION", "LuaREPL", "LuaRLM", "SandboxArgs", "lua_system_prompt"]
 
 #: The name `LuaRLM` gives the reference for its environment (`environment="lua"`).
 ENVIRONMENT = "lua"
@@ -109,8 +111,9 @@ class LuaREPL(NonIsolatedEnv):
 
     The arguments before `*` are the reference's (`LocalREPL`'s); `compaction` is
     accepted and ignored, and `subcall_fn` is kept but unused (`rlm_query` in the Lua
-    code is the sandbox's own). After `*`, the sandbox's settings, as `Environment`
-    takes them.
+    code is the sandbox's own). Keywords also take the sandbox's settings
+    (`SandboxArgs`: `paths`, `baked`, `config`, `time_limit`, `memory_limit_mb`,
+    `output_limit`), as `Environment` takes them.
 
     >>> from rlm_registry.integrations.rlms import LuaREPL  # doctest: +SKIP
     >>> repl = LuaREPL(context_payload="alpha\\nbeta\\n")  # doctest: +SKIP
@@ -132,15 +135,11 @@ class LuaREPL(NonIsolatedEnv):
         custom_sub_tools: dict[str, Any] | None = None,
         compaction: bool = False,
         max_concurrent_subcalls: int = 4,
-        *,
-        paths: Sequence[str | PathLike[str]] = (),
-        baked: bool = True,
-        config: str | PathLike[str] | None = None,
-        time_limit: float = 30.0,
-        memory_limit_mb: int = 512,
-        output_limit: int | None = None,
         **kwargs: Any,
     ) -> None:
+        # The sandbox's settings (`SandboxArgs`); the reference's environments get the
+        # other keywords.
+        sandbox = take_sandbox_args(kwargs)
         super().__init__(
             persistent=persistent,
             depth=depth,
@@ -156,13 +155,13 @@ class LuaREPL(NonIsolatedEnv):
         self.compaction = compaction
         # One registry for the sandboxes `setup` makes, and for telling the registry's
         # functions (loaded into the globals when first called) from the code's own.
-        self._registry = Registry(paths, baked)
+        self._registry = Registry(sandbox["paths"], sandbox["baked"])
         self._sandbox: dict[str, Any] = {
             "registry": self._registry,
-            "config": config,
-            "time_limit": time_limit,
-            "memory_limit_mb": memory_limit_mb,
-            "output_limit": output_limit,
+            "config": sandbox["config"],
+            "time_limit": sandbox["time_limit"],
+            "memory_limit_mb": sandbox["memory_limit_mb"],
+            "output_limit": sandbox["output_limit"],
         }
         self._handler = _HandlerClient(lm_handler_address, depth)
         self._context_count = 0
@@ -250,7 +249,8 @@ class LuaREPL(NonIsolatedEnv):
         `answer.content` once `answer.ready` is true; `locals` names the globals the
         code set, with their Lua types (not their values, which stay in the sandbox)."""
         env = self._environment()
-        result = env.execute(code)
+        # The execution and the listing of the globals in one call to the sandbox.
+        result, listed = env._execute_then_call(code, _VARIABLES_FUNCTION)
         if result.final is not None:
             # One answer per `answer.ready = true`, as the reference's answer dict
             # signals once: a later block (the next completion of a persistent run)
@@ -259,7 +259,7 @@ class LuaREPL(NonIsolatedEnv):
         return REPLResult(
             stdout=result.stdout,
             stderr=result.error or "",
-            locals=self._variables(),
+            locals=self._variables(listed),
             execution_time=result.seconds,
             rlm_calls=self._handler.take(),
             final_answer=result.final,
@@ -287,12 +287,8 @@ class LuaREPL(NonIsolatedEnv):
         if result.error is not None:
             raise RuntimeError(f"LuaREPL could not set up the sandbox: {result.error}")
 
-    def _variables(self) -> dict[str, str]:
-        try:
-            listed: Any = self._environment().call(_VARIABLES_FUNCTION)
-        except RlmRegistryError:
-            # The code replaced the function: no listing rather than a failed turn.
-            return {}
+    def _variables(self, listed: Any) -> dict[str, str]:
+        # `None` when the code replaced the function: no listing rather than a failed turn.
         if not isinstance(listed, dict):
             return {}
         return {
@@ -306,11 +302,7 @@ def lua_system_prompt(
     *,
     max_iterations: int = 30,
     prompt_mode: Literal["full", "compact", "auto"] = "full",
-    paths: Sequence[str | PathLike[str]] = (),
-    baked: bool = True,
-    config: str | PathLike[str] | None = None,
-    time_limit: float = 30.0,
-    memory_limit_mb: int = 512,
+    **sandbox: Unpack[SandboxArgs],
 ) -> str:
     """This package's system prompt, written for Lua, in the reference's protocol: code
     in ```repl blocks, the run ended with the `answer` table. It is a template for the
@@ -322,14 +314,15 @@ def lua_system_prompt(
     >>> "```repl" in lua_system_prompt()  # doctest: +SKIP
     True
     """
+    settings = sandbox_args(sandbox)
     prompt = system_prompt(
         max_iterations=max_iterations,
         prompt_mode=prompt_mode,
-        paths=paths,
-        baked=baked,
-        config=config,
-        time_limit=time_limit,
-        memory_limit_mb=memory_limit_mb,
+        paths=settings["paths"],
+        baked=settings["baked"],
+        config=settings["config"],
+        time_limit=settings["time_limit"],
+        memory_limit_mb=settings["memory_limit_mb"],
         output_bytes=_REFERENCE_OUTPUT_CHARS,
         answer_protocol="answer",
     )
@@ -381,10 +374,11 @@ class LuaRLM(_reference.RLM):
             raise TypeError("LuaRLM always runs LuaREPL: leave `environment` out")
         environment_kwargs = dict(environment_kwargs or {})
         if custom_system_prompt is None:
-            shared = ("paths", "baked", "config", "time_limit", "memory_limit_mb")
-            settings = {k: environment_kwargs[k] for k in shared if k in environment_kwargs}
+            # The prompt states the limits the sandbox will have.
             custom_system_prompt = lua_system_prompt(
-                max_iterations=max_iterations, prompt_mode=prompt_mode, **settings
+                max_iterations=max_iterations,
+                prompt_mode=prompt_mode,
+                **take_sandbox_args(dict(environment_kwargs)),
             )
         super().__init__(
             *args,

@@ -105,6 +105,8 @@ pub mod environment;
 #[cfg(feature = "runtime")]
 pub mod eval;
 #[cfg(feature = "runtime")]
+pub mod hints;
+#[cfg(feature = "runtime")]
 pub mod llm;
 #[cfg(feature = "runtime")]
 pub mod providers;

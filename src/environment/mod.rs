@@ -28,8 +28,8 @@
 //!
 //! # Where things are
 //!
-//! - `sandbox`: what is removed and read-only (the one list of removed globals), with the
-//!   sandbox's C functions in place of Lua's: `load` (`load.rs`), `pcall`, `xpcall` and
+//! - `sandbox`: what is removed and read-only (the removed globals are the one list in
+//!   `conventions`, which the hints read too), with the sandbox's C functions in place of Lua's: `load` (`load.rs`), `pcall`, `xpcall` and
 //!   `coroutine.resume`/`close` (`protected.rs`), `setmetatable` and `collectgarbage`, so
 //!   that messages match C Lua's.
 //! - `limits`: the limits of one execution and what only the environment counts; `hook`:
@@ -41,8 +41,9 @@
 //! - [`lua_json`]: the one Lua ↔ JSON mapping, for every surface; `answer_schema`:
 //!   [`AnswerSchema`], the JSON Schema a final answer converted by it must match.
 //! - `errors`: every error the model reads is a plain string (`lua_message`), and the one
-//!   test for a memory refusal; [`hints`]: the one place a failed execution gets its
-//!   hint, for every surface.
+//!   test for a memory refusal. A failed execution gets its hint in one place,
+//!   `Environment::with_hint`, for every surface, from the crate's [`hints`]: a reader of
+//!   the error and the code, a module below this one.
 //! - `chunks`: the crate's own Lua chunks, compiled once per process; `output`: printed
 //!   bytes that are not UTF-8 shown as `\xNN`.
 
@@ -51,7 +52,6 @@ pub mod builtins;
 mod chunks;
 mod errors;
 mod globals;
-pub mod hints;
 mod hook;
 mod limits;
 mod load;
@@ -79,6 +79,9 @@ use crate::Registry;
 use crate::catalog::Catalog;
 use crate::conventions::builtins::BuiltinId;
 use crate::conventions::{ANSWER_GLOBAL, CONTEXT_GLOBAL};
+/// The hints, where they were when they were part of this module: code naming
+/// `environment::hints` keeps compiling.
+pub use crate::hints;
 use crate::llm::Llm;
 use crate::providers::{AgentScope, Providers};
 pub use answer_schema::{AnswerSchema, Violation};

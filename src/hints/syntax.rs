@@ -729,7 +729,7 @@ mod tests {
     #[test]
     fn each_case_finds_its_own_example() {
         for case in CASES {
-            let code = &crate::environment::hints::scan::code_lines(case.python, 1)[0];
+            let code = &crate::hints::scan::code_lines(case.python, 1)[0];
             assert_eq!(hint(code).as_deref(), Some(case.hint), "{}", case.python);
         }
     }

@@ -113,8 +113,7 @@ pub const LUA_GLOBALS: &[&str] = &[
 /// The standard globals the sandbox removes: no environment defines them, and the hints
 /// never suggest them.
 // Listed here, below both the sandbox and the hints, so that each reads the one list.
-pub const REMOVED_GLOBALS: &[&str] =
-    &["dofile", "loadfile", "require", "io", "package", "debug"];
+pub const REMOVED_GLOBALS: &[&str] = &["dofile", "loadfile", "require", "io", "package", "debug"];
 
 /// Whether `text` is a Lua name: ASCII letters, digits and `_`, not starting with a
 /// digit (what a global, a field after a dot or a provider's name must be).

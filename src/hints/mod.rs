@@ -1,10 +1,13 @@
 //! Hints for code that failed: Python written as Lua, answered with the Lua way in one
 //! line, and a "did you mean" for an unknown function. The environment adds the hint to
-//! the error of every failed execution ([`ExecError::Lua`](crate::environment::ExecError::Lua)), so
-//! the loop, `rlm exec`/`rlm run`, MCP `run_lua` and the JSON API all show it.
+//! the error of every failed execution
+//! ([`ExecError::Lua`](crate::environment::ExecError::Lua)), so the loop,
+//! `rlm exec`/`rlm run`, MCP `run_lua` and the JSON API all show it. This module reads an
+//! error and its code and knows nothing of the VM: it sits below the environment, which
+//! calls it.
 //!
 //! A hint needs a failure: the error's message and the code that raised it. Three kinds
-//! of cases, each a table in its own file:
+//! of cases, each a table in its own module:
 //! - `syntax`: Python syntax on the line the error points at (`!=`, `elif`, `x += 1`, a
 //!   `# comment`, …), looked for in the line's code with strings and comments removed.
 //!   Each is something valid Lua never holds.
@@ -16,6 +19,8 @@
 //!
 //! Where the rewrite of the line is mechanical, the hint quotes the line in Lua (`fix`),
 //! after what the case says before a fix; where it is not, it states the case's rule.
+//! All of them look for a habit in code only, never in text: `scan` gives each line's
+//! code with strings emptied and comments dropped.
 //!
 //! ```
 //! use rlm_registry::hints::{Names, hint};

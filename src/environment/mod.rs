@@ -82,9 +82,6 @@ use crate::Registry;
 use crate::catalog::Catalog;
 use crate::conventions::builtins::BuiltinId;
 use crate::conventions::{ANSWER_GLOBAL, CONTEXT_GLOBAL};
-/// The hints, where they were when they were part of this module: code naming
-/// `environment::hints` keeps compiling.
-pub use crate::hints;
 use crate::llm::Llm;
 use crate::providers::{AgentScope, Providers};
 pub use answer_schema::{AnswerSchema, Violation};
@@ -92,6 +89,10 @@ use builtins::BuiltinState;
 use builtins::Host;
 pub use builtins::{SubAgent, SubTask, User, run_on_threads};
 use errors::{is_memory_error, lua_message};
+
+/// The hints, where they were when they were part of this module: code naming
+/// `environment::hints` keeps compiling.
+pub use crate::hints;
 
 /// A sandboxed Lua session. Not `Send`: one environment belongs to one thread.
 pub struct Environment {

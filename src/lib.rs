@@ -13,7 +13,7 @@
 //!
 //! ```text
 //! conventions → spec → registry → search → providers → catalog → engines
-//!             → environment → testing, tools → rlm → trace → eval → serve → cli
+//!             → hints → environment → testing, tools → rlm → trace → eval → serve → cli
 //! leaves, for every layer from search up: llm, tokens, text_format, allocator
 //! ```
 //!
@@ -48,7 +48,9 @@
 //! 7. `environment` (runtime): the sandboxed VM, under time, memory and output limits,
 //!    with registry functions loaded lazily; the text engines its built-ins run on
 //!    (patterns, `re`, `grep`, the library's primitives) are a layer of their own below
-//!    it, internal to the crate.
+//!    it, internal to the crate, and so is `hints` (runtime), which turns a failed
+//!    execution's error into a one-line hint for the model (Python written as Lua, "did
+//!    you mean").
 //!
 //!    ```
 //!    # #[cfg(feature = "runtime")] {
@@ -104,6 +106,8 @@ pub(crate) mod engines;
 pub mod environment;
 #[cfg(feature = "runtime")]
 pub mod eval;
+#[cfg(feature = "runtime")]
+pub mod hints;
 #[cfg(feature = "runtime")]
 pub mod llm;
 #[cfg(feature = "runtime")]

@@ -60,7 +60,7 @@ pub use diagnostic::{Code, Diagnostic, Severity, render};
 pub use doc::documented_params;
 pub use function::{Function, Param, Return, Text};
 pub use names::{
-    ANSWER_GLOBAL, AnswerProtocol, CONTEXT_GLOBAL, LUA_GLOBALS, RESERVED_GLOBALS,
+    ANSWER_GLOBAL, AnswerProtocol, CONTEXT_GLOBAL, LUA_GLOBALS, REMOVED_GLOBALS, RESERVED_GLOBALS,
     TEXT_PRIMITIVES_GLOBAL, is_lua_name, reserved_kind,
 };
 

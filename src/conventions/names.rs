@@ -1,5 +1,6 @@
 //! Names an exposed registry function may not take (rule E008): the built-ins' globals
-//! (derived from [`BUILTINS`](super::builtins::BUILTINS)), the reserved globals and Lua's.
+//! (derived from [`BUILTINS`](super::builtins::BUILTINS)), the reserved globals and Lua's;
+//! and which of Lua's the sandbox removes.
 
 /// Globals every environment defines that are not built-ins: the context variable and
 /// the answer table. A registry function with one of these names would shadow them, so
@@ -118,6 +119,11 @@ pub const LUA_GLOBALS: &[&str] = &[
     "warn",
     "xpcall",
 ];
+
+/// The standard globals the sandbox removes: no environment defines them, and the hints
+/// never suggest them.
+// Listed here, below both the sandbox and the hints, so that each reads the one list.
+pub const REMOVED_GLOBALS: &[&str] = &["dofile", "loadfile", "require", "io", "package", "debug"];
 
 /// Whether `text` is a Lua name: ASCII letters, digits and `_`, not starting with a
 /// digit (what a global, a field after a dot or a provider's name must be).

@@ -28,10 +28,14 @@
 //!
 //! # Where things are
 //!
-//! - `sandbox`: what is removed and read-only (the one list of removed globals), with the
-//!   sandbox's C functions in place of Lua's: `load` (`load.rs`), `pcall`, `xpcall` and
-//!   `coroutine.resume`/`close` (`protected.rs`), `setmetatable` and `collectgarbage`, so
-//!   that messages match C Lua's.
+//! - `sandbox`: what is removed and read-only (the removed globals are the one list in
+//!   `conventions`, which the hints read too), with the sandbox's C functions in place
+//!   of Lua's: `load` (`load.rs`), `pcall`, `xpcall` and `coroutine.resume`/`close`
+//!   (`protected.rs`), `setmetatable` and `collectgarbage`, so that messages match C
+//!   Lua's.
+//! - `lazy`: the globals' metatable, which loads registry functions as above and keeps
+//!   the built-ins read-only; `globals`: a global as a host program holds it
+//!   ([`GlobalValue`]).
 //! - `limits`: the limits of one execution and what only the environment counts; `hook`:
 //!   how they reach running code (the tick and the count hook).
 //! - [`builtins`]: the built-ins' implementations, one file per provider, installed by an
@@ -41,8 +45,9 @@
 //! - [`lua_json`]: the one Lua ↔ JSON mapping, for every surface; `answer_schema`:
 //!   [`AnswerSchema`], the JSON Schema a final answer converted by it must match.
 //! - `errors`: every error the model reads is a plain string (`lua_message`), and the one
-//!   test for a memory refusal; [`hints`]: the one place a failed execution gets its
-//!   hint, for every surface.
+//!   test for a memory refusal. A failed execution gets its hint in one place,
+//!   `Environment::with_hint`, for every surface, from the crate's [`hints`]: a reader of
+//!   the error and the code, a module below this one.
 //! - `chunks`: the crate's own Lua chunks, compiled once per process; `output`: printed
 //!   bytes that are not UTF-8 shown as `\xNN`.
 
@@ -52,8 +57,8 @@ pub mod builtins;
 mod chunks;
 mod errors;
 mod globals;
-pub mod hints;
 mod hook;
+mod lazy;
 mod limits;
 mod load;
 pub mod lua_json;
@@ -66,9 +71,7 @@ use std::fmt;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use mlua::{Function, Lua, Table, Value};
-
-use chunks::InternalChunk;
+use mlua::{Function, Lua, Value};
 
 use crate::engines::{patterns, re};
 
@@ -90,6 +93,10 @@ use builtins::BuiltinState;
 use builtins::Host;
 pub use builtins::{SubAgent, SubTask, User, run_on_threads};
 use errors::{is_memory_error, lua_message};
+
+/// The hints, where they were when they were part of this module: code naming
+/// `environment::hints` keeps compiling.
+pub use crate::hints;
 
 /// A sandboxed Lua session. Not `Send`: one environment belongs to one thread.
 pub struct Environment {
@@ -279,7 +286,7 @@ impl Environment {
         // After the built-ins: not one of the standard names `store_list` leaves out, so
         // it is listed once the code writes to it.
         install_answer(&lua)?;
-        install_globals_metatable(&lua, builtins, builder.registry)?;
+        lazy::install_globals_metatable(&lua, builtins, builder.registry)?;
         hook::install(&lua, &tripwire)?;
         lua.set_memory_limit(limits.memory_bytes)?;
         Ok(Environment {
@@ -692,55 +699,6 @@ fn install_answer(lua: &Lua) -> mlua::Result<()> {
     lua.globals().raw_set(ANSWER_GLOBAL, answer)
 }
 
-/// The globals' metatable: built-ins first (read-only), then registry functions, loaded
-/// on first use. Assigning to a built-in name is an error, also through `rawset`.
-fn install_globals_metatable(
-    lua: &Lua,
-    builtins: Table,
-    registry: Arc<Registry>,
-) -> mlua::Result<()> {
-    // Rust answers the lookups; Lua builds the per-chunk environment, which is cheaper
-    // than creating a Rust closure for every lazy load.
-    let lookup_registry = Arc::clone(&registry);
-    let find_chunk = lua.create_function(move |_, name: Value| {
-        Ok(match &name {
-            Value::String(name) => name
-                .to_str()
-                .ok()
-                .and_then(|name| lookup_registry.get(&name).map(|f| f.chunk())),
-            _ => None,
-        })
-    })?;
-    let compile_registry = Arc::clone(&registry);
-    let compile = lua.create_function(move |lua, (index, env): (usize, Table)| {
-        let chunk = &compile_registry.chunks()[index];
-        lua.load(chunk.source())
-            .set_name(format!("@{}", chunk.file()))
-            .set_mode(mlua::chunk::ChunkMode::Text)
-            .set_environment(env)
-            .into_function()
-    })?;
-    let wins = lua.create_function(move |_, (name, index): (Value, usize)| {
-        Ok(match &name {
-            Value::String(name) => name
-                .to_str()
-                .ok()
-                .and_then(|name| registry.get(&name).map(|f| f.chunk() == index))
-                .unwrap_or(false),
-            _ => false,
-        })
-    })?;
-    GLOBALS_METATABLE.function(lua)?.call::<()>((
-        builtins,
-        find_chunk,
-        wins,
-        compile,
-        lua.globals().get::<Function>("rawset")?,
-        lua.globals().get::<Function>("rawget")?,
-        lua.globals().get::<Function>("setmetatable")?,
-    ))
-}
-
 /// Options for a new [`Environment`]; see [`Environment::builder`].
 pub struct EnvironmentBuilder {
     registry: Arc<Registry>,
@@ -871,40 +829,3 @@ impl EnvironmentBuilder {
         Environment::from_builder(self)
     }
 }
-
-static GLOBALS_METATABLE: InternalChunk = InternalChunk::new(
-    "=sandbox",
-    r#"
-        local G, builtins, find_chunk, wins, compile, rawset, rawget, setmetatable = _G, ...
-        -- Runs the file that wins `key`, keeping only the globals that file wins: as if
-        -- every file had run in load order.
-        local function load_registry(key)
-          local index = find_chunk(key)
-          if index == nil then return nil end
-          local env = setmetatable({}, {
-            __index = G,
-            __newindex = function(_, name, value)
-              if wins(name, index) then rawset(G, name, value) end
-            end,
-          })
-          compile(index, env)()
-          return rawget(G, key)
-        end
-        local function assign(t, key, value, level)
-          if t == G and builtins[key] ~= nil then
-            error("cannot assign to built-in '" .. tostring(key) .. "'", level)
-          end
-          return rawset(t, key, value)
-        end
-        setmetatable(G, {
-          __index = function(_, key)
-            local builtin = builtins[key]
-            if builtin ~= nil then return builtin end
-            return load_registry(key)
-          end,
-          __newindex = function(t, key, value) assign(t, key, value, 3) end,
-          __metatable = false,
-        })
-        G.rawset = function(t, key, value) assign(t, key, value, 3); return t end
-        "#,
-);

@@ -23,6 +23,7 @@ use mlua::{Function, Lua, LuaOptions, StdLib, Table, Value, ffi};
 use super::chunks::InternalChunk;
 
 use super::limits::Tripwire;
+use crate::conventions::REMOVED_GLOBALS;
 use crate::engines::lauxlib::type_error;
 
 /// The libraries opened at all: no `io`, `package` or `debug`.
@@ -30,9 +31,6 @@ fn libraries() -> StdLib {
     StdLib::COROUTINE | StdLib::TABLE | StdLib::OS | StdLib::STRING | StdLib::UTF8 | StdLib::MATH
 }
 
-/// The standard globals the sandbox removes (read by the loop's "did you mean" too).
-pub(crate) const REMOVED_GLOBALS: &[&str] =
-    &["dofile", "loadfile", "require", "io", "package", "debug"];
 const OS_KEPT: &[&str] = &["time", "clock", "date", "difftime"];
 
 /// A new Lua state with the sandbox applied; its protected calls answer to `tripwire`.

@@ -431,7 +431,7 @@ mod tests {
     use crate::Registry;
     use crate::conventions::builtins::{BUILTINS as DOCS, BuiltinProvider};
     use crate::environment::LimitKind;
-    use crate::environment::hints::Names;
+    use crate::hints::Names;
     use crate::providers::{AgentScope, Providers};
 
     fn catalog(registry: &Registry, depth: usize) -> Catalog {

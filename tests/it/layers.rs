@@ -18,6 +18,7 @@ const LAYERS: &[&[&str]] = &[
     &["providers"],
     &["catalog"],
     &["engines"],
+    &["hints"],
     &["environment"],
     &["testing", "tools"],
     &["rlm"],

@@ -75,6 +75,7 @@ mod rlm_loop_prompt;
 mod rlm_loop_trace;
 #[cfg(feature = "cli")]
 mod rlm_test;
+mod room_sizes;
 #[cfg(feature = "runtime")]
 mod sandbox;
 #[cfg(feature = "cli")]

@@ -9,8 +9,8 @@ use crate::support;
 use std::path::{Path, PathBuf};
 
 use rlm_registry::Registry;
-use rlm_registry::environment::hints::{Names, hint};
 use rlm_registry::environment::{Environment, ExecError, Limits};
+use rlm_registry::hints::{Names, hint};
 use rlm_registry::rlm::Context;
 use serde_json::json;
 use support::cli::rlm as rlm_binary;
@@ -652,9 +652,8 @@ const LOOKALIKE: &str = "tests/fixtures/python_habits/valid_lua_that_looks_like_
 
 #[test]
 fn valid_lua_in_the_repository_never_gets_a_hint() {
-    let names = rlm_registry::environment::hints::Names::new(
-        Registry::baked().specs().map(|f| f.name().to_string()),
-    );
+    let names =
+        rlm_registry::hints::Names::new(Registry::baked().specs().map(|f| f.name().to_string()));
     let mut checked_lines = 0;
     let mut checked_files = 0;
     let mut lookalike_checked = false;

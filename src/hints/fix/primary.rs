@@ -11,7 +11,7 @@ use super::expression::{
 use super::strings::{format_method, prefixed_string};
 use super::tokens::{Group, Kind, LUA_KEYWORDS, Token, Tree};
 use crate::conventions::is_lua_name;
-use crate::environment::hints::calls::{self, CallFix, LUA_STRING_METHODS, MethodFix};
+use crate::hints::calls::{self, CallFix, LUA_STRING_METHODS, MethodFix};
 
 /// What the value written so far is, as suffixes are added to it.
 struct Receiver {

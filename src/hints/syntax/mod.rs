@@ -1,72 +1,23 @@
 //! Python written on the line an error points at, found in its code alone (strings and
 //! comments removed): each case is something valid Lua never holds, so it fires only on
 //! a line that is Python, whatever the error said.
+//!
+//! The cases are here, in one table, most specific first; `line` reads a line's code for
+//! them: its words, and the shapes of Python that take more than a substring to see.
 
 use std::collections::HashSet;
 
 use super::Found;
 use super::calls::{ENUMERATE_LEAD, RANGE_LEAD};
 
-/// The code of one line, split into what the cases look at.
-pub(crate) struct Line<'a> {
-    /// The code, trimmed.
-    code: &'a str,
-    /// Its names (identifiers and keywords) that are not a field (`x.name`, `x:name`).
-    words: Vec<&'a str>,
-    /// The names the source defines itself.
-    bound: &'a HashSet<String>,
-}
+mod line;
 
-impl<'a> Line<'a> {
-    /// `code` as the scanner gave it (strings blanked, comments dropped), in a source
-    /// that defines the names `bound`.
-    pub(crate) fn new(code: &'a str, bound: &'a HashSet<String>) -> Line<'a> {
-        let code = code.trim();
-        Line {
-            code,
-            words: words(code),
-            bound,
-        }
-    }
-
-    /// Python's `True`, `False` and `None` read on the line: not a field (`t.None`), not
-    /// assigned or a table's key (`None = 1`), not a name the source defines.
-    fn python_names(&self) -> Vec<&'static str> {
-        ["None", "True", "False"]
-            .into_iter()
-            .filter(|name| !self.bound.contains(*name) && self.reads(name))
-            .collect()
-    }
-
-    /// Whether the line reads `word` somewhere, not only assigns it.
-    fn reads(&self, word: &str) -> bool {
-        self.code.match_indices(word).any(|(at, _)| {
-            let before = self.code[..at].chars().next_back();
-            let after_text = &self.code[at + word.len()..];
-            let whole = !before
-                .is_some_and(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | ':'))
-                && !after_text.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_');
-            let after = after_text.trim_start();
-            let assigned = after.starts_with('=') && !after.starts_with("==");
-            whole && !assigned
-        })
-    }
-
-    fn has(&self, word: &str) -> bool {
-        self.words.contains(&word)
-    }
-
-    fn starts_with_word(&self, word: &str) -> bool {
-        self.words.first() == Some(&word) && self.code.starts_with(word)
-    }
-
-    /// A block header in Python's form: `keyword …:`, on a line of its own or followed
-    /// by its body, where Lua would need `opener` (`then`, `do`).
-    fn is_block(&self, keyword: &str, opener: &str) -> bool {
-        self.starts_with_word(keyword)
-            && (self.code.ends_with(':') || (bare_colon(self.code) && !self.has(opener)))
-    }
-}
+// The fixer's tokenizer tells a `#` comment from a length the same way.
+pub(super) use line::hash_comment;
+use line::{
+    Line, bare_colon, compound_assignment, comprehension, followed_by, format_tuple,
+    keyword_argument, list_literal, literal_method, slice, trailing_hash_comment, word_then_name,
+};
 
 /// A Python habit and the Lua way, one line.
 struct Case {
@@ -461,263 +412,6 @@ impl Case {
     }
 }
 
-/// The names of `code` that are not fields: a word after `.` or `:` is a field or a
-/// method, and a word inside a number (`0x1F`, `1e5`) is not one.
-fn words(code: &str) -> Vec<&str> {
-    let bytes = code.as_bytes();
-    let mut words = Vec::new();
-    let mut i = 0;
-    while i < bytes.len() {
-        let b = bytes[i];
-        if b.is_ascii_alphanumeric() || b == b'_' {
-            let start = i;
-            while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_') {
-                i += 1;
-            }
-            let field = start > 0 && matches!(bytes[start - 1], b'.' | b':');
-            if !b.is_ascii_digit() && !field {
-                words.push(&code[start..i]);
-            }
-        } else {
-            i += 1;
-        }
-    }
-    words
-}
-
-/// Lua's keywords that may stand between two expressions or end one.
-const JOINING_KEYWORDS: &[&str] = &[
-    "and", "or", "not", "then", "do", "end", "else", "elseif", "in", "until",
-];
-
-/// `"%d of %d" % (a, b)`: a string, `%`, then values in parentheses with a comma between
-/// them, which Lua never allows.
-fn format_tuple(code: &str) -> bool {
-    ["\"\"", "''"].iter().any(|string| {
-        code.match_indices(string).any(|(at, _)| {
-            let Some(rest) = code[at + 2..].trim_start().strip_prefix('%') else {
-                return false;
-            };
-            let Some(inside) = rest.trim_start().strip_prefix('(') else {
-                return false;
-            };
-            let mut depth = 0usize;
-            for c in inside.chars() {
-                match c {
-                    '(' | '[' | '{' => depth += 1,
-                    ')' | ']' | '}' if depth == 0 => return false,
-                    ')' | ']' | '}' => depth -= 1,
-                    ',' if depth == 0 => return true,
-                    _ => {}
-                }
-            }
-            false
-        })
-    })
-}
-
-/// `x = 1  # a note`: `#` right after a value, where Lua's length operator cannot stand
-/// (`x #t` is never Lua), so it starts Python's comment.
-fn trailing_hash_comment(code: &str) -> bool {
-    code.match_indices('#').any(|(at, _)| {
-        let before = code[..at].trim_end();
-        let word_len = before
-            .bytes()
-            .rev()
-            .take_while(|b| b.is_ascii_alphanumeric() || *b == b'_')
-            .count();
-        let word = &before[before.len() - word_len..];
-        match before.chars().next_back() {
-            Some(')' | ']' | '}' | '"' | '\'') => true,
-            Some(_) if word_len > 0 => {
-                let keyword = super::fix::LUA_KEYWORDS.contains(&word);
-                !keyword || matches!(word, "true" | "false" | "nil")
-            }
-            _ => false,
-        }
-    })
-}
-
-/// `# a comment`: `#` opening the line and followed by two words in a row (or nothing,
-/// or another `#` or `!`). `# t` alone may continue an expression (`1 +\n # t`).
-pub(crate) fn hash_comment(code: &str) -> bool {
-    let Some(text) = code.strip_prefix('#') else {
-        return false;
-    };
-    if text.is_empty() || text.starts_with(['#', '!']) {
-        return true;
-    }
-    let mut words = text.split_whitespace();
-    match (words.next(), words.next()) {
-        (Some(first), Some(second)) => {
-            [first, second].iter().all(|word| {
-                word.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-                    && !JOINING_KEYWORDS.contains(word)
-            }) && text.starts_with(' ')
-        }
-        _ => false,
-    }
-}
-
-/// `"abc".upper()`: a field of a string literal, which Lua cannot read without
-/// parentheses (`"a".."b"` is a concatenation, and valid).
-fn literal_method(code: &str) -> bool {
-    ["\"\".", "''."].iter().any(|literal| {
-        code.match_indices(literal).any(|(at, _)| {
-            code[at + literal.len()..]
-                .chars()
-                .next()
-                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        })
-    })
-}
-
-/// `import json`, `def f(`, `assert x`: `word` opening the line, a space, then a name or a
-/// number, which Lua reads as two expressions in a row (where a call, `f(x)`, `f"x"`,
-/// `f{x}`, would be valid).
-fn word_then_name(line: &Line, word: &str) -> bool {
-    line.starts_with_word(word)
-        && line.code[word.len()..]
-            .strip_prefix(' ')
-            .and_then(|rest| rest.trim_start().chars().next())
-            .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
-}
-
-/// `x += 1` and its kin: an arithmetic operator right before `=` (not `==`, `~=`, `<=`,
-/// `>=`, which are Lua's).
-fn compound_assignment(code: &str) -> bool {
-    code.match_indices('=').any(|(at, _)| {
-        let before = code[..at].trim_end_matches(' ');
-        let next = code[at + 1..].chars().next();
-        next != Some('=') && before.ends_with(['+', '-', '*', '/', '%'])
-    })
-}
-
-/// `f(x, key=value)`: an argument that is an assignment, which Lua never allows. Tables
-/// (`f{key = v}`, `f({key = v})`) and functions written in the call are left alone.
-fn keyword_argument(code: &str) -> bool {
-    code.match_indices('(').any(|(open, _)| {
-        let mut depth = 0usize;
-        let mut argument_start = true;
-        let mut rest = &code[open + 1..];
-        while let Some(c) = rest.chars().next() {
-            if c.is_ascii_alphabetic() || c == '_' {
-                let len = rest
-                    .bytes()
-                    .take_while(|b| b.is_ascii_alphanumeric() || *b == b'_')
-                    .count();
-                if &rest[..len] == "function" {
-                    return false;
-                }
-                let after = rest[len..].trim_start();
-                if depth == 0
-                    && argument_start
-                    && after.starts_with('=')
-                    && !after.starts_with("==")
-                {
-                    return true;
-                }
-                argument_start = false;
-                rest = &rest[len..];
-                continue;
-            }
-            match c {
-                '(' | '[' | '{' => depth += 1,
-                ')' | ']' | '}' if depth == 0 => return false,
-                ')' | ']' | '}' => depth -= 1,
-                ',' if depth == 0 => argument_start = true,
-                c if c.is_whitespace() => {}
-                _ => argument_start = false,
-            }
-            rest = &rest[c.len_utf8()..];
-        }
-        false
-    })
-}
-
-/// `[… for … in …]`: `for` inside square brackets, where Lua allows only an expression.
-fn comprehension(code: &str) -> bool {
-    code.match_indices('[').any(|(at, _)| {
-        let inside = &code[at + 1..];
-        let words = words(&inside[..matching_close(inside)]);
-        words.contains(&"for") && words.contains(&"in")
-    })
-}
-
-/// Where the bracket opened just before `inside` closes in it (brackets nested inside
-/// counted), or its end.
-fn matching_close(inside: &str) -> usize {
-    let mut depth = 0usize;
-    for (at, c) in inside.char_indices() {
-        match c {
-            '[' | '(' | '{' => depth += 1,
-            ']' | ')' | '}' if depth == 0 => return at,
-            ']' | ')' | '}' => depth -= 1,
-            _ => {}
-        }
-    }
-    inside.len()
-}
-
-/// `[` where Lua expects a value: after `=` (not `==`), `(`, `return`, or opening the line.
-fn list_literal(code: &str) -> bool {
-    code.match_indices('[').any(|(at, _)| {
-        let before = code[..at].trim_end();
-        !table_key(&code[at..])
-            && (before.is_empty()
-                || before.ends_with('(')
-                || (before.ends_with('=') && !before.ends_with("=="))
-                || before.ends_with(" return")
-                || before == "return")
-    })
-}
-
-/// Whether `bracketed` (from a `[`) is a key in a table constructor, `["a b"] = 1`, as a
-/// constructor spread over lines has on a line of its own.
-fn table_key(bracketed: &str) -> bool {
-    bracketed.find(']').is_some_and(|close| {
-        let after = bracketed[close + 1..].trim_start();
-        after.starts_with('=') && !after.starts_with("==")
-    })
-}
-
-/// `t[i:j]`, `s[:3]`, `s[-2:]`: a colon inside brackets that is not a method call.
-fn slice(code: &str) -> bool {
-    code.match_indices('[').any(|(at, _)| {
-        let inside = &code[at + 1..];
-        bare_colon(&inside[..inside.find(']').unwrap_or(inside.len())])
-    })
-}
-
-/// Whether `code` has a colon that is neither a method call (`s:find("x")`, `s:upper""`,
-/// `t:f{}`) nor part of a label (`::continue::`): Python's, opening a block or a slice.
-fn bare_colon(code: &str) -> bool {
-    let bytes = code.as_bytes();
-    code.match_indices(':').any(|(colon, _)| {
-        let label = bytes.get(colon + 1) == Some(&b':') || colon > 0 && bytes[colon - 1] == b':';
-        // Lua code writes a method call without a space (`s:find`); Python puts one
-        // after a block's colon (`for x in xs: print(x)`).
-        let after = &code[colon + 1..];
-        let name_len = after
-            .bytes()
-            .take_while(|b| b.is_ascii_alphanumeric() || *b == b'_')
-            .count();
-        let is_method_call = name_len > 0
-            && !after.as_bytes()[0].is_ascii_digit()
-            && after[name_len..]
-                .trim_start()
-                .starts_with(['(', '"', '\'', '{']);
-        !label && !is_method_call
-    })
-}
-
-/// Whether `word` is followed by one of `next` somewhere in `words`.
-fn followed_by(words: &[&str], word: &str, next: &[&str]) -> bool {
-    words
-        .windows(2)
-        .any(|pair| pair[0] == word && next.contains(&pair[1]))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -729,7 +423,7 @@ mod tests {
     #[test]
     fn each_case_finds_its_own_example() {
         for case in CASES {
-            let code = &crate::environment::hints::scan::code_lines(case.python, 1)[0];
+            let code = &super::super::scan::code_lines(case.python, 1)[0];
             assert_eq!(hint(code).as_deref(), Some(case.hint), "{}", case.python);
         }
     }
@@ -765,53 +459,6 @@ mod tests {
     }
 
     #[test]
-    fn a_comprehension_is_found_past_brackets_inside_it() {
-        assert!(comprehension("x = [s[i:i + 1] for i in t]"));
-        assert!(comprehension("x = [f(a, b) for a, b in t]"));
-        assert!(!comprehension("x = t[f(y)] for_each(x)"));
-    }
-
-    #[test]
-    fn a_hash_after_a_value_is_a_comment_and_a_length_after_a_keyword_is_not() {
-        assert!(trailing_hash_comment("x = 1  # one"));
-        assert!(trailing_hash_comment("print(x) # show"));
-        assert!(trailing_hash_comment("s = \"\" # text"));
-        assert!(!trailing_hash_comment("return #t"));
-        assert!(!trailing_hash_comment("n = #t"));
-        assert!(!trailing_hash_comment("if x and #t > 0 then"));
-        assert!(!trailing_hash_comment("f(#t, # u)"));
-    }
-
-    #[test]
-    fn lua_operators_are_not_compound_assignments() {
-        assert!(compound_assignment("x += 1"));
-        assert!(compound_assignment("x -= 1"));
-        assert!(!compound_assignment(
-            "a ~= b and c <= d and e >= f and g == h"
-        ));
-        assert!(!compound_assignment("x = -1"));
-    }
-
-    #[test]
-    fn only_assignments_as_arguments_are_keyword_arguments() {
-        assert!(keyword_argument("print(x, end=\"\")"));
-        assert!(keyword_argument("sorted(xs, key=len, reverse=True)"));
-        assert!(!keyword_argument("f(a == b, c <= d, {e = 1})"));
-        assert!(!keyword_argument("pcall(function() x = 1 end)"));
-        assert!(!keyword_argument("f(t[i], g(h))"));
-    }
-
-    #[test]
-    fn a_length_continuing_an_expression_is_not_a_comment() {
-        assert!(hash_comment("# count the lines"));
-        assert!(hash_comment("#"));
-        assert!(hash_comment("## section"));
-        assert!(!hash_comment("# t"));
-        assert!(!hash_comment("#t + 1"));
-        assert!(!hash_comment("# t and x"));
-    }
-
-    #[test]
     fn a_call_is_not_a_python_statement() {
         for python in [
             "def f(x):",
@@ -830,30 +477,5 @@ mod tests {
         ] {
             assert_eq!(hint(lua), None, "{lua}");
         }
-    }
-
-    #[test]
-    fn a_concatenation_is_not_a_literal_method() {
-        assert!(literal_method("print(\"\".upper())"));
-        assert!(!literal_method("x = \"\"..\"\""));
-    }
-
-    #[test]
-    fn method_calls_and_labels_are_not_python_colons() {
-        assert!(bare_colon("if x: y"));
-        assert!(bare_colon("lambda x: x"));
-        assert!(bare_colon("for x in xs: print(x)"));
-        assert!(!bare_colon("if text:find(\"\")"));
-        assert!(!bare_colon("::continue::"));
-        assert!(!bare_colon("goto continue ::done::"));
-    }
-
-    #[test]
-    fn method_calls_in_brackets_are_not_slices() {
-        assert!(slice("s[1:3]"));
-        assert!(slice("s[:3]"));
-        assert!(slice("s[-2:]"));
-        assert!(!slice("t[s:len()]"));
-        assert!(!slice("t[s:upper\"\"]"));
     }
 }

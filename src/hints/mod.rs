@@ -1,10 +1,13 @@
 //! Hints for code that failed: Python written as Lua, answered with the Lua way in one
 //! line, and a "did you mean" for an unknown function. The environment adds the hint to
-//! the error of every failed execution ([`ExecError::Lua`](super::ExecError::Lua)), so
-//! the loop, `rlm exec`/`rlm run`, MCP `run_lua` and the JSON API all show it.
+//! the error of every failed execution
+//! ([`ExecError::Lua`](crate::environment::ExecError::Lua)), so the loop,
+//! `rlm exec`/`rlm run`, MCP `run_lua` and the JSON API all show it. This module reads an
+//! error and its code and knows nothing of the VM: it sits below the environment, which
+//! calls it.
 //!
 //! A hint needs a failure: the error's message and the code that raised it. Three kinds
-//! of cases, each a table in its own file:
+//! of cases, each a table in its own module:
 //! - `syntax`: Python syntax on the line the error points at (`!=`, `elif`, `x += 1`, a
 //!   `# comment`, …), looked for in the line's code with strings and comments removed.
 //!   Each is something valid Lua never holds.
@@ -16,9 +19,11 @@
 //!
 //! Where the rewrite of the line is mechanical, the hint quotes the line in Lua (`fix`),
 //! after what the case says before a fix; where it is not, it states the case's rule.
+//! All of them look for a habit in code only, never in text: `scan` gives each line's
+//! code with strings emptied and comments dropped.
 //!
 //! ```
-//! use rlm_registry::environment::hints::{Names, hint};
+//! use rlm_registry::hints::{Names, hint};
 //!
 //! let names = Names::new(["word_count", "line_count", "print"]);
 //! let source = "if n != 0 then print(n) end";
@@ -41,13 +46,11 @@ mod syntax;
 use std::collections::HashSet;
 
 use crate::catalog::Catalog;
-use crate::conventions::LUA_GLOBALS;
+use crate::conventions::{LUA_GLOBALS, REMOVED_GLOBALS};
 use crate::spec::closest_name;
 use crate::text_format::{char_prefix, cut_chars};
 
 use fix::Evidence;
-
-use super::sandbox::REMOVED_GLOBALS;
 
 /// The names code may call in an environment: what "did you mean" chooses from, and
 /// which library functions a hint may name.
@@ -61,7 +64,7 @@ impl Names {
     /// These names.
     ///
     /// ```
-    /// use rlm_registry::environment::hints::Names;
+    /// use rlm_registry::hints::Names;
     /// let names = Names::new(["word_count"]);
     /// assert!(names.contains("word_count"));
     /// assert_eq!(names.closest("wordcount"), Some("word_count"));
@@ -74,7 +77,7 @@ impl Names {
     /// standard globals the sandbox keeps.
     ///
     /// ```
-    /// use rlm_registry::{Registry, catalog::Catalog, environment::hints::Names};
+    /// use rlm_registry::{Registry, catalog::Catalog, hints::Names};
     ///
     /// let catalog = Catalog::of_registry(Registry::baked().clone());
     /// let names = Names::of(&catalog);
@@ -149,7 +152,7 @@ const MAX_QUOTE: usize = 100;
 /// is not, it states the rule.
 ///
 /// ```
-/// use rlm_registry::environment::hints::{Names, hint};
+/// use rlm_registry::hints::{Names, hint};
 ///
 /// let names = Names::new(["split"]);
 /// let failed = "input:1: attempt to call a nil value (method 'split')";

@@ -44,6 +44,8 @@ mod layers;
 mod llm_client;
 #[cfg(all(feature = "text", feature = "chunking"))]
 mod lua_library;
+#[cfg(feature = "runtime")]
+mod lua_json_properties;
 #[cfg(feature = "cli")]
 mod memory_peak;
 #[cfg(feature = "runtime")]
@@ -59,6 +61,8 @@ mod providers_shell;
 #[cfg(all(feature = "cli", feature = "serve"))]
 mod python_habits;
 mod registry;
+#[cfg(feature = "cli")]
+mod recorded_runs;
 #[cfg(feature = "cli")]
 mod replay;
 #[cfg(feature = "runtime")]
@@ -111,6 +115,8 @@ mod tool_schema;
 mod trace_export;
 #[cfg(feature = "cli")]
 mod trace_html;
+#[cfg(feature = "cli")]
+mod trace_properties;
 #[cfg(feature = "cli")]
 mod trace_show;
 #[cfg(feature = "runtime")]

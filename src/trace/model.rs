@@ -257,8 +257,9 @@ impl Trace {
             .map(|(parent, _)| parent.to_string());
         // Children run inside their parent's turn, before that turn's line is written.
         let spawned_in_turn = parent.as_deref().map(|p| {
-            self.agent(p)
-                .map_or(1, |a| a.turns.last().map_or(1, |t| t.turn.saturating_add(1)))
+            self.agent(p).map_or(1, |a| {
+                a.turns.last().map_or(1, |t| t.turn.saturating_add(1))
+            })
         });
         if let Some(p) = parent.as_deref().and_then(|p| self.index.get(p).copied()) {
             // Children of a batch start in any order; their numbers say the call's order.

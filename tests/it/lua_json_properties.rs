@@ -21,13 +21,17 @@ use serde_json::{Map, Number, Value as Json};
 /// debug build to run them in a couple of seconds.
 const CASES: u32 = 256;
 
+/// [`CASES`], or as many as PROPTEST_CASES says: more, as a longer fuzzing session runs.
+fn cases() -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|cases| cases.parse().ok())
+        .unwrap_or(CASES)
+}
+
 fn runner() -> TestRunner {
     TestRunner::new(Config {
-        // PROPTEST_CASES runs more, as a longer fuzzing session would.
-        cases: std::env::var("PROPTEST_CASES")
-            .ok()
-            .and_then(|cases| cases.parse().ok())
-            .unwrap_or(CASES),
+        cases: cases(),
         // A failure is shown with its shrunk input; no file is written into the tree.
         failure_persistence: None,
         ..Config::default()
@@ -239,6 +243,9 @@ fn build(value: &Lua, code: &mut String, tables: &mut usize) -> String {
 #[test]
 fn any_lua_value_encodes_or_is_refused_the_same_way_by_both_writers() {
     let env = environment();
+    // How many values were encoded and how many refused: both must be common, or the
+    // property says little about one of them.
+    let (encodings, refusals) = (std::cell::Cell::new(0u32), std::cell::Cell::new(0u32));
     runner()
         .run(&lua_value(), |value| {
             let mut code = "T = {}\n".to_string();
@@ -261,13 +268,21 @@ fn any_lua_value_encodes_or_is_refused_the_same_way_by_both_writers() {
                         .unwrap();
                     let again: Json = serde_json::from_str(again.as_str().unwrap()).unwrap();
                     prop_assert_eq!(&again, &json);
+                    encodings.set(encodings.get() + 1);
                 }
                 Err(error) => {
                     prop_assert_eq!(encoded, &Json::Bool(false), "{}", result);
                     prop_assert_eq!(result, format!("json.encode: {}", error.message()));
+                    refusals.set(refusals.get() + 1);
                 }
             }
             Ok(())
         })
         .unwrap();
+    let (encoded, refused) = (encodings.get(), refusals.get());
+    eprintln!("{encoded} values encoded, {refused} refused");
+    assert!(
+        encoded >= cases() / 10 && refused >= cases() / 10,
+        "{encoded} encoded, {refused} refused"
+    );
 }

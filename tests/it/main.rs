@@ -42,10 +42,10 @@ mod json_mapping;
 mod layers;
 #[cfg(feature = "runtime")]
 mod llm_client;
-#[cfg(all(feature = "text", feature = "chunking"))]
-mod lua_library;
 #[cfg(feature = "runtime")]
 mod lua_json_properties;
+#[cfg(all(feature = "text", feature = "chunking"))]
+mod lua_library;
 #[cfg(feature = "cli")]
 mod memory_peak;
 #[cfg(feature = "runtime")]
@@ -60,9 +60,9 @@ mod providers_files;
 mod providers_shell;
 #[cfg(all(feature = "cli", feature = "serve"))]
 mod python_habits;
-mod registry;
 #[cfg(feature = "cli")]
 mod recorded_runs;
+mod registry;
 #[cfg(feature = "cli")]
 mod replay;
 #[cfg(feature = "runtime")]

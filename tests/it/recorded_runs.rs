@@ -135,7 +135,9 @@ fn normalised(trace: &str) -> String {
                 turn.at_ms = Some(0);
                 turn.elapsed_ms = 0;
                 turn.llm_ms = 0;
-                turn.outputs.iter_mut().for_each(|block| block.elapsed_ms = 0);
+                turn.outputs
+                    .iter_mut()
+                    .for_each(|block| block.elapsed_ms = 0);
             }
             Record::Unknown => {}
         }
@@ -160,8 +162,19 @@ fn record(scenario: &Scenario, dir: &Path) -> String {
         command.arg("--context").arg(path);
     }
     let out = command.output().expect("rlm runs");
-    assert_eq!(out.status.code(), Some(0), "{}: {}", scenario.name, stderr(&out));
-    assert_eq!(stdout(&out), format!("{}\n", scenario.answer), "{}", scenario.name);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}: {}",
+        scenario.name,
+        stderr(&out)
+    );
+    assert_eq!(
+        stdout(&out),
+        format!("{}\n", scenario.answer),
+        "{}",
+        scenario.name
+    );
     assert_eq!(
         server.request_count(),
         scenario.script.len(),
@@ -272,7 +285,8 @@ fn a_run_recorded_with_another_behaviour_fails_its_replay() {
     let out = replay(&trace);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(
-        stdout(&out).starts_with("diverged at agent 0, turn 1, block 1: the block's output differs\n"),
+        stdout(&out)
+            .starts_with("diverged at agent 0, turn 1, block 1: the block's output differs\n"),
         "{}",
         stdout(&out)
     );

@@ -605,7 +605,8 @@ fn a_block_that_ended_otherwise_is_a_divergence_before_its_output() {
     assert_eq!(divergence.recorded, "1\n");
     // A failed block is shown as its output, then its status and error.
     assert!(
-        divergence.replayed.starts_with("[error] ") && divergence.replayed.contains("count is broken"),
+        divergence.replayed.starts_with("[error] ")
+            && divergence.replayed.contains("count is broken"),
         "{}",
         divergence.replayed
     );
@@ -640,11 +641,7 @@ fn a_block_that_failed_with_another_error_is_a_divergence_of_its_output() {
 
 #[test]
 fn another_final_answer_is_a_divergence_of_the_turn_not_of_a_block() {
-    let trace = record(
-        count_registry(1),
-        5,
-        vec![lua("FINAL('n = ' .. count())")],
-    );
+    let trace = record(count_registry(1), 5, vec![lua("FINAL('n = ' .. count())")]);
     let divergence = diverged(&trace, count_registry(2));
     assert_eq!(
         place(&divergence),

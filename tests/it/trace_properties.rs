@@ -340,9 +340,6 @@ fn a_trace_of_the_largest_numbers_reads_renders_and_exports() {
         read_every_way(&text);
         let trace = Trace::parse(&text).unwrap();
         let deepest = trace.agents.iter().map(|a| a.id.matches('.').count()).max();
-        assert_eq!(
-            trace.summary().tokens_by_depth.len(),
-            deepest.unwrap() + 1
-        );
+        assert_eq!(trace.summary().tokens_by_depth.len(), deepest.unwrap() + 1);
     }
 }

@@ -234,11 +234,11 @@ fn apply(text: &str, edits: &[Edit]) -> String {
             }
             Edit::Set(a, place, value) => {
                 let i = a.index(lines.len());
-                lines[i] = set_field(&lines[i], place.clone(), Some(value.clone()));
+                lines[i] = set_field(&lines[i], *place, Some(value.clone()));
             }
             Edit::Remove(a, place) => {
                 let i = a.index(lines.len());
-                lines[i] = set_field(&lines[i], place.clone(), None);
+                lines[i] = set_field(&lines[i], *place, None);
             }
         }
     }

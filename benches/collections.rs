@@ -162,8 +162,10 @@ fn ms(d: Duration) -> String {
 }
 
 fn main() {
-    let elements = common::setting("RLM_BENCH_ELEMENTS", 1_000_000);
-    let reps = common::setting("RLM_BENCH_REPS", 3);
+    // `cargo test --benches` runs this without `--bench`: a quick smoke run then.
+    let smoke = !std::env::args().any(|arg| arg == "--bench");
+    let elements = common::setting("RLM_BENCH_ELEMENTS", if smoke { 10_000 } else { 1_000_000 });
+    let reps = common::setting("RLM_BENCH_REPS", if smoke { 1 } else { 3 });
     let text = generate(elements);
     let python = python_times(&text, reps);
 

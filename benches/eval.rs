@@ -11,10 +11,12 @@ use criterion::{Criterion, criterion_group};
 use rlm_registry::eval::{FAMILIES, Size, generate_task};
 
 fn tokens() -> u64 {
+    // `cargo test --benches` runs this without `--bench`: a quick smoke run then.
+    let smoke = !std::env::args().any(|arg| arg == "--bench");
     std::env::var("RLM_BENCH_EVAL_TOKENS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(1_000_000)
+        .unwrap_or(if smoke { 20_000 } else { 1_000_000 })
 }
 
 fn benches(c: &mut Criterion) {

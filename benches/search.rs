@@ -77,7 +77,13 @@ fn main() {
     let (mut hits_times, mut ours_times, mut fts_times) = (Vec::new(), Vec::new(), Vec::new());
     // Each round runs every query on one engine, then on the next: all in this process,
     // none always measured right after another has flushed its caches.
-    for _ in 0..ROUNDS {
+    // `cargo test --benches` runs this without `--bench`: one round, as a smoke run.
+    let rounds = if std::env::args().any(|arg| arg == "--bench") {
+        ROUNDS
+    } else {
+        1
+    };
+    for _ in 0..rounds {
         for (query, _) in &labelled {
             let start = Instant::now();
             std::hint::black_box(search_hits(

@@ -6,8 +6,11 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group};
 
-/// About 10 MB of varied text: prose, code, numbers, non-ASCII, whitespace runs.
+/// About 10 MB of varied text: prose, code, numbers, non-ASCII, whitespace runs; 256 KB
+/// in the smoke run of `cargo test --benches` (which runs this without `--bench`).
 fn corpus() -> String {
+    let smoke = !std::env::args().any(|arg| arg == "--bench");
+    let size = if smoke { 256 << 10 } else { 10 << 20 };
     let pieces = [
         "The committee reviewed 1,284 reports in 2025; most flagged latency regressions. ",
         "fn parse(input: &str) -> Result<Vec<u32>, Error> { input.split(',').map(str::parse).collect() }\n",
@@ -17,9 +20,9 @@ fn corpus() -> String {
         "    indented   text\twith\ttabs   and    runs of spaces\n\n",
         "Emoji 🙂🚀✨ and symbols ∑∫√ appear too. ",
     ];
-    let mut text = String::with_capacity(10 * 1024 * 1024 + 200);
+    let mut text = String::with_capacity(size + 200);
     let mut i = 0usize;
-    while text.len() < 10 * 1024 * 1024 {
+    while text.len() < size {
         text.push_str(pieces[i % pieces.len()]);
         text.push_str(&(i * 7919 % 100_003).to_string());
         text.push(' ');

@@ -172,12 +172,14 @@ impl RlmLog {
             "final_answer": turn.final_answer,
             "iteration_time": secs(turn.elapsed_ms),
         });
-        log.elapsed_ms += turn.elapsed_ms;
+        // A trace's numbers are read as they are: an edited or corrupt one saturates
+        // rather than overflows.
+        log.elapsed_ms = log.elapsed_ms.saturating_add(turn.elapsed_ms);
         if turn.reply.is_some() {
             log.calls += 1;
         }
-        log.input_tokens += turn.prompt_tokens;
-        log.output_tokens += turn.completion_tokens;
+        log.input_tokens = log.input_tokens.saturating_add(turn.prompt_tokens);
+        log.output_tokens = log.output_tokens.saturating_add(turn.completion_tokens);
         if let Some(feedback) = &turn.feedback {
             log.messages.push(Message::assistant(reply));
             log.messages.push(Message::user(feedback.as_str()));
@@ -203,7 +205,7 @@ impl RlmLog {
 fn run_metadata(run: &RunInfo) -> Value {
     json!({
         "root_model": run.model,
-        "max_depth": run.max_depth + 1,
+        "max_depth": run.max_depth.saturating_add(1),
         "max_iterations": run.max_iterations,
         "backend": "openai",
         "backend_kwargs": {"model_name": run.model},

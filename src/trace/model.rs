@@ -107,7 +107,10 @@ impl Agent {
 
     /// Wall time of the agent: the sum of its turns.
     pub fn elapsed_ms(&self) -> u64 {
-        self.turns.iter().map(|t| t.elapsed_ms).sum()
+        // Saturating: a trace's numbers are read as they are, an edited one's included.
+        self.turns
+            .iter()
+            .fold(0, |sum: u64, t| sum.saturating_add(t.elapsed_ms))
     }
 }
 
@@ -254,8 +257,9 @@ impl Trace {
             .map(|(parent, _)| parent.to_string());
         // Children run inside their parent's turn, before that turn's line is written.
         let spawned_in_turn = parent.as_deref().map(|p| {
-            self.agent(p)
-                .map_or(1, |a| a.turns.last().map_or(1, |t| t.turn + 1))
+            self.agent(p).map_or(1, |a| {
+                a.turns.last().map_or(1, |t| t.turn.saturating_add(1))
+            })
         });
         if let Some(p) = parent.as_deref().and_then(|p| self.index.get(p).copied()) {
             // Children of a batch start in any order; their numbers say the call's order.
@@ -317,15 +321,18 @@ impl Trace {
     pub fn summary(&self) -> Summary {
         let mut tokens_by_depth: Vec<u64> = Vec::new();
         let mut model_calls = 0;
-        let mut turn_tokens = 0;
+        let mut turn_tokens: u64 = 0;
         let mut run_tokens = 0;
         for agent in &self.agents {
             for turn in &agent.turns {
-                if tokens_by_depth.len() <= turn.depth {
-                    tokens_by_depth.resize(turn.depth + 1, 0);
+                // No deeper than the agent's id says (`0.1.2`: 2), so that a depth
+                // edited into a trace cannot make the list as long as it says.
+                let depth = turn.depth.min(turn.agent.matches('.').count());
+                if tokens_by_depth.len() <= depth {
+                    tokens_by_depth.resize(depth + 1, 0);
                 }
-                tokens_by_depth[turn.depth] += turn.tokens();
-                turn_tokens += turn.tokens();
+                tokens_by_depth[depth] = tokens_by_depth[depth].saturating_add(turn.tokens());
+                turn_tokens = turn_tokens.saturating_add(turn.tokens());
                 run_tokens = run_tokens.max(turn.run_tokens);
                 if turn.reply.is_some() || turn.tokens() > 0 {
                     model_calls += 1;

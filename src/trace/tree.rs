@@ -232,7 +232,7 @@ fn agent_tree(trace: &Trace, agent: &Agent, level: usize, out: &mut String) {
         }
     }
     // Children of a turn whose line is not written yet.
-    let next = agent.turns.last().map_or(1, |t| t.turn + 1);
+    let next = agent.turns.last().map_or(1, |t| t.turn.saturating_add(1));
     let running: Vec<&Agent> = trace.children_of_turn(agent, next).collect();
     if !running.is_empty() {
         out.push_str(&format!("{pad}  turn {next} · in progress\n"));

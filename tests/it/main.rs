@@ -42,6 +42,8 @@ mod json_mapping;
 mod layers;
 #[cfg(feature = "runtime")]
 mod llm_client;
+#[cfg(feature = "runtime")]
+mod lua_json_properties;
 #[cfg(all(feature = "text", feature = "chunking"))]
 mod lua_library;
 #[cfg(feature = "cli")]
@@ -58,6 +60,8 @@ mod providers_files;
 mod providers_shell;
 #[cfg(all(feature = "cli", feature = "serve"))]
 mod python_habits;
+#[cfg(feature = "cli")]
+mod recorded_runs;
 mod registry;
 #[cfg(feature = "cli")]
 mod replay;
@@ -114,6 +118,8 @@ mod tool_schema;
 mod trace_export;
 #[cfg(feature = "cli")]
 mod trace_html;
+#[cfg(feature = "cli")]
+mod trace_properties;
 #[cfg(feature = "cli")]
 mod trace_show;
 #[cfg(feature = "runtime")]

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use rlm_registry::Registry;
 use rlm_registry::rlm::trajectory::Record;
-use rlm_registry::rlm::{Context, Replay, ReplayError, Rlm};
+use rlm_registry::rlm::{Context, Divergence, Replay, ReplayError, Rlm};
 use serde_json::Value;
 
 use crate::support::cli::{llm_args, rlm_command, stderr, stdout};
@@ -486,4 +486,352 @@ fn a_registry_that_does_not_load_is_an_error_not_a_divergence() {
     assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
     assert!(stdout(&out).is_empty());
     assert!(!stderr(&out).is_empty());
+}
+
+// Every divergence the comparison can report, each made by a real recorded run that is
+// then replayed with another registry or a trace edited as a later version or another
+// setup would see it. Each test names the agent, turn and block the divergence is
+// reported at and its words, so a branch of the comparison that went missing or
+// reported another place fails here.
+
+/// A run through the library with `registry`, `max_iterations` and `script` (the
+/// replies in the order the server gets the requests): its trace.
+fn record(registry: Registry, max_iterations: u32, script: Vec<Behavior>) -> String {
+    let server = OpenAiServer::start(script, Behavior::status(500));
+    let trace = Shared::default();
+    // The run may end with an error (an iteration cap, say); its trace is what matters.
+    let _ = Rlm::new(Arc::new(client(&server)), registry, max_iterations)
+        .trace(trace.clone())
+        .run("Q", None);
+    trace.text()
+}
+
+/// `registry`'s `count` raising `message`.
+fn failing_count(message: &str) -> Registry {
+    let source = format!(
+        "--- Counts.\n---@return integer count The count\nfunction count() error('{message}') end"
+    );
+    Registry::from_map([("count", source.as_str())]).unwrap()
+}
+
+/// The first divergence of `trace` replayed with `registry`; the test fails if none.
+fn diverged(trace: &str, registry: Registry) -> Divergence {
+    let report = Replay::from_jsonl(trace)
+        .unwrap()
+        .registry(registry)
+        .run()
+        .unwrap();
+    match report.divergence {
+        Some(divergence) => divergence,
+        None => panic!("the replay was identical: {report}"),
+    }
+}
+
+/// `trace` with `edit` applied to each line, as JSON.
+fn edited(trace: &str, mut edit: impl FnMut(&mut Value)) -> String {
+    trace
+        .lines()
+        .map(|line| {
+            let mut record: Value = serde_json::from_str(line).unwrap();
+            edit(&mut record);
+            format!("{record}\n")
+        })
+        .collect()
+}
+
+/// Where a divergence is and what it says.
+fn place(divergence: &Divergence) -> (&str, Option<u32>, Option<usize>, &str) {
+    (
+        divergence.agent.as_str(),
+        divergence.turn,
+        divergence.block,
+        divergence.what.as_str(),
+    )
+}
+
+#[test]
+fn a_block_that_made_fewer_sub_calls_than_recorded_is_a_divergence() {
+    let trace = record(
+        count_registry(2),
+        5,
+        vec![
+            lua("for i = 1, count() do print(llm_query('Question')) end"),
+            Behavior::reply("first"),
+            Behavior::reply("second"),
+            lua("FINAL('done')"),
+        ],
+    );
+    assert!(
+        Replay::from_jsonl(&trace)
+            .unwrap()
+            .registry(count_registry(2))
+            .run()
+            .unwrap()
+            .is_identical()
+    );
+    let divergence = diverged(&trace, count_registry(1));
+    assert_eq!(
+        place(&divergence),
+        (
+            "0",
+            Some(1),
+            Some(1),
+            "the replayed block did not make sub-call 2"
+        )
+    );
+    assert_eq!(
+        (divergence.recorded.as_str(), divergence.replayed.as_str()),
+        ("Question", "")
+    );
+}
+
+#[test]
+fn a_block_that_ended_otherwise_is_a_divergence_before_its_output() {
+    let trace = record(
+        count_registry(1),
+        5,
+        vec![lua("print(count())"), lua("FINAL('done')")],
+    );
+    let divergence = diverged(&trace, failing_count("count is broken"));
+    assert_eq!(
+        place(&divergence),
+        (
+            "0",
+            Some(1),
+            Some(1),
+            "the block ended otherwise: ok in the record, error in the replay"
+        )
+    );
+    assert_eq!(divergence.recorded, "1\n");
+    // A failed block is shown as its output, then its status and error.
+    assert!(
+        divergence.replayed.starts_with("[error] ")
+            && divergence.replayed.contains("count is broken"),
+        "{}",
+        divergence.replayed
+    );
+}
+
+#[test]
+fn a_block_that_failed_with_another_error_is_a_divergence_of_its_output() {
+    let trace = record(
+        failing_count("broken 1"),
+        5,
+        vec![lua("print('before')\ncount()"), lua("FINAL('done')")],
+    );
+    let divergence = diverged(&trace, failing_count("broken 2"));
+    // The status and the printed output are the same: only the error differs.
+    assert_eq!(
+        place(&divergence),
+        ("0", Some(1), Some(1), "the block's output differs")
+    );
+    assert!(
+        divergence.recorded.starts_with("before\n[error] ")
+            && divergence.recorded.contains("broken 1"),
+        "{}",
+        divergence.recorded
+    );
+    assert!(
+        divergence.replayed.starts_with("before\n[error] ")
+            && divergence.replayed.contains("broken 2"),
+        "{}",
+        divergence.replayed
+    );
+}
+
+#[test]
+fn another_final_answer_is_a_divergence_of_the_turn_not_of_a_block() {
+    let trace = record(count_registry(1), 5, vec![lua("FINAL('n = ' .. count())")]);
+    let divergence = diverged(&trace, count_registry(2));
+    assert_eq!(
+        place(&divergence),
+        ("0", Some(1), None, "the final answer differs")
+    );
+    assert_eq!(
+        (divergence.recorded.as_str(), divergence.replayed.as_str()),
+        ("FINAL: n = 1", "FINAL: n = 2")
+    );
+}
+
+/// A root that starts a child only when `count()` is 1, and whose output does not
+/// depend on it: the child's failure (a replayed child off the record) is caught.
+fn maybe_a_child() -> Vec<Behavior> {
+    vec![
+        lua("if count() == 1 then pcall(rlm_query, 'Sub-task') end\nprint('after')"),
+        lua("FINAL('from the child')"),
+        lua("FINAL('done')"),
+    ]
+}
+
+#[test]
+fn a_recorded_agent_the_replay_did_not_start_is_a_divergence() {
+    let trace = record(count_registry(1), 5, maybe_a_child());
+    assert!(
+        trace.contains(r#""agent":"0.1""#),
+        "the record has the child: {trace}"
+    );
+    let divergence = diverged(&trace, count_registry(2));
+    assert_eq!(
+        place(&divergence),
+        (
+            "0.1",
+            None,
+            None,
+            "the replayed run did not start this agent"
+        )
+    );
+    assert_eq!(
+        (divergence.recorded.as_str(), divergence.replayed.as_str()),
+        ("Sub-task", "")
+    );
+}
+
+#[test]
+fn an_agent_the_record_does_not_have_is_a_divergence() {
+    // Without the child: the script's second reply is the root's second turn.
+    let mut script = maybe_a_child();
+    script.remove(1);
+    let trace = record(count_registry(2), 5, script);
+    assert!(!trace.contains(r#""agent":"0.1""#), "{trace}");
+    let divergence = diverged(&trace, count_registry(1));
+    assert_eq!(
+        place(&divergence),
+        (
+            "0.1",
+            None,
+            None,
+            "the replayed run started an agent the record does not have"
+        )
+    );
+    assert_eq!(
+        (divergence.recorded.as_str(), divergence.replayed.as_str()),
+        ("", "Sub-task")
+    );
+}
+
+/// A root that never answers: three turns printing `count()`, then the iteration cap.
+fn three_turns_without_an_answer() -> String {
+    let trace = record(count_registry(1), 3, vec![lua("print(count())"); 3]);
+    let last = trace.lines().last().unwrap();
+    assert!(
+        last.contains("iteration limit reached"),
+        "the run ends at its cap: {last}"
+    );
+    trace
+}
+
+/// `trace` with the iteration cap its `start` lines record set to `max_iterations`.
+fn with_max_iterations(trace: &str, max_iterations: u32) -> String {
+    edited(trace, |record| {
+        if record["event"] == "start" {
+            record["limits"]["max_iterations"] = max_iterations.into();
+        }
+    })
+}
+
+#[test]
+fn an_agent_that_ended_before_a_recorded_turn_is_a_divergence() {
+    let trace = three_turns_without_an_answer();
+    // Replayed with a lower cap, the agent stops after turn 2, which otherwise matches.
+    let divergence = diverged(&with_max_iterations(&trace, 2), count_registry(1));
+    assert_eq!(
+        place(&divergence),
+        (
+            "0",
+            Some(3),
+            None,
+            "the replayed agent ended before this turn"
+        )
+    );
+    assert_eq!(divergence.recorded, "```lua\nprint(count())\n```");
+    assert_eq!(
+        divergence.replayed,
+        "error: iteration limit reached: no final answer after 2 turns"
+    );
+}
+
+#[test]
+fn an_agent_that_went_on_past_its_recorded_end_is_a_divergence() {
+    let trace = three_turns_without_an_answer();
+    // Replayed with a higher cap, the agent asks for a fourth reply the record lacks.
+    let divergence = diverged(&with_max_iterations(&trace, 4), count_registry(1));
+    assert_eq!(
+        place(&divergence),
+        (
+            "0",
+            Some(4),
+            None,
+            "the replayed agent went on past the recorded run"
+        )
+    );
+    assert_eq!(divergence.recorded, "");
+    assert!(
+        divergence.replayed.starts_with("error: ")
+            && divergence.replayed.contains("is not on the record"),
+        "{}",
+        divergence.replayed
+    );
+}
+
+#[test]
+fn a_recorded_block_the_replayed_turn_did_not_run_is_a_divergence() {
+    let trace = record(
+        count_registry(1),
+        5,
+        vec![lua("print(count())"), lua("print('two')\nFINAL('done')")],
+    );
+    // Replayed under a budget of one model call, the second turn's call is refused, so
+    // that turn runs no block.
+    let tight = edited(&trace, |record| {
+        if record["event"] == "start" {
+            record["limits"]["budgets"]["llm_calls"] = 1.into();
+        }
+    });
+    let divergence = diverged(&tight, count_registry(1));
+    assert_eq!(
+        place(&divergence),
+        (
+            "0",
+            Some(2),
+            Some(1),
+            "the replayed turn did not run this block"
+        )
+    );
+    assert_eq!(
+        (divergence.recorded.as_str(), divergence.replayed.as_str()),
+        ("two\n", "")
+    );
+}
+
+#[test]
+fn a_block_the_recorded_turn_did_not_run_is_a_divergence() {
+    let trace = record(
+        count_registry(1),
+        5,
+        vec![
+            Behavior::reply("```lua\nprint(count())\n```\n\n```lua\nprint('second')\n```"),
+            lua("FINAL('done')"),
+        ],
+    );
+    // The record as a version that saw only the first of the reply's blocks wrote it.
+    let first_only = edited(&trace, |record| {
+        if record["event"] == "turn" && record["turn"] == 1 {
+            record["outputs"].as_array_mut().unwrap().truncate(1);
+            record["code_blocks"].as_array_mut().unwrap().truncate(1);
+        }
+    });
+    let divergence = diverged(&first_only, count_registry(1));
+    assert_eq!(
+        place(&divergence),
+        (
+            "0",
+            Some(1),
+            Some(2),
+            "the replayed turn ran a block the recorded one did not"
+        )
+    );
+    assert_eq!(
+        (divergence.recorded.as_str(), divergence.replayed.as_str()),
+        ("", "second\n")
+    );
 }

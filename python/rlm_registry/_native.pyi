@@ -256,15 +256,20 @@ def ask(
     max_tokens: int | None = None,
     max_llm_calls: int | None = None,
     max_time: float | None = None,
-    prompt_mode: Literal["full", "compact", "auto"] = "compact",
+    prompt_mode: Literal["full", "compact", "auto"] | None = None,
     context_window: int | None = None,
-    answer_protocol: Literal["final", "answer"] = "final",
+    answer_protocol: Literal["final", "answer"] | None = None,
+    llm_concurrency: int | None = None,
     schema: Mapping[str, Any] | str | None = None,
     verbose: bool = False,
 ) -> Answer:
-    """Answers `question` about `context` with the RLM loop, as `rlm ask` does. The
-    model, server and key default to `RLM_MODEL`, `RLM_BASE_URL` (or `OPENAI_BASE_URL`)
-    and `RLM_API_KEY` (or `OPENAI_API_KEY`). `context_window` refuses a first request
+    """Answers `question` about `context` with the RLM loop, as `rlm ask` does, its
+    settings resolved as `rlm ask` resolves them: an argument, else its environment
+    variable (`RLM_MODEL`, `RLM_BASE_URL` or `OPENAI_BASE_URL`, `RLM_API_KEY` or
+    `OPENAI_API_KEY`, `RLM_LLM_CONCURRENCY`, `RLM_CONTEXT_WINDOW`, `RLM_PROMPT_MODE`,
+    `RLM_ANSWER_PROTOCOL`, `RLM_CACHE`), else `config`'s `[model]`, `[cache]` and
+    `[budgets]`, else the default. `llm_concurrency` caps the requests sent at once
+    (default 32). `context_window` refuses a first request
     that would not fit; `answer_protocol` chooses how the prompt teaches the model to end
     (both ways always work); `schema`, a JSON Schema (a dict or JSON text), types the
     answer (`Answer.value`). Raises `LimitError`, `LlmError` or `LuaError` when the run
@@ -282,9 +287,9 @@ def system_prompt(
     time_limit: float = 300.0,
     memory_limit_mb: int = 512,
     output_bytes: int = 10000,
-    prompt_mode: Literal["full", "compact", "auto"] = "compact",
+    prompt_mode: Literal["full", "compact", "auto"] | None = None,
     context_window: int | None = None,
-    answer_protocol: Literal["final", "answer"] = "final",
+    answer_protocol: Literal["final", "answer"] | None = None,
     schema: Mapping[str, Any] | str | None = None,
 ) -> str:
     """The system prompt `ask` starts from for `context`; `answer_protocol="answer"`

@@ -1,24 +1,23 @@
 //! `ask` and `Answer`: the whole RLM loop, as `rlm ask` runs it, and `system_prompt`,
 //! the prompt it starts from.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 
-use rlm_registry::conventions::AnswerProtocol;
 use rlm_registry::environment::AnswerSchema;
-use rlm_registry::llm::{Completion, Llm, LlmClient, LlmConfig, LlmError, Request};
+use rlm_registry::llm::{Completion, Llm, LlmError, Request};
 use rlm_registry::rlm::{
-    Budgets, Context, DEFAULT_BLOCK_TIME_LIMIT, DEFAULT_OUTPUT_BYTES, PromptMode, Rlm, TraceFormat,
+    Context, DEFAULT_BLOCK_TIME_LIMIT, DEFAULT_OUTPUT_BYTES, Rlm, TraceFormat,
 };
+use rlm_registry::setup::{Defaults, FileSettings, RunSettings, RunSetup};
 
 use crate::convert::{json_from_python, json_to_python};
 use crate::environment::{Text, limits};
 use crate::errors::{
-    LlmError as PyLlmError, catching, internal_error, panic_message, run_error, with,
+    Failure, LlmError as PyLlmError, catching, internal_error, panic_message, run_error, with,
 };
 use crate::registry::{Registry, chosen_registry, load_providers};
 
@@ -53,41 +52,41 @@ struct Settings {
     time_limit: f64,
     memory_limit_mb: usize,
     output_bytes: usize,
-    prompt_mode: String,
-    context_window: Option<u64>,
-    answer_protocol: String,
+    /// What the arguments say of the model, its window, the prompt and the budgets;
+    /// the environment variables and `config`'s `[model]`, `[cache]` and `[budgets]`
+    /// fill the rest, as for `rlm ask` (`rlm_registry::setup`).
+    run: RunSettings,
     schema: Option<serde_json::Value>,
 }
 
 impl Settings {
-    /// An RLM over `llm` with these settings and the registry and providers asked for.
-    fn rlm(&self, py: Python<'_>, llm: Arc<dyn Llm>, source: Source<'_>) -> PyResult<Rlm> {
-        let prompt_mode = match self.prompt_mode.as_str() {
-            "full" => PromptMode::Full,
-            "compact" => PromptMode::Compact,
-            "auto" => PromptMode::auto(),
-            other => {
-                return Err(PyValueError::new_err(format!(
-                    "prompt_mode must be \"full\", \"compact\" or \"auto\", not {other:?}"
-                )));
-            }
+    /// The run's setup: the arguments over the environment variables over `config`.
+    fn setup(&self, py: Python<'_>, config: Option<&Path>) -> PyResult<RunSetup> {
+        let file = match config {
+            Some(path) => FileSettings::load(path)
+                .map_err(|error| Failure::Config(error.render(false)).into_pyerr(py))?,
+            None => FileSettings::default(),
         };
-        let answer_protocol: AnswerProtocol = self.answer_protocol.parse().map_err(|_| {
-            PyValueError::new_err(format!(
-                "answer_protocol must be \"final\" or \"answer\", not {:?}",
-                self.answer_protocol
-            ))
-        })?;
+        RunSetup::from_env(&self.run, &file, &Defaults::default())
+            .map_err(|error| PyValueError::new_err(error.to_string()))
+    }
+
+    /// An RLM over `llm` (the setup's own model when `None`) with these settings and the
+    /// registry and providers asked for.
+    fn rlm(&self, py: Python<'_>, llm: Option<Arc<dyn Llm>>, source: Source<'_>) -> PyResult<Rlm> {
+        let setup = self.setup(py, source.config.as_deref())?;
         let limits = limits(self.time_limit, self.memory_limit_mb, None)?;
-        let mut rlm = Rlm::new(llm, source.registry(py)?, self.max_iterations)
+        let llm = match llm {
+            Some(llm) => llm,
+            None => setup
+                .model()
+                .map_err(|error| PyLlmError::new_err(error.to_string()))?,
+        };
+        let mut rlm = setup
+            .rlm(llm, source.registry(py)?, self.max_iterations)
             .max_depth(self.max_depth)
             .limits(limits)
-            .output_bytes(self.output_bytes)
-            .prompt_mode(prompt_mode)
-            .answer_protocol(answer_protocol);
-        if let Some(window) = self.context_window {
-            rlm = rlm.context_window(window);
-        }
+            .output_bytes(self.output_bytes);
         if let Some(schema) = &self.schema {
             let schema = AnswerSchema::new(schema.clone())
                 .map_err(|error| PyValueError::new_err(format!("schema: {error}")))?;
@@ -98,6 +97,19 @@ impl Settings {
         }
         Ok(rlm)
     }
+}
+
+/// A name `T`'s `FromStr` takes, given as the argument `argument`.
+fn named<T: std::str::FromStr<Err = String>>(
+    argument: &str,
+    value: Option<String>,
+) -> PyResult<Option<T>> {
+    value
+        .map(|name| {
+            name.parse()
+                .map_err(|error| PyValueError::new_err(format!("{argument}: {error}")))
+        })
+        .transpose()
 }
 
 /// Where the functions come from: a `Registry`, or paths on the baked registry, and an
@@ -123,13 +135,14 @@ impl Source<'_> {
     paths = Vec::new(), baked = true, registry = None, config = None,
     time_limit = DEFAULT_BLOCK_TIME_LIMIT.as_secs_f64(), memory_limit_mb = 512,
     output_bytes = DEFAULT_OUTPUT_BYTES, max_tokens = None, max_llm_calls = None,
-    max_time = None, prompt_mode = "compact".to_string(), context_window = None,
-    answer_protocol = "final".to_string(), schema = None, verbose = false
+    max_time = None, prompt_mode = None, context_window = None,
+    answer_protocol = None, llm_concurrency = None, schema = None, verbose = false
 ), text_signature = "(question, context=None, *, model=None, base_url=None, api_key=None, \
     max_iterations=10, max_depth=1, trace=None, trace_format='events', paths=(), baked=True, \
     registry=None, config=None, time_limit=300.0, memory_limit_mb=512, output_bytes=10000, \
-    max_tokens=None, max_llm_calls=None, max_time=None, prompt_mode='compact', \
-    context_window=None, answer_protocol='final', schema=None, verbose=False)")]
+    max_tokens=None, max_llm_calls=None, max_time=None, prompt_mode=None, \
+    context_window=None, answer_protocol=None, llm_concurrency=None, schema=None, \
+    verbose=False)")]
 #[allow(clippy::too_many_arguments)]
 pub fn ask<'py>(
     py: Python<'py>,
@@ -152,23 +165,36 @@ pub fn ask<'py>(
     max_tokens: Option<u64>,
     max_llm_calls: Option<u64>,
     max_time: Option<f64>,
-    prompt_mode: String,
+    prompt_mode: Option<String>,
     context_window: Option<u64>,
-    answer_protocol: String,
+    answer_protocol: Option<String>,
+    llm_concurrency: Option<usize>,
     schema: Option<Bound<'py, PyAny>>,
     verbose: bool,
 ) -> PyResult<Answer> {
     catching(|| {
-        let client = client(model, base_url, api_key)?;
+        if llm_concurrency == Some(0) {
+            return Err(PyValueError::new_err("llm_concurrency must be at least 1"));
+        }
         let settings = Settings {
             max_iterations,
             max_depth,
             time_limit,
             memory_limit_mb,
             output_bytes,
-            prompt_mode,
-            context_window,
-            answer_protocol,
+            run: RunSettings {
+                model,
+                base_url,
+                api_key,
+                llm_concurrency,
+                context_window,
+                prompt_mode: named("prompt_mode", prompt_mode)?,
+                answer_protocol: named("answer_protocol", answer_protocol)?,
+                max_tokens,
+                max_llm_calls,
+                max_time,
+                ..RunSettings::default()
+            },
             schema: schema.as_ref().map(schema_of).transpose()?,
         };
         let source = Source {
@@ -177,11 +203,7 @@ pub fn ask<'py>(
             registry,
             config,
         };
-        let mut rlm = settings.rlm(py, Arc::new(client), source)?.budgets(budgets(
-            max_tokens,
-            max_llm_calls,
-            max_time,
-        )?);
+        let mut rlm = settings.rlm(py, None, source)?;
         // Every argument is checked before the trace file is created.
         let trace_format = trace_format_of(trace_format)?;
         let context = context.as_ref().map(ContextArg::context).transpose()?;
@@ -245,11 +267,11 @@ pub fn ask<'py>(
     context = None, *, max_iterations = 10, max_depth = 1, paths = Vec::new(),
     baked = true, registry = None, config = None,
     time_limit = DEFAULT_BLOCK_TIME_LIMIT.as_secs_f64(), memory_limit_mb = 512,
-    output_bytes = DEFAULT_OUTPUT_BYTES, prompt_mode = "compact".to_string(),
-    context_window = None, answer_protocol = "final".to_string(), schema = None
+    output_bytes = DEFAULT_OUTPUT_BYTES, prompt_mode = None,
+    context_window = None, answer_protocol = None, schema = None
 ), text_signature = "(context=None, *, max_iterations=10, max_depth=1, paths=(), baked=True, \
     registry=None, config=None, time_limit=300.0, memory_limit_mb=512, output_bytes=10000, \
-    prompt_mode='compact', context_window=None, answer_protocol='final', schema=None)")]
+    prompt_mode=None, context_window=None, answer_protocol=None, schema=None)")]
 #[allow(clippy::too_many_arguments)]
 pub fn system_prompt<'py>(
     py: Python<'py>,
@@ -263,9 +285,9 @@ pub fn system_prompt<'py>(
     time_limit: f64,
     memory_limit_mb: usize,
     output_bytes: usize,
-    prompt_mode: String,
+    prompt_mode: Option<String>,
     context_window: Option<u64>,
-    answer_protocol: String,
+    answer_protocol: Option<String>,
     schema: Option<Bound<'py, PyAny>>,
 ) -> PyResult<String> {
     catching(|| {
@@ -275,9 +297,12 @@ pub fn system_prompt<'py>(
             time_limit,
             memory_limit_mb,
             output_bytes,
-            prompt_mode,
-            context_window,
-            answer_protocol,
+            run: RunSettings {
+                context_window,
+                prompt_mode: named("prompt_mode", prompt_mode)?,
+                answer_protocol: named("answer_protocol", answer_protocol)?,
+                ..RunSettings::default()
+            },
             schema: schema.as_ref().map(schema_of).transpose()?,
         };
         let source = Source {
@@ -286,7 +311,7 @@ pub fn system_prompt<'py>(
             registry,
             config,
         };
-        let rlm = settings.rlm(py, Arc::new(NoModel), source)?;
+        let rlm = settings.rlm(py, Some(Arc::new(NoModel)), source)?;
         let context = context.as_ref().map(ContextArg::context).transpose()?;
         Ok(rlm.system_prompt(context.as_ref()))
     })
@@ -301,50 +326,6 @@ impl Llm for NoModel {
             "no model: the prompt is only shown".to_string(),
         ))
     }
-}
-
-/// The client from the environment variables `rlm ask` reads, with the arguments over
-/// them.
-fn client(
-    model: Option<String>,
-    base_url: Option<String>,
-    api_key: Option<String>,
-) -> PyResult<LlmClient> {
-    let failed = |error: LlmError| PyLlmError::new_err(error.to_string());
-    let mut config = LlmConfig::from_env().map_err(failed)?;
-    if let Some(model) = model {
-        config.model = model;
-    }
-    if let Some(base_url) = base_url {
-        config.base_url = base_url;
-    }
-    if let Some(api_key) = api_key {
-        config.api_key = Some(api_key);
-    }
-    LlmClient::new(config).map_err(failed)
-}
-
-fn budgets(
-    max_tokens: Option<u64>,
-    max_llm_calls: Option<u64>,
-    max_time: Option<f64>,
-) -> PyResult<Budgets> {
-    let wall_time = match max_time {
-        None => None,
-        Some(seconds) if seconds.is_finite() && seconds > 0.0 && seconds <= 1e9 => {
-            Some(Duration::from_secs_f64(seconds))
-        }
-        Some(_) => {
-            return Err(PyValueError::new_err(
-                "max_time must be a positive number of seconds",
-            ));
-        }
-    };
-    Ok(Budgets {
-        total_tokens: max_tokens,
-        llm_calls: max_llm_calls,
-        wall_time,
-    })
 }
 
 /// A JSON Schema given as a `dict` (or any JSON value) or as JSON text.

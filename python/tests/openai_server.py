@@ -2,13 +2,15 @@
 
 The loop's own turns (requests with a system message) get the next of `replies`, the
 model's Lua; any other request (an `llm_query` from the model's code) gets
-`sub_answer(prompt)`. Every request body is kept for the tests to read.
+`sub_answer(prompt)`, after `sub_delay` seconds; `max_in_flight` is the most of those
+answered at once. Every request body is kept for the tests to read.
 """
 
 from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -19,8 +21,12 @@ class ScriptedServer:
         replies: list[str],
         sub_answer: Callable[[str], str] = lambda prompt: f"echo: {prompt}",
         status: int = 200,
+        sub_delay: float = 0.0,
     ) -> None:
         self.replies = list(replies)
+        self.sub_delay = sub_delay
+        self.in_flight = 0
+        self.max_in_flight = 0
         self.sub_answer = sub_answer
         self.status = status
         self.requests: list[dict] = []
@@ -61,6 +67,13 @@ class ScriptedServer:
                 content = self.replies.pop(0) if self.replies else "I have nothing to add."
             else:
                 content = self.sub_answer(messages[-1]["content"])
+                self.in_flight += 1
+                self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        if messages[0]["role"] != "system":
+            # Held while others arrive, so that `max_in_flight` counts what was sent at once.
+            time.sleep(self.sub_delay)
+            with self._lock:
+                self.in_flight -= 1
         return 200, {
             "id": "chatcmpl-test",
             "object": "chat.completion",

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from openai_server import ScriptedServer
-from rlm_registry import LimitError, LlmError, LuaError, Registry, ask, system_prompt
+from rlm_registry import LimitError, LlmError, LuaError, Registry, RegistryError, ask, system_prompt
 
 LOG = "\n".join(
     ["INFO start", "ERROR gateway timeout", "INFO ok", "ERROR billing down", "ERROR gateway 502"]
@@ -243,3 +243,40 @@ def test_ask_ends_with_the_answer_table_under_either_protocol():
         answer = ask("?", "x", model="m", base_url=server.base_url, answer_protocol="answer")
     assert answer.answer == "from the table"
     assert "answer[\"ready\"]" in server.turns()[0]["messages"][0]["content"]
+
+
+_FORTY_SUB_CALLS = lua(
+    "local items = {}\nfor i = 1, 40 do items[i] = 'item ' .. i end\n"
+    "local r = parallel_map(items, function(x) return llm_query(x) end)\n"
+    "FINAL(#r .. ' ' .. r[40])"
+)
+
+
+def test_llm_concurrency_caps_the_requests_sent_at_once(monkeypatch: pytest.MonkeyPatch):
+    with ScriptedServer([_FORTY_SUB_CALLS], sub_delay=0.03) as server:
+        answer = ask("?", "x", model="m", base_url=server.base_url, llm_concurrency=3)
+    assert answer.answer == "40 echo: item 40"
+    assert server.max_in_flight == 3
+    # The variable gives it when the argument does not, as for `rlm ask`.
+    monkeypatch.setenv("RLM_LLM_CONCURRENCY", "2")
+    with ScriptedServer([_FORTY_SUB_CALLS], sub_delay=0.03) as server:
+        ask("?", "x", model="m", base_url=server.base_url)
+    assert server.max_in_flight == 2
+    with pytest.raises(ValueError, match="llm_concurrency"):
+        ask("?", "x", model="m", base_url=server.base_url, llm_concurrency=0)
+
+
+def test_the_config_files_run_sections_and_variables_set_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    config = tmp_path / "rlm.toml"
+    config.write_text('[model]\nprompt_mode = "full"\nanswer_protocol = "answer"\n')
+    full = system_prompt(config=config)
+    assert 'answer["ready"] = true' in full
+    assert len(full) > 2 * len(system_prompt())
+    monkeypatch.setenv("RLM_PROMPT_MODE", "compact")
+    assert len(system_prompt(config=config)) < len(full), "the variable wins over the file"
+    assert len(system_prompt(config=config, prompt_mode="full")) == len(full), "the argument wins"
+    config.write_text("[model]\nconcurrency = 0\n")
+    with pytest.raises(RegistryError, match="concurrency"):
+        system_prompt(config=config)

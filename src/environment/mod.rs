@@ -246,13 +246,7 @@ impl Environment {
         EnvironmentBuilder {
             registry: registry.into(),
             limits: Limits::default(),
-            llm: None,
-            user: None,
-            sub_agent: None,
-            token_budget: None,
-            token_budget_kind: Budget::SessionTokens,
-            answer_schema: None,
-            context_window: None,
+            host: Host::default(),
             providers: Providers::builtin_shared(),
             scope: AgentScope::TOP,
         }
@@ -265,16 +259,7 @@ impl Environment {
         // Lua's pattern functions run in C, out of the hook's reach: use the port that
         // checks the limits as it goes.
         patterns::install(&lua, Rc::clone(&tripwire.guard))?;
-        let host = Host {
-            llm: builder.llm,
-            user: builder.user,
-            sub_agent: builder.sub_agent,
-            token_budget: builder.token_budget,
-            token_budget_kind: builder.token_budget_kind,
-            answer_schema: builder.answer_schema,
-            context_window: builder.context_window,
-        };
-        let state = Rc::new(BuiltinState::new(Rc::clone(&tripwire), host));
+        let state = Rc::new(BuiltinState::new(Rc::clone(&tripwire), builder.host));
         let catalog = Arc::new(Catalog::new(
             Arc::clone(&builder.registry),
             builder.providers,
@@ -703,13 +688,8 @@ fn install_answer(lua: &Lua) -> mlua::Result<()> {
 pub struct EnvironmentBuilder {
     registry: Arc<Registry>,
     limits: Limits,
-    llm: Option<Arc<dyn Llm>>,
-    user: Option<Arc<dyn User>>,
-    sub_agent: Option<Arc<dyn SubAgent>>,
-    token_budget: Option<u64>,
-    token_budget_kind: Budget,
-    answer_schema: Option<AnswerSchema>,
-    context_window: Option<u64>,
+    /// What the built-ins get from the host, handed to them as it is.
+    host: Host,
     providers: Arc<Providers>,
     scope: AgentScope,
 }
@@ -733,14 +713,14 @@ impl EnvironmentBuilder {
     /// What `rlm_query` runs: a child agent one level deeper. Without one (at the depth
     /// limit), `rlm_query` falls back to `llm_query`.
     pub fn sub_agent(mut self, agent: Arc<dyn SubAgent>) -> Self {
-        self.sub_agent = Some(agent);
+        self.host.sub_agent = Some(agent);
         self
     }
 
     /// The human behind `ask_user` and `notify_user`. Give it only to a top-level
     /// environment; without one, both built-ins raise a clear error.
     pub fn user(mut self, user: Arc<dyn User>) -> Self {
-        self.user = Some(user);
+        self.host.user = Some(user);
         self
     }
 
@@ -752,7 +732,7 @@ impl EnvironmentBuilder {
     /// sent and fails with a message saying so, so calls sent together (`parallel_map`,
     /// `llm_query_batched`) never spend more than the budget when the replies keep to it.
     pub fn token_budget(mut self, tokens: u64) -> Self {
-        self.token_budget = Some(tokens);
+        self.host.token_budget = Some(tokens);
         self
     }
 
@@ -770,7 +750,7 @@ impl EnvironmentBuilder {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn token_budget_of(mut self, budget: Budget, tokens: u64) -> Self {
-        self.token_budget_kind = budget;
+        self.host.token_budget_kind = budget;
         self.token_budget(tokens)
     }
 
@@ -782,7 +762,7 @@ impl EnvironmentBuilder {
 
     /// The model behind `llm_query` and `llm_query_batched`.
     pub fn llm(mut self, llm: Arc<dyn Llm>) -> Self {
-        self.llm = Some(llm);
+        self.host.llm = Some(llm);
         self
     }
 
@@ -792,7 +772,7 @@ impl EnvironmentBuilder {
     /// a Lua error listing each violation (its path and what was expected), and the
     /// environment has no final answer until one matches.
     pub fn answer_schema(mut self, schema: AnswerSchema) -> Self {
-        self.answer_schema = Some(schema);
+        self.host.answer_schema = Some(schema);
         self
     }
 
@@ -820,7 +800,7 @@ impl EnvironmentBuilder {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn context_window(mut self, tokens: u64) -> Self {
-        self.context_window = Some(tokens);
+        self.host.context_window = Some(tokens);
         self
     }
 

@@ -333,7 +333,7 @@ impl RunSetup {
         let max_time = layered(given.max_time, None, file.max_time)
             .map(|secs| {
                 seconds(&secs.to_string()).map_err(|why| SetupError {
-                    message: format!("--max-time {secs}: {why}"),
+                    message: format!("max_time {secs}: {why}"),
                 })
             })
             .transpose()?;

@@ -46,7 +46,7 @@ pub(super) fn rlm_query(lua: &Lua, state: Rc<BuiltinState>) -> mlua::Result<SubC
                 (_, other) => return Err(bad_options(builtin, 3, &other)),
             };
             let schema = schema_option(lua, state, builtin, options)?;
-            if state.sub_agent.is_none() {
+            if state.host.sub_agent.is_none() {
                 if schema.is_some() {
                     return Err(no_children_for_a_schema(builtin));
                 }
@@ -97,7 +97,7 @@ pub(super) fn rlm_query_batched(lua: &Lua, state: Rc<BuiltinState>) -> mlua::Res
             let text = |text: &LuaString| text.to_string_lossy();
             let prompts: Vec<String> = prompts.iter().map(text).collect();
             let contexts: Vec<String> = contexts.iter().map(text).collect();
-            if state.sub_agent.is_none() {
+            if state.host.sub_agent.is_none() {
                 if schema.is_some() {
                     return Err(no_children_for_a_schema(builtin));
                 }

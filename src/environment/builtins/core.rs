@@ -70,7 +70,7 @@ fn give_answer(
     tostring: &Function,
     value: Value,
 ) -> mlua::Result<()> {
-    let Some(schema) = &state.answer_schema else {
+    let Some(schema) = &state.host.answer_schema else {
         let text: mlua::LuaString = tostring.call(value)?;
         state.set_final_answer(text.to_string_lossy(), None);
         return Ok(());

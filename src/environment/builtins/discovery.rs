@@ -100,7 +100,7 @@ pub(super) fn fn_search(
         let found = if mode == SearchMode::Fast {
             LlmSearch::fast(&*catalog, &query, &options)
         } else {
-            let llm = state.llm.as_ref().ok_or_else(|| {
+            let llm = state.host.llm.as_ref().ok_or_else(|| {
                 mlua::Error::RuntimeError(format!(
                     "{}: mode \"{}\" needs an LLM and none is configured for this environment; use mode \"fast\"",
                     BuiltinId::FnSearch.name(),

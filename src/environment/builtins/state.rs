@@ -38,19 +38,14 @@ pub(crate) struct Host {
 /// gives, the final answer and the tokens spent.
 pub(crate) struct BuiltinState {
     pub(super) tripwire: Rc<Tripwire>,
-    pub(super) llm: Option<Arc<dyn Llm>>,
-    pub(super) user: Option<Arc<dyn User>>,
-    pub(super) sub_agent: Option<Arc<dyn SubAgent>>,
-    pub(super) answer_schema: Option<AnswerSchema>,
-    context_window: Option<u64>,
+    /// What the host gave, kept as given.
+    pub(super) host: Host,
     final_answer: RefCell<Option<String>>,
     /// With a schema: the final answer as JSON.
     final_value: RefCell<Option<Json>>,
     /// Why the last answer given was refused (it did not match the schema), until the
     /// host takes it.
     rejected_answer: RefCell<Option<String>>,
-    token_budget: Option<u64>,
-    token_budget_kind: Budget,
     tokens_spent: Cell<u64>,
     /// The worst cases of the sub-calls being sent, held against the token budget.
     tokens_reserved: Cell<u64>,
@@ -61,23 +56,18 @@ impl BuiltinState {
     pub fn new(tripwire: Rc<Tripwire>, host: Host) -> Self {
         BuiltinState {
             tripwire,
-            llm: host.llm,
-            user: host.user,
-            sub_agent: host.sub_agent,
-            answer_schema: host.answer_schema,
-            context_window: host.context_window,
+            host,
             final_answer: RefCell::new(None),
             final_value: RefCell::new(None),
             rejected_answer: RefCell::new(None),
-            token_budget: host.token_budget,
-            token_budget_kind: host.token_budget_kind,
             tokens_spent: Cell::new(0),
             tokens_reserved: Cell::new(0),
         }
     }
 
     pub(super) fn remaining_tokens(&self) -> Option<u64> {
-        self.token_budget
+        self.host
+            .token_budget
             .map(|budget| budget.saturating_sub(self.tokens_spent.get()))
     }
 
@@ -92,7 +82,8 @@ impl BuiltinState {
     /// How many sub-model requests go out at once when the code does not say: the
     /// client's own concurrency.
     pub(super) fn default_concurrency(&self) -> usize {
-        self.llm
+        self.host
+            .llm
             .as_ref()
             .map_or(crate::llm::DEFAULT_MAX_CONCURRENCY, |llm| {
                 llm.max_concurrency()
@@ -108,7 +99,7 @@ impl BuiltinState {
         builtin: BuiltinId,
         request: &Request,
     ) -> Result<u64, String> {
-        let Some(budget) = self.token_budget else {
+        let Some(budget) = self.host.token_budget else {
             return Ok(0);
         };
         let prompt = tokens::count_chat(request.messages.iter().map(|m| m.text())) as u64;
@@ -122,7 +113,9 @@ impl BuiltinState {
             return Err(format!(
                 "{}: {}",
                 builtin.name(),
-                self.token_budget_kind.refuses_call(worst, left, budget)
+                self.host
+                    .token_budget_kind
+                    .refuses_call(worst, left, budget)
             ));
         }
         self.tokens_reserved
@@ -160,7 +153,7 @@ impl BuiltinState {
 
     /// The schema the final answer must match, if any.
     pub fn answer_schema(&self) -> Option<&AnswerSchema> {
-        self.answer_schema.as_ref()
+        self.host.answer_schema.as_ref()
     }
 
     /// Why the last answer given was refused, once: the next call gives `None` until
@@ -177,7 +170,7 @@ impl BuiltinState {
     /// Refuses `request` before it is sent when its prompt and the room kept for the
     /// reply ([`Request::reply_reserve`]) would not fit the model's context window.
     pub(super) fn check_window(&self, builtin: BuiltinId, request: &Request) -> Result<(), String> {
-        let Some(window) = self.context_window else {
+        let Some(window) = self.host.context_window else {
             return Ok(());
         };
         ContextWindow(window).check(request).map_err(|overflow| {
@@ -199,7 +192,7 @@ impl BuiltinState {
 
     /// The LLM `builtin` calls, or the error saying there is none.
     pub(super) fn llm(&self, builtin: BuiltinId) -> mlua::Result<&Arc<dyn Llm>> {
-        self.llm.as_ref().ok_or_else(|| {
+        self.host.llm.as_ref().ok_or_else(|| {
             mlua::Error::RuntimeError(format!(
                 "{} is not available: no LLM is configured for this environment",
                 builtin.name()
@@ -209,7 +202,7 @@ impl BuiltinState {
 
     /// The user channel `builtin` talks to, or the error saying there is none.
     pub(super) fn user(&self, builtin: BuiltinId) -> mlua::Result<&Arc<dyn User>> {
-        self.user.as_ref().ok_or_else(|| {
+        self.host.user.as_ref().ok_or_else(|| {
             mlua::Error::RuntimeError(format!(
                 "{} is not available here: only the top-level agent can reach the user, and this environment has no user channel",
                 builtin.name()

@@ -122,7 +122,7 @@ pub(super) fn send(
     // A lone `rlm_query` is a child of its own, not a batch of one (the trace tells them
     // apart).
     let lone_child = matches!(calls, [Call::Rlm { batched: false, .. }]);
-    let agent = state.sub_agent.clone();
+    let agent = state.host.sub_agent.clone();
     let run_children = || match (&agent, lone_child) {
         (Some(agent), true) => tasks.iter().map(|task| agent.run(task)).collect(),
         (Some(agent), false) => agent.run_batch(&tasks),
@@ -186,7 +186,7 @@ fn complete(
     mut requests: Vec<Request>,
     concurrency: Option<usize>,
 ) -> Vec<Result<Completion, LlmError>> {
-    let Some(llm) = &state.llm else {
+    let Some(llm) = &state.host.llm else {
         return requests
             .iter()
             .map(|_| Err(LlmError::Config(no_model())))

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use clap::{Args, Subcommand};
-use rlm_registry::llm::{CallCache, DEFAULT_CACHE_MAX_MB};
+use rlm_registry::llm::{CacheStore, CallCache, DEFAULT_CACHE_MAX_MB};
 use rlm_registry::providers::Config;
 
 use super::{EXIT_USAGE, EXIT_VIOLATIONS, Output, SourceArgs};

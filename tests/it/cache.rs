@@ -11,7 +11,10 @@ use std::time::Duration;
 use rlm_registry::Registry;
 use rlm_registry::environment::Environment;
 use rlm_registry::eval::{Scorer, Task};
-use rlm_registry::llm::{CacheKey, Cached, CallCache, Completion, Request};
+use rlm_registry::llm::{
+    CacheKey, CacheStore, Cached, CallCache, Completion, LlmClient, LlmConfig, Request,
+};
+use rlm_registry::rlm::Rlm;
 use serde_json::Value;
 
 use crate::support::cli::{llm_args, rlm_command, stderr, stdout};
@@ -243,7 +246,21 @@ fn a_truncated_cache_file_never_gives_a_wrong_answer_or_fails_the_run() {
         let out = ask(&server, &cache, &["Q"]);
         assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
         assert_eq!(stdout(&out), "the colour is teal\n");
-        assert!(warnings(&out) <= 1, "{}", stderr(&out));
+        let live = stderr(&out);
+        assert_eq!(warnings(&out), 1, "kept {keep} bytes: {live}");
+        let warning = live.lines().find(|line| line.contains(WARNING)).unwrap();
+        assert!(
+            warning.starts_with(&format!(
+                "warning: the call cache {} cannot be used (",
+                cache.display()
+            )) && warning.ends_with("); going on uncached"),
+            "{warning}"
+        );
+        assert_eq!(
+            server.request_count(),
+            3,
+            "kept {keep} bytes: every call sent, none answered from the cut file"
+        );
     }
 }
 
@@ -269,11 +286,11 @@ fn another_schema_version_warns_and_is_left_alone() {
 }
 
 #[test]
-fn eviction_at_the_cap_drops_the_least_recently_used() {
+fn eviction_at_the_cap_drops_the_least_recently_used_not_the_first_stored() {
     // Each answer is about 0.4 MiB: a 1 MiB cache holds two.
     let padding = "-".repeat(400 * 1024);
     let server = OpenAiServer::always(Behavior::ByPrompt(
-        (0..4)
+        (0..3)
             .map(|i| {
                 (
                     format!("question {i}"),
@@ -292,17 +309,29 @@ fn eviction_at_the_cap_drops_the_least_recently_used() {
         assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
         assert_eq!(stdout(&out), format!("answer {i}\n"));
     };
-    for i in 0..4 {
-        ask_capped(i);
-    }
-    assert_eq!(server.request_count(), 4);
+    ask_capped(0);
+    ask_capped(1);
+    assert_eq!(server.request_count(), 2);
+    // A hit writes an answer's time of use at a resolution of a second: used again past
+    // it, the first answer stored becomes the most recently used.
+    std::thread::sleep(Duration::from_millis(1100));
+    ask_capped(0);
+    assert_eq!(server.request_count(), 2, "a hit");
+    ask_capped(2);
+    assert_eq!(server.request_count(), 3);
     let stats = CallCache::inspect(&cache).unwrap().stats().unwrap();
     assert_eq!(stats.entries, 2, "{stats:?}");
     assert!(stats.bytes <= 1 << 20, "{stats:?}");
-    ask_capped(3);
-    assert_eq!(server.request_count(), 4, "the newest is kept");
     ask_capped(0);
-    assert_eq!(server.request_count(), 5, "the oldest went");
+    assert_eq!(
+        server.request_count(),
+        3,
+        "the first stored, used since, is kept (first in, first out would have dropped it)"
+    );
+    ask_capped(2);
+    assert_eq!(server.request_count(), 3, "the newest is kept");
+    ask_capped(1);
+    assert_eq!(server.request_count(), 4, "the least recently used went");
 }
 
 #[test]
@@ -510,4 +539,84 @@ fn an_eval_run_again_with_its_cache_sends_nothing_and_gives_the_same_results() {
     eval(&third, &["--no-cache"]);
     assert!(!third.join("cache.sqlite").exists());
     assert_eq!(server.request_count(), 2 * sent);
+}
+
+/// A client of the scripted server that sends at most `concurrency` requests at once.
+fn client_at(server: &OpenAiServer, concurrency: usize) -> LlmClient {
+    let config = LlmConfig::new(server.base_url(), "test-model")
+        .with_max_retries(0)
+        .with_timeout(Duration::from_secs(10))
+        .with_max_concurrency(concurrency);
+    LlmClient::new(config).unwrap()
+}
+
+/// A `parallel_map` of `count` sub-calls (`item 1`, …), its entries given to `finish`
+/// (`print`, `FINAL`) one a line: each gives how many answers had come back when it
+/// started, then its answer.
+fn parallel_map_code(count: usize, finish: &str) -> String {
+    format!(
+        "answered = 0\n\
+         local items = {{}}\n\
+         for i = 1, {count} do items[i] = 'item ' .. i end\n\
+         local r = parallel_map(items, function(item)\n\
+           local before = answered\n\
+           local answer = llm_query(item)\n\
+           answered = answered + 1\n\
+           return before .. ' ' .. answer\n\
+         end)\n\
+         {finish}(table.concat(r, '\\n'))"
+    )
+}
+
+/// What [`parallel_map_code`] prints when the calls go in rounds of four: entry `i`
+/// starts once the rounds before it are answered, and its answer is its own.
+fn in_rounds_of_four(count: usize) -> String {
+    (1..=count)
+        .map(|i| format!("{} echo: item {i}\n", (i - 1) / 4 * 4))
+        .collect()
+}
+
+#[test]
+fn behind_a_cache_the_clients_concurrency_and_a_rounds_order_hold() {
+    let server = OpenAiServer::always(Behavior::echo(Duration::from_millis(60)));
+    let dir = tempfile::tempdir().unwrap();
+    let cache = Arc::new(CallCache::open(dir.path().join("cache.sqlite")));
+    let env = Environment::builder(Registry::baked().clone())
+        .llm(Arc::new(Cached::new(client_at(&server, 4), cache)))
+        .build()
+        .unwrap();
+    let run = |count: usize| env.execute(&parallel_map_code(count, "print")).unwrap().output;
+
+    // Half of them first, so that the next run finds its first rounds in the cache.
+    assert_eq!(run(20), in_rounds_of_four(20));
+    assert_eq!(server.request_count(), 20);
+    assert_eq!(run(40), in_rounds_of_four(40), "hits and misses in their places");
+    assert_eq!(server.request_count(), 40, "only the misses sent");
+    assert_eq!(
+        server.max_in_flight(),
+        4,
+        "the client's four at once, whatever the cache answered"
+    );
+}
+
+#[test]
+fn behind_a_cache_and_a_run_s_budgets_a_round_keeps_the_clients_concurrency() {
+    let code = parallel_map_code(40, "FINAL");
+    let server = OpenAiServer::always(Behavior::ByPrompt(vec![
+        ("Count to forty".to_string(), lua(&code)),
+        (String::new(), Behavior::echo(Duration::from_millis(60))),
+    ]));
+    let dir = tempfile::tempdir().unwrap();
+    let cache = Arc::new(CallCache::open(dir.path().join("cache.sqlite")));
+    let rlm = Rlm::new(Arc::new(client_at(&server, 4)), Registry::baked().clone(), 3)
+        .cache(cache);
+    let report = rlm.run_report("Count to forty.", None, None);
+    assert_eq!(
+        report.result.as_deref().ok(),
+        Some(in_rounds_of_four(40).trim_end()),
+        "{:?}",
+        report.result
+    );
+    assert_eq!(server.request_count(), 41, "one turn and forty sub-calls");
+    assert_eq!(server.max_in_flight(), 4);
 }

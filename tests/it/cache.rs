@@ -1,18 +1,23 @@
 //! The call cache (`--cache FILE`): against the scripted server, which counts the
 //! requests it gets, a run asked again sends nothing, processes share one file, a bad file
-//! costs a warning and never the run, the size cap evicts, `{cache = false}` asks anew,
-//! and `rlm cache stats | clear` read the file.
+//! costs a warning and never the run (any bytes at all, as a property), the size cap
+//! evicts the least recently used, `{cache = false}` asks anew, `rlm cache stats | clear`
+//! read the file, and behind a cache a client's concurrency and a round's order hold.
 
 use std::path::Path;
 use std::process::Output;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
+
+use proptest::prelude::*;
 
 use rlm_registry::Registry;
 use rlm_registry::environment::Environment;
 use rlm_registry::eval::{Scorer, Task};
 use rlm_registry::llm::{
-    CacheKey, CacheStore, Cached, CallCache, Completion, LlmClient, LlmConfig, Request,
+    CacheKey, CacheStore, Cached, CallCache, Completion, Llm, LlmClient, LlmConfig, LlmError,
+    Request,
 };
 use rlm_registry::rlm::Rlm;
 use serde_json::Value;
@@ -619,4 +624,109 @@ fn behind_a_cache_and_a_run_s_budgets_a_round_keeps_the_clients_concurrency() {
     );
     assert_eq!(server.request_count(), 41, "one turn and forty sub-calls");
     assert_eq!(server.max_in_flight(), 4);
+}
+
+/// Answers `model: <prompt>`, counting the requests.
+#[derive(Default)]
+struct Counting(AtomicUsize);
+
+impl Llm for Counting {
+    fn complete(&self, request: Request) -> Result<Completion, LlmError> {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        Ok(Completion::new(format!("model: {}", request.messages[0].text())).with_tokens(3, 2))
+    }
+}
+
+/// The bytes of a working cache file holding answers to `q0` … `q9` (keys of a model that
+/// reports no server, as [`Counting`] does), to cut and scramble.
+fn working_cache_file() -> &'static [u8] {
+    static FILE: OnceLock<Vec<u8>> = OnceLock::new();
+    FILE.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cache.sqlite");
+        let cache = CallCache::open(&path);
+        for i in 0..10 {
+            let key = CacheKey::of("", "", &Request::from(format!("q{i}")));
+            cache.store(&key, &Completion::new(format!("stored {i}")));
+        }
+        drop(cache);
+        std::fs::read(&path).unwrap()
+    })
+}
+
+/// A cache file's bytes: any at all, or a working file cut short and with bytes changed.
+fn cache_file_bytes() -> impl Strategy<Value = (Vec<u8>, bool)> {
+    let any_bytes = prop::collection::vec(any::<u8>(), 0..4096).prop_map(|bytes| (bytes, true));
+    let scrambled = (
+        prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 0..24),
+        prop::option::of(any::<prop::sample::Index>()),
+    )
+        .prop_map(|(changes, cut)| {
+            let mut bytes = working_cache_file().to_vec();
+            for (at, byte) in changes {
+                let at = at.index(bytes.len());
+                bytes[at] = byte;
+            }
+            if let Some(cut) = cut {
+                bytes.truncate(cut.index(bytes.len()));
+            }
+            (bytes, false)
+        });
+    prop_oneof![any_bytes, scrambled]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: 96,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    /// Whatever the file holds, the cache opens it without a panic and every call is
+    /// answered: by the file while it works, else (one warning, then uncached) by the model.
+    #[test]
+    fn any_bytes_as_the_cache_file_give_a_working_cache_or_an_uncached_run((bytes, arbitrary) in cache_file_bytes()) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cache.sqlite");
+        std::fs::write(&path, &bytes).unwrap();
+        let cache = Arc::new(CallCache::open(&path));
+        let model = Arc::new(Counting::default());
+        let llm = Cached::new(Arc::clone(&model), Arc::clone(&cache) as Arc<dyn CacheStore>);
+
+        let answer = llm.complete("q3".into());
+        let answer = answer.map_err(|e| TestCaseError::fail(e.to_string()))?;
+        if arbitrary {
+            // Bytes that are not a file this crate wrote hold no answer to give back.
+            prop_assert_eq!(answer.content, "model: q3");
+            prop_assert!(!answer.cached);
+        }
+        let batch = llm.complete_batch(vec!["q1".into(), "a new question".into()]);
+        prop_assert_eq!(batch.len(), 2);
+        for answer in &batch {
+            prop_assert!(answer.is_ok(), "{:?}", answer);
+        }
+        prop_assert_eq!(
+            batch[1].as_ref().unwrap().content.as_str(),
+            "model: a new question"
+        );
+        let again = llm.complete("a new question".into()).unwrap();
+        prop_assert_eq!(again.content.as_str(), "model: a new question");
+        if cache.is_active() {
+            prop_assert!(again.cached, "a working file keeps what it is given");
+            prop_assert!(cache.stats().is_ok());
+        } else {
+            prop_assert!(!again.cached);
+            prop_assert!(cache.stats().is_err(), "a file given up on is not read");
+            if arbitrary && !bytes.is_empty() {
+                prop_assert_eq!(std::fs::read(&path).unwrap(), bytes, "left as it was");
+            }
+        }
+        drop(llm);
+        drop(cache);
+        // `rlm cache stats | clear` on it: an answer or an error, never a panic.
+        if let Ok(inspected) = CallCache::inspect(&path) {
+            let _ = inspected.stats();
+            let _ = inspected.clear();
+        }
+    }
 }

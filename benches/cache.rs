@@ -97,7 +97,7 @@ fn lookups(c: &mut Criterion) {
         stats.file_bytes as f64 / 1_048_576.0,
         started.elapsed().as_secs_f64()
     );
-    let client = Cached::new(Unreachable, Arc::clone(&cache));
+    let client = Cached::new(Unreachable, cache.clone());
     let requests: Vec<Request> = (0..1000).map(|i| request(i * (count / 1000))).collect();
 
     let mut group = c.benchmark_group(format!("cache_{count}_entries"));

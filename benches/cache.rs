@@ -21,8 +21,7 @@ use criterion::{Criterion, criterion_group};
 use openai_server::{Behavior, OpenAiServer};
 use rlm_registry::eval::{Scorer, Task};
 use rlm_registry::llm::{
-    CacheKey, CacheStore, Cached, CallCache, Completion, Llm, LlmError, Message, ModelInfo,
-    Request,
+    CacheKey, CacheStore, Cached, CallCache, Completion, Llm, LlmError, Message, ModelInfo, Request,
 };
 
 /// Answers in the file: 100,000, or 1,000 in the smoke run of `cargo test --benches`

@@ -205,10 +205,7 @@ mod tests {
     fn the_layer_impl_forwards_every_method_of_llm() {
         let trait_methods = methods_of(include_str!("mod.rs"), "pub trait Llm: Send + Sync {");
         assert!(trait_methods.len() >= 5, "{trait_methods:?}");
-        let forwarded = methods_of(
-            include_str!("layer.rs"),
-            "impl<L: LlmLayer> Llm for L {",
-        );
+        let forwarded = methods_of(include_str!("layer.rs"), "impl<L: LlmLayer> Llm for L {");
         assert_eq!(
             forwarded, trait_methods,
             "a method of `Llm` that the layer impl does not forward would be the default's \
@@ -223,7 +220,10 @@ mod tests {
 
     impl Llm for Inner {
         fn complete(&self, request: Request) -> Result<Completion, LlmError> {
-            Ok(Completion::new(format!("one {}", request.messages[0].text())))
+            Ok(Completion::new(format!(
+                "one {}",
+                request.messages[0].text()
+            )))
         }
 
         fn complete_batch(&self, requests: Vec<Request>) -> BatchResults {
@@ -236,7 +236,10 @@ mod tests {
         }
 
         fn complete_batch_at(&self, requests: Vec<Request>, at: usize) -> BatchResults {
-            self.batches.lock().unwrap().push((requests.len(), Some(at)));
+            self.batches
+                .lock()
+                .unwrap()
+                .push((requests.len(), Some(at)));
             requests.into_iter().map(|r| self.complete(r)).collect()
         }
 

@@ -590,12 +590,20 @@ fn behind_a_cache_the_clients_concurrency_and_a_rounds_order_hold() {
         .llm(Arc::new(Cached::new(client_at(&server, 4), cache)))
         .build()
         .unwrap();
-    let run = |count: usize| env.execute(&parallel_map_code(count, "print")).unwrap().output;
+    let run = |count: usize| {
+        env.execute(&parallel_map_code(count, "print"))
+            .unwrap()
+            .output
+    };
 
     // Half of them first, so that the next run finds its first rounds in the cache.
     assert_eq!(run(20), in_rounds_of_four(20));
     assert_eq!(server.request_count(), 20);
-    assert_eq!(run(40), in_rounds_of_four(40), "hits and misses in their places");
+    assert_eq!(
+        run(40),
+        in_rounds_of_four(40),
+        "hits and misses in their places"
+    );
     assert_eq!(server.request_count(), 40, "only the misses sent");
     assert_eq!(
         server.max_in_flight(),
@@ -613,8 +621,12 @@ fn behind_a_cache_and_a_run_s_budgets_a_round_keeps_the_clients_concurrency() {
     ]));
     let dir = tempfile::tempdir().unwrap();
     let cache = Arc::new(CallCache::open(dir.path().join("cache.sqlite")));
-    let rlm = Rlm::new(Arc::new(client_at(&server, 4)), Registry::baked().clone(), 3)
-        .cache(cache);
+    let rlm = Rlm::new(
+        Arc::new(client_at(&server, 4)),
+        Registry::baked().clone(),
+        3,
+    )
+    .cache(cache);
     let report = rlm.run_report("Count to forty.", None, None);
     assert_eq!(
         report.result.as_deref().ok(),

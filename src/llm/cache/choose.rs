@@ -5,6 +5,9 @@ use std::sync::Arc;
 
 use super::{CacheError, CacheStore, CallCache};
 
+/// A store, opened or why not.
+type Opened = Result<Arc<dyn CacheStore>, CacheError>;
+
 /// A kind of store: the URL scheme that names it, and how it is opened.
 struct StoreKind {
     /// `sqlite` for `sqlite://…`.
@@ -13,9 +16,9 @@ struct StoreKind {
     form: &'static str,
     /// For a run: never fails on a store that does not work (it warns and goes on
     /// uncached), only on a name it cannot read.
-    open: fn(&str, u64) -> Result<Arc<dyn CacheStore>, CacheError>,
+    open: fn(&str, u64) -> Opened,
     /// For `rlm cache`: an existing store, or why not.
-    inspect: fn(&str) -> Result<Arc<dyn CacheStore>, CacheError>,
+    inspect: fn(&str) -> Opened,
 }
 
 /// Every store, the first the one a plain path names. A new store is a row here.
@@ -93,7 +96,10 @@ fn choose(name: &str) -> Result<(&'static StoreKind, &str), CacheError> {
         )));
     };
     if rest.is_empty() {
-        return Err(error(format!("names no store after `{scheme}://`; give {}", forms())));
+        return Err(error(format!(
+            "names no store after `{scheme}://`; give {}",
+            forms()
+        )));
     }
     Ok((kind, rest))
 }
@@ -123,21 +129,31 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("c.sqlite");
         let plain = path.to_str().unwrap().to_string();
-        for name in [plain.clone(), format!("sqlite://{plain}"), format!("SQLite://{plain}")] {
+        for name in [
+            plain.clone(),
+            format!("sqlite://{plain}"),
+            format!("SQLite://{plain}"),
+        ] {
             let store = open_cache(&name, 1 << 20).unwrap();
             assert_eq!(store.location(), plain, "{name}");
             assert_eq!(store.max_bytes(), 1 << 20);
             assert!(store.is_active());
         }
         // A relative path after the scheme stays relative.
-        assert_eq!(choose("sqlite://cache/c.sqlite").unwrap().1, "cache/c.sqlite");
+        assert_eq!(
+            choose("sqlite://cache/c.sqlite").unwrap().1,
+            "cache/c.sqlite"
+        );
         assert_eq!(choose("./odd://name").unwrap().1, "./odd://name", "a path");
     }
 
     #[test]
     fn a_store_this_version_lacks_is_a_clear_error() {
         for (name, says) in [
-            ("redis://localhost:6379/0", "this version has no `redis://` store"),
+            (
+                "redis://localhost:6379/0",
+                "this version has no `redis://` store",
+            ),
             ("sqlite://", "names no store after `sqlite://`"),
             ("", "names no store"),
         ] {

@@ -53,9 +53,7 @@ pub use cached::Cached;
 pub use choose::{inspect_cache, open_cache};
 pub use key::CacheKey;
 pub use sqlite::{CACHE_SCHEMA_VERSION, CallCache};
-pub use store::{
-    CacheError, CacheStats, CacheStore, Claim, Lease, decode_answer, encode_answer,
-};
+pub use store::{CacheError, CacheStats, CacheStore, Claim, Lease, decode_answer, encode_answer};
 
 /// The size cap of a cache when none is given, in MiB.
 pub const DEFAULT_CACHE_MAX_MB: u64 = 1024;

@@ -663,7 +663,10 @@ mod tests {
             panic!("a second claim finds it taken");
         };
         assert!(expires_in <= lease && expires_in > Duration::from_secs(50));
-        assert!(matches!(one.claim(&key, lease), Ok(Claim::Taken { .. })), "even by its holder");
+        assert!(
+            matches!(one.claim(&key, lease), Ok(Claim::Taken { .. })),
+            "even by its holder"
+        );
         let elsewhere = CacheKey::of("e", "m", &"another question".into());
         assert!(matches!(other.claim(&elsewhere, lease), Ok(Claim::Held(_))));
 
@@ -673,7 +676,10 @@ mod tests {
             panic!("released, the key can be held again");
         };
         assert_ne!(again.token, held.token);
-        assert!(!one.release(&held).unwrap(), "an old lease leaves the new hold alone");
+        assert!(
+            !one.release(&held).unwrap(),
+            "an old lease leaves the new hold alone"
+        );
         assert!(matches!(one.claim(&key, lease), Ok(Claim::Taken { .. })));
         assert!(other.release(&again).unwrap());
     }
@@ -710,7 +716,11 @@ mod tests {
             let mut names = db
                 .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
                 .unwrap();
-            names.query_map([], |row| row.get(0)).unwrap().map(Result::unwrap).collect()
+            names
+                .query_map([], |row| row.get(0))
+                .unwrap()
+                .map(Result::unwrap)
+                .collect()
         };
         assert_eq!(tables(), ["calls", "counters"]);
         let _ = cache.claim(&CacheKey::of("e", "m", &"q".into()), Duration::from_secs(1));

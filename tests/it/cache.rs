@@ -724,8 +724,13 @@ proptest! {
         let again = llm.complete("a new question".into()).unwrap();
         prop_assert_eq!(again.content.as_str(), "model: a new question");
         if cache.is_active() {
-            prop_assert!(again.cached, "a working file keeps what it is given");
-            prop_assert!(cache.stats().is_ok());
+            // Nothing cut or changed (an empty file is a new cache): it keeps what it is
+            // given. A scrambled file that still opens may lose a row without a word
+            // (SQLite checks no sums), or fail when every row is read: no panic either way.
+            if arbitrary || bytes == working_cache_file() {
+                prop_assert!(again.cached, "a working file keeps what it is given");
+            }
+            let _ = cache.stats();
         } else {
             prop_assert!(!again.cached);
             prop_assert!(cache.stats().is_err(), "a file given up on is not read");

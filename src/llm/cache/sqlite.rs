@@ -96,8 +96,10 @@ impl CallCache {
     /// The cache in `path` (created if missing), capped at [`DEFAULT_CACHE_MAX_MB`] MiB.
     ///
     /// ```
+    /// use rlm_registry::llm::{CacheStore, CallCache};
+    ///
     /// let dir = tempfile::tempdir()?;
-    /// let cache = rlm_registry::llm::CallCache::open(dir.path().join("c.sqlite"));
+    /// let cache = CallCache::open(dir.path().join("c.sqlite"));
     /// assert!(cache.is_active());
     /// # Ok::<(), std::io::Error>(())
     /// ```
@@ -109,8 +111,10 @@ impl CallCache {
     /// least recently used answers go.
     ///
     /// ```
+    /// use rlm_registry::llm::{CacheStore, CallCache};
+    ///
     /// let dir = tempfile::tempdir()?;
-    /// let cache = rlm_registry::llm::CallCache::with_max_bytes(dir.path().join("c.sqlite"), 1 << 20);
+    /// let cache = CallCache::with_max_bytes(dir.path().join("c.sqlite"), 1 << 20);
     /// assert_eq!(cache.max_bytes(), 1 << 20);
     /// # Ok::<(), std::io::Error>(())
     /// ```
@@ -134,7 +138,7 @@ impl CallCache {
     /// [`CallCache::open`], a missing or unusable file is an error, and nothing is printed.
     ///
     /// ```
-    /// use rlm_registry::llm::CallCache;
+    /// use rlm_registry::llm::{CacheStore, CallCache};
     ///
     /// let dir = tempfile::tempdir()?;
     /// let path = dir.path().join("c.sqlite");

@@ -21,7 +21,7 @@ use criterion::{Criterion, criterion_group};
 use openai_server::{Behavior, OpenAiServer};
 use rlm_registry::eval::{Scorer, Task};
 use rlm_registry::llm::{
-    CacheKey, Cached, CallCache, Completion, Llm, LlmError, Message, ModelInfo, Request,
+    CacheKey, CacheStore, Cached, CallCache, Completion, Llm, LlmError, Message, ModelInfo, Request,
 };
 
 /// Answers in the file: 100,000, or 1,000 in the smoke run of `cargo test --benches`
@@ -96,7 +96,7 @@ fn lookups(c: &mut Criterion) {
         stats.file_bytes as f64 / 1_048_576.0,
         started.elapsed().as_secs_f64()
     );
-    let client = Cached::new(Unreachable, Arc::clone(&cache));
+    let client = Cached::new(Unreachable, cache.clone());
     let requests: Vec<Request> = (0..1000).map(|i| request(i * (count / 1000))).collect();
 
     let mut group = c.benchmark_group(format!("cache_{count}_entries"));

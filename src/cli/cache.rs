@@ -1,11 +1,11 @@
 //! The call cache from the command line: `--cache FILE`, `--cache-max-mb`, `--no-cache`
 //! for `rlm ask`, `eval` and `serve`, and `rlm cache stats | clear`.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use clap::{Args, Subcommand};
-use rlm_registry::llm::CallCache;
+use rlm_registry::llm::inspect_cache;
 use rlm_registry::setup::{CacheChoice, CacheLocation, ENV_CACHE, RunSettings};
 
 use super::{EXIT_USAGE, EXIT_VIOLATIONS, Output, SourceArgs};
@@ -13,10 +13,12 @@ use super::{EXIT_USAGE, EXIT_VIOLATIONS, Output, SourceArgs};
 /// The call cache of a command that calls a model.
 #[derive(Args, Debug, Clone)]
 pub(crate) struct CacheArgs {
-    /// Keep the model's answers in this SQLite file and answer a request sent again from
-    /// it, at no token cost (default: RLM_CACHE, else `[cache] path` in rlm.toml; for
-    /// `rlm eval`, else OUT/cache.sqlite). Several processes may share one file.
-    #[arg(long, value_name = "FILE")]
+    /// Keep the model's answers in this store and answer a request sent again from it,
+    /// at no token cost: a SQLite file (a path, or sqlite://PATH), which several
+    /// processes may share (default: RLM_CACHE, else `[cache] path` in rlm.toml; for
+    /// `rlm eval`, else OUT/cache.sqlite). A store that cannot be used warns once and the
+    /// run goes on uncached.
+    #[arg(long, value_name = "STORE")]
     cache: Option<PathBuf>,
     /// The cache's size cap in MiB: past it, the least recently used answers go
     /// (default: `[cache] max_mb` in rlm.toml, else 1024).
@@ -39,20 +41,21 @@ impl CacheArgs {
     }
 }
 
-/// `rlm cache`: look at or empty a call cache file.
+/// `rlm cache`: look at or empty a call cache.
 #[derive(Subcommand, Debug, Clone)]
 pub(crate) enum CacheCommand {
-    /// Print what the file holds: answers, their size, hits and misses, the oldest and
+    /// Print what the store holds: answers, their size, hits and misses, the oldest and
     /// newest answer.
     Stats(CacheFileArgs),
     /// Remove every answer and reset the counters.
     Clear(CacheFileArgs),
 }
 
-/// Which cache file.
+/// Which cache.
 #[derive(Args, Debug, Clone)]
 pub(crate) struct CacheFileArgs {
-    /// The cache file (default: RLM_CACHE, else `[cache] path` in rlm.toml).
+    /// The cache: a file, or sqlite://PATH (default: RLM_CACHE, else `[cache] path` in
+    /// rlm.toml).
     file: Option<PathBuf>,
     /// The configuration file (default: `rlm.toml` in the current directory, if there is
     /// one).
@@ -61,9 +64,9 @@ pub(crate) struct CacheFileArgs {
 }
 
 impl CacheFileArgs {
-    fn path(&self) -> Result<PathBuf, Output> {
+    fn location(&self) -> Result<CacheLocation, Output> {
         if let Some(file) = &self.file {
-            return Ok(file.clone());
+            return Ok(CacheLocation::parse(&file.to_string_lossy()));
         }
         let source = SourceArgs {
             paths: Vec::new(),
@@ -71,15 +74,8 @@ impl CacheFileArgs {
             config: self.config.clone(),
         };
         let setup = source.run_setup(&RunSettings::default(), &Default::default())?;
-        match setup.cache {
-            Some((CacheLocation::File(path), _)) => return Ok(path),
-            Some((CacheLocation::Url(url), _)) => {
-                return Err(Output::failure(
-                    EXIT_USAGE,
-                    format!("error: {url}: `rlm cache` reads SQLite files only\n"),
-                ));
-            }
-            None => {}
+        if let Some((location, _)) = setup.cache {
+            return Ok(location);
         }
         Err(Output::failure(
             EXIT_USAGE,
@@ -92,22 +88,26 @@ impl CacheFileArgs {
 
 pub(crate) fn run(command: &CacheCommand) -> Output {
     let (CacheCommand::Stats(args) | CacheCommand::Clear(args)) = command;
-    let path = match args.path() {
-        Ok(path) => path,
+    let location = match args.location() {
+        Ok(location) => location,
         Err(output) => return output,
     };
-    let cache = match CallCache::inspect(&path) {
+    let cache = match inspect_cache(&location.to_string()) {
         Ok(cache) => cache,
-        Err(error) if !path.exists() => {
+        // Naming no store (a missing file, an unknown scheme) is a usage error; one that
+        // is there but unreadable is a failure of the work.
+        Err(error) if !matches!(&location, CacheLocation::File(path) if path.exists()) => {
             return Output::failure(EXIT_USAGE, format!("error: {error}\n"));
         }
         Err(error) => return Output::failure(EXIT_VIOLATIONS, format!("error: {error}\n")),
     };
     let done = match command {
-        CacheCommand::Stats(_) => cache.stats().map(|stats| stats_text(&path, &stats)),
+        CacheCommand::Stats(_) => cache
+            .stats()
+            .map(|stats| stats_text(&cache.location(), &stats)),
         CacheCommand::Clear(_) => cache
             .clear()
-            .map(|removed| format!("removed {removed} answers from {}\n", path.display())),
+            .map(|removed| format!("removed {removed} answers from {}\n", cache.location())),
     };
     match done {
         Ok(text) => Output::success(text),
@@ -118,7 +118,7 @@ pub(crate) fn run(command: &CacheCommand) -> Output {
     }
 }
 
-fn stats_text(path: &Path, stats: &rlm_registry::llm::CacheStats) -> String {
+fn stats_text(location: &str, stats: &rlm_registry::llm::CacheStats) -> String {
     let lookups = stats.hits + stats.misses;
     let rate = if lookups == 0 {
         String::new()
@@ -130,8 +130,8 @@ fn stats_text(path: &Path, stats: &rlm_registry::llm::CacheStats) -> String {
     };
     let age = |ms: Option<u64>| ms.map_or_else(|| "-".to_string(), ago);
     format!(
-        "file     {} ({} on disk)\nentries  {} ({} of answers)\nhits     {}{rate}\nmisses   {}\noldest   {}\nnewest   {}\n",
-        path.display(),
+        "store    {} ({} on disk)\nentries  {} ({} of answers)\nhits     {}{rate}\nmisses   {}\noldest   {}\nnewest   {}\n",
+        location,
         size(stats.file_bytes),
         stats.entries,
         size(stats.bytes),

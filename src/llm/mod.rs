@@ -17,10 +17,12 @@
 //! - [`Message`]: the one chat message, of plain completions, tool conversations
 //!   ([`LlmClient::complete_with_tools`], [`ToolCall`], [`ToolCompletion`], for the
 //!   dispatch loop in `tools`), the RLM loop and its traces.
-//! - [`CallCache`] and [`Cached`]: answers kept in a SQLite file, so a request sent
-//!   again costs nothing (`cache.rs`).
+//! - [`CacheStore`] and [`Cached`]: answers kept in a store ([`CallCache`], a SQLite
+//!   file, chosen by [`open_cache`]), so a request sent again costs nothing (`cache/`).
 //! - [`Llm`]: the trait the RLM loop and the environment take, implemented by
-//!   [`LlmClient`] and by any scripted fake.
+//!   [`LlmClient`] and by any scripted fake; [`LlmLayer`]: a model in front of another
+//!   (metering, logging, [`Cached`]), an [`Llm`] by one impl that forwards what the layer
+//!   does not change (`layer.rs`).
 //!
 //! ```no_run
 //! use rlm_registry::llm::{LlmClient, LlmConfig, Message};
@@ -40,15 +42,15 @@ mod client;
 mod config;
 mod context_length;
 mod error;
+mod layer;
 mod message;
 mod tool_calls;
 mod usage;
 
-use std::sync::Arc;
-
 pub use batch::{map_concurrently, run_batch};
 pub use cache::{
-    CACHE_SCHEMA_VERSION, CacheError, CacheKey, CacheStats, Cached, CallCache, DEFAULT_CACHE_MAX_MB,
+    CACHE_SCHEMA_VERSION, CacheError, CacheKey, CacheStats, CacheStore, Cached, CallCache, Claim,
+    DEFAULT_CACHE_MAX_MB, Lease, decode_answer, encode_answer, inspect_cache, open_cache,
 };
 pub use client::LlmClient;
 pub use config::{
@@ -57,6 +59,7 @@ pub use config::{
     ENV_OPENAI_API_KEY, ENV_OPENAI_BASE_URL, ENV_TIMEOUT_SECS, LlmConfig, ModelInfo,
 };
 pub use error::LlmError;
+pub use layer::{BatchResults, LlmLayer};
 pub use message::{Completion, DEFAULT_REPLY_RESERVE, Message, Request, Role};
 pub use tool_calls::{ToolCall, ToolCompletion};
 pub use usage::{Usage, UsageSnapshot};
@@ -134,83 +137,5 @@ pub trait Llm: Send + Sync {
     /// [`LlmClient`] answers from its configuration, never with the API key.
     fn model_info(&self) -> Option<ModelInfo> {
         None
-    }
-}
-
-impl<T: Llm + ?Sized> Llm for &T {
-    fn complete(&self, request: Request) -> Result<Completion, LlmError> {
-        (**self).complete(request)
-    }
-
-    fn complete_batch(&self, requests: Vec<Request>) -> Vec<Result<Completion, LlmError>> {
-        (**self).complete_batch(requests)
-    }
-
-    fn max_concurrency(&self) -> usize {
-        (**self).max_concurrency()
-    }
-
-    fn complete_batch_at(
-        &self,
-        requests: Vec<Request>,
-        max_concurrency: usize,
-    ) -> Vec<Result<Completion, LlmError>> {
-        (**self).complete_batch_at(requests, max_concurrency)
-    }
-
-    fn model_info(&self) -> Option<ModelInfo> {
-        (**self).model_info()
-    }
-}
-
-impl<T: Llm + ?Sized> Llm for Box<T> {
-    fn complete(&self, request: Request) -> Result<Completion, LlmError> {
-        (**self).complete(request)
-    }
-
-    fn complete_batch(&self, requests: Vec<Request>) -> Vec<Result<Completion, LlmError>> {
-        (**self).complete_batch(requests)
-    }
-
-    fn max_concurrency(&self) -> usize {
-        (**self).max_concurrency()
-    }
-
-    fn complete_batch_at(
-        &self,
-        requests: Vec<Request>,
-        max_concurrency: usize,
-    ) -> Vec<Result<Completion, LlmError>> {
-        (**self).complete_batch_at(requests, max_concurrency)
-    }
-
-    fn model_info(&self) -> Option<ModelInfo> {
-        (**self).model_info()
-    }
-}
-
-impl<T: Llm + ?Sized> Llm for Arc<T> {
-    fn complete(&self, request: Request) -> Result<Completion, LlmError> {
-        (**self).complete(request)
-    }
-
-    fn complete_batch(&self, requests: Vec<Request>) -> Vec<Result<Completion, LlmError>> {
-        (**self).complete_batch(requests)
-    }
-
-    fn max_concurrency(&self) -> usize {
-        (**self).max_concurrency()
-    }
-
-    fn complete_batch_at(
-        &self,
-        requests: Vec<Request>,
-        max_concurrency: usize,
-    ) -> Vec<Result<Completion, LlmError>> {
-        (**self).complete_batch_at(requests, max_concurrency)
-    }
-
-    fn model_info(&self) -> Option<ModelInfo> {
-        (**self).model_info()
     }
 }

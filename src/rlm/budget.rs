@@ -7,7 +7,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::environment::Budget;
-use crate::llm::{Completion, Llm, LlmError, Message, Request, Usage, UsageSnapshot};
+use crate::llm::{
+    BatchResults, Completion, Llm, LlmError, LlmLayer, Message, Request, Usage, UsageSnapshot,
+};
 use crate::text_format::thousands;
 use crate::tokens;
 
@@ -367,8 +369,14 @@ pub(crate) struct Metered {
     pub depth: usize,
 }
 
-impl Llm for Metered {
-    fn complete(&self, request: Request) -> Result<Completion, LlmError> {
+impl LlmLayer for Metered {
+    type Inner = dyn Llm;
+
+    fn inner(&self) -> &Self::Inner {
+        &*self.inner
+    }
+
+    fn call(&self, request: Request) -> Result<Completion, LlmError> {
         let reservation = self
             .ledger
             .reserve(&request)
@@ -378,22 +386,12 @@ impl Llm for Metered {
         result
     }
 
-    fn complete_batch(&self, requests: Vec<Request>) -> Vec<Result<Completion, LlmError>> {
-        self.complete_reserved(requests, |allowed| self.inner.complete_batch(allowed))
-    }
-
-    fn max_concurrency(&self) -> usize {
-        self.inner.max_concurrency()
-    }
-
-    fn complete_batch_at(
+    fn batch(
         &self,
         requests: Vec<Request>,
-        max_concurrency: usize,
-    ) -> Vec<Result<Completion, LlmError>> {
-        self.complete_reserved(requests, |allowed| {
-            self.inner.complete_batch_at(allowed, max_concurrency)
-        })
+        send: impl FnOnce(Vec<Request>) -> BatchResults,
+    ) -> BatchResults {
+        self.complete_reserved(requests, send)
     }
 }
 

@@ -11,7 +11,7 @@ use crate::Registry;
 use crate::catalog::Catalog;
 use crate::conventions::AnswerProtocol;
 use crate::environment::{AnswerSchema, Limits, User};
-use crate::llm::{Cached, CallCache, Llm};
+use crate::llm::{CacheStore, Cached, Llm};
 use crate::providers::{AgentScope, Providers};
 
 use super::agent::Agent;
@@ -208,7 +208,7 @@ impl Rlm {
     /// assert_eq!((usage.calls, usage.cached_calls, usage.cached_tokens), (0, 1, 110));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn cache(mut self, cache: Arc<CallCache>) -> Rlm {
+    pub fn cache(mut self, cache: Arc<dyn CacheStore>) -> Rlm {
         self.config.llm = Arc::new(Cached::new(Arc::clone(&self.config.llm), cache));
         self
     }

@@ -5,7 +5,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use crate::llm::{Completion, Llm, LlmError, ModelInfo, Request};
+use crate::llm::{BatchResults, Completion, Llm, LlmError, LlmLayer, Request};
 
 use super::trajectory::SubCall;
 
@@ -35,34 +35,26 @@ pub(super) struct Logged {
     pub log: Arc<CallLog>,
 }
 
-impl Llm for Logged {
-    fn complete(&self, request: Request) -> Result<Completion, LlmError> {
+impl LlmLayer for Logged {
+    type Inner = dyn Llm;
+
+    fn inner(&self) -> &Self::Inner {
+        &*self.inner
+    }
+
+    fn call(&self, request: Request) -> Result<Completion, LlmError> {
         let messages = request.messages.clone();
         let result = self.inner.complete(request);
         self.log.lock().push(SubCall::of(messages, &result));
         result
     }
 
-    fn complete_batch(&self, requests: Vec<Request>) -> Vec<Result<Completion, LlmError>> {
-        self.logged_in_order(requests, |requests| self.inner.complete_batch(requests))
-    }
-
-    fn max_concurrency(&self) -> usize {
-        self.inner.max_concurrency()
-    }
-
-    fn complete_batch_at(
+    fn batch(
         &self,
         requests: Vec<Request>,
-        max_concurrency: usize,
-    ) -> Vec<Result<Completion, LlmError>> {
-        self.logged_in_order(requests, |requests| {
-            self.inner.complete_batch_at(requests, max_concurrency)
-        })
-    }
-
-    fn model_info(&self) -> Option<ModelInfo> {
-        self.inner.model_info()
+        send: impl FnOnce(Vec<Request>) -> BatchResults,
+    ) -> BatchResults {
+        self.logged_in_order(requests, send)
     }
 }
 

@@ -51,8 +51,9 @@ pub use file::FileSettings;
 use crate::Registry;
 use crate::conventions::AnswerProtocol;
 use crate::llm::{
-    Cached, CallCache, DEFAULT_CACHE_MAX_MB, ENV_API_KEY, ENV_BASE_URL, ENV_MODEL,
+    CacheStore, Cached, DEFAULT_CACHE_MAX_MB, ENV_API_KEY, ENV_BASE_URL, ENV_MODEL,
     ENV_OPENAI_API_KEY, ENV_OPENAI_BASE_URL, ENV_TIMEOUT_SECS, Llm, LlmClient, LlmConfig,
+    open_cache,
 };
 use crate::rlm::{Budgets, PromptMode, Rlm};
 
@@ -374,7 +375,7 @@ impl RunSetup {
     pub fn cached(&self, llm: Arc<dyn Llm>) -> Arc<dyn Llm> {
         match &self.cache {
             None => llm,
-            Some((location, max_bytes)) => match open_cache(location, *max_bytes) {
+            Some((location, max_bytes)) => match open_store(location, *max_bytes) {
                 Some(cache) => Arc::new(Cached::new(llm, cache)),
                 None => llm,
             },
@@ -395,12 +396,13 @@ impl RunSetup {
     }
 }
 
-/// The store `location` names; `None`, with a warning, when it cannot be used.
-fn open_cache(location: &CacheLocation, max_bytes: u64) -> Option<Arc<CallCache>> {
-    match location {
-        CacheLocation::File(path) => Some(Arc::new(CallCache::with_max_bytes(path, max_bytes))),
-        CacheLocation::Url(url) => {
-            tracing::warn!("call cache {url}: only SQLite files are supported; going on uncached");
+/// The store `location` names; `None`, with one warning, when it names none this
+/// version has (a run never fails for its cache).
+fn open_store(location: &CacheLocation, max_bytes: u64) -> Option<Arc<dyn CacheStore>> {
+    match open_cache(&location.to_string(), max_bytes) {
+        Ok(store) => Some(store),
+        Err(error) => {
+            eprintln!("warning: the call cache {error}; going on uncached");
             None
         }
     }

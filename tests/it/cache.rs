@@ -1,17 +1,25 @@
 //! The call cache (`--cache FILE`): against the scripted server, which counts the
 //! requests it gets, a run asked again sends nothing, processes share one file, a bad file
-//! costs a warning and never the run, the size cap evicts, `{cache = false}` asks anew,
-//! and `rlm cache stats | clear` read the file.
+//! costs a warning and never the run (any bytes at all, as a property), the size cap
+//! evicts the least recently used, `{cache = false}` asks anew, `rlm cache stats | clear`
+//! read the file, and behind a cache a client's concurrency and a round's order hold.
 
 use std::path::Path;
 use std::process::Output;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
+
+use proptest::prelude::*;
 
 use rlm_registry::Registry;
 use rlm_registry::environment::Environment;
 use rlm_registry::eval::{Scorer, Task};
-use rlm_registry::llm::{CacheKey, Cached, CallCache, Completion, Request};
+use rlm_registry::llm::{
+    CacheKey, CacheStore, Cached, CallCache, Completion, Llm, LlmClient, LlmConfig, LlmError,
+    Request,
+};
+use rlm_registry::rlm::Rlm;
 use serde_json::Value;
 
 use crate::support::cli::{llm_args, rlm_command, stderr, stdout};
@@ -243,7 +251,21 @@ fn a_truncated_cache_file_never_gives_a_wrong_answer_or_fails_the_run() {
         let out = ask(&server, &cache, &["Q"]);
         assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
         assert_eq!(stdout(&out), "the colour is teal\n");
-        assert!(warnings(&out) <= 1, "{}", stderr(&out));
+        let live = stderr(&out);
+        assert_eq!(warnings(&out), 1, "kept {keep} bytes: {live}");
+        let warning = live.lines().find(|line| line.contains(WARNING)).unwrap();
+        assert!(
+            warning.starts_with(&format!(
+                "warning: the call cache {} cannot be used (",
+                cache.display()
+            )) && warning.ends_with("); going on uncached"),
+            "{warning}"
+        );
+        assert_eq!(
+            server.request_count(),
+            3,
+            "kept {keep} bytes: every call sent, none answered from the cut file"
+        );
     }
 }
 
@@ -269,11 +291,11 @@ fn another_schema_version_warns_and_is_left_alone() {
 }
 
 #[test]
-fn eviction_at_the_cap_drops_the_least_recently_used() {
+fn eviction_at_the_cap_drops_the_least_recently_used_not_the_first_stored() {
     // Each answer is about 0.4 MiB: a 1 MiB cache holds two.
     let padding = "-".repeat(400 * 1024);
     let server = OpenAiServer::always(Behavior::ByPrompt(
-        (0..4)
+        (0..3)
             .map(|i| {
                 (
                     format!("question {i}"),
@@ -292,17 +314,29 @@ fn eviction_at_the_cap_drops_the_least_recently_used() {
         assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
         assert_eq!(stdout(&out), format!("answer {i}\n"));
     };
-    for i in 0..4 {
-        ask_capped(i);
-    }
-    assert_eq!(server.request_count(), 4);
+    ask_capped(0);
+    ask_capped(1);
+    assert_eq!(server.request_count(), 2);
+    // A hit writes an answer's time of use at a resolution of a second: used again past
+    // it, the first answer stored becomes the most recently used.
+    std::thread::sleep(Duration::from_millis(1100));
+    ask_capped(0);
+    assert_eq!(server.request_count(), 2, "a hit");
+    ask_capped(2);
+    assert_eq!(server.request_count(), 3);
     let stats = CallCache::inspect(&cache).unwrap().stats().unwrap();
     assert_eq!(stats.entries, 2, "{stats:?}");
     assert!(stats.bytes <= 1 << 20, "{stats:?}");
-    ask_capped(3);
-    assert_eq!(server.request_count(), 4, "the newest is kept");
     ask_capped(0);
-    assert_eq!(server.request_count(), 5, "the oldest went");
+    assert_eq!(
+        server.request_count(),
+        3,
+        "the first stored, used since, is kept (first in, first out would have dropped it)"
+    );
+    ask_capped(2);
+    assert_eq!(server.request_count(), 3, "the newest is kept");
+    ask_capped(1);
+    assert_eq!(server.request_count(), 4, "the least recently used went");
 }
 
 #[test]
@@ -510,4 +544,206 @@ fn an_eval_run_again_with_its_cache_sends_nothing_and_gives_the_same_results() {
     eval(&third, &["--no-cache"]);
     assert!(!third.join("cache.sqlite").exists());
     assert_eq!(server.request_count(), 2 * sent);
+}
+
+/// A client of the scripted server that sends at most `concurrency` requests at once.
+fn client_at(server: &OpenAiServer, concurrency: usize) -> LlmClient {
+    let config = LlmConfig::new(server.base_url(), "test-model")
+        .with_max_retries(0)
+        .with_timeout(Duration::from_secs(10))
+        .with_max_concurrency(concurrency);
+    LlmClient::new(config).unwrap()
+}
+
+/// A `parallel_map` of `count` sub-calls (`item 1`, …), its entries given to `finish`
+/// (`print`, `FINAL`) one a line: each gives how many answers had come back when it
+/// started, then its answer.
+fn parallel_map_code(count: usize, finish: &str) -> String {
+    format!(
+        "answered = 0\n\
+         local items = {{}}\n\
+         for i = 1, {count} do items[i] = 'item ' .. i end\n\
+         local r = parallel_map(items, function(item)\n\
+           local before = answered\n\
+           local answer = llm_query(item)\n\
+           answered = answered + 1\n\
+           return before .. ' ' .. answer\n\
+         end)\n\
+         {finish}(table.concat(r, '\\n'))"
+    )
+}
+
+/// What [`parallel_map_code`] prints when the calls go in rounds of four: entry `i`
+/// starts once the rounds before it are answered, and its answer is its own.
+fn in_rounds_of_four(count: usize) -> String {
+    (1..=count)
+        .map(|i| format!("{} echo: item {i}\n", (i - 1) / 4 * 4))
+        .collect()
+}
+
+#[test]
+fn behind_a_cache_the_clients_concurrency_and_a_rounds_order_hold() {
+    let server = OpenAiServer::always(Behavior::echo(Duration::from_millis(60)));
+    let dir = tempfile::tempdir().unwrap();
+    let cache = Arc::new(CallCache::open(dir.path().join("cache.sqlite")));
+    let env = Environment::builder(Registry::baked().clone())
+        .llm(Arc::new(Cached::new(client_at(&server, 4), cache)))
+        .build()
+        .unwrap();
+    let run = |count: usize| {
+        env.execute(&parallel_map_code(count, "print"))
+            .unwrap()
+            .output
+    };
+
+    // Half of them first, so that the next run finds its first rounds in the cache.
+    assert_eq!(run(20), in_rounds_of_four(20));
+    assert_eq!(server.request_count(), 20);
+    assert_eq!(
+        run(40),
+        in_rounds_of_four(40),
+        "hits and misses in their places"
+    );
+    assert_eq!(server.request_count(), 40, "only the misses sent");
+    assert_eq!(
+        server.max_in_flight(),
+        4,
+        "the client's four at once, whatever the cache answered"
+    );
+}
+
+#[test]
+fn behind_a_cache_and_a_run_s_budgets_a_round_keeps_the_clients_concurrency() {
+    let code = parallel_map_code(40, "FINAL");
+    let server = OpenAiServer::always(Behavior::ByPrompt(vec![
+        ("Count to forty".to_string(), lua(&code)),
+        (String::new(), Behavior::echo(Duration::from_millis(60))),
+    ]));
+    let dir = tempfile::tempdir().unwrap();
+    let cache = Arc::new(CallCache::open(dir.path().join("cache.sqlite")));
+    let rlm = Rlm::new(
+        Arc::new(client_at(&server, 4)),
+        Registry::baked().clone(),
+        3,
+    )
+    .cache(cache);
+    let report = rlm.run_report("Count to forty.", None, None);
+    assert_eq!(
+        report.result.as_deref().ok(),
+        Some(in_rounds_of_four(40).trim_end()),
+        "{:?}",
+        report.result
+    );
+    assert_eq!(server.request_count(), 41, "one turn and forty sub-calls");
+    assert_eq!(server.max_in_flight(), 4);
+}
+
+/// Answers `model: <prompt>`, counting the requests.
+#[derive(Default)]
+struct Counting(AtomicUsize);
+
+impl Llm for Counting {
+    fn complete(&self, request: Request) -> Result<Completion, LlmError> {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        Ok(Completion::new(format!("model: {}", request.messages[0].text())).with_tokens(3, 2))
+    }
+}
+
+/// The bytes of a working cache file holding answers to `q0` … `q9` (keys of a model that
+/// reports no server, as [`Counting`] does), to cut and scramble.
+fn working_cache_file() -> &'static [u8] {
+    static FILE: OnceLock<Vec<u8>> = OnceLock::new();
+    FILE.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cache.sqlite");
+        let cache = CallCache::open(&path);
+        for i in 0..10 {
+            let key = CacheKey::of("", "", &Request::from(format!("q{i}")));
+            cache.store(&key, &Completion::new(format!("stored {i}")));
+        }
+        drop(cache);
+        std::fs::read(&path).unwrap()
+    })
+}
+
+/// A cache file's bytes: any at all, or a working file cut short and with bytes changed.
+fn cache_file_bytes() -> impl Strategy<Value = (Vec<u8>, bool)> {
+    let any_bytes = prop::collection::vec(any::<u8>(), 0..4096).prop_map(|bytes| (bytes, true));
+    let scrambled = (
+        prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 0..24),
+        prop::option::of(any::<prop::sample::Index>()),
+    )
+        .prop_map(|(changes, cut)| {
+            let mut bytes = working_cache_file().to_vec();
+            for (at, byte) in changes {
+                let at = at.index(bytes.len());
+                bytes[at] = byte;
+            }
+            if let Some(cut) = cut {
+                bytes.truncate(cut.index(bytes.len()));
+            }
+            (bytes, false)
+        });
+    prop_oneof![any_bytes, scrambled]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: 96,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    /// Whatever the file holds, the cache opens it without a panic and every call is
+    /// answered: by the file while it works, else (one warning, then uncached) by the model.
+    #[test]
+    fn any_bytes_as_the_cache_file_give_a_working_cache_or_an_uncached_run((bytes, arbitrary) in cache_file_bytes()) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cache.sqlite");
+        std::fs::write(&path, &bytes).unwrap();
+        let cache = Arc::new(CallCache::open(&path));
+        let model = Arc::new(Counting::default());
+        let llm = Cached::new(Arc::clone(&model), Arc::clone(&cache) as Arc<dyn CacheStore>);
+
+        let answer = llm.complete("q3".into());
+        let answer = answer.map_err(|e| TestCaseError::fail(e.to_string()))?;
+        if arbitrary {
+            // Bytes that are not a file this crate wrote hold no answer to give back.
+            prop_assert_eq!(answer.content, "model: q3");
+            prop_assert!(!answer.cached);
+        }
+        let batch = llm.complete_batch(vec!["q1".into(), "a new question".into()]);
+        prop_assert_eq!(batch.len(), 2);
+        for answer in &batch {
+            prop_assert!(answer.is_ok(), "{:?}", answer);
+        }
+        prop_assert_eq!(
+            batch[1].as_ref().unwrap().content.as_str(),
+            "model: a new question"
+        );
+        let again = llm.complete("a new question".into()).unwrap();
+        prop_assert_eq!(again.content.as_str(), "model: a new question");
+        if cache.is_active() {
+            // Nothing cut or changed (an empty file is a new cache): it keeps what it is
+            // given. A scrambled file that still opens may lose a row without a word
+            // (SQLite checks no sums), or fail when every row is read: no panic either way.
+            if arbitrary || bytes == working_cache_file() {
+                prop_assert!(again.cached, "a working file keeps what it is given");
+            }
+            let _ = cache.stats();
+        } else {
+            prop_assert!(!again.cached);
+            prop_assert!(cache.stats().is_err(), "a file given up on is not read");
+            if arbitrary && !bytes.is_empty() {
+                prop_assert_eq!(std::fs::read(&path).unwrap(), bytes, "left as it was");
+            }
+        }
+        drop(llm);
+        drop(cache);
+        // `rlm cache stats | clear` on it: an answer or an error, never a panic.
+        if let Ok(inspected) = CallCache::inspect(&path) {
+            let _ = inspected.stats();
+            let _ = inspected.clear();
+        }
+    }
 }

@@ -336,3 +336,41 @@ fn the_choices_help_quotes_the_librarys_threshold() {
     let shown = format!("{},{:03}", threshold / 1000, threshold % 1000);
     assert!(auto.1.contains(&shown), "{}", auto.1);
 }
+
+#[test]
+fn a_cache_url_of_a_store_this_version_lacks_warns_once_and_the_run_goes_on() {
+    let server = OpenAiServer::start(
+        vec![lua("FINAL(llm_query('hi'))")],
+        Behavior::echo(Duration::ZERO),
+    );
+    let out = rlm_command()
+        .args(["ask", "Q", "--cache", "memcached://127.0.0.1:1/0"])
+        .args(llm_args(&server.base_url(), "test-model"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "echo: hi\n");
+    let err = stderr(&out);
+    assert_eq!(err.matches("warning: the call cache").count(), 1, "{err}");
+    assert!(err.contains("sqlite://PATH"), "the forms it takes: {err}");
+    // A sqlite:// URL is a file like a path.
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("c.sqlite").display());
+    let server = OpenAiServer::start(
+        vec![lua("FINAL(llm_query('hi'))")],
+        Behavior::echo(Duration::ZERO),
+    );
+    let out = rlm_command()
+        .args(["ask", "Q", "--quiet", "--cache", &url])
+        .args(llm_args(&server.base_url(), "test-model"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(dir.path().join("c.sqlite").is_file());
+    let stats = rlm_command()
+        .args(["cache", "stats", &url])
+        .output()
+        .unwrap();
+    assert_eq!(stats.status.code(), Some(0), "{}", stderr(&stats));
+    assert!(stdout(&stats).contains("entries  2"), "{}", stdout(&stats));
+}

@@ -77,7 +77,12 @@ pub(super) fn lua_type(value: &Value) -> &'static str {
 /// A key as an error names it.
 fn shown_key(key: &Value) -> String {
     match key {
-        Value::String(name) => format!("`{}`", name.to_string_lossy()),
+        // A name as the code would write it; anything longer (a key that is a whole
+        // text) is quoted and cut, so the message stays a line.
+        Value::String(name) if name.as_bytes().len() <= 64 => {
+            format!("`{}`", name.to_string_lossy())
+        }
+        Value::String(_) => crate::environment::errors::describe_value(key),
         other => format!("of type {}", lua_type(other)),
     }
 }

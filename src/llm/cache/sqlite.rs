@@ -1,54 +1,25 @@
-//! The call cache: answers kept in a SQLite file, so a request sent again (a re-run, an
-//! eval resumed in a new directory, the same sub-question asked twice) costs nothing.
+//! The SQLite store: [`CallCache`], answers in one file that several processes share.
 //!
-//! - [`CallCache`]: the file. The key is the SHA-256 of the request as sent (endpoint,
-//!   model, messages, sampling parameters, tools), the value the answer with its usage.
-//!   WAL and a busy timeout let several processes share one file; a size cap evicts the
-//!   least recently used answers. A file that is corrupt, locked too long or of another
-//!   schema version gives one warning and the cache stops: the run goes on uncached, and
-//!   never gets a wrong answer or fails because of it.
-//! - [`Cached`]: an [`Llm`] that asks the cache first and the model on a miss, storing
-//!   what the model answers; a batch sends only its misses.
-//!
-//! ```
-//! use std::sync::Arc;
-//! use rlm_registry::llm::{CallCache, Cached, Completion, Llm, LlmError, Request};
-//!
-//! struct Counting(std::sync::atomic::AtomicUsize);
-//! impl Llm for Counting {
-//!     fn complete(&self, _: Request) -> Result<Completion, LlmError> {
-//!         self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-//!         Ok(Completion::new("4").with_tokens(10, 1))
-//!     }
-//! }
-//!
-//! let dir = tempfile::tempdir()?;
-//! let cache = Arc::new(CallCache::open(dir.path().join("cache.sqlite")));
-//! let model = Arc::new(Counting(Default::default()));
-//! let llm = Cached::new(Arc::clone(&model), Arc::clone(&cache));
-//! assert!(!llm.complete("2 + 2?".into())?.cached);
-//! let again = llm.complete("2 + 2?".into())?;
-//! assert!(again.cached && again.content == "4");
-//! assert!(!llm.complete(Request::from("2 + 2?").fresh_sample())?.cached);
-//! assert_eq!(model.0.load(std::sync::atomic::Ordering::Relaxed), 2);
-//! assert_eq!(cache.stats()?.entries, 1);
-//! # Ok::<(), Box<dyn std::error::Error>>(())
-//! ```
+//! WAL and a busy timeout let several processes use the file at once; a size cap evicts
+//! the least recently used answers (a hit writes its time of use only when it is more than
+//! a second old, and hits and misses are counted in memory until the next store, so that
+//! a hit costs a read). A file that is corrupt, locked too long or of another schema
+//! version gives one warning and the store stops: the run goes on uncached. Holds on keys
+//! ([`CacheStore::claim`]) are rows of a `claims` table with an expiry, made the first
+//! time one is taken, so files without one are read as before.
 
 use std::fmt;
+use std::hash::{BuildHasher, Hasher};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
-use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
-use super::{Completion, Llm, LlmError, Message, ModelInfo, Request};
-
-/// The size cap of a cache when none is given, in MiB.
-pub const DEFAULT_CACHE_MAX_MB: u64 = 1024;
+use super::store::{decode_answer, encode_answer};
+use super::{CacheError, CacheKey, CacheStats, CacheStore, Claim, DEFAULT_CACHE_MAX_MB, Lease};
+use crate::llm::Completion;
 
 /// The layout of the file this version reads and writes (SQLite's `user_version`). A file
 /// of another version is left alone: the run goes on uncached.
@@ -72,131 +43,20 @@ const SCHEMA: &str = "
     );
 ";
 
-/// Why the cache file could not be read or changed ([`CallCache::stats`],
-/// [`CallCache::clear`]).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CacheError {
-    /// The file.
-    pub path: PathBuf,
-    /// What went wrong, in SQLite's words or ours.
-    pub message: String,
-}
+/// The holds on keys: made by the first claim, so that a file written before claims
+/// existed (or by a version that never claims) keeps its layout and version.
+const CLAIMS_SCHEMA: &str = "
+    CREATE TABLE IF NOT EXISTS claims (
+        key BLOB PRIMARY KEY,
+        token INTEGER NOT NULL,
+        expires_ms INTEGER NOT NULL
+    );
+";
 
-impl fmt::Display for CacheError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "the call cache {}: {}",
-            self.path.display(),
-            self.message
-        )
-    }
-}
-
-impl std::error::Error for CacheError {}
-
-/// What a cache file holds ([`CallCache::stats`]).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct CacheStats {
-    /// Answers stored.
-    pub entries: u64,
-    /// Bytes of the stored answers and their keys: what the size cap counts.
-    pub bytes: u64,
-    /// The file's size on disk, its write-ahead log included.
-    pub file_bytes: u64,
-    /// Lookups answered from the file, by every process that used it.
-    pub hits: u64,
-    /// Lookups that found nothing.
-    pub misses: u64,
-    /// When the oldest answer was stored, in milliseconds since the Unix epoch.
-    pub oldest_ms: Option<u64>,
-    /// When the newest answer was stored, in milliseconds since the Unix epoch.
-    pub newest_ms: Option<u64>,
-}
-
-/// The key of one request: SHA-256 of the request as sent.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct CacheKey([u8; 32]);
-
-/// What the key hashes: every field the server sees.
-#[derive(Serialize)]
-struct KeyedRequest<'a> {
-    endpoint: &'a str,
-    model: &'a str,
-    messages: &'a [Message],
-    temperature: Option<f32>,
-    max_tokens: Option<u32>,
-    tools: &'a [serde_json::Value],
-}
-
-impl CacheKey {
-    /// The key of `request` sent to `endpoint` for `model` (the request's own model
-    /// wins). Tools are part of the key for conversations that send them; plain
-    /// completions send none.
-    ///
-    /// ```
-    /// use rlm_registry::llm::{CacheKey, Request};
-    ///
-    /// let key = |r: Request| CacheKey::of("http://h/v1", "m", &r);
-    /// assert_eq!(key("hi".into()), key("hi".into()));
-    /// assert_ne!(key("hi".into()), key(Request::from("hi").with_temperature(0.5)));
-    /// assert_ne!(key("hi".into()), key(Request::from("hi").with_model("other")));
-    /// assert_eq!(key("hi".into()), key(Request::from("hi").fresh_sample()), "not sent");
-    /// ```
-    pub fn of(endpoint: &str, model: &str, request: &Request) -> CacheKey {
-        let keyed = KeyedRequest {
-            endpoint,
-            model: request.model.as_deref().unwrap_or(model),
-            messages: &request.messages,
-            temperature: request.temperature,
-            max_tokens: request.max_tokens,
-            tools: &[],
-        };
-        // Serializing plain data cannot fail; an empty body would still be a stable key.
-        let body = serde_json::to_vec(&keyed).unwrap_or_default();
-        CacheKey(Sha256::digest(&body).into())
-    }
-}
-
-/// An answer as the file keeps it.
-#[derive(Serialize, Deserialize)]
-struct Stored {
-    content: String,
-    prompt_tokens: u64,
-    completion_tokens: u64,
-    model: Option<String>,
-    finish_reason: Option<String>,
-}
-
-impl Stored {
-    fn of(completion: &Completion) -> Stored {
-        Stored {
-            content: completion.content.clone(),
-            prompt_tokens: completion.prompt_tokens,
-            completion_tokens: completion.completion_tokens,
-            model: completion.model.clone(),
-            finish_reason: completion.finish_reason.clone(),
-        }
-    }
-
-    fn into_completion(self, elapsed: Duration) -> Completion {
-        Completion {
-            content: self.content,
-            prompt_tokens: self.prompt_tokens,
-            completion_tokens: self.completion_tokens,
-            model: self.model,
-            finish_reason: self.finish_reason,
-            attempts: 0,
-            elapsed,
-            cached: true,
-        }
-    }
-}
-
-/// A persistent cache of model answers in one SQLite file: the key is the SHA-256 of the
-/// request as sent (endpoint, model, messages, sampling parameters, tools), the value the
-/// answer with its usage. Several processes may share the file (WAL, a busy timeout); a
-/// size cap evicts the least recently used answers. Thread-safe; share it in an `Arc`.
+/// The [`CacheStore`] in one SQLite file: the key is the SHA-256 of the request as sent
+/// ([`CacheKey`]), the value the answer with its usage. Several processes may share the
+/// file (WAL, a busy timeout); a size cap evicts the least recently used answers.
+/// Thread-safe; share it in an `Arc`.
 ///
 /// Opening never fails: a file that cannot be used gives one warning on stderr and a
 /// cache that answers nothing and stores nothing.
@@ -236,8 +96,10 @@ impl CallCache {
     /// The cache in `path` (created if missing), capped at [`DEFAULT_CACHE_MAX_MB`] MiB.
     ///
     /// ```
+    /// use rlm_registry::llm::{CacheStore, CallCache};
+    ///
     /// let dir = tempfile::tempdir()?;
-    /// let cache = rlm_registry::llm::CallCache::open(dir.path().join("c.sqlite"));
+    /// let cache = CallCache::open(dir.path().join("c.sqlite"));
     /// assert!(cache.is_active());
     /// # Ok::<(), std::io::Error>(())
     /// ```
@@ -249,8 +111,10 @@ impl CallCache {
     /// least recently used answers go.
     ///
     /// ```
+    /// use rlm_registry::llm::{CacheStore, CallCache};
+    ///
     /// let dir = tempfile::tempdir()?;
-    /// let cache = rlm_registry::llm::CallCache::with_max_bytes(dir.path().join("c.sqlite"), 1 << 20);
+    /// let cache = CallCache::with_max_bytes(dir.path().join("c.sqlite"), 1 << 20);
     /// assert_eq!(cache.max_bytes(), 1 << 20);
     /// # Ok::<(), std::io::Error>(())
     /// ```
@@ -274,7 +138,7 @@ impl CallCache {
     /// [`CallCache::open`], a missing or unusable file is an error, and nothing is printed.
     ///
     /// ```
-    /// use rlm_registry::llm::CallCache;
+    /// use rlm_registry::llm::{CacheStore, CallCache};
     ///
     /// let dir = tempfile::tempdir()?;
     /// let path = dir.path().join("c.sqlite");
@@ -298,7 +162,10 @@ impl CallCache {
                 max_bytes: DEFAULT_CACHE_MAX_MB.saturating_mul(1 << 20),
                 path,
             }),
-            Err(message) => Err(CacheError { path, message }),
+            Err(message) => Err(CacheError {
+                location: path.display().to_string(),
+                message,
+            }),
         }
     }
 
@@ -307,23 +174,95 @@ impl CallCache {
         &self.path
     }
 
-    /// The size cap, in bytes of answers and keys.
-    pub fn max_bytes(&self) -> u64 {
-        self.max_bytes
+    /// Adds the lookups counted in memory to the file's counters.
+    fn write_lookups(&self, db: &Connection) -> rusqlite::Result<()> {
+        let mut pending = lock(&self.pending);
+        add_to_counter(db, "hits", pending.hits)?;
+        add_to_counter(db, "misses", pending.misses)?;
+        *pending = Lookups::default();
+        Ok(())
     }
 
-    /// Whether the file is in use (false once it failed and the run went on uncached).
-    pub fn is_active(&self) -> bool {
+    /// Runs `f` in a write transaction on the open file, committed if it succeeds; a
+    /// failure is returned, not a reason to stop using the file (only looking and tidying
+    /// up run here, never a run's lookups and stores).
+    fn write<T>(
+        &self,
+        f: impl FnOnce(&rusqlite::Transaction<'_>) -> rusqlite::Result<T>,
+    ) -> Result<T, CacheError> {
+        let mut guard = self.lock();
+        let db = guard.as_mut().ok_or_else(|| self.unusable())?;
+        let done = (|| {
+            let tx = db.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let value = f(&tx)?;
+            tx.commit()?;
+            Ok(value)
+        })();
+        done.map_err(|e: rusqlite::Error| self.error(e))
+    }
+
+    /// Runs `f` on the open file; on a failure, warns once and stops using it.
+    fn with_db<T>(&self, f: impl FnOnce(&mut Connection) -> rusqlite::Result<T>) -> Option<T> {
+        let mut guard = self.lock();
+        let result = f(guard.as_mut()?);
+        match result {
+            Ok(value) => Some(value),
+            Err(error) => {
+                *guard = None;
+                drop(guard);
+                self.give_up(&describe(&error));
+                None
+            }
+        }
+    }
+
+    fn give_up(&self, message: &str) {
+        if !self.warned.swap(true, Ordering::SeqCst) {
+            eprintln!(
+                "warning: the call cache {} cannot be used ({message}); going on uncached",
+                self.path.display()
+            );
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Option<Connection>> {
+        lock(&self.db)
+    }
+
+    fn error(&self, error: rusqlite::Error) -> CacheError {
+        CacheError {
+            location: self.location(),
+            message: describe(&error),
+        }
+    }
+
+    fn unusable(&self) -> CacheError {
+        let reason = match connect(&self.path) {
+            Err(message) => message,
+            Ok(_) => "it failed earlier in this process".to_string(),
+        };
+        CacheError {
+            location: self.location(),
+            message: reason,
+        }
+    }
+}
+
+impl CacheStore for CallCache {
+    fn location(&self) -> String {
+        self.path.display().to_string()
+    }
+
+    fn is_active(&self) -> bool {
         self.lock().is_some()
     }
 
-    /// The answer stored for `key`, marked [`Completion::cached`]; counts a hit or a miss.
-    pub fn lookup(&self, key: &CacheKey) -> Option<Completion> {
+    fn lookup(&self, key: &CacheKey) -> Option<Completion> {
         let started = Instant::now();
         let found = self.with_db(|db| {
             let row: Option<(i64, String, i64)> = db
                 .prepare_cached("SELECT rowid, response, used_ms FROM calls WHERE key = ?1")?
-                .query_row([&key.0[..]], |row| {
+                .query_row([&key.as_bytes()[..]], |row| {
                     Ok((row.get(0)?, row.get(1)?, row.get(2)?))
                 })
                 .optional()?;
@@ -339,11 +278,11 @@ impl CallCache {
         })?;
         let mut pending = lock(&self.pending);
         // An answer that does not read back is a miss: asked again, it is stored anew.
-        let stored = found.and_then(|found| serde_json::from_str::<Stored>(&found).ok());
+        let stored = found.and_then(|found| decode_answer(&found, started.elapsed()));
         match stored {
             Some(stored) => {
                 pending.hits += 1;
-                Some(stored.into_completion(started.elapsed()))
+                Some(stored)
             }
             None => {
                 pending.misses += 1;
@@ -352,19 +291,15 @@ impl CallCache {
         }
     }
 
-    /// Stores `completion` as the answer to `key`, then evicts the least recently used
-    /// answers past the cap.
-    pub fn store(&self, key: &CacheKey, completion: &Completion) {
-        let Ok(response) = serde_json::to_string(&Stored::of(completion)) else {
-            return;
-        };
-        let bytes = (response.len() + key.0.len()) as i64;
+    fn store(&self, key: &CacheKey, completion: &Completion) {
+        let response = encode_answer(completion);
+        let bytes = (response.len() + key.as_bytes().len()) as i64;
         let max_bytes = i64::try_from(self.max_bytes).unwrap_or(i64::MAX);
         self.with_db(|db| {
             let tx = db.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let replaced: i64 = tx
                 .prepare_cached("SELECT bytes FROM calls WHERE key = ?1")?
-                .query_row([&key.0[..]], |row| row.get(0))
+                .query_row([&key.as_bytes()[..]], |row| row.get(0))
                 .optional()?
                 .unwrap_or(0);
             tx.prepare_cached(
@@ -373,7 +308,7 @@ impl CallCache {
                  ON CONFLICT (key) DO UPDATE SET response = excluded.response,
                      bytes = excluded.bytes, used_ms = excluded.used_ms",
             )?
-            .execute(params![&key.0[..], response, bytes, now_ms()])?;
+            .execute(params![&key.as_bytes()[..], response, bytes, now_ms()])?;
             add_to_counter(&tx, "bytes", bytes - replaced)?;
             evict(&tx, max_bytes)?;
             self.write_lookups(&tx)?;
@@ -381,16 +316,7 @@ impl CallCache {
         });
     }
 
-    /// What the file holds, and the hits and misses of every process that used it.
-    ///
-    /// ```
-    /// let dir = tempfile::tempdir()?;
-    /// let cache = rlm_registry::llm::CallCache::open(dir.path().join("c.sqlite"));
-    /// let stats = cache.stats()?;
-    /// assert_eq!((stats.entries, stats.hits, stats.oldest_ms), (0, 0, None));
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn stats(&self) -> Result<CacheStats, CacheError> {
+    fn stats(&self) -> Result<CacheStats, CacheError> {
         let guard = self.lock();
         let db = guard.as_ref().ok_or_else(|| self.unusable())?;
         let mut stats = db
@@ -426,15 +352,7 @@ impl CallCache {
         Ok(stats)
     }
 
-    /// Removes every answer and resets the counters; returns how many answers there were.
-    ///
-    /// ```
-    /// let dir = tempfile::tempdir()?;
-    /// let cache = rlm_registry::llm::CallCache::open(dir.path().join("c.sqlite"));
-    /// assert_eq!(cache.clear()?, 0);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn clear(&self) -> Result<u64, CacheError> {
+    fn clear(&self) -> Result<u64, CacheError> {
         let mut guard = self.lock();
         let db = guard.as_mut().ok_or_else(|| self.unusable())?;
         let cleared = (|| {
@@ -450,59 +368,53 @@ impl CallCache {
         cleared.map_err(|e: rusqlite::Error| self.error(e))
     }
 
-    /// Adds the lookups counted in memory to the file's counters.
-    fn write_lookups(&self, db: &Connection) -> rusqlite::Result<()> {
-        let mut pending = lock(&self.pending);
-        add_to_counter(db, "hits", pending.hits)?;
-        add_to_counter(db, "misses", pending.misses)?;
-        *pending = Lookups::default();
-        Ok(())
+    fn max_bytes(&self) -> u64 {
+        self.max_bytes
     }
 
-    /// Runs `f` on the open file; on a failure, warns once and stops using it.
-    fn with_db<T>(&self, f: impl FnOnce(&mut Connection) -> rusqlite::Result<T>) -> Option<T> {
-        let mut guard = self.lock();
-        let result = f(guard.as_mut()?);
-        match result {
-            Ok(value) => Some(value),
-            Err(error) => {
-                *guard = None;
-                drop(guard);
-                self.give_up(&describe(&error));
-                None
+    fn evict(&self, max_bytes: u64) -> Result<u64, CacheError> {
+        let max_bytes = i64::try_from(max_bytes).unwrap_or(i64::MAX);
+        self.write(|tx| evict(tx, max_bytes))
+    }
+
+    fn claim(&self, key: &CacheKey, lease: Duration) -> Result<Claim, CacheError> {
+        let token = new_token();
+        let lease_ms = i64::try_from(lease.as_millis()).unwrap_or(i64::MAX);
+        self.write(|tx| {
+            tx.execute_batch(CLAIMS_SCHEMA)?;
+            let now = now_ms();
+            let held: Option<i64> = tx
+                .prepare_cached("SELECT expires_ms FROM claims WHERE key = ?1")?
+                .query_row([&key.as_bytes()[..]], |row| row.get(0))
+                .optional()?;
+            if let Some(expires_ms) = held.filter(|&expires_ms| expires_ms > now) {
+                return Ok(Claim::Taken {
+                    expires_in: Duration::from_millis(unsigned(expires_ms - now)),
+                });
             }
-        }
+            let expires_ms = now.saturating_add(lease_ms);
+            tx.prepare_cached(
+                "INSERT INTO claims (key, token, expires_ms) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (key) DO UPDATE SET token = excluded.token,
+                     expires_ms = excluded.expires_ms",
+            )?
+            .execute(params![&key.as_bytes()[..], as_sql(token), expires_ms])?;
+            Ok(Claim::Held(Lease {
+                key: *key,
+                token,
+                expires_at: UNIX_EPOCH + Duration::from_millis(unsigned(expires_ms)),
+            }))
+        })
     }
 
-    fn give_up(&self, message: &str) {
-        if !self.warned.swap(true, Ordering::SeqCst) {
-            eprintln!(
-                "warning: the call cache {} cannot be used ({message}); going on uncached",
-                self.path.display()
-            );
-        }
-    }
-
-    fn lock(&self) -> MutexGuard<'_, Option<Connection>> {
-        lock(&self.db)
-    }
-
-    fn error(&self, error: rusqlite::Error) -> CacheError {
-        CacheError {
-            path: self.path.clone(),
-            message: describe(&error),
-        }
-    }
-
-    fn unusable(&self) -> CacheError {
-        let reason = match connect(&self.path) {
-            Err(message) => message,
-            Ok(_) => "it failed earlier in this process".to_string(),
-        };
-        CacheError {
-            path: self.path.clone(),
-            message: reason,
-        }
+    fn release(&self, lease: &Lease) -> Result<bool, CacheError> {
+        self.write(|tx| {
+            tx.execute_batch(CLAIMS_SCHEMA)?;
+            let removed = tx
+                .prepare_cached("DELETE FROM claims WHERE key = ?1 AND token = ?2")?
+                .execute(params![&lease.key.as_bytes()[..], as_sql(lease.token)])?;
+            Ok(removed > 0)
+        })
     }
 }
 
@@ -547,10 +459,12 @@ fn connect(path: &Path) -> Result<Connection, String> {
     setup().map_err(|e| describe(&e))?
 }
 
-/// Deletes the least recently used answers until the rest fit in `max_bytes`. The total
+/// Deletes the least recently used answers until the rest fit in `max_bytes`; returns how
+/// many went. The total
 /// is kept in the `bytes` counter, so a store costs the same at any size of the file.
-fn evict(tx: &rusqlite::Transaction<'_>, max_bytes: i64) -> rusqlite::Result<()> {
+fn evict(tx: &rusqlite::Transaction<'_>, max_bytes: i64) -> rusqlite::Result<u64> {
     let mut total = counter(tx, "bytes")?;
+    let mut removed = 0;
     while total > max_bytes {
         let oldest: Vec<(i64, i64)> = tx
             .prepare_cached("SELECT rowid, bytes FROM calls ORDER BY used_ms, rowid LIMIT 64")?
@@ -566,9 +480,11 @@ fn evict(tx: &rusqlite::Transaction<'_>, max_bytes: i64) -> rusqlite::Result<()>
             }
             tx.execute("DELETE FROM calls WHERE rowid = ?1", [rowid])?;
             total -= bytes;
+            removed += 1;
         }
     }
-    set_counter(tx, "bytes", total)
+    set_counter(tx, "bytes", total)?;
+    Ok(removed)
 }
 
 /// A counter of the file (`hits`, `misses`, `bytes`), 0 before it is first set.
@@ -624,112 +540,25 @@ fn unsigned(value: i64) -> u64 {
     u64::try_from(value).unwrap_or(0)
 }
 
-/// An [`Llm`] that answers from a [`CallCache`] when it can and asks `inner` otherwise,
-/// storing each new answer. The key names the server and model `inner` reports
-/// ([`Llm::model_info`]; empty for a fake that reports none). A request marked
-/// [`Request::fresh`] always goes to `inner`; a batch sends only its misses.
-pub struct Cached<L> {
-    inner: L,
-    cache: Arc<CallCache>,
-    endpoint: String,
-    model: String,
+/// A token no other claim has: random per process (the hasher's keys), distinct within it.
+fn new_token() -> u64 {
+    static CLAIMS: AtomicU64 = AtomicU64::new(0);
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u64(CLAIMS.fetch_add(1, Ordering::Relaxed));
+    hasher.write_u32(std::process::id());
+    hasher.write_i64(now_ms());
+    hasher.finish()
 }
 
-impl<L: Llm> Cached<L> {
-    /// `inner` behind `cache`.
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    /// use rlm_registry::llm::{CallCache, Cached, LlmClient, LlmConfig};
-    ///
-    /// let dir = tempfile::tempdir()?;
-    /// let client = LlmClient::new(LlmConfig::new("http://127.0.0.1:8080/v1", "m"))?;
-    /// let cache = Arc::new(CallCache::open(dir.path().join("cache.sqlite")));
-    /// let cached = Cached::new(client, Arc::clone(&cache));
-    /// assert!(Arc::ptr_eq(cached.cache(), &cache));
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn new(inner: L, cache: Arc<CallCache>) -> Cached<L> {
-        let ModelInfo { model, base_url } = inner.model_info().unwrap_or(ModelInfo {
-            model: String::new(),
-            base_url: String::new(),
-        });
-        Cached {
-            inner,
-            cache,
-            endpoint: base_url,
-            model,
-        }
-    }
-
-    /// The cache it reads and writes.
-    pub fn cache(&self) -> &Arc<CallCache> {
-        &self.cache
-    }
-
-    fn key(&self, request: &Request) -> CacheKey {
-        CacheKey::of(&self.endpoint, &self.model, request)
-    }
-
-    /// The stored answer, unless the request asks for a fresh one.
-    fn lookup(&self, request: &Request, key: &CacheKey) -> Option<Completion> {
-        (!request.fresh).then(|| self.cache.lookup(key)).flatten()
-    }
-
-    fn remember(&self, key: &CacheKey, result: &Result<Completion, LlmError>) {
-        if let Ok(completion) = result {
-            self.cache.store(key, completion);
-        }
-    }
-}
-
-impl<L: Llm> Llm for Cached<L> {
-    fn complete(&self, request: Request) -> Result<Completion, LlmError> {
-        let key = self.key(&request);
-        if let Some(hit) = self.lookup(&request, &key) {
-            return Ok(hit);
-        }
-        let result = self.inner.complete(request);
-        self.remember(&key, &result);
-        result
-    }
-
-    fn complete_batch(&self, requests: Vec<Request>) -> Vec<Result<Completion, LlmError>> {
-        let mut answers: Vec<Option<Result<Completion, LlmError>>> = Vec::new();
-        let mut missed = Vec::new();
-        for request in requests {
-            let key = self.key(&request);
-            let hit = self.lookup(&request, &key);
-            if hit.is_none() {
-                missed.push((answers.len(), key, request));
-            }
-            answers.push(hit.map(Ok));
-        }
-        let (slots, sent): (Vec<_>, Vec<_>) = missed
-            .into_iter()
-            .map(|(slot, key, request)| ((slot, key), request))
-            .unzip();
-        let mut results = self.inner.complete_batch(sent).into_iter();
-        for (slot, key) in slots {
-            let result = results.next().unwrap_or_else(|| {
-                Err(LlmError::Config(
-                    "the model returned fewer answers than prompts".to_string(),
-                ))
-            });
-            self.remember(&key, &result);
-            answers[slot] = Some(result);
-        }
-        answers.into_iter().flatten().collect()
-    }
-
-    fn model_info(&self) -> Option<ModelInfo> {
-        self.inner.model_info()
-    }
+/// A token as SQLite stores it: the same 64 bits, signed.
+fn as_sql(token: u64) -> i64 {
+    i64::from_ne_bytes(token.to_ne_bytes())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::llm::Request;
 
     fn completion(text: &str) -> Completion {
         Completion::new(text).with_tokens(5, 2)
@@ -753,10 +582,7 @@ mod tests {
     fn eviction_keeps_the_most_recently_used_within_the_cap() {
         let dir = tempfile::tempdir().unwrap();
         let key = |i: usize| CacheKey::of("e", "m", &Request::from(format!("q{i}")));
-        let one = serde_json::to_string(&Stored::of(&completion("answer")))
-            .unwrap()
-            .len() as u64
-            + 32;
+        let one = encode_answer(&completion("answer")).len() as u64 + 32;
         let cache = CallCache::with_max_bytes(dir.path().join("c.sqlite"), 3 * one);
         for i in 0..3 {
             cache.store(&key(i), &completion("answer"));
@@ -806,5 +632,114 @@ mod tests {
             std::fs::read(&path).unwrap(),
             b"not a database, just some text that is long enough"
         );
+    }
+
+    #[test]
+    fn evict_removes_the_least_recently_used_down_to_a_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = CallCache::open(dir.path().join("c.sqlite"));
+        let key = |i: usize| CacheKey::of("e", "m", &Request::from(format!("q{i}")));
+        for i in 0..3 {
+            cache.store(&key(i), &completion("answer"));
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let one = encode_answer(&completion("answer")).len() as u64 + 32;
+        assert_eq!(cache.evict(2 * one).unwrap(), 1);
+        assert!(cache.lookup(&key(0)).is_none(), "the oldest went");
+        assert_eq!(cache.stats().unwrap().bytes, 2 * one);
+        assert_eq!(cache.evict(0).unwrap(), 2);
+        assert_eq!(cache.stats().unwrap().entries, 0);
+    }
+
+    #[test]
+    fn a_claim_holds_a_key_against_other_workers_until_released() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.sqlite");
+        // Two workers: two stores on one file.
+        let (one, other) = (CallCache::open(&path), CallCache::open(&path));
+        let key = CacheKey::of("e", "m", &"q".into());
+        let lease = Duration::from_secs(60);
+        let Claim::Held(held) = one.claim(&key, lease).unwrap() else {
+            panic!("the first claim holds the key");
+        };
+        assert_eq!(held.key, key);
+        let Claim::Taken { expires_in } = other.claim(&key, lease).unwrap() else {
+            panic!("a second claim finds it taken");
+        };
+        assert!(expires_in <= lease && expires_in > Duration::from_secs(50));
+        assert!(
+            matches!(one.claim(&key, lease), Ok(Claim::Taken { .. })),
+            "even by its holder"
+        );
+        let elsewhere = CacheKey::of("e", "m", &"another question".into());
+        assert!(matches!(other.claim(&elsewhere, lease), Ok(Claim::Held(_))));
+
+        assert!(one.release(&held).unwrap());
+        assert!(!one.release(&held).unwrap(), "released once");
+        let Claim::Held(again) = other.claim(&key, lease).unwrap() else {
+            panic!("released, the key can be held again");
+        };
+        assert_ne!(again.token, held.token);
+        assert!(
+            !one.release(&held).unwrap(),
+            "an old lease leaves the new hold alone"
+        );
+        assert!(matches!(one.claim(&key, lease), Ok(Claim::Taken { .. })));
+        assert!(other.release(&again).unwrap());
+    }
+
+    #[test]
+    fn a_lease_that_runs_out_frees_the_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = CallCache::open(dir.path().join("c.sqlite"));
+        let key = CacheKey::of("e", "m", &"q".into());
+        let Claim::Held(lapsed) = cache.claim(&key, Duration::from_millis(30)).unwrap() else {
+            panic!("held");
+        };
+        std::thread::sleep(Duration::from_millis(60));
+        // Its holder died: a new worker takes the key over.
+        let Claim::Held(taken_over) = cache.claim(&key, Duration::from_secs(60)).unwrap() else {
+            panic!("a lapsed lease does not hold the key");
+        };
+        assert!(!cache.release(&lapsed).unwrap());
+        assert!(matches!(
+            cache.claim(&key, Duration::from_secs(60)),
+            Ok(Claim::Taken { .. })
+        ));
+        assert!(cache.release(&taken_over).unwrap());
+    }
+
+    #[test]
+    fn claims_leave_a_file_without_them_as_it_was_until_one_is_taken() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.sqlite");
+        let cache = CallCache::open(&path);
+        cache.store(&CacheKey::of("e", "m", &"q".into()), &completion("a"));
+        let tables = || -> Vec<String> {
+            let db = Connection::open(&path).unwrap();
+            let mut names = db
+                .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+                .unwrap();
+            names
+                .query_map([], |row| row.get(0))
+                .unwrap()
+                .map(Result::unwrap)
+                .collect()
+        };
+        assert_eq!(tables(), ["calls", "counters"]);
+        let _ = cache.claim(&CacheKey::of("e", "m", &"q".into()), Duration::from_secs(1));
+        assert_eq!(tables(), ["calls", "claims", "counters"]);
+    }
+
+    #[test]
+    fn an_unusable_store_refuses_claims() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.sqlite");
+        std::fs::write(&path, b"not a database, just some text that is long enough").unwrap();
+        let cache = CallCache::open(&path);
+        let error = cache
+            .claim(&CacheKey::of("e", "m", &"q".into()), Duration::from_secs(1))
+            .unwrap_err();
+        assert!(error.message.contains("not a cache file"), "{error}");
     }
 }

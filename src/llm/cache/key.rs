@@ -1,0 +1,63 @@
+//! The key of a request in the cache: SHA-256 of the request as sent.
+
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use crate::llm::{Message, Request};
+
+/// The key of one request: SHA-256 of the request as sent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct CacheKey([u8; 32]);
+
+/// What the key hashes: every field the server sees.
+#[derive(Serialize)]
+struct KeyedRequest<'a> {
+    endpoint: &'a str,
+    model: &'a str,
+    messages: &'a [Message],
+    temperature: Option<f32>,
+    max_tokens: Option<u32>,
+    tools: &'a [serde_json::Value],
+}
+
+impl CacheKey {
+    /// The key of `request` sent to `endpoint` for `model` (the request's own model
+    /// wins). Tools are part of the key for conversations that send them; plain
+    /// completions send none.
+    ///
+    /// ```
+    /// use rlm_registry::llm::{CacheKey, Request};
+    ///
+    /// let key = |r: Request| CacheKey::of("http://h/v1", "m", &r);
+    /// assert_eq!(key("hi".into()), key("hi".into()));
+    /// assert_ne!(key("hi".into()), key(Request::from("hi").with_temperature(0.5)));
+    /// assert_ne!(key("hi".into()), key(Request::from("hi").with_model("other")));
+    /// assert_eq!(key("hi".into()), key(Request::from("hi").fresh_sample()), "not sent");
+    /// ```
+    pub fn of(endpoint: &str, model: &str, request: &Request) -> CacheKey {
+        let keyed = KeyedRequest {
+            endpoint,
+            model: request.model.as_deref().unwrap_or(model),
+            messages: &request.messages,
+            temperature: request.temperature,
+            max_tokens: request.max_tokens,
+            tools: &[],
+        };
+        // Serializing plain data cannot fail; an empty body would still be a stable key.
+        let body = serde_json::to_vec(&keyed).unwrap_or_default();
+        CacheKey(Sha256::digest(&body).into())
+    }
+
+    /// The key's 32 bytes, as a store keeps them.
+    ///
+    /// ```
+    /// use rlm_registry::llm::CacheKey;
+    ///
+    /// let key = CacheKey::of("http://h/v1", "m", &"hi".into());
+    /// assert_eq!(key.as_bytes().len(), 32);
+    /// assert_ne!(key.as_bytes(), CacheKey::of("http://h/v1", "m", &"ho".into()).as_bytes());
+    /// ```
+    pub fn as_bytes(&self) -> &[u8; 32] {
+        &self.0
+    }
+}

@@ -151,6 +151,9 @@ mod doc_pages {
     mod cache {}
     #[doc = include_str!("../docs/cli.md")]
     mod cli {}
+    #[cfg(feature = "runtime")]
+    #[doc = include_str!("../docs/configuration.md")]
+    mod configuration {}
     #[doc = include_str!("../docs/conventions.md")]
     mod conventions {}
     #[doc = include_str!("../docs/dependencies.md")]

@@ -204,14 +204,10 @@ impl Replay {
         let max_iterations = limits.map_or(super::DEFAULT_MAX_ITERATIONS, |l| l.max_iterations);
         let mut rlm = Rlm::new(model, Arc::clone(&self.registry), max_iterations)
             .providers(Arc::clone(&self.providers))
-            .prompt_mode(match setup.prompt_mode.as_deref() {
-                Some("full") => PromptMode::Full,
-                _ => PromptMode::Compact,
-            })
-            .answer_protocol(match setup.answer_protocol.as_deref() {
-                Some("answer") => AnswerProtocol::Answer,
-                _ => AnswerProtocol::Final,
-            });
+            // Parsed as every other source of these settings is; a trace from before
+            // they were recorded gets the defaults it was run with.
+            .prompt_mode(recorded::<PromptMode>(setup.prompt_mode.as_deref()))
+            .answer_protocol(recorded::<AnswerProtocol>(setup.answer_protocol.as_deref()));
         if let Some(limits) = limits {
             rlm = with_limits(rlm, &limits);
         }
@@ -223,6 +219,11 @@ impl Replay {
         }
         Ok(rlm)
     }
+}
+
+/// A setting as the trace names it, or its default when the trace has none.
+fn recorded<T: std::str::FromStr + Default>(name: Option<&str>) -> T {
+    name.and_then(|name| name.parse().ok()).unwrap_or_default()
 }
 
 /// `rlm` with the recorded run's limits and budgets.

@@ -12,9 +12,9 @@ use rlm_registry::rlm::{Context, DEFAULT_BLOCK_TIME_LIMIT, DEFAULT_OUTPUT_BYTES}
 use rlm_registry::setup::Defaults;
 
 use super::ask_trace::{TraceRequest, Traces};
-use super::run_args::{BudgetArgs, Given, PromptArgs, WindowArgs, model};
+use super::run_args::{RunFlags, model};
 use super::setup::{Terminal, limits, read_context};
-use super::{EXIT_USAGE, EXIT_VIOLATIONS, LlmArgs, Output, SourceArgs, with_catalog};
+use super::{EXIT_USAGE, EXIT_VIOLATIONS, Output, SourceArgs, with_catalog};
 
 /// Options of `rlm ask`.
 #[derive(Args, Debug, Clone)]
@@ -27,15 +27,7 @@ pub(crate) struct AskArgs {
     #[arg(long, value_name = "FILE")]
     context: Option<PathBuf>,
     #[command(flatten)]
-    llm: LlmArgs,
-    #[command(flatten)]
-    window: WindowArgs,
-    #[command(flatten)]
-    prompt: PromptArgs,
-    #[command(flatten)]
-    budgets: BudgetArgs,
-    #[command(flatten)]
-    cache: super::cache::CacheArgs,
+    run: RunFlags,
     /// Turns of each agent before giving up.
     #[arg(long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
     max_iterations: u32,
@@ -88,17 +80,7 @@ pub(super) fn ask(args: &AskArgs) -> Output {
         Ok(limits) => limits,
         Err(output) => return output,
     };
-    let given = Given {
-        llm: Some(&args.llm),
-        window: Some(&args.window),
-        prompt: Some(&args.prompt),
-        budgets: Some(&args.budgets),
-        cache: Some(&args.cache),
-    };
-    let setup = match given
-        .settings()
-        .and_then(|settings| args.source.run_setup(&settings, &Defaults::default()))
-    {
+    let setup = match args.run.setup(&args.source, &Defaults::default()) {
         Ok(setup) => setup,
         Err(output) => return output,
     };

@@ -14,8 +14,8 @@ use rlm_registry::eval::{
 };
 use rlm_registry::setup::{CacheLocation, Defaults};
 
-use super::run_args::{BudgetArgs, Given, PromptArgs, WindowArgs, model};
-use super::{EXIT_USAGE, EXIT_VIOLATIONS, LlmArgs, Output, SourceArgs, with_catalog};
+use super::run_args::{RunFlags, model};
+use super::{EXIT_USAGE, EXIT_VIOLATIONS, Output, SourceArgs, with_catalog};
 
 /// Options of `rlm eval`.
 #[derive(Args, Debug, Clone)]
@@ -84,8 +84,6 @@ struct RunArgs {
     /// Tasks run at once.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
     jobs: u32,
-    #[command(flatten)]
-    window: WindowArgs,
     /// Price per million prompt tokens, for the cost column.
     #[arg(long, value_name = "PRICE", default_value_t = 0.0)]
     price_in: f64,
@@ -98,17 +96,11 @@ struct RunArgs {
     /// How deep `rlm_query` children may go.
     #[arg(long, value_name = "N", default_value_t = 1)]
     max_depth: usize,
-    #[command(flatten)]
-    prompt: PromptArgs,
-    #[command(flatten)]
-    budgets: BudgetArgs,
     /// No progress bar.
     #[arg(short, long)]
     quiet: bool,
     #[command(flatten)]
-    llm: LlmArgs,
-    #[command(flatten)]
-    cache: super::cache::CacheArgs,
+    run: RunFlags,
     #[command(flatten)]
     source: SourceArgs,
 }
@@ -235,21 +227,11 @@ fn evaluate(args: &RunArgs) -> Output {
     if let Err(error) = std::fs::create_dir_all(&args.out) {
         return usage(format!("cannot create {}: {error}", args.out.display()));
     }
-    let given = Given {
-        llm: Some(&args.llm),
-        window: Some(&args.window),
-        prompt: Some(&args.prompt),
-        budgets: Some(&args.budgets),
-        cache: Some(&args.cache),
-    };
     let defaults = Defaults {
         context_window: Some(DEFAULT_EVAL_WINDOW),
         cache: Some(CacheLocation::File(args.out.join(CACHE_FILE))),
     };
-    let setup = match given
-        .settings()
-        .and_then(|settings| args.source.run_setup(&settings, &defaults))
-    {
+    let setup = match args.run.setup(&args.source, &defaults) {
         Ok(setup) => setup,
         Err(output) => return output,
     };

@@ -112,6 +112,40 @@ impl LlmArgs {
     }
 }
 
+/// Every flag of a run's setup, for the commands that run the loop (`ask`, `eval`).
+#[derive(Args, Debug, Clone)]
+pub(crate) struct RunFlags {
+    #[command(flatten)]
+    pub llm: LlmArgs,
+    #[command(flatten)]
+    pub window: WindowArgs,
+    #[command(flatten)]
+    pub prompt: PromptArgs,
+    #[command(flatten)]
+    pub budgets: BudgetArgs,
+    #[command(flatten)]
+    pub cache: super::cache::CacheArgs,
+}
+
+impl RunFlags {
+    /// The run's setup: these flags over the environment, `source`'s configuration file
+    /// and `defaults`.
+    pub(crate) fn setup(
+        &self,
+        source: &SourceArgs,
+        defaults: &Defaults,
+    ) -> Result<RunSetup, Output> {
+        let given = Given {
+            llm: Some(&self.llm),
+            window: Some(&self.window),
+            prompt: Some(&self.prompt),
+            budgets: Some(&self.budgets),
+            cache: Some(&self.cache),
+        };
+        source.run_setup(&given.settings()?, defaults)
+    }
+}
+
 /// Every group a command has, written into the settings it was given.
 #[derive(Default)]
 pub(crate) struct Given<'a> {

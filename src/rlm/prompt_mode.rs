@@ -128,27 +128,6 @@ impl PromptMode {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn auto_switches_on_the_token_count_of_the_full_listing() {
-        let registry = Registry::baked();
-        let tokens = crate::tokens::count(registry.system_prompt());
-        let at = PromptMode::Auto {
-            max_full_tokens: tokens,
-        };
-        let below = PromptMode::Auto {
-            max_full_tokens: tokens.saturating_sub(1),
-        };
-        assert!(!at.is_compact_for(registry));
-        assert_eq!(below.is_compact_for(registry), tokens > 0);
-        assert_eq!(at.resolve(registry), PromptMode::Full);
-        assert!(!PromptMode::auto().is_compact_for(registry));
-    }
-}
-
 /// The names `full`, `compact` and `auto` (with [`AUTO_COMPACT_ABOVE_TOKENS`]), as the
 /// command line, environment variables, `rlm.toml` and Python give them.
 ///
@@ -188,4 +167,25 @@ impl PromptMode {
             "Compact when the full listing has more than 8,000 tokens (o200k_base), else full",
         ),
     ];
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auto_switches_on_the_token_count_of_the_full_listing() {
+        let registry = Registry::baked();
+        let tokens = crate::tokens::count(registry.system_prompt());
+        let at = PromptMode::Auto {
+            max_full_tokens: tokens,
+        };
+        let below = PromptMode::Auto {
+            max_full_tokens: tokens.saturating_sub(1),
+        };
+        assert!(!at.is_compact_for(registry));
+        assert_eq!(below.is_compact_for(registry), tokens > 0);
+        assert_eq!(at.resolve(registry), PromptMode::Full);
+        assert!(!PromptMode::auto().is_compact_for(registry));
+    }
 }

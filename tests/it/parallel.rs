@@ -191,7 +191,9 @@ fn arguments_and_yields_of_the_code_s_own_are_errors_naming_them() {
         error("parallel(1)")
     );
     assert!(error("parallel_map('x', print)").contains("input:1: parallel_map: bad argument #1"));
-    assert!(error("parallel_map({}, print, {size = 2})").contains("unknown option `size`"));
+    assert!(error("parallel_map({}, print, {size = 2})").starts_with(
+        "input:1: parallel_map: unknown option `size` (the options are: concurrency)"
+    ));
     assert!(error("parallel_map({}, print, {concurrency = 0})").contains("at least 1"));
     let out = output(
         &env,

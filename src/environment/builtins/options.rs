@@ -22,14 +22,27 @@ pub(super) fn options_table(
 /// Refuses a key of `options` that is not one of `known`, listing them: a misspelt
 /// option, or one borrowed from elsewhere (Python's `delimiter` for `sep`), would
 /// otherwise be ignored without a word. Every built-in that takes options says it this
-/// way (`parallel_map`'s Lua side writes the same words).
+/// way.
 pub(super) fn check_known(builtin: BuiltinId, options: &Table, known: &[&str]) -> mlua::Result<()> {
+    match unknown_option(builtin, options, known)? {
+        Some(message) => Err(mlua::Error::RuntimeError(message)),
+        None => Ok(()),
+    }
+}
+
+/// The message for the first key of `options` that is not one of `known`, if any: for a
+/// caller that raises it itself (`parallel_map`'s Lua side, at its caller's line).
+pub(super) fn unknown_option(
+    builtin: BuiltinId,
+    options: &Table,
+    known: &[&str],
+) -> mlua::Result<Option<String>> {
     for pair in options.pairs::<Value, Value>() {
         let (key, _) = pair?;
         let is_known =
             matches!(&key, Value::String(name) if known.contains(&&*name.to_string_lossy()));
         if !is_known {
-            return Err(mlua::Error::RuntimeError(format!(
+            return Ok(Some(format!(
                 "{}: unknown option {} (the options are: {})",
                 builtin.name(),
                 shown_key(&key),
@@ -37,7 +50,7 @@ pub(super) fn check_known(builtin: BuiltinId, options: &Table, known: &[&str]) -
             )));
         }
     }
-    Ok(())
+    Ok(None)
 }
 
 /// `opts.<name>` as a boolean, `None` when absent.

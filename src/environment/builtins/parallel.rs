@@ -26,6 +26,7 @@ use std::rc::Rc;
 
 use mlua::{AnyUserData, Function, Lua, Table, UserData};
 
+use super::options;
 use super::state::BuiltinState;
 use super::sub_calls::{self, Answers, Call, SubCall};
 use crate::conventions::builtins::BuiltinId;
@@ -64,6 +65,9 @@ impl Parallel {
             let state = Rc::clone(&state);
             lua.create_function(move |_, ()| Ok(state.default_concurrency()))?
         };
+        let unknown_option = lua.create_function(|_, opts: Table| {
+            options::unknown_option(BuiltinId::ParallelMap, &opts, &["concurrency"])
+        })?;
         let send_round = {
             let state = Rc::clone(&state);
             lua.create_function(move |_, (calls, concurrency): (Table, Option<usize>)| {
@@ -83,6 +87,7 @@ impl Parallel {
             send_round,
             take,
             default_concurrency,
+            unknown_option,
             BuiltinId::Parallel.name(),
             BuiltinId::ParallelMap.name(),
         ))?;
@@ -123,7 +128,7 @@ fn send_round(state: &BuiltinState, calls: &Table, concurrency: Option<usize>) -
 static SCHEDULER: InternalChunk = InternalChunk::new("=scheduler", SCHEDULER_LUA);
 
 const SCHEDULER_LUA: &str = r#"
-local send_round, take, default_concurrency, parallel_name, map_name = ...
+local send_round, take, default_concurrency, unknown_option, parallel_name, map_name = ...
 -- The coroutine library is read when used: `coroutine.create` gets its limits hook
 -- after the built-ins are made.
 local coroutine, error, type, next, ipairs, tostring = coroutine, error, type, next, ipairs, tostring
@@ -227,12 +232,8 @@ local function concurrency_option(opts)
   if type(opts) ~= "table" then
     error(format("%s: bad argument #3 (an options table expected, got %s)", map_name, type(opts)), 3)
   end
-  for key in next, opts do
-    if key ~= "concurrency" then
-      error(format("%s: unknown option %s (the options are: concurrency)", map_name,
-        type(key) == "string" and "`" .. key .. "`" or "of type " .. type(key)), 3)
-    end
-  end
+  local unknown = unknown_option(opts)
+  if unknown then error(unknown, 3) end
   local n = opts.concurrency
   if n == nil then return nil end
   if math_type(n) ~= "integer" or n < 1 then

@@ -333,7 +333,7 @@ impl RunSetup {
             layered(given.cache_max_mb, None, file.cache_max_mb).unwrap_or(DEFAULT_CACHE_MAX_MB);
         let max_time = layered(given.max_time, None, file.max_time)
             .map(|secs| {
-                seconds(&secs.to_string()).map_err(|why| SetupError {
+                duration(secs).map_err(|why| SetupError {
                     message: format!("max_time {secs}: {why}"),
                 })
             })
@@ -410,10 +410,16 @@ fn open_store(location: &CacheLocation, max_bytes: u64) -> Option<Arc<dyn CacheS
 
 /// A positive, finite number of seconds.
 fn seconds(text: &str) -> Result<Duration, String> {
-    match text.parse::<f64>() {
-        Ok(secs) if secs.is_finite() && secs > 0.0 && secs <= 1e9 => {
-            Ok(Duration::from_secs_f64(secs))
-        }
-        _ => Err("expected a positive number of seconds".to_string()),
+    text.parse::<f64>()
+        .map_err(|_| "expected a positive number of seconds".to_string())
+        .and_then(duration)
+}
+
+/// `secs` as a duration, when it is a positive, finite number of seconds.
+fn duration(secs: f64) -> Result<Duration, String> {
+    if secs.is_finite() && secs > 0.0 && secs <= 1e9 {
+        Ok(Duration::from_secs_f64(secs))
+    } else {
+        Err("expected a positive number of seconds".to_string())
     }
 }

@@ -374,3 +374,22 @@ fn a_cache_url_of_a_store_this_version_lacks_warns_once_and_the_run_goes_on() {
     assert_eq!(stats.status.code(), Some(0), "{}", stderr(&stats));
     assert!(stdout(&stats).contains("entries  2"), "{}", stdout(&stats));
 }
+
+#[test]
+fn a_time_budget_that_is_not_a_positive_number_of_seconds_is_refused() {
+    let file = FileSettings::default();
+    for secs in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+        let given = RunSettings {
+            max_time: Some(secs),
+            ..RunSettings::default()
+        };
+        let err = RunSetup::resolve(&given, &file, |_| None, &Defaults::default()).unwrap_err();
+        assert!(err.message.starts_with("max_time "), "{secs}: {err}");
+    }
+    let given = RunSettings {
+        max_time: Some(1.5),
+        ..RunSettings::default()
+    };
+    let setup = RunSetup::resolve(&given, &file, |_| None, &Defaults::default()).unwrap();
+    assert_eq!(setup.budgets.wall_time, Some(Duration::from_millis(1_500)));
+}

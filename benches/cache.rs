@@ -66,10 +66,7 @@ impl Llm for Unreachable {
 
     /// The server and model the answers were stored for: they are part of the key.
     fn model_info(&self) -> Option<ModelInfo> {
-        Some(ModelInfo {
-            model: MODEL.to_string(),
-            base_url: ENDPOINT.to_string(),
-        })
+        Some(ModelInfo::new(MODEL, ENDPOINT))
     }
 }
 

@@ -11,9 +11,11 @@ use clap::Args;
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 
 use rlm_registry::conventions::AnswerProtocol;
-use rlm_registry::llm::{Llm, LlmClient};
+use rlm_registry::llm::{Llm, LlmClient, ReasoningEffort};
 use rlm_registry::rlm::PromptMode;
-use rlm_registry::setup::{Defaults, FileSettings, RunSettings, RunSetup, window_tokens};
+use rlm_registry::setup::{
+    Defaults, FileSettings, RunSettings, RunSetup, reply_tokens, window_tokens,
+};
 
 use super::{EXIT_USAGE, Output, SourceArgs};
 
@@ -33,6 +35,18 @@ pub(crate) struct LlmArgs {
     /// slots: a local server with 4 slots queues the rest.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub llm_concurrency: Option<u32>,
+    /// The most tokens one reply may take, root turns and sub-calls alike, sent as
+    /// `max_tokens` (or `max_completion_tokens` to a server that asks for it; default:
+    /// RLM_MAX_REPLY_TOKENS, else `[model] max_reply_tokens`, else the server's). A reply
+    /// cut there does not run its unfinished code block. The window check keeps this
+    /// much room for the reply.
+    #[arg(long, value_name = "TOKENS", value_parser = reply_tokens)]
+    pub max_reply_tokens: Option<u32>,
+    /// How hard a reasoning model thinks, sent as `reasoning_effort` (gpt-oss, OpenAI's
+    /// reasoning models; default: RLM_REASONING_EFFORT, else `[model] reasoning_effort`,
+    /// else not sent).
+    #[arg(long, value_name = "EFFORT", value_parser = parsed::<ReasoningEffort>(&ReasoningEffort::CHOICES))]
+    pub reasoning_effort: Option<ReasoningEffort>,
 }
 
 /// The model's context window.
@@ -94,6 +108,8 @@ impl LlmArgs {
         settings.model.clone_from(&self.model);
         settings.base_url.clone_from(&self.base_url);
         settings.llm_concurrency = self.llm_concurrency.map(|n| n as usize);
+        settings.max_reply_tokens = self.max_reply_tokens;
+        settings.reasoning_effort = self.reasoning_effort;
     }
 
     /// Whether `--model` or `--base-url` was given: a model is opt-in where its calls

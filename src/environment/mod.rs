@@ -80,7 +80,7 @@ pub use globals::{GlobalError, GlobalValue};
 use limits::Tripwire;
 pub use limits::{Interrupt, LimitKind, Limits, OutputObserver};
 pub use output::escape_output;
-pub use window::{ContextWindow, Overflow, request_tokens};
+pub use window::{ContextWindow, Overflow, reply_reserve, request_tokens};
 
 use crate::Registry;
 use crate::catalog::Catalog;

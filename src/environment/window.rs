@@ -11,12 +11,14 @@ use crate::tokens;
 /// use rlm_registry::llm::Request;
 ///
 /// let window = ContextWindow(2_000);
-/// assert!(window.check(&Request::from("a short question")).is_ok());
+/// assert!(window.check(&Request::from("a short question"), None).is_ok());
 /// let long = Request::from("word ".repeat(1_500).as_str());
-/// let overflow = window.check(&long).unwrap_err();
-/// // 1,024 tokens are kept for the reply when the request sets no max_tokens.
+/// let overflow = window.check(&long, None).unwrap_err();
+/// // 1,024 tokens are kept for the reply when nothing sets a reply limit.
 /// assert_eq!(overflow.reply_reserve, 1_024);
 /// assert!(overflow.request_tokens + overflow.reply_reserve > 2_000);
+/// // The client's reply limit (`--max-reply-tokens 256`), for a request without its own.
+/// assert!(window.check(&long, Some(256)).is_ok());
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ContextWindow(pub u64);
@@ -34,10 +36,13 @@ pub struct Overflow {
 }
 
 impl ContextWindow {
-    /// `Ok` when `request` and the room kept for its reply fit the window.
-    pub fn check(self, request: &Request) -> Result<(), Overflow> {
+    /// `Ok` when `request` and the room kept for its reply fit the window: the
+    /// request's `max_tokens`, else `reply_limit` (the client's
+    /// [`max_reply_tokens`](crate::llm::LlmConfig::max_reply_tokens), which it sends with
+    /// such a request), else [`DEFAULT_REPLY_RESERVE`](crate::llm::DEFAULT_REPLY_RESERVE).
+    pub fn check(self, request: &Request, reply_limit: Option<u32>) -> Result<(), Overflow> {
         let request_tokens = request_tokens(request);
-        let reply_reserve = request.reply_reserve();
+        let reply_reserve = reply_reserve(request, reply_limit);
         if request_tokens.saturating_add(reply_reserve) <= self.0 {
             return Ok(());
         }
@@ -46,6 +51,15 @@ impl ContextWindow {
             reply_reserve,
             window: self.0,
         })
+    }
+}
+
+/// The tokens kept for `request`'s reply when the client adds `reply_limit` to requests
+/// without their own.
+pub fn reply_reserve(request: &Request, reply_limit: Option<u32>) -> u64 {
+    match request.max_tokens {
+        Some(_) => request.reply_reserve(),
+        None => reply_limit.map_or_else(|| request.reply_reserve(), u64::from),
     }
 }
 

@@ -79,34 +79,47 @@ pub(super) fn direct_trace(
         },
         ..Start::default()
     });
-    let (reply, error, prompt_tokens, completion_tokens) = match outcome {
-        Ok(c) => (
-            Some(c.content.clone()),
-            None,
-            c.prompt_tokens,
-            c.completion_tokens,
-        ),
-        Err(e) => (None, Some(e.to_string()), 0, 0),
+    let turn = match outcome {
+        Ok(c) => Turn {
+            final_answer: Some(direct_answer(c)),
+            reply: Some(c.content.clone()),
+            reasoning: c.reasoning.clone(),
+            prompt_tokens: c.prompt_tokens,
+            completion_tokens: c.completion_tokens,
+            reasoning_tokens: c.reasoning_tokens,
+            finish_reason: c.finish_reason.clone(),
+            run_tokens: c.total_tokens(),
+            ..Turn::default()
+        },
+        Err(e) => Turn {
+            error: Some(e.to_string()),
+            ..Turn::default()
+        },
     };
     let turn = Record::Turn(Turn {
         agent: "0".to_string(),
         turn: 1,
         messages_sent: request.messages.len(),
-        final_answer: reply.clone(),
-        reply,
-        error,
         elapsed_ms,
         llm_ms: elapsed_ms,
-        prompt_tokens,
-        completion_tokens,
-        run_tokens: prompt_tokens + completion_tokens,
-        ..Turn::default()
+        ..turn
     });
     [start, turn]
         .iter()
         .filter_map(|record| serde_json::to_string(record).ok())
         .map(|line| line + "\n")
         .collect()
+}
+
+/// The `direct` method's answer: the reply after the model's thinking, trimmed.
+///
+/// ```
+/// # use rlm_registry::llm::Completion;
+/// # use rlm_registry::eval::direct_answer;
+/// assert_eq!(direct_answer(&Completion::new("<think>hm</think>\n Paris \n")), "Paris");
+/// ```
+pub fn direct_answer(completion: &Completion) -> String {
+    completion.answer().trim().to_string()
 }
 
 /// `message` with its text cut to [`TRACED_CHARS`] characters, with a note of the rest.

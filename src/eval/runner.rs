@@ -14,7 +14,7 @@ use crate::providers::Providers;
 use crate::registry::Registry;
 use crate::rlm::{Budgets, Context, PromptMode, Rlm};
 
-use super::direct::{direct_request, direct_trace};
+use super::direct::{direct_answer, direct_request, direct_trace};
 use super::method::EvalMethod;
 use super::results::{DepthTokens, ResultWriter, TaskResult, read_results};
 use super::task::Task;
@@ -296,14 +296,14 @@ impl Runner {
                 result.model_calls = 0;
                 result.cached_calls = 1;
                 result.cached_tokens = completion.total_tokens();
-                result.answer = Some(completion.content.trim().to_string());
+                result.answer = Some(direct_answer(&completion));
             }
             Ok(completion) => {
                 result.tokens = vec![DepthTokens {
                     prompt: completion.prompt_tokens,
                     completion: completion.completion_tokens,
                 }];
-                result.answer = Some(completion.content.trim().to_string());
+                result.answer = Some(direct_answer(&completion));
             }
             Err(error) => result.error = Some(error.to_string()),
         }

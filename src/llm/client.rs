@@ -5,6 +5,7 @@ use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hash, Hasher};
 use std::io;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -14,8 +15,8 @@ use serde_json::Value;
 use super::context_length::{self, Refusal};
 use super::error::snippet;
 use super::{
-    Completion, Llm, LlmConfig, LlmError, Message, ModelInfo, Request, ToolCall, ToolCompletion,
-    Usage, batch,
+    Completion, Llm, LlmConfig, LlmError, Message, ModelInfo, ReasoningEffort, Request, ToolCall,
+    ToolCompletion, Usage, batch,
 };
 
 /// The largest response body read; beyond, the call fails (chat completions are far
@@ -25,9 +26,13 @@ const MAX_BODY_BYTES: u64 = 16 * 1024 * 1024;
 /// An OpenAI-compatible chat completions client: blocking, thread-safe, cheap to clone
 /// (clones share the connection pool and the [`Usage`]).
 ///
-/// Each call posts `{model, messages, temperature?, max_tokens?}` to
+/// Each call posts `{model, messages, temperature?, max_tokens?, reasoning_effort?}` to
 /// `{base_url}/chat/completions` and returns `choices[0].message.content` with the
-/// reported token usage. HTTP 429, 5xx, refused/reset/dropped connections and timeouts
+/// reported token usage, and a reasoning model's `reasoning_content` (or `reasoning`)
+/// and reasoning tokens. The reply limit is the request's `max_tokens`, else
+/// [`LlmConfig::max_reply_tokens`]; a server that refuses `max_tokens` and asks for
+/// `max_completion_tokens` (OpenAI's reasoning models) gets that name instead, from
+/// then on. HTTP 429, 5xx, refused/reset/dropped connections and timeouts
 /// are retried up to [`LlmConfig::max_retries`] times, waiting `initial_backoff`,
 /// then twice that, and so on (minus up to 20% jitter), never more than `max_backoff`;
 /// a `Retry-After: <seconds>` header on the response replaces the backoff, capped the
@@ -55,6 +60,9 @@ pub struct LlmClient {
     endpoint: String,
     agent: ureq::Agent,
     usage: Arc<Usage>,
+    /// The server refused `max_tokens` and asked for `max_completion_tokens` (OpenAI's
+    /// reasoning models): learnt once, shared by the clones.
+    completion_tokens_name: Arc<AtomicBool>,
 }
 
 impl std::fmt::Debug for LlmClient {
@@ -75,6 +83,10 @@ struct WireRequest<'a> {
     temperature: Option<f32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     max_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_completion_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning_effort: Option<ReasoningEffort>,
 }
 
 /// The request body of a tool conversation on the wire.
@@ -186,6 +198,7 @@ impl LlmClient {
             endpoint: config.endpoint(),
             agent: ureq::Agent::new_with_config(agent_config),
             usage: Arc::new(Usage::new()),
+            completion_tokens_name: Arc::new(AtomicBool::new(false)),
             config,
         })
     }
@@ -275,16 +288,30 @@ impl LlmClient {
 
     fn call(&self, request: Request) -> Result<Completion, LlmError> {
         let started = Instant::now();
-        let wire = WireRequest {
-            model: request.model.as_deref().unwrap_or(&self.config.model),
-            messages: &request.messages,
-            temperature: request.temperature,
-            max_tokens: request.max_tokens,
+        let limit = request.max_tokens.or(self.config.max_reply_tokens);
+        let send = |completion_tokens_name: bool| {
+            let wire = WireRequest {
+                model: request.model.as_deref().unwrap_or(&self.config.model),
+                messages: &request.messages,
+                temperature: request.temperature,
+                max_tokens: limit.filter(|_| !completion_tokens_name),
+                max_completion_tokens: limit.filter(|_| completion_tokens_name),
+                reasoning_effort: self.config.reasoning_effort,
+            };
+            self.exchange(&self.encode(&wire)?, parse_completion, |c| {
+                (c.prompt_tokens, c.completion_tokens)
+            })
         };
-        let body = self.encode(&wire)?;
-        let (mut completion, attempts) = self.exchange(&body, parse_completion, |c| {
-            (c.prompt_tokens, c.completion_tokens)
-        })?;
+        let renamed = self.completion_tokens_name.load(Ordering::Relaxed);
+        let result = match send(renamed) {
+            Err(error) if limit.is_some() && !renamed && wants_completion_tokens_name(&error) => {
+                self.completion_tokens_name.store(true, Ordering::Relaxed);
+                send(true)
+            }
+            result => result,
+        };
+        let (mut completion, attempts) = result.inspect_err(|_| self.usage.record_failure())?;
+        self.usage.record_reasoning(completion.reasoning_tokens);
         completion.attempts = attempts;
         completion.elapsed = started.elapsed();
         Ok(completion)
@@ -321,23 +348,24 @@ impl LlmClient {
             tools,
         };
         let body = self.encode(&wire)?;
-        let (mut completion, attempts) = self.exchange(&body, parse_tool_completion, |c| {
-            (c.prompt_tokens, c.completion_tokens)
-        })?;
+        let (mut completion, attempts) = self
+            .exchange(&body, parse_tool_completion, |c| {
+                (c.prompt_tokens, c.completion_tokens)
+            })
+            .inspect_err(|_| self.usage.record_failure())?;
         completion.attempts = attempts;
         completion.elapsed = started.elapsed();
         Ok(completion)
     }
 
     fn encode(&self, wire: &impl Serialize) -> Result<Vec<u8>, LlmError> {
-        serde_json::to_vec(wire).map_err(|error| {
-            self.usage.record_failure();
-            LlmError::Config(format!("cannot encode the request: {error}"))
-        })
+        serde_json::to_vec(wire)
+            .map_err(|error| LlmError::Config(format!("cannot encode the request: {error}")))
     }
 
     /// Posts `body` until a response parses or the retries run out; returns the parsed
-    /// response and the attempts it took.
+    /// response and the attempts it took. A success is counted in the usage here; a
+    /// failure by the caller, which may still try the call another way.
     fn exchange<T>(
         &self,
         body: &[u8],
@@ -358,7 +386,6 @@ impl LlmClient {
                 Err(failure) => failure,
             };
             if !failure.retryable() || attempt >= max_attempts {
-                self.usage.record_failure();
                 return Err(failure.into_error(attempt, self.config.timeout));
             }
             let wait = match &failure {
@@ -504,6 +531,15 @@ fn random_fraction() -> f64 {
     (hasher.finish() >> 11) as f64 / (1u64 << 53) as f64
 }
 
+/// Whether `error` is a server's refusal of `max_tokens` that names
+/// `max_completion_tokens` instead, as OpenAI's reasoning models word it ("Unsupported
+/// parameter: 'max_tokens' is not supported with this model. Use
+/// 'max_completion_tokens' instead.").
+fn wants_completion_tokens_name(error: &LlmError) -> bool {
+    matches!(error, LlmError::Status { status: 400, body, .. }
+        if body.contains("max_completion_tokens") && body.contains("max_tokens"))
+}
+
 /// Reads a chat completion out of a 2xx body.
 fn parse_completion(bytes: &[u8]) -> Result<Completion, Failure> {
     let text = String::from_utf8_lossy(bytes);
@@ -536,8 +572,15 @@ fn parse_completion(bytes: &[u8]) -> Result<Completion, Failure> {
             "`choices[0]` has no `message` object".to_string(),
         ));
     };
+    let reasoning = ["reasoning_content", "reasoning"]
+        .iter()
+        .find_map(|field| message.get(*field).and_then(Value::as_str))
+        .filter(|reasoning| !reasoning.is_empty())
+        .map(str::to_string);
     let content = match message.get("content") {
         Some(Value::String(content)) => content.clone(),
+        // A reasoning model cut while thinking has thought, but not answered yet.
+        None | Some(Value::Null) if reasoning.is_some() => String::new(),
         // Some servers send content as parts: [{"type": "text", "text": "…"}].
         Some(Value::Array(parts)) => parts
             .iter()
@@ -567,6 +610,11 @@ fn parse_completion(bytes: &[u8]) -> Result<Completion, Failure> {
         content,
         prompt_tokens: tokens("prompt_tokens"),
         completion_tokens: tokens("completion_tokens"),
+        reasoning_tokens: usage_tokens(
+            usage.and_then(|usage| usage.get("completion_tokens_details")),
+            "reasoning_tokens",
+        ),
+        reasoning,
         model: string_field(&value, "model"),
         finish_reason: string_field(choice, "finish_reason"),
         attempts: 1,

@@ -87,6 +87,76 @@ pub struct LlmConfig {
     /// Requests in flight at once in [`LlmClient::complete_batch`](super::LlmClient::complete_batch)
     /// (at least 1).
     pub max_concurrency: usize,
+    /// The most tokens a reply may take, sent with every request that sets none of its
+    /// own: as `max_tokens`, or as `max_completion_tokens` to a server that refuses
+    /// `max_tokens` (OpenAI's reasoning models). The server's default when `None`.
+    pub max_reply_tokens: Option<u32>,
+    /// How hard a reasoning model thinks, sent as `reasoning_effort` with every request
+    /// (gpt-oss on vLLM or Ollama, OpenAI's reasoning models); left out when `None`.
+    pub reasoning_effort: Option<ReasoningEffort>,
+}
+
+/// How hard a reasoning model thinks before it answers: the request's
+/// `reasoning_effort`.
+///
+/// ```
+/// use rlm_registry::llm::ReasoningEffort;
+///
+/// let effort: ReasoningEffort = "low".parse()?;
+/// assert_eq!(effort, ReasoningEffort::Low);
+/// assert_eq!(effort.to_string(), "low");
+/// assert!("extreme".parse::<ReasoningEffort>().unwrap_err().contains("low, medium, high"));
+/// # Ok::<(), String>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReasoningEffort {
+    /// Think briefly.
+    Low,
+    /// The usual.
+    Medium,
+    /// Think at length.
+    High,
+}
+
+impl ReasoningEffort {
+    /// The values accepted, with what each means, as the command line lists them.
+    pub const CHOICES: [(&'static str, &'static str); 3] = [
+        ("low", "Think briefly: fewer tokens, faster turns"),
+        ("medium", "The server's usual"),
+        ("high", "Think at length"),
+    ];
+
+    /// The value on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReasoningEffort::Low => "low",
+            ReasoningEffort::Medium => "medium",
+            ReasoningEffort::High => "high",
+        }
+    }
+}
+
+impl fmt::Display for ReasoningEffort {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for ReasoningEffort {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<ReasoningEffort, String> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "low" => Ok(ReasoningEffort::Low),
+            "medium" => Ok(ReasoningEffort::Medium),
+            "high" => Ok(ReasoningEffort::High),
+            _ => Err(format!(
+                "`{text}` is not a reasoning effort (expected one of {})",
+                ReasoningEffort::CHOICES.map(|(name, _)| name).join(", ")
+            )),
+        }
+    }
 }
 
 impl LlmConfig {
@@ -109,6 +179,8 @@ impl LlmConfig {
             initial_backoff: DEFAULT_INITIAL_BACKOFF,
             max_backoff: DEFAULT_MAX_BACKOFF,
             max_concurrency: DEFAULT_MAX_CONCURRENCY,
+            max_reply_tokens: None,
+            reasoning_effort: None,
         }
     }
 
@@ -215,6 +287,29 @@ impl LlmConfig {
         self
     }
 
+    /// Sets the most tokens a reply may take, for requests that set none
+    /// ([`LlmConfig::max_reply_tokens`]).
+    ///
+    /// ```
+    /// use rlm_registry::llm::{LlmConfig, ReasoningEffort};
+    ///
+    /// let config = LlmConfig::new("http://localhost:8080/v1", "qwen3-8b")
+    ///     .with_max_reply_tokens(2048)
+    ///     .with_reasoning_effort(ReasoningEffort::Low);
+    /// assert_eq!(config.model_info().max_reply_tokens, Some(2048));
+    /// ```
+    pub fn with_max_reply_tokens(mut self, max_reply_tokens: u32) -> LlmConfig {
+        self.max_reply_tokens = Some(max_reply_tokens);
+        self
+    }
+
+    /// Sets the reasoning effort sent with every request
+    /// ([`LlmConfig::reasoning_effort`]).
+    pub fn with_reasoning_effort(mut self, effort: ReasoningEffort) -> LlmConfig {
+        self.reasoning_effort = Some(effort);
+        self
+    }
+
     /// The URL requests are posted to: `{base_url}/chat/completions`.
     ///
     /// ```
@@ -242,6 +337,8 @@ impl LlmConfig {
         ModelInfo {
             model: self.model.clone(),
             base_url: without_credentials(self.base_url.trim()),
+            max_reply_tokens: self.max_reply_tokens,
+            reasoning_effort: self.reasoning_effort,
         }
     }
 
@@ -271,14 +368,36 @@ impl LlmConfig {
     }
 }
 
-/// Which model answers, and at which server: what a run's record names
+/// Which model answers, at which server, and the settings the client adds to every
+/// request: what a run's record names and a call cache's key includes
 /// ([`Llm::model_info`](super::Llm::model_info)). Never holds a credential.
-#[derive(Clone, Debug, PartialEq, Eq)]
+///
+/// ```
+/// use rlm_registry::llm::ModelInfo;
+/// let info = ModelInfo::new("qwen3-8b", "http://localhost:8080/v1");
+/// assert_eq!((info.max_reply_tokens, info.reasoning_effort), (None, None));
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ModelInfo {
     /// The model name sent with the requests.
     pub model: String,
     /// The server's base URL, without credentials, query or fragment.
     pub base_url: String,
+    /// [`LlmConfig::max_reply_tokens`]: the reply limit of requests that set none.
+    pub max_reply_tokens: Option<u32>,
+    /// [`LlmConfig::reasoning_effort`].
+    pub reasoning_effort: Option<ReasoningEffort>,
+}
+
+impl ModelInfo {
+    /// The model `model` at `base_url`, with no reply limit nor reasoning effort.
+    pub fn new(model: impl Into<String>, base_url: impl Into<String>) -> ModelInfo {
+        ModelInfo {
+            model: model.into(),
+            base_url: base_url.into(),
+            ..ModelInfo::default()
+        }
+    }
 }
 
 /// `url` without a `user:password@` before its host, and without its query and fragment
@@ -306,6 +425,8 @@ impl fmt::Debug for LlmConfig {
             .field("initial_backoff", &self.initial_backoff)
             .field("max_backoff", &self.max_backoff)
             .field("max_concurrency", &self.max_concurrency)
+            .field("max_reply_tokens", &self.max_reply_tokens)
+            .field("reasoning_effort", &self.reasoning_effort)
             .finish()
     }
 }

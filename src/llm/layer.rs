@@ -244,10 +244,7 @@ mod tests {
         }
 
         fn model_info(&self) -> Option<ModelInfo> {
-            Some(ModelInfo {
-                model: "inner".to_string(),
-                base_url: "http://inner".to_string(),
-            })
+            Some(ModelInfo::new("inner", "http://inner"))
         }
     }
 

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::ToolCall;
+use super::{ToolCall, split_thinking};
 
 /// Who wrote a [`Message`].
 ///
@@ -273,8 +273,16 @@ pub struct Completion {
     pub content: String,
     /// Tokens in the prompt, as reported by the server.
     pub prompt_tokens: u64,
-    /// Tokens in the answer, as reported by the server.
+    /// Tokens in the answer, as reported by the server; a reasoning model's thinking
+    /// included.
     pub completion_tokens: u64,
+    /// Of `completion_tokens`, those spent thinking
+    /// (`usage.completion_tokens_details.reasoning_tokens`), when reported.
+    pub reasoning_tokens: u64,
+    /// The thinking a server's reasoning parser sent apart from the content
+    /// (`choices[0].message.reasoning_content`, or `reasoning`). Inline thinking stays in
+    /// `content`; [`Completion::answer`] and [`Completion::thinking`] read both.
+    pub reasoning: Option<String>,
     /// The model that answered, as reported by the server.
     pub model: Option<String>,
     /// `choices[0].finish_reason` (`"stop"`, `"length"`, …), when reported.
@@ -308,5 +316,40 @@ impl Completion {
     /// `prompt_tokens + completion_tokens`.
     pub fn total_tokens(&self) -> u64 {
         self.prompt_tokens.saturating_add(self.completion_tokens)
+    }
+
+    /// The content without its inline thinking ([`split_thinking`]): what a sub-call
+    /// returns and what the loop reads code from.
+    ///
+    /// ```
+    /// use rlm_registry::llm::Completion;
+    /// assert_eq!(Completion::new("<think>two?</think>\n2").answer(), "2");
+    /// assert_eq!(Completion::new("2").answer(), "2");
+    /// ```
+    pub fn answer(&self) -> &str {
+        split_thinking(&self.content).answer
+    }
+
+    /// All the reply's thinking: the reasoning field, then the inline thinking; `None`
+    /// when there is neither. What a trace keeps as the reasoning.
+    ///
+    /// ```
+    /// use rlm_registry::llm::Completion;
+    /// let mut completion = Completion::new("<think>inline</think>2");
+    /// assert_eq!(completion.thinking().as_deref(), Some("inline"));
+    /// completion.reasoning = Some("apart".into());
+    /// assert_eq!(completion.thinking().as_deref(), Some("apart\n\ninline"));
+    /// assert_eq!(Completion::new("2").thinking(), None);
+    /// ```
+    pub fn thinking(&self) -> Option<String> {
+        let inline = split_thinking(&self.content).thinking.map(str::trim);
+        let apart = self.reasoning.as_deref().map(str::trim);
+        match (
+            apart.filter(|t| !t.is_empty()),
+            inline.filter(|t| !t.is_empty()),
+        ) {
+            (Some(apart), Some(inline)) => Some(format!("{apart}\n\n{inline}")),
+            (one, other) => one.or(other).map(str::to_string),
+        }
     }
 }

@@ -44,6 +44,7 @@ mod context_length;
 mod error;
 mod layer;
 mod message;
+mod thinking;
 mod tool_calls;
 mod usage;
 
@@ -57,10 +58,12 @@ pub use config::{
     DEFAULT_BASE_URL, DEFAULT_INITIAL_BACKOFF, DEFAULT_MAX_BACKOFF, DEFAULT_MAX_CONCURRENCY,
     DEFAULT_MAX_RETRIES, DEFAULT_MODEL, DEFAULT_TIMEOUT, ENV_API_KEY, ENV_BASE_URL, ENV_MODEL,
     ENV_OPENAI_API_KEY, ENV_OPENAI_BASE_URL, ENV_TIMEOUT_SECS, LlmConfig, ModelInfo,
+    ReasoningEffort,
 };
 pub use error::LlmError;
 pub use layer::{BatchResults, LlmLayer};
 pub use message::{Completion, DEFAULT_REPLY_RESERVE, Message, Request, Role};
+pub use thinking::{Thinking, split_thinking};
 pub use tool_calls::{ToolCall, ToolCompletion};
 pub use usage::{Usage, UsageSnapshot};
 

@@ -26,6 +26,7 @@ pub struct Usage {
     attempts: AtomicU64,
     prompt_tokens: AtomicU64,
     completion_tokens: AtomicU64,
+    reasoning_tokens: AtomicU64,
     cached_calls: AtomicU64,
     cached_tokens: AtomicU64,
 }
@@ -54,6 +55,10 @@ pub struct UsageSnapshot {
     pub prompt_tokens: u64,
     /// Completion tokens reported by the server, over successful calls.
     pub completion_tokens: u64,
+    /// Of `completion_tokens`, those a reasoning model spent thinking, where the server
+    /// reports them (`completion_tokens_details.reasoning_tokens`). Already counted in
+    /// `completion_tokens`: a budget counts them once.
+    pub reasoning_tokens: u64,
     /// Calls a call cache answered: not sent, and in none of the counts above.
     pub cached_calls: u64,
     /// The tokens those cached answers cost when they were first asked: what the cache
@@ -85,6 +90,7 @@ impl Add for UsageSnapshot {
             completion_tokens: self
                 .completion_tokens
                 .saturating_add(other.completion_tokens),
+            reasoning_tokens: self.reasoning_tokens.saturating_add(other.reasoning_tokens),
             cached_calls: self.cached_calls.saturating_add(other.cached_calls),
             cached_tokens: self.cached_tokens.saturating_add(other.cached_tokens),
         }
@@ -103,6 +109,9 @@ impl Sub for UsageSnapshot {
             completion_tokens: self
                 .completion_tokens
                 .saturating_sub(earlier.completion_tokens),
+            reasoning_tokens: self
+                .reasoning_tokens
+                .saturating_sub(earlier.reasoning_tokens),
             cached_calls: self.cached_calls.saturating_sub(earlier.cached_calls),
             cached_tokens: self.cached_tokens.saturating_sub(earlier.cached_tokens),
         }
@@ -122,6 +131,23 @@ impl Usage {
             .fetch_add(prompt_tokens, Ordering::Relaxed);
         self.completion_tokens
             .fetch_add(completion_tokens, Ordering::Relaxed);
+    }
+
+    /// Counts the thinking tokens of a call already counted by
+    /// [`Usage::record_success`]: a part of its completion tokens, not more of them.
+    ///
+    /// ```
+    /// use rlm_registry::llm::Usage;
+    ///
+    /// let usage = Usage::new();
+    /// usage.record_success(100, 50);
+    /// usage.record_reasoning(30);
+    /// let totals = usage.snapshot();
+    /// assert_eq!((totals.total_tokens(), totals.reasoning_tokens), (150, 30));
+    /// ```
+    pub fn record_reasoning(&self, reasoning_tokens: u64) {
+        self.reasoning_tokens
+            .fetch_add(reasoning_tokens, Ordering::Relaxed);
     }
 
     /// Counts one failed call.
@@ -162,6 +188,7 @@ impl Usage {
             attempts: self.attempts.load(Ordering::Relaxed),
             prompt_tokens: self.prompt_tokens.load(Ordering::Relaxed),
             completion_tokens: self.completion_tokens.load(Ordering::Relaxed),
+            reasoning_tokens: self.reasoning_tokens.load(Ordering::Relaxed),
             cached_calls: self.cached_calls.load(Ordering::Relaxed),
             cached_tokens: self.cached_tokens.load(Ordering::Relaxed),
         }

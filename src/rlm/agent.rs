@@ -184,6 +184,8 @@ impl Agent {
         Setup {
             version: Some(env!("CARGO_PKG_VERSION").to_string()),
             model: model.as_ref().map(|m| m.model.clone()),
+            max_reply_tokens: model.as_ref().and_then(|m| m.max_reply_tokens),
+            reasoning_effort: model.as_ref().and_then(|m| m.reasoning_effort),
             base_url: model.map(|m| m.base_url),
             started_unix_ms: None,
             prompt_mode: Some(config.prompt_mode.recorded_name().to_string()),

@@ -170,6 +170,14 @@ fn usage_line(f: &mut fmt::Formatter<'_>, label: &str, usage: &UsageSnapshot) ->
         thousands(usage.completion_tokens),
         thousands(usage.total_tokens()),
     )?;
+    if usage.reasoning_tokens > 0 {
+        // Part of the completion tokens, not more of them.
+        write!(
+            f,
+            " ({} of them reasoning)",
+            thousands(usage.reasoning_tokens)
+        )?;
+    }
     if usage.failed_calls > 0 {
         write!(f, ", {} failed", thousands(usage.failed_calls))?;
     }
@@ -313,6 +321,7 @@ impl Ledger {
                     usage.record_attempt();
                 }
                 usage.record_success(completion.prompt_tokens, completion.completion_tokens);
+                usage.record_reasoning(completion.reasoning_tokens);
                 let spent = completion.total_tokens();
                 self.tokens.fetch_add(spent, Ordering::SeqCst);
                 // Added before the reservation is given back, so that what is committed

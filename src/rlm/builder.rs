@@ -425,7 +425,7 @@ impl Rlm {
     ///         Ok(Completion::new("```lua\nFINAL('done')\n```"))
     ///     }
     ///     fn model_info(&self) -> Option<ModelInfo> {
-    ///         Some(ModelInfo { model: "my-model".into(), base_url: "http://localhost:8080/v1".into() })
+    ///         Some(ModelInfo::new("my-model", "http://localhost:8080/v1"))
     ///     }
     /// }
     ///

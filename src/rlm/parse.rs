@@ -1,6 +1,10 @@
 //! Reading a model reply: its code blocks, and a `FINAL(...)` written as plain text.
+//! A reasoning model's thinking is not read: only what follows it
+//! ([`split_thinking`]).
 
 use std::cell::RefCell;
+
+use crate::llm::split_thinking;
 
 use super::prompt;
 
@@ -14,6 +18,10 @@ pub(crate) struct Reply {
     pub ignored: Vec<String>,
     /// A `FINAL(...)` / `FINAL_VAR(...)` at the start of a line outside code.
     pub final_text: Option<PlainFinal>,
+    /// The reply's thinking never closed: it is all thinking, with nothing to run.
+    pub thinking_only: bool,
+    /// The reply was cut at the token limit inside a code block, which was not run.
+    pub cut_block: bool,
 }
 
 /// A final answer written in plain text.
@@ -25,11 +33,16 @@ pub(crate) enum PlainFinal {
     Var(String),
 }
 
-/// Splits `reply` into fenced blocks and the text outside them.
-pub(crate) fn parse(reply: &str) -> Reply {
-    let mut result = Reply::default();
+/// What the loop reads in `reply`: its fenced blocks and the text outside them, after
+/// its thinking. A reply `cut` at the token limit does not run the block it was cut in.
+pub(crate) fn parse(reply: &str, cut: bool) -> Reply {
+    let split = split_thinking(reply);
+    let mut result = Reply {
+        thinking_only: split.unfinished,
+        ..Reply::default()
+    };
     let mut outside = String::new();
-    let mut lines = reply.lines();
+    let mut lines = split.answer.lines();
     while let Some(line) = lines.next() {
         let Some(fence) = Fence::open(line) else {
             outside.push_str(line);
@@ -37,14 +50,21 @@ pub(crate) fn parse(reply: &str) -> Reply {
             continue;
         };
         let mut body = String::new();
+        let mut closed = false;
         for line in lines.by_ref() {
             if fence.closes(line) {
+                closed = true;
                 break;
             }
             body.push_str(fence.dedent(line));
             body.push('\n');
         }
-        // An unclosed fence runs to the end of the reply (a cut-off reply).
+        // An unclosed fence runs to the end of the reply: a block whose closing fence was
+        // forgotten runs, one cut off half-written does not.
+        if !closed && cut {
+            result.cut_block = true;
+            continue;
+        }
         match fence.label.as_str() {
             "lua" => result.blocks.push(body),
             "" => match lua_syntax_error(&body) {
@@ -231,7 +251,7 @@ mod tests {
     #[test]
     fn lua_blocks_run_in_order_and_others_are_ignored() {
         let reply = "Let me look.\n```lua\nx = 1\n```\nand\n```Lua\nprint(x)\n```\n```python\nprint(1)\n```\n";
-        let parsed = parse(reply);
+        let parsed = parse(reply, false);
         assert_eq!(parsed.blocks, ["x = 1\n", "print(x)\n"]);
         assert_eq!(parsed.ignored.len(), 1);
         assert!(parsed.ignored[0].contains("```python"));
@@ -240,7 +260,10 @@ mod tests {
 
     #[test]
     fn unlabeled_fences_run_when_they_are_lua() {
-        let parsed = parse("```\nprint(#context)\n```\n```\n42 is the answer\n```\n");
+        let parsed = parse(
+            "```\nprint(#context)\n```\n```\n42 is the answer\n```\n",
+            false,
+        );
         assert_eq!(parsed.blocks, ["print(#context)\n"]);
         assert!(parsed.ignored[0].contains("not valid Lua"), "{parsed:?}");
     }
@@ -249,34 +272,62 @@ mod tests {
     fn indented_tilde_and_unclosed_fences() {
         let parsed = parse(
             "1. step\n   ```lua\n   print(1)\n   ```\n~~~lua\nprint(2)\n~~~\n```lua\nprint(3)",
+            false,
         );
         assert_eq!(parsed.blocks, ["print(1)\n", "print(2)\n", "print(3)\n"]);
+        assert!(!parsed.cut_block);
+    }
+
+    #[test]
+    fn a_block_cut_at_the_token_limit_does_not_run() {
+        let parsed = parse(
+            "```lua\nprint(1)\n```\n```lua\nfor i = 1, 10 do\n  pri",
+            true,
+        );
+        assert_eq!(parsed.blocks, ["print(1)\n"]);
+        assert!(parsed.cut_block);
+        // Cut after a closed block: nothing was half-written.
+        let parsed = parse("```lua\nprint(1)\n```\nAnd now I will", true);
+        assert_eq!(parsed.blocks, ["print(1)\n"]);
+        assert!(!parsed.cut_block);
+    }
+
+    #[test]
+    fn thinking_is_not_read_for_code_or_answers() {
+        let reply = "<think>\nI could try\n```lua\nprint('DRAFT RAN')\nFINAL('draft answer')\n```\nor FINAL(draft)\n</think>\n```lua\nFINAL('real answer')\n```\n";
+        let parsed = parse(reply, false);
+        assert_eq!(parsed.blocks, ["FINAL('real answer')\n"]);
+        assert_eq!(parsed.final_text, None);
+        let parsed = parse("FINAL(draft)\n</think>\nFINAL(real)", false);
+        assert_eq!(parsed.final_text, Some(PlainFinal::Value("real".into())));
+        let parsed = parse("<think>\n```lua\nprint(1)\n```\nFINAL(1)", true);
+        assert!(parsed.thinking_only && parsed.blocks.is_empty() && parsed.final_text.is_none());
     }
 
     #[test]
     fn plain_text_final_outside_code() {
-        let parsed = parse("The answer is clear.\nFINAL(42)\n");
+        let parsed = parse("The answer is clear.\nFINAL(42)\n", false);
         assert_eq!(parsed.final_text, Some(PlainFinal::Value("42".into())));
-        let parsed = parse("**FINAL(\"Paris (France)\")**");
+        let parsed = parse("**FINAL(\"Paris (France)\")**", false);
         assert_eq!(
             parsed.final_text,
             Some(PlainFinal::Value("Paris (France)".into()))
         );
-        let parsed = parse("FINAL(The capital is Paris (the city)\nof light)");
+        let parsed = parse("FINAL(The capital is Paris (the city)\nof light)", false);
         assert_eq!(
             parsed.final_text,
             Some(PlainFinal::Value(
                 "The capital is Paris (the city)\nof light".into()
             ))
         );
-        let parsed = parse("FINAL_VAR(\"answer\")");
+        let parsed = parse("FINAL_VAR(\"answer\")", false);
         assert_eq!(parsed.final_text, Some(PlainFinal::Var("answer".into())));
         // Inside code, or mid-sentence, it is not a plain-text answer.
-        assert_eq!(parse("```lua\nFINAL(1)\n```").final_text, None);
-        assert_eq!(parse("I will call FINAL(x) later").final_text, None);
+        assert_eq!(parse("```lua\nFINAL(1)\n```", false).final_text, None);
+        assert_eq!(parse("I will call FINAL(x) later", false).final_text, None);
         // No closing parenthesis: the rest of the line.
         assert_eq!(
-            parse("FINAL(unclosed\nmore").final_text,
+            parse("FINAL(unclosed\nmore", false).final_text,
             Some(PlainFinal::Value("unclosed".into()))
         );
     }
@@ -316,7 +367,7 @@ mod tests {
             let reply: String = (0..len)
                 .map(|_| pieces[(next() % pieces.len() as u64) as usize])
                 .collect();
-            let _ = parse(&reply);
+            let _ = parse(&reply, false);
         }
     }
 
@@ -333,7 +384,7 @@ mod tests {
             "  \u{3000}```lua\nprint(1)\n",
             "FINAL('é')",
         ] {
-            let _ = parse(reply);
+            let _ = parse(reply, false);
         }
     }
 }

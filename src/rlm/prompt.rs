@@ -276,6 +276,20 @@ pub(crate) fn reminder(protocol: AnswerProtocol) -> String {
     )
 }
 
+/// The reminder after a reply that was all thinking: its thinking never closed, so
+/// nothing in it ran (a reply without code, as far as the run goes).
+pub(crate) fn thinking_only(cut: bool, protocol: AnswerProtocol) -> String {
+    let why = if cut {
+        "it was cut at the token limit while still thinking"
+    } else {
+        "its thinking never closed"
+    };
+    format!(
+        "Your reply was all thinking: {why}, and nothing inside thinking runs. Think briefly, close it with </think>, then write a ```lua block, or give the answer with {} in one. This is the only reminder: another reply without code or an answer ends the run.",
+        answer_call(protocol)
+    )
+}
+
 // ---- The feedback of a turn.
 
 /// The feedback for a block that ran: its output (cut to `room` bytes), or a note that
@@ -318,6 +332,13 @@ pub(crate) fn other_language(label: &str) -> String {
 /// The note after a reply the server cut at its token limit.
 pub(crate) const CUT_OFF: &str =
     "Note: your reply was cut off at the token limit; keep replies shorter.";
+
+/// The note after a reply the server cut at its token limit inside a code block.
+pub(crate) const CUT_IN_BLOCK: &str = "Note: your reply was cut off at the token limit inside a ```lua block, so that block did not run; write shorter blocks, one step at a time.";
+
+/// What goes back into the conversation for a reply that was all thinking: the
+/// thinking itself never does, and some servers refuse an empty turn.
+pub(crate) const THINKING_ONLY_SENT_BACK: &str = "(thinking only)";
 
 /// The nudge towards the answer in the last turns.
 pub(crate) fn turns_left(left: u32, protocol: AnswerProtocol) -> String {

@@ -181,7 +181,10 @@ impl RlmLog {
         log.input_tokens = log.input_tokens.saturating_add(turn.prompt_tokens);
         log.output_tokens = log.output_tokens.saturating_add(turn.completion_tokens);
         if let Some(feedback) = &turn.feedback {
-            log.messages.push(Message::assistant(reply));
+            // The conversation as the model saw it: the reply without its thinking.
+            log.messages.push(Message::assistant(
+                turn.reply_sent_back().unwrap_or_default(),
+            ));
             log.messages.push(Message::user(feedback.as_str()));
         }
         let Some((parent, number)) = turn.agent.rsplit_once('.') else {

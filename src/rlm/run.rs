@@ -11,8 +11,10 @@ use std::time::Instant;
 use serde_json::Value as Json;
 
 use crate::conventions::is_lua_name;
-use crate::environment::{ContextWindow, Environment, ExecError, User, request_tokens};
-use crate::llm::{Completion, LlmError, Message, Request};
+use crate::environment::{
+    ContextWindow, Environment, ExecError, User, reply_reserve, request_tokens,
+};
+use crate::llm::{Completion, LlmError, Message, Request, split_thinking};
 use crate::tokens;
 
 use super::agent::Agent;
@@ -174,6 +176,7 @@ impl Agent {
         })?;
         record.prompt_tokens = completion.prompt_tokens;
         record.completion_tokens = completion.completion_tokens;
+        record.reasoning_tokens = completion.reasoning_tokens;
         record.finish_reason.clone_from(&completion.finish_reason);
         record.cached = completion.cached;
         Ok(completion)
@@ -186,8 +189,15 @@ impl Agent {
             return Ok(());
         };
         ContextWindow(window)
-            .check(request)
+            .check(request, self.reply_limit())
             .map_err(|_| self.too_long(request, None))
+    }
+
+    /// The reply limit the model's client sends with requests that set none.
+    fn reply_limit(&self) -> Option<u32> {
+        self.turn_model()
+            .model_info()
+            .and_then(|info| info.max_reply_tokens)
     }
 
     /// The error for a first `request` too long for the window, refused by the check or
@@ -202,7 +212,7 @@ impl Agent {
             agent: self.id.clone(),
             system_prompt_tokens: tokens::count(system) as u64,
             request_tokens: request_tokens(request),
-            reply_reserve: request.reply_reserve(),
+            reply_reserve: reply_reserve(request, self.reply_limit()),
             // What the server said is the truth about its window; a configured one is
             // then wrong.
             window: served_window.or(self.config.context_window),
@@ -221,9 +231,13 @@ impl Agent {
         state: &mut LoopState,
         record: &mut Turn,
     ) -> Outcome {
-        let reply = completion.content;
-        let parsed = parse::parse(&reply);
+        let cut = completion.finish_reason.as_deref() == Some("length");
+        let parsed = parse::parse(&completion.content, cut);
+        let sent_back = sent_back(&completion.content, &parsed);
         record.code_blocks = parsed.blocks.clone();
+        record.sent_back = (sent_back != completion.content).then(|| sent_back.clone());
+        record.reasoning = completion.reasoning;
+        let reply = completion.content;
         record.reply = Some(reply.clone());
 
         // Run the blocks in order, up to a failure or a final answer.
@@ -240,19 +254,17 @@ impl Agent {
                 return Outcome::Fail(RlmError::NoCode { reply });
             }
             state.reminded = true;
-            parts.push(prompt::reminder(self.config.answer_protocol));
+            parts.push(match parsed.thinking_only {
+                true => prompt::thinking_only(cut, self.config.answer_protocol),
+                false => prompt::reminder(self.config.answer_protocol),
+            });
         } else {
             state.reminded = false;
         }
         let left = self.config.max_iterations.saturating_sub(turn);
         let protocol = self.config.answer_protocol;
-        parts.extend(notes(
-            &parsed,
-            completion.finish_reason.as_deref(),
-            left,
-            protocol,
-        ));
-        state.reply = reply;
+        parts.extend(notes(&parsed, cut, left, protocol));
+        state.reply = sent_back;
         self.decide(parts.join("\n\n"), failure, refused, left, state)
     }
 
@@ -460,11 +472,21 @@ fn final_answer(
     }
 }
 
-/// The notes after the blocks' feedback: fenced blocks that were not run, a reply cut at
-/// the token limit, the last turns.
+/// What goes back into the conversation as the model's turn: the reply without its
+/// thinking (what reasoning models' chat templates expect, and fewer tokens).
+fn sent_back(reply: &str, parsed: &Reply) -> String {
+    match split_thinking(reply).answer {
+        "" if parsed.thinking_only => prompt::THINKING_ONLY_SENT_BACK.to_string(),
+        answer => answer.to_string(),
+    }
+}
+
+/// The notes after the blocks' feedback: fenced blocks that were not run, a reply `cut`
+/// at the token limit (inside a block or not), the last turns. A reply cut while
+/// thinking has its own reminder.
 fn notes(
     parsed: &Reply,
-    finish_reason: Option<&str>,
+    cut: bool,
     left: u32,
     protocol: crate::conventions::AnswerProtocol,
 ) -> Vec<String> {
@@ -473,7 +495,9 @@ fn notes(
         .iter()
         .map(|note| prompt::note(note))
         .collect();
-    if finish_reason == Some("length") {
+    if parsed.cut_block {
+        notes.push(prompt::CUT_IN_BLOCK.to_string());
+    } else if cut && !parsed.thinking_only {
         notes.push(prompt::CUT_OFF.to_string());
     }
     if (1..=2).contains(&left) {

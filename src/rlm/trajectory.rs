@@ -124,7 +124,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::environment::Limits;
-use crate::llm::{Completion, LlmError, Message};
+use crate::llm::{Completion, LlmError, Message, ReasoningEffort};
 
 use super::budget::Budgets;
 use super::context::Context;
@@ -190,6 +190,12 @@ pub struct Setup {
     pub model: Option<String>,
     /// The server's base URL, without credentials, query or fragment.
     pub base_url: Option<String>,
+    /// The reply limit the client sent with requests that set none (`--max-reply-tokens`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_reply_tokens: Option<u32>,
+    /// The reasoning effort the client sent (`--reasoning-effort`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reasoning_effort: Option<ReasoningEffort>,
     /// When the run began, in milliseconds since the Unix epoch (UTC).
     pub started_unix_ms: Option<u64>,
     /// `full` or `compact`: how the system prompt lists the functions.
@@ -327,9 +333,18 @@ pub struct Turn {
     /// How many messages went to the model.
     #[serde(default)]
     pub messages_sent: usize,
-    /// The model's reply (`None` if the call failed or a budget refused it).
+    /// The model's reply as the server sent it, inline thinking included (`None` if the
+    /// call failed or a budget refused it).
     #[serde(default)]
     pub reply: Option<String>,
+    /// The thinking the server sent apart from the reply (`reasoning_content` or
+    /// `reasoning`); [`Turn::thinking`] adds the reply's inline thinking to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<String>,
+    /// What went back into the conversation as the model's turn, when it is not the
+    /// reply itself: the reply without its thinking.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sent_back: Option<String>,
     /// The code found in the reply.
     #[serde(default)]
     pub code_blocks: Vec<String>,
@@ -357,6 +372,9 @@ pub struct Turn {
     /// Completion tokens of this turn's model call.
     #[serde(default)]
     pub completion_tokens: u64,
+    /// Of the completion tokens, those spent thinking, where the server reports them.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reasoning_tokens: u64,
     /// Why the model stopped writing the reply, as the server said (`length`: cut at the
     /// token limit).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -383,6 +401,36 @@ impl Turn {
     pub fn failed_block(&self) -> Option<&Block> {
         self.outputs.iter().find(|b| b.error.is_some())
     }
+
+    /// The reply's thinking: the part sent apart, then the inline part
+    /// ([`Completion::thinking`]); `None` without any.
+    ///
+    /// ```
+    /// use rlm_registry::rlm::trajectory::Turn;
+    /// let turn = Turn { reply: Some("<think>hmm</think>\nprint(1)".into()), ..Turn::default() };
+    /// assert_eq!(turn.thinking().as_deref(), Some("hmm"));
+    /// ```
+    pub fn thinking(&self) -> Option<String> {
+        thinking_of(self.reply.as_deref(), self.reasoning.as_deref())
+    }
+
+    /// What went back into the conversation as the model's turn: [`Turn::sent_back`],
+    /// else the reply.
+    pub fn reply_sent_back(&self) -> Option<&str> {
+        self.sent_back.as_deref().or(self.reply.as_deref())
+    }
+}
+
+/// The thinking of a `reply` with `reasoning` sent apart, as [`Completion::thinking`]
+/// reads it.
+fn thinking_of(reply: Option<&str>, reasoning: Option<&str>) -> Option<String> {
+    let mut completion = Completion::new(reply.unwrap_or_default());
+    completion.reasoning = reasoning.map(str::to_string);
+    completion.thinking()
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// What one code block of a turn did (an entry of `outputs`).
@@ -423,9 +471,13 @@ pub struct SubCall {
     /// The request's messages (for `llm_query`, one user message holding the prompt).
     #[serde(default)]
     pub messages: Vec<Message>,
-    /// The model's answer; `None` when the call failed.
+    /// The model's answer as the server sent it, inline thinking included (the code got
+    /// it without); `None` when the call failed.
     #[serde(default)]
     pub answer: Option<String>,
+    /// The thinking the server sent apart from the answer (`reasoning_content`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<String>,
     /// Why the call failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -447,6 +499,7 @@ impl SubCall {
             Ok(completion) => SubCall {
                 messages,
                 answer: Some(completion.content.clone()),
+                reasoning: completion.reasoning.clone(),
                 error: None,
                 prompt_tokens: completion.prompt_tokens,
                 completion_tokens: completion.completion_tokens,
@@ -455,12 +508,18 @@ impl SubCall {
             Err(error) => SubCall {
                 messages,
                 answer: None,
+                reasoning: None,
                 error: Some(error.to_string()),
                 prompt_tokens: 0,
                 completion_tokens: 0,
                 cached: false,
             },
         }
+    }
+
+    /// The answer's thinking, sent apart or inline; `None` without any.
+    pub fn thinking(&self) -> Option<String> {
+        thinking_of(self.answer.as_deref(), self.reasoning.as_deref())
     }
 
     /// The text of its messages, one after the other: the prompt as a reader sees it.

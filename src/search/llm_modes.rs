@@ -31,7 +31,8 @@
 //!
 //! The model's answer may be bare JSON, JSON in a ```` ``` ```` fence, JSON inside
 //! prose, a `{"key": [...]}` object, or (small models do this) a Python-style list with
-//! single quotes; a `<think>…</think>` preamble is skipped. The first array that yields
+//! single quotes. A reasoning model's thinking is skipped, read as everywhere else a
+//! reply is read ([`Completion::answer`](crate::llm::Completion::answer)). The first array that yields
 //! something usable wins. In a ranking, a name may be written `word_count`,
 //! `word_count(text)`, `lua:word_count` or in another case, or be a candidate's number;
 //! unknown and repeated names are ignored.
@@ -323,7 +324,7 @@ fn ask<L: Llm + ?Sized>(
         .with_temperature(0.0)
         .with_max_tokens(max_tokens);
     llm.complete(request)
-        .map(|completion| completion.content)
+        .map(|completion| completion.answer().to_string())
         .map_err(|error| Failure::Call(one_line(&format!("the LLM call failed: {error}"), 400)))
 }
 
@@ -587,10 +588,6 @@ enum Parsed<T> {
 /// The first JSON array in `answer` that `usable` turns into a non-empty list; see the
 /// module docs for the forms accepted.
 fn first_usable<T>(answer: &str, usable: impl Fn(&[Value]) -> Vec<T>) -> Parsed<Vec<T>> {
-    // Reasoning models think aloud first; the answer comes after.
-    let answer = answer
-        .rsplit_once("</think>")
-        .map_or(answer, |(_, after)| after);
     let answer = byte_prefix(answer, MAX_ANSWER_BYTES);
     let mut seen_array = false;
     // Python-style lists (single quotes) are tried only when the JSON reading fails.
@@ -679,7 +676,8 @@ mod tests {
             ["a"]
         );
         assert_eq!(usable(r#"{"ranking": ["b", "a"]}"#), ["b", "a"]);
-        assert_eq!(usable("<think>maybe [\"x\"]</think>\n[\"a\"]"), ["a"]);
+        let thinking = crate::llm::Completion::new("<think>maybe [\"x\"]</think>\n[\"a\"]");
+        assert_eq!(usable(thinking.answer()), ["a"]);
         assert_eq!(usable("['a', 'b']"), ["a", "b"]);
         assert!(matches!(names("no idea"), Parsed::NoArray));
         assert!(matches!(names("[1, 2]"), Parsed::Unusable));

@@ -10,6 +10,8 @@
 //! context_window = 8192      # tokens; a request that would not fit is not sent
 //! answer_protocol = "answer" # final or answer: how the prompt teaches ending a run
 //! prompt_mode = "compact"    # full, compact or auto: how the prompt lists functions
+//! max_reply_tokens = 4096    # the most tokens a reply may take (sent as max_tokens)
+//! reasoning_effort = "low"   # low, medium or high, for reasoning models that take it
 //!
 //! [cache]                    # the call cache of `rlm ask`, `eval` and `serve`
 //! path = "rlm-cache.sqlite"  # a file (relative to this file's directory) or a URL
@@ -29,6 +31,7 @@ use toml::Spanned;
 
 use super::CacheLocation;
 use crate::conventions::AnswerProtocol;
+use crate::llm::ReasoningEffort;
 use crate::providers::ConfigError;
 use crate::rlm::PromptMode;
 
@@ -59,6 +62,10 @@ pub struct FileSettings {
     pub answer_protocol: Option<AnswerProtocol>,
     /// `[model] prompt_mode`.
     pub prompt_mode: Option<PromptMode>,
+    /// `[model] max_reply_tokens`.
+    pub max_reply_tokens: Option<u32>,
+    /// `[model] reasoning_effort`.
+    pub reasoning_effort: Option<ReasoningEffort>,
     /// `[cache] path`: a file resolved against the file's directory, or a URL as written.
     pub cache: Option<CacheLocation>,
     /// `[cache] max_mb`.
@@ -96,6 +103,8 @@ struct RawModel {
     context_window: Option<Spanned<u64>>,
     answer_protocol: Option<Spanned<String>>,
     prompt_mode: Option<Spanned<String>>,
+    max_reply_tokens: Option<Spanned<u64>>,
+    reasoning_effort: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -154,6 +163,15 @@ impl FileSettings {
             other => other.map(Spanned::into_inner),
         };
         let concurrency = positive(raw.model.concurrency, "[model] concurrency")?;
+        let max_reply_tokens = match raw.model.max_reply_tokens {
+            Some(n) if u32::try_from(*n.get_ref()).is_err() => {
+                return Err(error(
+                    n.span(),
+                    format!("[model] max_reply_tokens must be at most {}", u32::MAX),
+                ));
+            }
+            other => positive(other, "[model] max_reply_tokens")?,
+        };
         Ok(FileSettings {
             model: raw.model.name,
             base_url: raw.model.base_url,
@@ -161,6 +179,8 @@ impl FileSettings {
             context_window: positive(raw.model.context_window, "[model] context_window (tokens)")?,
             answer_protocol: parsed(raw.model.answer_protocol, error)?,
             prompt_mode: parsed(raw.model.prompt_mode, error)?,
+            max_reply_tokens: max_reply_tokens.and_then(|n| u32::try_from(n).ok()),
+            reasoning_effort: parsed(raw.model.reasoning_effort, error)?,
             cache: raw
                 .cache
                 .path

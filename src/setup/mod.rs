@@ -20,6 +20,8 @@
 //! | key | — | `RLM_API_KEY`, `OPENAI_API_KEY` | — | none |
 //! | request timeout | — | `RLM_TIMEOUT_SECS` | — | 120 s |
 //! | requests at once | `--llm-concurrency` | `RLM_LLM_CONCURRENCY` | `[model] concurrency` | 32 |
+//! | reply limit | `--max-reply-tokens` | `RLM_MAX_REPLY_TOKENS` | `[model] max_reply_tokens` | the server's |
+//! | reasoning effort | `--reasoning-effort` | `RLM_REASONING_EFFORT` | `[model] reasoning_effort` | not sent |
 //! | context window | `--context-window` | `RLM_CONTEXT_WINDOW` | `[model] context_window` | unknown |
 //! | answer protocol | `--answer-protocol` | `RLM_ANSWER_PROTOCOL` | `[model] answer_protocol` | final |
 //! | prompt mode | `--prompt-mode` | `RLM_PROMPT_MODE` | `[model] prompt_mode` | compact |
@@ -53,12 +55,16 @@ use crate::conventions::AnswerProtocol;
 use crate::llm::{
     CacheStore, Cached, DEFAULT_CACHE_MAX_MB, ENV_API_KEY, ENV_BASE_URL, ENV_MODEL,
     ENV_OPENAI_API_KEY, ENV_OPENAI_BASE_URL, ENV_TIMEOUT_SECS, Llm, LlmClient, LlmConfig,
-    open_cache,
+    ReasoningEffort, open_cache,
 };
 use crate::rlm::{Budgets, PromptMode, Rlm};
 
 /// The variable giving the model client's concurrency: requests sent at once.
 pub const ENV_LLM_CONCURRENCY: &str = "RLM_LLM_CONCURRENCY";
+/// The variable giving the most tokens a reply may take (`4096`, `8k`).
+pub const ENV_MAX_REPLY_TOKENS: &str = "RLM_MAX_REPLY_TOKENS";
+/// The variable giving a reasoning model's effort (`low`, `medium` or `high`).
+pub const ENV_REASONING_EFFORT: &str = "RLM_REASONING_EFFORT";
 /// The variable giving the model's context window, in tokens (`8k`, `32768`).
 pub const ENV_CONTEXT_WINDOW: &str = "RLM_CONTEXT_WINDOW";
 /// The variable giving the answer protocol (`final` or `answer`).
@@ -138,6 +144,10 @@ pub struct RunSettings {
     pub api_key: Option<String>,
     /// `--llm-concurrency`: requests sent to the model at once.
     pub llm_concurrency: Option<usize>,
+    /// `--max-reply-tokens`: the most tokens a reply may take.
+    pub max_reply_tokens: Option<u32>,
+    /// `--reasoning-effort`.
+    pub reasoning_effort: Option<ReasoningEffort>,
     /// `--context-window`, in tokens.
     pub context_window: Option<u64>,
     /// `--answer-protocol`.
@@ -241,6 +251,24 @@ fn concurrency(text: &str) -> Result<usize, String> {
     }
 }
 
+/// The most tokens a reply may take: `4096` or `8k`, positive, as the server's
+/// `max_tokens` takes it. The command line's `--max-reply-tokens` and the variable read
+/// it the same way.
+///
+/// ```
+/// assert_eq!(rlm_registry::setup::reply_tokens("8k"), Ok(8_000));
+/// assert!(rlm_registry::setup::reply_tokens("0").is_err());
+/// assert!(rlm_registry::setup::reply_tokens("5000000000").is_err());
+/// ```
+pub fn reply_tokens(text: &str) -> Result<u32, String> {
+    match crate::tokens::parse_count(text).map(u32::try_from) {
+        Some(Ok(0)) => Err("a reply needs at least 1 token".to_string()),
+        Some(Ok(tokens)) => Ok(tokens),
+        Some(Err(_)) => Err(format!("at most {} tokens", u32::MAX)),
+        None => Err(format!("`{text}` is not a number of tokens (4096 or 8k)")),
+    }
+}
+
 /// A number of tokens: `8k`, `128k`, `1m` or `32768`, positive. The command line's
 /// `--context-window` and the variable read it the same way.
 ///
@@ -301,6 +329,16 @@ impl RunSetup {
         ) {
             llm.max_concurrency = n;
         }
+        llm.max_reply_tokens = layered(
+            given.max_reply_tokens,
+            vars.parsed(ENV_MAX_REPLY_TOKENS, reply_tokens)?,
+            file.max_reply_tokens,
+        );
+        llm.reasoning_effort = layered(
+            given.reasoning_effort,
+            vars.parsed(ENV_REASONING_EFFORT, str::parse)?,
+            file.reasoning_effort,
+        );
         let context_window = layered(
             given.context_window,
             vars.parsed(ENV_CONTEXT_WINDOW, window_tokens)?,

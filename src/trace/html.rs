@@ -97,6 +97,9 @@ fn turn_data(turn: &Turn) -> Value {
     json!({
         "n": turn.turn,
         "reply": turn.reply,
+        "thinking": turn.thinking(),
+        "back": turn.sent_back,
+        "rt": turn.reasoning_tokens,
         "blocks": blocks,
         "feedback": turn.feedback,
         "final": turn.final_answer,

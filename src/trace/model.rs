@@ -84,7 +84,7 @@ impl Agent {
         let mut messages = self.messages.clone();
         for earlier in self.turns.iter().take_while(|t| t.turn < n) {
             messages.push(Message::assistant(
-                earlier.reply.as_deref().unwrap_or_default(),
+                earlier.reply_sent_back().unwrap_or_default(),
             ));
             messages.push(Message::user(
                 earlier.feedback.as_deref().unwrap_or_default(),

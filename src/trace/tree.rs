@@ -61,9 +61,26 @@ pub fn show_turn(trace: &Trace, id: &str, n: u32) -> Option<String> {
         out.push_str(message.text());
         newline(&mut out);
     }
+    if let Some(thinking) = turn.thinking() {
+        let tokens = match turn.reasoning_tokens {
+            0 => String::new(),
+            n => format!(" · {} tokens", thousands(n)),
+        };
+        section(&mut out, &format!("thinking (never run){tokens}"));
+        out.push_str(&thinking);
+        newline(&mut out);
+    }
     section(&mut out, "reply");
     out.push_str(turn.reply.as_deref().unwrap_or("(no reply)"));
     newline(&mut out);
+    if let Some(sent_back) = &turn.sent_back {
+        section(
+            &mut out,
+            "reply sent back to the model (without its thinking)",
+        );
+        out.push_str(sent_back);
+        newline(&mut out);
+    }
     for (i, code) in turn.code_blocks.iter().enumerate() {
         let block = turn.outputs.get(i);
         let status = block.map_or("not run", |b| b.status.as_str());

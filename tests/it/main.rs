@@ -60,6 +60,8 @@ mod providers_files;
 mod providers_shell;
 #[cfg(all(feature = "cli", feature = "serve"))]
 mod python_habits;
+#[cfg(feature = "runtime")]
+mod reasoning;
 #[cfg(feature = "cli")]
 mod recorded_runs;
 mod registry;

@@ -173,7 +173,13 @@ impl BuiltinState {
         let Some(window) = self.host.context_window else {
             return Ok(());
         };
-        ContextWindow(window).check(request).map_err(|overflow| {
+        let reply_limit = self
+            .host
+            .llm
+            .as_ref()
+            .and_then(|llm| llm.model_info())
+            .and_then(|info| info.max_reply_tokens);
+        ContextWindow(window).check(request, reply_limit).map_err(|overflow| {
             format!(
                 "{}: not sent: the prompt is {} tokens (o200k_base) and, with {} kept for the answer, does not fit the model's context window of {} tokens; give it less text at a time (token_split, chunk_by_size)",
                 builtin.name(),

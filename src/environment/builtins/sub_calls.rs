@@ -13,7 +13,7 @@ use super::SubTask;
 use super::state::BuiltinState;
 use crate::conventions::builtins::BuiltinId;
 use crate::environment::hook::hold_ticks;
-use crate::llm::{Completion, LlmError, Request};
+use crate::llm::{Completion, LlmError, Request, split_thinking};
 
 /// One built-in's call, ready to be sent.
 pub(super) enum Call {
@@ -161,10 +161,13 @@ pub(super) fn send(
                         Err(LlmError::Config("no answer for this prompt".into()))
                     });
                     state.settle_tokens(reserved, &result);
-                    result.map(|c| c.content).map_err(|error| match batched {
-                        true => error.to_string(),
-                        false => format!("{} failed: {error}", builtin.name()),
-                    })
+                    result
+                        .map_err(|error| error.to_string())
+                        .and_then(|completion| answer_of(&completion))
+                        .map_err(|error| match batched {
+                            true => error,
+                            false => format!("{} failed: {error}", builtin.name()),
+                        })
                 })
                 .collect(),
             Call::Rlm { tasks, .. } => tasks
@@ -177,6 +180,22 @@ pub(super) fn send(
                 .collect(),
         })
         .collect()
+}
+
+/// What a sub-call returns to the code: the answer after the model's thinking, never the
+/// thinking; a reply that was all thinking has no answer to give.
+fn answer_of(completion: &Completion) -> Result<String, String> {
+    let split = split_thinking(&completion.content);
+    if split.unfinished {
+        let why = match completion.finish_reason.as_deref() {
+            Some("length") => "it was cut at the token limit while thinking",
+            _ => "its thinking never closed",
+        };
+        return Err(format!(
+            "the model's reply was all thinking, with no answer: {why}"
+        ));
+    }
+    Ok(split.answer.to_string())
 }
 
 /// The sub-model requests of a round: one alone as a plain call, more through the

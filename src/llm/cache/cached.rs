@@ -6,8 +6,9 @@ use super::{CacheKey, CacheStore};
 use crate::llm::{BatchResults, Completion, Llm, LlmError, LlmLayer, ModelInfo, Request};
 
 /// An [`Llm`] that answers from a [`CacheStore`] when it can and asks `inner` otherwise,
-/// storing each new answer. The key names the server and model `inner` reports
-/// ([`Llm::model_info`]; empty for a fake that reports none). A request marked
+/// storing each new answer. The key names the server, the model and the reply limit and
+/// reasoning effort `inner` reports ([`Llm::model_info`]; empty for a fake that reports
+/// none). A request marked
 /// [`Request::fresh`] always goes to `inner`; a batch sends only its misses, in one batch
 /// of the same kind (at `inner`'s concurrency, or at the caller's), and its answers come
 /// back in the order of the requests. As every [`LlmLayer`], it has `inner`'s
@@ -15,8 +16,9 @@ use crate::llm::{BatchResults, Completion, Llm, LlmError, LlmLayer, ModelInfo, R
 pub struct Cached<L> {
     inner: L,
     cache: Arc<dyn CacheStore>,
-    endpoint: String,
-    model: String,
+    /// What the key names besides the request: the server, the model and the settings
+    /// the client adds to every request.
+    sent_to: ModelInfo,
 }
 
 impl<L: Llm> Cached<L> {
@@ -35,15 +37,11 @@ impl<L: Llm> Cached<L> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn new(inner: L, cache: Arc<dyn CacheStore>) -> Cached<L> {
-        let ModelInfo { model, base_url } = inner.model_info().unwrap_or(ModelInfo {
-            model: String::new(),
-            base_url: String::new(),
-        });
+        let info = inner.model_info().unwrap_or_default();
         Cached {
             inner,
             cache,
-            endpoint: base_url,
-            model,
+            sent_to: info,
         }
     }
 
@@ -53,7 +51,7 @@ impl<L: Llm> Cached<L> {
     }
 
     fn key(&self, request: &Request) -> CacheKey {
-        CacheKey::of(&self.endpoint, &self.model, request)
+        CacheKey::sent(&self.sent_to, request)
     }
 
     /// The stored answer, unless the request asks for a fresh one.

@@ -3,7 +3,7 @@
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use crate::llm::{Message, Request};
+use crate::llm::{Message, ModelInfo, ReasoningEffort, Request};
 
 /// The key of one request: SHA-256 of the request as sent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -18,6 +18,10 @@ struct KeyedRequest<'a> {
     temperature: Option<f32>,
     max_tokens: Option<u32>,
     tools: &'a [serde_json::Value],
+    // Left out when unset, so that the keys of requests without it are what they were
+    // before it existed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning_effort: Option<ReasoningEffort>,
 }
 
 impl CacheKey {
@@ -35,13 +39,33 @@ impl CacheKey {
     /// assert_eq!(key("hi".into()), key(Request::from("hi").fresh_sample()), "not sent");
     /// ```
     pub fn of(endpoint: &str, model: &str, request: &Request) -> CacheKey {
+        CacheKey::sent(&ModelInfo::new(model, endpoint), request)
+    }
+
+    /// The key of `request` as a client described by `info` sends it: with the client's
+    /// reply limit when the request sets none, and its reasoning effort, since both
+    /// change the answer.
+    ///
+    /// ```
+    /// use rlm_registry::llm::{CacheKey, ModelInfo, ReasoningEffort, Request};
+    ///
+    /// let plain = ModelInfo::new("m", "http://h/v1");
+    /// let limited = ModelInfo { max_reply_tokens: Some(64), ..plain.clone() };
+    /// let hi = Request::from("hi");
+    /// assert_eq!(CacheKey::sent(&plain, &hi), CacheKey::of("http://h/v1", "m", &hi));
+    /// assert_eq!(CacheKey::sent(&limited, &hi), CacheKey::sent(&plain, &hi.clone().with_max_tokens(64)));
+    /// let thinking = ModelInfo { reasoning_effort: Some(ReasoningEffort::High), ..plain.clone() };
+    /// assert_ne!(CacheKey::sent(&thinking, &hi), CacheKey::sent(&plain, &hi));
+    /// ```
+    pub fn sent(info: &ModelInfo, request: &Request) -> CacheKey {
         let keyed = KeyedRequest {
-            endpoint,
-            model: request.model.as_deref().unwrap_or(model),
+            endpoint: &info.base_url,
+            model: request.model.as_deref().unwrap_or(&info.model),
             messages: &request.messages,
             temperature: request.temperature,
-            max_tokens: request.max_tokens,
+            max_tokens: request.max_tokens.or(info.max_reply_tokens),
             tools: &[],
+            reasoning_effort: info.reasoning_effort,
         };
         // Serializing plain data cannot fail; an empty body would still be a stable key.
         let body = serde_json::to_vec(&keyed).unwrap_or_default();

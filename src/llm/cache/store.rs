@@ -152,10 +152,19 @@ struct Stored {
     completion_tokens: u64,
     model: Option<String>,
     finish_reason: Option<String>,
+    // Answers stored before reasoning was kept read back without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    reasoning: Option<String>,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    reasoning_tokens: u64,
 }
 
-/// `completion` as a store keeps it (JSON): the content, the usage, the model and the
-/// finish reason; not the attempts nor the time it took, which were this call's.
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// `completion` as a store keeps it (JSON): the content, the reasoning, the usage, the
+/// model and the finish reason; not the attempts nor the time it took, which were this call's.
 ///
 /// ```
 /// use std::time::Duration;
@@ -173,6 +182,8 @@ pub fn encode_answer(completion: &Completion) -> String {
         completion_tokens: completion.completion_tokens,
         model: completion.model.clone(),
         finish_reason: completion.finish_reason.clone(),
+        reasoning: completion.reasoning.clone(),
+        reasoning_tokens: completion.reasoning_tokens,
     };
     // Strings and numbers serialize without fail.
     serde_json::to_string(&stored).unwrap_or_default()
@@ -188,6 +199,8 @@ pub fn decode_answer(kept: &str, elapsed: Duration) -> Option<Completion> {
         completion_tokens: stored.completion_tokens,
         model: stored.model,
         finish_reason: stored.finish_reason,
+        reasoning: stored.reasoning,
+        reasoning_tokens: stored.reasoning_tokens,
         attempts: 0,
         elapsed,
         cached: true,

@@ -45,9 +45,12 @@ impl Tapes {
             match record {
                 Record::Start(start) => {
                     if start.agent == "0" {
-                        model = start.setup.model.clone().map(|name| ModelInfo {
+                        let setup = &start.setup;
+                        model = setup.model.clone().map(|name| ModelInfo {
                             model: name,
-                            base_url: start.setup.base_url.clone().unwrap_or_default(),
+                            base_url: setup.base_url.clone().unwrap_or_default(),
+                            max_reply_tokens: setup.max_reply_tokens,
+                            reasoning_effort: setup.reasoning_effort,
                         });
                     }
                     agents.entry(start.agent.clone()).or_default();
@@ -123,6 +126,8 @@ fn reply_entry(turn: &Turn) -> Entry {
             let mut completion = Completion::new(reply.clone())
                 .with_tokens(turn.prompt_tokens, turn.completion_tokens);
             completion.finish_reason.clone_from(&turn.finish_reason);
+            completion.reasoning.clone_from(&turn.reasoning);
+            completion.reasoning_tokens = turn.reasoning_tokens;
             Ok(completion)
         }
         None => Err(turn
@@ -137,12 +142,15 @@ fn reply_entry(turn: &Turn) -> Entry {
 }
 
 fn call_entry(call: &SubCall) -> Entry {
-    let answer =
-        match &call.answer {
-            Some(answer) => Ok(Completion::new(answer.clone())
-                .with_tokens(call.prompt_tokens, call.completion_tokens)),
-            None => Err(call.error.clone().unwrap_or_default()),
-        };
+    let answer = match &call.answer {
+        Some(answer) => {
+            let mut completion = Completion::new(answer.clone())
+                .with_tokens(call.prompt_tokens, call.completion_tokens);
+            completion.reasoning.clone_from(&call.reasoning);
+            Ok(completion)
+        }
+        None => Err(call.error.clone().unwrap_or_default()),
+    };
     Entry {
         asked: Some(call.messages.clone()),
         answer,

@@ -21,6 +21,8 @@ const INHERITED_SETTINGS: &[&str] = &[
     "RLM_CONTEXT_WINDOW",
     "RLM_ANSWER_PROTOCOL",
     "RLM_PROMPT_MODE",
+    "RLM_MAX_REPLY_TOKENS",
+    "RLM_REASONING_EFFORT",
 ];
 
 /// A `Command` for `rlm`, in the crate's directory, with no inherited settings.

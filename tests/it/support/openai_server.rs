@@ -65,6 +65,13 @@ pub enum Behavior {
     /// 200 with an assistant message asking for tool calls `(id, name, arguments)`,
     /// `content: null`, `finish_reason: "tool_calls"`, usage 10 + 5 tokens.
     ToolCalls(Vec<(String, String, String)>),
+    /// 200 with a chat completion whose one choice holds `message` and `finish_reason`,
+    /// and this `usage` object: a reasoning model's reply, a cut one.
+    Completion {
+        message: Value,
+        finish_reason: String,
+        usage: Value,
+    },
     /// The behaviour of the first `(needle, behaviour)` whose needle is in the last user
     /// message, else the last one: answers that do not depend on arrival order, for
     /// requests sent concurrently.
@@ -136,6 +143,28 @@ impl Behavior {
     /// Echo after `delay`.
     pub fn echo(delay: Duration) -> Behavior {
         Behavior::Echo { delay }
+    }
+
+    /// A reply with its thinking in a `reasoning_content` field, as vLLM's reasoning
+    /// parsers send it, and `reasoning_tokens` of the 40 completion tokens spent on it.
+    pub fn reasoning_reply(content: &str, reasoning: &str, reasoning_tokens: u64) -> Behavior {
+        Behavior::Completion {
+            message: json!({"role": "assistant", "content": content, "reasoning_content": reasoning}),
+            finish_reason: "stop".to_string(),
+            usage: json!({
+                "prompt_tokens": 100, "completion_tokens": 40, "total_tokens": 140,
+                "completion_tokens_details": {"reasoning_tokens": reasoning_tokens},
+            }),
+        }
+    }
+
+    /// `content` cut at the token limit: `finish_reason: "length"`.
+    pub fn cut_reply(content: &str) -> Behavior {
+        Behavior::Completion {
+            message: json!({"role": "assistant", "content": content}),
+            finish_reason: "length".to_string(),
+            usage: json!({"prompt_tokens": 10, "completion_tokens": 64, "total_tokens": 74}),
+        }
     }
 }
 
@@ -476,6 +505,21 @@ fn respond(
             let message = json!({"role": "assistant", "content": null, "tool_calls": calls});
             (200, None, chat_completion(message, "tool_calls", 10, 5))
         }
+        Behavior::Completion {
+            message,
+            finish_reason,
+            usage,
+        } => (
+            200,
+            None,
+            json!({
+                "id": "chatcmpl-test", "object": "chat.completion", "created": 0,
+                "model": "test-model",
+                "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
+                "usage": usage,
+            })
+            .to_string(),
+        ),
         Behavior::Garbage(body) => (200, None, body),
         Behavior::NoChoices => (
             200,

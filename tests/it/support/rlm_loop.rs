@@ -115,7 +115,12 @@ pub fn conversation(events: &[Value], agent: &str, turn: u64) -> Vec<Value> {
         if earlier["turn"].as_u64().unwrap() >= turn {
             break;
         }
-        messages.push(serde_json::json!({"role": "assistant", "content": earlier["reply"]}));
+        // What went back is the reply, or without its thinking the `sent_back` text.
+        let sent_back = match &earlier["sent_back"] {
+            Value::Null => &earlier["reply"],
+            text => text,
+        };
+        messages.push(serde_json::json!({"role": "assistant", "content": sent_back}));
         messages.push(serde_json::json!({"role": "user", "content": earlier["feedback"]}));
     }
     messages

@@ -159,7 +159,10 @@ impl Agent {
         record: &mut Turn,
         started: Instant,
     ) -> Result<Completion, RlmError> {
-        let request = Request::new(messages.to_vec());
+        let mut request = Request::new(messages.to_vec());
+        // As the client sends it: its reply limit is what the window and the budget keep
+        // room for.
+        request.max_tokens = request.max_tokens.or(self.reply_limit());
         // The first request, kept to describe it if the server finds it too long (a
         // later one is not: the conversation grows, and cloning it each turn would cost).
         let first = (turn == 1).then(|| request.clone());

@@ -133,18 +133,23 @@ fn a_run_with_thinking_replays_identical() {
 
 #[test]
 fn llm_query_on_a_thinking_sub_model_returns_the_answer_alone() {
+    // The batch's two requests go out at once: answered by prompt, not by order.
     let server = OpenAiServer::start(
         vec![
             lua("x = llm_query('Capital of France?')\nprint('[' .. x .. ']')"),
             Behavior::reply("<think>\nThe capital... FINAL('Lyon')?\n</think>\n\nParis"),
             lua(
-                "ys = llm_query_batched({'a?', 'b?'})\nprint('[' .. ys[1] .. '][' .. ys[2] .. ']')",
+                "ys = llm_query_batched({'first prompt', 'second prompt'})\nprint('[' .. ys[1] .. '][' .. ys[2] .. ']')",
             ),
-            Behavior::reply("<think>x</think>A"),
-            Behavior::reasoning_reply("B", "thought apart", 5),
-            lua("FINAL(x)"),
         ],
-        Behavior::status(500),
+        Behavior::ByPrompt(vec![
+            ("first prompt".into(), Behavior::reply("<think>x</think>A")),
+            (
+                "second prompt".into(),
+                Behavior::reasoning_reply("B", "thought apart", 5),
+            ),
+            ("".into(), lua("FINAL(x)")),
+        ]),
     );
     let trace = Shared::default();
     let answer = rlm(&server, 5).trace(trace.clone()).run("Q", None).unwrap();
@@ -352,6 +357,36 @@ mod cli {
             "{}",
             stderr(&out)
         );
+    }
+
+    #[test]
+    fn the_window_check_keeps_the_reply_limit_for_the_reply() {
+        let server = OpenAiServer::always(lua("FINAL('ok')"));
+        let ask = |reply: &str| {
+            rlm_command()
+                .args([
+                    "ask",
+                    "Q",
+                    "--context-window",
+                    "8k",
+                    "--max-reply-tokens",
+                    reply,
+                ])
+                .args(llm_args(&server.base_url(), "test-model"))
+                .output()
+                .unwrap()
+        };
+        let out = ask("7k");
+        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+        assert!(
+            stderr(&out).contains("and 7,000 are kept for the reply"),
+            "{}",
+            stderr(&out)
+        );
+        assert_eq!(server.request_count(), 0);
+        let out = ask("1k");
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        assert_eq!(bodies(&server)[0]["max_tokens"], 1000);
     }
 
     #[test]

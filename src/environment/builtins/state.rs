@@ -11,7 +11,7 @@ use crate::conventions::builtins::BuiltinId;
 use crate::environment::answer_schema::AnswerSchema;
 use crate::environment::budget::Budget;
 use crate::environment::limits::{LimitKind, Tripwire};
-use crate::environment::window::ContextWindow;
+use crate::environment::window::{ContextWindow, reply_reserve};
 use crate::llm::{Completion, Llm, LlmError, Request};
 use crate::text_format::thousands;
 use crate::tokens;
@@ -90,8 +90,18 @@ impl BuiltinState {
             })
     }
 
+    /// The reply limit the model's client sends with requests that set none
+    /// (`--max-reply-tokens`).
+    fn reply_limit(&self) -> Option<u32> {
+        self.host
+            .llm
+            .as_ref()
+            .and_then(|llm| llm.model_info())
+            .and_then(|info| info.max_reply_tokens)
+    }
+
     /// Holds `request`'s worst case (its prompt's tokens and the longest reply it allows,
-    /// [`Request::reply_reserve`]) against the token budget until
+    /// [`reply_reserve`]) against the token budget until
     /// [`BuiltinState::settle_tokens`]; the message the code reads when it does not fit
     /// what neither spent tokens nor calls being sent hold. Without a budget, nothing.
     pub(super) fn reserve_tokens(
@@ -103,7 +113,7 @@ impl BuiltinState {
             return Ok(0);
         };
         let prompt = tokens::count_chat(request.messages.iter().map(|m| m.text())) as u64;
-        let worst = prompt.saturating_add(request.reply_reserve());
+        let worst = prompt.saturating_add(reply_reserve(request, self.reply_limit()));
         let committed = self
             .tokens_spent
             .get()
@@ -173,13 +183,7 @@ impl BuiltinState {
         let Some(window) = self.host.context_window else {
             return Ok(());
         };
-        let reply_limit = self
-            .host
-            .llm
-            .as_ref()
-            .and_then(|llm| llm.model_info())
-            .and_then(|info| info.max_reply_tokens);
-        ContextWindow(window).check(request, reply_limit).map_err(|overflow| {
+        ContextWindow(window).check(request, self.reply_limit()).map_err(|overflow| {
             format!(
                 "{}: not sent: the prompt is {} tokens (o200k_base) and, with {} kept for the answer, does not fit the model's context window of {} tokens; give it less text at a time (token_split, chunk_by_size)",
                 builtin.name(),

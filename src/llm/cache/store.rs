@@ -206,3 +206,35 @@ pub fn decode_answer(kept: &str, elapsed: Duration) -> Option<Completion> {
         cached: true,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reasoning_models_answer_keeps_its_reasoning_in_the_store() {
+        let mut completion = Completion::new("<think>a</think>4").with_tokens(10, 8);
+        completion.reasoning = Some("apart".to_string());
+        completion.reasoning_tokens = 6;
+        let back = decode_answer(&encode_answer(&completion), Duration::ZERO).unwrap();
+        assert_eq!(back.reasoning.as_deref(), Some("apart"));
+        assert_eq!(back.reasoning_tokens, 6);
+        assert_eq!(back.answer(), "4");
+    }
+
+    #[test]
+    fn an_answer_stored_before_reasoning_was_kept_still_reads_back() {
+        let old = r#"{"content":"4","prompt_tokens":10,"completion_tokens":1,"model":null,"finish_reason":"stop"}"#;
+        let back = decode_answer(old, Duration::ZERO).unwrap();
+        assert_eq!(
+            (
+                back.content.as_str(),
+                back.reasoning.as_deref(),
+                back.reasoning_tokens
+            ),
+            ("4", None, 0)
+        );
+        // And a plain answer is written as it was then.
+        assert_eq!(encode_answer(&back), old);
+    }
+}

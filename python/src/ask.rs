@@ -12,12 +12,12 @@ use rlm_registry::llm::{Completion, Llm, LlmError, Request};
 use rlm_registry::rlm::{
     Context, DEFAULT_BLOCK_TIME_LIMIT, DEFAULT_OUTPUT_BYTES, Rlm, TraceFormat,
 };
-use rlm_registry::setup::{Defaults, FileSettings, RunSettings, RunSetup};
+use rlm_registry::setup::{RunSettings, RunSetup};
 
 use crate::convert::{json_from_python, json_to_python};
 use crate::environment::{Text, limits};
 use crate::errors::{
-    Failure, LlmError as PyLlmError, catching, internal_error, panic_message, run_error, with,
+    LlmError as PyLlmError, catching, internal_error, panic_message, run_error, with,
 };
 use crate::registry::{Registry, chosen_registry, load_providers};
 
@@ -62,13 +62,7 @@ struct Settings {
 impl Settings {
     /// The run's setup: the arguments over the environment variables over `config`.
     fn setup(&self, py: Python<'_>, config: Option<&Path>) -> PyResult<RunSetup> {
-        let file = match config {
-            Some(path) => FileSettings::load(path)
-                .map_err(|error| Failure::Config(error.render(false)).into_pyerr(py))?,
-            None => FileSettings::default(),
-        };
-        RunSetup::from_env(&self.run, &file, &Defaults::default())
-            .map_err(|error| PyValueError::new_err(error.to_string()))
+        crate::setup::run_setup(py, &self.run, config)
     }
 
     /// An RLM over `llm` (the setup's own model when `None`) with these settings and the

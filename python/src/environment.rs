@@ -9,13 +9,14 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString, PyTuple};
 
-use rlm_registry::environment::{ExecError, Execution, GlobalValue, Limits};
+use rlm_registry::environment::{ExecError, Execution, GlobalValue, Limits, SubAgent};
 use rlm_registry::llm::Llm;
 
 use crate::convert::{global_from_python, global_to_python, json_from_python, json_to_python};
 use crate::errors::{Failure, catching, exec_error};
 use crate::llm::PythonLlm;
 use crate::registry::{Registry, chosen_registry, load_providers};
+use crate::sub_agent::PythonSubAgent;
 use crate::tools::with_tools;
 use crate::worker::EnvThread;
 
@@ -51,9 +52,11 @@ impl Environment {
     #[new]
     #[pyo3(signature = (
         context = None, *, paths = Vec::new(), baked = true, config = None, registry = None,
-        time_limit = 30.0, memory_limit_mb = 512, output_limit = None, llm = None, tools = None
+        time_limit = 30.0, memory_limit_mb = 512, output_limit = None, llm = None, tools = None,
+        sub_agent = None
     ), text_signature = "(context=None, *, paths=(), baked=True, config=None, registry=None, \
-        time_limit=30.0, memory_limit_mb=512, output_limit=None, llm=None, tools=None)")]
+        time_limit=30.0, memory_limit_mb=512, output_limit=None, llm=None, tools=None, \
+        sub_agent=None)")]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -67,10 +70,12 @@ impl Environment {
         output_limit: Option<usize>,
         llm: Option<Bound<'_, PyAny>>,
         tools: Option<Bound<'_, PyDict>>,
+        sub_agent: Option<Bound<'_, PyAny>>,
     ) -> PyResult<Environment> {
         catching(|| {
             let limits = limits(time_limit, memory_limit_mb, output_limit)?;
             let llm = python_llm(llm)?;
+            let sub_agent = python_sub_agent(sub_agent)?;
             let registry = chosen_registry(py, registry.as_deref(), paths, baked)?;
             let mut providers = config.map(|path| load_providers(py, &path)).transpose()?;
             if let Some(tools) = tools {
@@ -86,6 +91,9 @@ impl Environment {
                 }
                 if let Some(llm) = llm {
                     builder = builder.llm(llm);
+                }
+                if let Some(sub_agent) = sub_agent {
+                    builder = builder.sub_agent(sub_agent);
                 }
                 let environment = builder
                     .build()
@@ -330,6 +338,21 @@ fn python_llm(llm: Option<Bound<'_, PyAny>>) -> PyResult<Option<Arc<dyn Llm>>> {
         }
         Some(other) => Err(PyTypeError::new_err(format!(
             "llm must be a callable (prompt: str) -> str, not a {}",
+            other.get_type().name()?
+        ))),
+    }
+}
+
+/// The `sub_agent` argument: a callable `(prompt, context) -> str` that runs a child
+/// agent for `rlm_query`.
+fn python_sub_agent(sub_agent: Option<Bound<'_, PyAny>>) -> PyResult<Option<Arc<dyn SubAgent>>> {
+    match sub_agent {
+        None => Ok(None),
+        Some(callable) if callable.is_callable() => {
+            Ok(Some(Arc::new(PythonSubAgent::new(callable.unbind()))))
+        }
+        Some(other) => Err(PyTypeError::new_err(format!(
+            "sub_agent must be a callable (prompt: str, context: str | None) -> str, not a {}",
             other.get_type().name()?
         ))),
     }

@@ -17,7 +17,10 @@ mod environment;
 mod errors;
 mod llm;
 mod registry;
+mod setup;
+mod sub_agent;
 mod tools;
+mod window;
 mod worker;
 
 use pyo3::prelude::*;
@@ -69,6 +72,8 @@ mod _native {
     };
     #[pymodule_export]
     use super::registry::{Diagnostic, Registry, check};
+    #[pymodule_export]
+    use super::window::_check_first_request;
     #[pymodule_export]
     use super::{_environment_new_in_rust, _panic_for_tests};
 

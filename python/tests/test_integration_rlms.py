@@ -16,6 +16,7 @@ require_package("rlm")
 from rlm.core.types import RLMChatCompletion  # noqa: E402
 from rlm.logger import RLMLogger  # noqa: E402
 
+from rlm_registry import Environment, LlmError  # noqa: E402
 from rlm_registry.integrations.rlms import LuaREPL, LuaRLM, lua_system_prompt  # noqa: E402
 
 LOG = "\n".join(
@@ -122,6 +123,124 @@ def test_the_prompt_is_a_template_of_the_reference():
     assert filled.endswith("\nTOOLS\n")
     assert "{content" in filled or 'answer["content"]' in filled
     assert "Lua" in filled
+
+
+def test_the_default_first_request_fits_a_small_model():
+    with ScriptedServer([repl("FINAL('ok')")]) as server:
+        result = lua_rlm(server, max_iterations=2).completion(LOG, root_prompt="Q?")
+    assert result.response == "ok"
+    system = server.turns()[0]["messages"][0]["content"]
+    # Compact, as `rlm ask` and the DSPy integration: signatures and summaries.
+    assert Environment().call("token_count", system) < 3000
+    assert "fn_search" in system
+
+
+def test_a_first_request_too_long_for_the_window_is_refused_unsent():
+    with ScriptedServer([repl("FINAL('ok')")]) as server:
+        rlm = lua_rlm(server, max_iterations=2, context_window=2048)
+        with pytest.raises(LlmError, match="does not fit the model's context window") as refused:
+            rlm.completion(LOG, root_prompt="Q?")
+        assert server.requests == []
+        assert "1,024 are kept for the reply" in str(refused.value)
+        # With room enough, the same run goes on.
+        result = lua_rlm(server, max_iterations=2, context_window=32768).completion(LOG)
+    assert result.response == "ok"
+
+
+def test_at_depth_2_rlm_query_runs_a_child_rlm_whose_final_comes_back(tmp_path: Path):
+    replies = [
+        # The root, turn 1: a child for the sub-task.
+        repl("found = rlm_query('Count the error lines in: ' .. context)\nprint(found)"),
+        # The child's own turns, with its own REPL.
+        repl("n = 0\nfor _ in context:gmatch('ERROR') do n = n + 1 end\nprint(n)"),
+        repl("FINAL(n .. ' errors')"),
+        # The root, turn 2.
+        repl("FINAL('child says ' .. found)"),
+    ]
+    with ScriptedServer(replies) as server:
+        rlm = lua_rlm(server, max_iterations=4, max_depth=2, logger=RLMLogger(log_dir=str(tmp_path)))
+        result = rlm.completion(LOG, root_prompt="How many errors?")
+    assert result.response == "child says 3 errors"
+    turns = server.turns()
+    assert len(turns) == 4
+    # The child's requests carry a system prompt of their own and its own conversation.
+    child_first = turns[1]["messages"]
+    assert child_first[0]["role"] == "system" and "```repl" in child_first[0]["content"]
+    # The reference hands the child the prompt as its context, not as a message: its
+    # conversation is its own, and its code counted the lines of the prompt.
+    assert not any("How many errors?" in str(m["content"]) for m in child_first)
+    assert "REPL output:\n\n3\n" in turns[2]["messages"][-2]["content"]
+    # The root's own calls are its handler's; the child's are in its completion, which
+    # the root's block lists (how the reference counts a child's usage and cost).
+    assert result.usage_summary.model_usage_summaries["scripted-model"].total_calls == 2
+    # The log reads back as the reference reads it: the child's completion is an
+    # `rlm_calls` entry of the root's first block, with the child's own trajectory.
+    (log,) = tmp_path.glob("*.jsonl")
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    (call,) = lines[1]["code_blocks"][0]["result"]["rlm_calls"]
+    child = RLMChatCompletion.from_dict(call)
+    assert child.response == "3 errors"
+    assert child.usage_summary.model_usage_summaries["scripted-model"].total_calls == 2
+    assert [it["final_answer"] for it in child.metadata["iterations"]][-1] == "3 errors"
+
+
+def test_at_the_last_depth_rlm_query_is_a_plain_completion_as_the_reference_does():
+    replies = [repl("print(rlm_query('say hi'))"), repl("FINAL('done')")]
+    with ScriptedServer(replies, sub_answer=lambda prompt: "plain: " + prompt) as server:
+        result = lua_rlm(server, max_iterations=3, max_depth=1).completion("x")
+    assert result.response == "done"
+    (sub_call,) = server.sub_calls()
+    assert sub_call["messages"][-1]["content"] == "say hi"
+    assert "plain: say hi" in server.turns()[1]["messages"][-2]["content"]
+
+
+def test_rlm_query_batched_runs_child_rlms_at_most_max_concurrent_subcalls_at_once():
+    # Each child answers at once with FINAL: its first turn's reply.
+    replies = [repl("got = rlm_query_batched({'a', 'b', 'c'})\nprint(table.concat(got, ','))")]
+    replies += [repl("FINAL('child')")] * 3
+    replies += [repl("FINAL(table.concat(got, ','))")]
+    with ScriptedServer(replies) as server:
+        result = lua_rlm(
+            server, max_iterations=3, max_depth=2, max_concurrent_subcalls=2
+        ).completion("x")
+    assert result.response == "child,child,child"
+    assert len(server.turns()) == 5
+
+
+def test_compaction_keeps_the_conversation_in_history_readable_from_lua():
+    repl_env = LuaREPL(compaction=True)
+    assert repl_env.execute_code("print(#history)").stdout == "0\n"
+    repl_env.append_compaction_entry(
+        [{"role": "assistant", "content": "turn 1"}, {"role": "user", "content": "output 1"}]
+    )
+    repl_env.append_compaction_entry({"type": "summary", "content": "so far: 3 errors"})
+    out = repl_env.execute_code(
+        "for i, m in ipairs(history) do print(i, m.role, m.content, m.type) end"
+    ).stdout
+    assert out.splitlines() == [
+        "1\tassistant\tturn 1\tnil",
+        "2\tuser\toutput 1\tnil",
+        "3\tassistant\tso far: 3 errors\tsummary",
+    ]
+    # Code that replaced `history` gets the whole conversation back with the next entry.
+    repl_env.execute_code("history = 'gone'")
+    repl_env.append_compaction_entry([{"role": "user", "content": "more"}])
+    assert repl_env.execute_code("print(#history, history[4].content)").stdout == "4\tmore\n"
+    # Without compaction, entries are ignored, as the reference's.
+    plain = LuaREPL()
+    plain.append_compaction_entry({"type": "summary", "content": "x"})
+    assert plain.execute_code("print(history)").stdout == "nil\n"
+
+
+def test_lua_rlm_with_compaction_hands_it_to_its_repl():
+    replies = [repl("print(type(history), #history)"), repl("FINAL('ok')")]
+    with ScriptedServer(replies) as server:
+        result = lua_rlm(server, max_iterations=3, compaction=True).completion("x")
+    assert result.response == "ok"
+    system = server.turns()[0]["messages"][0]["content"]
+    assert "REPL variable `history`" in system
+    # After turn 1 the reference appended the turn's messages to `history`.
+    assert "REPL output:\n\ntable\t0\n" in server.turns()[1]["messages"][-2]["content"]
 
 
 def test_lua_rlm_refuses_another_environment():

@@ -7,8 +7,9 @@
 use std::fmt;
 use std::io;
 
-use crate::environment::ExecError;
-use crate::llm::LlmError;
+use crate::environment::{ContextWindow, ExecError, reply_reserve, request_tokens};
+use crate::llm::{LlmError, Message, Request};
+use crate::tokens;
 
 use super::budget::{BudgetExceeded, UsageReport};
 use super::prompt_mode::PromptMode;
@@ -180,6 +181,64 @@ pub struct WindowExceeded {
     /// The server's refusal, if the request was sent; `None` when a window check kept
     /// it from being sent.
     pub server: Option<LlmError>,
+}
+
+impl WindowExceeded {
+    /// Checks the first `request` of `agent` against `window`, with `reply_limit` kept for
+    /// the reply when the request sets none: `Err` with what `rlm ask` reports when it
+    /// does not fit. The one check of a first request, for the loop and for the
+    /// reference RLM's `LuaRLM` in Python alike.
+    ///
+    /// ```
+    /// use rlm_registry::llm::{Message, Request};
+    /// use rlm_registry::rlm::{PromptMode, WindowExceeded};
+    ///
+    /// let request = Request::new(vec![Message::system("word ".repeat(3_000)), Message::user("Q")]);
+    /// let refused = WindowExceeded::check("0", &request, 2_000, None, PromptMode::Compact).unwrap_err();
+    /// assert!(refused.to_string().starts_with("the first request of the root agent does not fit"));
+    /// assert!(WindowExceeded::check("0", &request, 8_000, None, PromptMode::Compact).is_ok());
+    /// ```
+    pub fn check(
+        agent: &str,
+        request: &Request,
+        window: u64,
+        reply_limit: Option<u32>,
+        prompt_mode: PromptMode,
+    ) -> Result<(), Box<WindowExceeded>> {
+        ContextWindow(window)
+            .check(request, reply_limit)
+            .map_err(|_| {
+                WindowExceeded::of(agent, request, Some(window), reply_limit, prompt_mode, None)
+            })
+    }
+
+    /// The report of a first `request` of `agent` too long for `window`: refused by a
+    /// check before it was sent (`server` is `None`), or by the server.
+    pub fn of(
+        agent: &str,
+        request: &Request,
+        window: Option<u64>,
+        reply_limit: Option<u32>,
+        prompt_mode: PromptMode,
+        server: Option<LlmError>,
+    ) -> Box<WindowExceeded> {
+        let served_window = match &server {
+            Some(LlmError::ContextLength { window, .. }) => *window,
+            _ => None,
+        };
+        let system = request.messages.first().map_or("", Message::text);
+        Box::new(WindowExceeded {
+            agent: agent.to_string(),
+            system_prompt_tokens: tokens::count(system) as u64,
+            request_tokens: request_tokens(request),
+            reply_reserve: reply_reserve(request, reply_limit),
+            // What the server said is the truth about its window; a configured one is
+            // then wrong.
+            window: served_window.or(window),
+            prompt_mode,
+            server,
+        })
+    }
 }
 
 impl fmt::Display for WindowExceeded {

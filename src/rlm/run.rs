@@ -11,11 +11,8 @@ use std::time::Instant;
 use serde_json::Value as Json;
 
 use crate::conventions::is_lua_name;
-use crate::environment::{
-    ContextWindow, Environment, ExecError, User, reply_reserve, request_tokens,
-};
+use crate::environment::{Environment, ExecError, User};
 use crate::llm::{Completion, LlmError, Message, Request, split_thinking};
-use crate::tokens;
 
 use super::agent::Agent;
 use super::context::Context;
@@ -174,7 +171,7 @@ impl Agent {
         self.ledger.record(self.depth, reservation, &result);
         record.llm_ms = millis(started.elapsed());
         let completion = result.map_err(|error| match &first {
-            Some(first) if error.is_context_length() => self.too_long(first, Some(error)),
+            Some(first) if error.is_context_length() => self.too_long(first, error),
             _ => RlmError::Llm(error),
         })?;
         record.prompt_tokens = completion.prompt_tokens;
@@ -191,9 +188,9 @@ impl Agent {
         let Some(window) = self.config.context_window else {
             return Ok(());
         };
-        ContextWindow(window)
-            .check(request, self.reply_limit())
-            .map_err(|_| self.too_long(request, None))
+        let prompt_mode = self.config.prompt_mode;
+        WindowExceeded::check(&self.id, request, window, self.reply_limit(), prompt_mode)
+            .map_err(RlmError::ContextWindow)
     }
 
     /// The reply limit the model's client sends with requests that set none.
@@ -203,25 +200,16 @@ impl Agent {
             .and_then(|info| info.max_reply_tokens)
     }
 
-    /// The error for a first `request` too long for the window, refused by the check or
-    /// by the `server`.
-    fn too_long(&self, request: &Request, server: Option<LlmError>) -> RlmError {
-        let served_window = match &server {
-            Some(LlmError::ContextLength { window, .. }) => *window,
-            _ => None,
-        };
-        let system = request.messages.first().map_or("", Message::text);
-        RlmError::ContextWindow(Box::new(WindowExceeded {
-            agent: self.id.clone(),
-            system_prompt_tokens: tokens::count(system) as u64,
-            request_tokens: request_tokens(request),
-            reply_reserve: reply_reserve(request, self.reply_limit()),
-            // What the server said is the truth about its window; a configured one is
-            // then wrong.
-            window: served_window.or(self.config.context_window),
-            prompt_mode: self.config.prompt_mode,
-            server,
-        }))
+    /// The error for a first `request` the `server` refused as too long.
+    fn too_long(&self, request: &Request, server: LlmError) -> RlmError {
+        RlmError::ContextWindow(WindowExceeded::of(
+            &self.id,
+            request,
+            self.config.context_window,
+            self.reply_limit(),
+            self.config.prompt_mode,
+            Some(server),
+        ))
     }
 
     /// Runs the reply's code, then takes its final answer, ends the run, or gives the

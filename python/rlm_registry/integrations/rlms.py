@@ -2,12 +2,15 @@
 this package's sandbox instead of Python in the host process.
 
 - `LuaREPL`: an environment of the reference's `BaseEnv` contract (`setup`,
-  `load_context`, `execute_code -> REPLResult`, the persistence methods), whose
-  `llm_query` and `llm_query_batched` reach the reference's LM handler over its socket,
-  and whose runs end with the reference's `answer` table (`answer.content`, then
-  `answer.ready = true`) or with `FINAL(value)`.
+  `load_context`, `execute_code -> REPLResult`, the persistence methods, and
+  `append_compaction_entry`), whose `llm_query` and `llm_query_batched` reach the
+  reference's LM handler over its socket, whose `rlm_query` runs the reference's child
+  RLMs (its `subcall_fn`), and whose runs end with the reference's `answer` table
+  (`answer.content`, then `answer.ready = true`) or with `FINAL(value)`.
 - `LuaRLM`: the reference's `RLM` with `LuaREPL` as its environment (`"lua"`) and a
-  system prompt written for Lua. Its `RLMLogger` logs and visualizer work unchanged.
+  system prompt written for Lua (compact by default, as `rlm ask`'s). Child RLMs at
+  `max_depth > 1`, `compaction=True` and a `context_window` check work as with Python.
+  Its `RLMLogger` logs and visualizer work unchanged.
 
 >>> from rlm_registry.integrations.rlms import LuaRLM  # doctest: +SKIP
 >>> rlm = LuaRLM(backend="openai", backend_kwargs={"model_name": "gpt-4.1-mini"})  # doctest: +SKIP
@@ -19,8 +22,10 @@ Supported: `rlms` 0.1.3 (`pip install 'rlm-registry[rlms]'`).
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Literal
 
 from ._support import SandboxArgs, require, sandbox_args, take_sandbox_args
@@ -44,6 +49,7 @@ from rlm.environments.base_env import (  # type: ignore[import-untyped]  # noqa:
 )
 
 from .. import Environment, Registry, system_prompt  # noqa: E402
+from .._native import _check_first_request  # noqa: E402
 
 __all__ = ["ENVIRONMENT", "SUPPORTED_VERSION", "LuaREPL", "LuaRLM", "SandboxArgs", "lua_system_prompt"]
 
@@ -51,6 +57,17 @@ __all__ = ["ENVIRONMENT", "SUPPORTED_VERSION", "LuaREPL", "LuaRLM", "SandboxArgs
 ENVIRONMENT = "lua"
 
 _REARM_ANSWER = "if type(answer) == 'table' then rawset(answer, 'ready', false) end"
+
+# Compaction's new messages, handed over under this name and appended to `history`;
+# the flag says the code replaced `history`, which then gets the whole list again.
+_NEW_HISTORY = "_rlm_history_new"
+_HISTORY_LOST = "_rlm_history_lost"
+_APPEND_HISTORY = f"""
+local new = {_NEW_HISTORY}
+{_NEW_HISTORY} = nil
+if type(history) ~= "table" then {_HISTORY_LOST} = true return end
+for i = 1, #new do history[#history + 1] = new[i] end
+"""
 
 # The globals the code set, with their Lua types, for `REPLResult.locals`: every name
 # but those of the sandbox as it was made (standard library, built-ins) and the
@@ -97,6 +114,11 @@ class _HandlerClient:
             self._completions.append(response.chat_completion)
         return response.chat_completion.response
 
+    def record(self, completion: RLMChatCompletion) -> None:
+        """Keeps a child RLM's completion for the block's `rlm_calls`, as a sub-call's."""
+        with self._lock:
+            self._completions.append(completion)
+
     def take(self) -> list[RLMChatCompletion]:
         """The completions since the last `take`."""
         with self._lock:
@@ -109,9 +131,14 @@ class LuaREPL(NonIsolatedEnv):
     5.4 with this package's registry: time, memory and output limits per block, no
     file system, no process, no network but `llm_query`.
 
-    The arguments before `*` are the reference's (`LocalREPL`'s); `compaction` is
-    accepted and ignored, and `subcall_fn` is kept but unused (`rlm_query` in the Lua
-    code is the sandbox's own). Keywords also take the sandbox's settings
+    The arguments before `*` are the reference's (`LocalREPL`'s). With `subcall_fn` (the
+    reference's `RLM._subcall`, which `LuaRLM` hands over at `max_depth > 1`),
+    `rlm_query` and `rlm_query_batched` run the reference's child RLMs, at most
+    `max_concurrent_subcalls` at once, their completions in the block's `rlm_calls`;
+    without it they are plain completions. With `compaction`, the Lua table `history`
+    holds the conversation's messages (`{role, content}` tables, a summary as an
+    assistant message with `type = "summary"`), which `append_compaction_entry` extends.
+    Keywords also take the sandbox's settings
     (`SandboxArgs`: `paths`, `baked`, `config`, `time_limit`, `memory_limit_mb`,
     `output_limit`), as `Environment` takes them.
 
@@ -164,6 +191,10 @@ class LuaREPL(NonIsolatedEnv):
             "output_limit": sandbox["output_limit"],
         }
         self._handler = _HandlerClient(lm_handler_address, depth)
+        self._children = threading.BoundedSemaphore(max(1, max_concurrent_subcalls))
+        # The conversation as compaction keeps it, to restore `history` if the code
+        # replaced it.
+        self._compaction_history: list[dict[str, Any]] = []
         self._context_count = 0
         self._history_count = 0
         self.env: Environment | None = None
@@ -189,8 +220,13 @@ class LuaREPL(NonIsolatedEnv):
         self.cleanup()
         entries = {name: extract_tool_value(entry) for name, entry in self.custom_tools.items()}
         functions = {name: value for name, value in entries.items() if callable(value)}
-        self.env = Environment(llm=self._handler, tools=functions or None, **self._sandbox)
+        sub_agent = self._child if self.subcall_fn is not None else None
+        self.env = Environment(
+            llm=self._handler, tools=functions or None, sub_agent=sub_agent, **self._sandbox
+        )
         self._run(_DEFINE_VARIABLES)
+        if self.compaction:
+            self.env["history"] = list(self._compaction_history)
         for name, value in entries.items():
             if name not in functions:
                 self.env[name] = value
@@ -239,6 +275,26 @@ class LuaREPL(NonIsolatedEnv):
         """How many message histories were stored."""
         return self._history_count
 
+    def append_compaction_entry(self, entry: list[dict[str, Any]] | dict[str, Any]) -> None:
+        """Adds to `history` (with `compaction` on): a trajectory segment (a list of
+        messages) message by message, a summary (`{"type": "summary", "content": …}`) as
+        an assistant message with `type = "summary"`."""
+        if not self.compaction:
+            return
+        if isinstance(entry, dict) and entry.get("type") == "summary":
+            messages = [{"role": "assistant", "content": entry.get("content", ""), "type": "summary"}]
+        elif isinstance(entry, dict):
+            messages = [entry]
+        else:
+            messages = list(entry)
+        self._compaction_history.extend(messages)
+        env = self._environment()
+        env[_NEW_HISTORY] = messages
+        result = env.execute(_APPEND_HISTORY)
+        if result.error is not None or env[_HISTORY_LOST]:
+            env[_HISTORY_LOST] = None
+            env["history"] = list(self._compaction_history)
+
     def update_handler_address(self, address: tuple[str, int]) -> None:
         """Points `llm_query` at another LM handler (the reference's persistent runs)."""
         self._handler.address = address
@@ -264,6 +320,20 @@ class LuaREPL(NonIsolatedEnv):
             rlm_calls=self._handler.take(),
             final_answer=result.final,
         )
+
+    def _child(self, prompt: str, context: str | None) -> str:
+        """`rlm_query` in the Lua code: a child RLM of the reference's (`subcall_fn`), the
+        context (if given) before the prompt. Its completion joins the block's
+        `rlm_calls`; an error is its answer, as the reference's `rlm_query` gives it."""
+        assert self.subcall_fn is not None
+        full_prompt = prompt if context is None else f"{context}\n\n{prompt}"
+        with self._children:
+            try:
+                completion = self.subcall_fn(full_prompt, None)
+            except Exception as error:  # noqa: BLE001 - the reference answers with it
+                return f"Error: RLM query failed - {error}"
+        self._handler.record(completion)
+        return str(completion.response)
 
     def cleanup(self) -> None:
         """Closes the sandbox and frees its memory at once."""
@@ -301,11 +371,13 @@ class LuaREPL(NonIsolatedEnv):
 def lua_system_prompt(
     *,
     max_iterations: int = 30,
-    prompt_mode: Literal["full", "compact", "auto"] = "full",
+    prompt_mode: Literal["full", "compact", "auto"] | None = None,
     **sandbox: Unpack[SandboxArgs],
 ) -> str:
     """This package's system prompt, written for Lua, in the reference's protocol: code
-    in ```repl blocks, the run ended with the `answer` table. It is a template for the
+    in ```repl blocks, the run ended with the `answer` table. `prompt_mode` is chosen as
+    `rlm ask` chooses it when `None`: `RLM_PROMPT_MODE`, else `[model] prompt_mode` of
+    the `config` file, else compact. It is a template for the
     reference's `RLM(custom_system_prompt=...)`, which fills `{custom_tools_section}`
     (so its literal braces are doubled). The context is not described: the reference
     does that in its first user message, for each completion.
@@ -351,8 +423,14 @@ class LuaRLM(_reference.RLM):
     Every argument of the reference's `RLM` works as there, but `environment` (always
     `"lua"`); `environment_kwargs` go to `LuaREPL` (`paths`, `baked`, `config`,
     `time_limit`, `memory_limit_mb`, `output_limit`). `orchestrator` is off by default:
-    the reference's addendum teaches Python. `RLMLogger` and the visualizer read its
-    runs as any other (`environment_type` is `"lua"`).
+    the reference's addendum teaches Python. `prompt_mode` is chosen as `rlm ask` chooses
+    it (compact unless `RLM_PROMPT_MODE` or `[model] prompt_mode` say otherwise). With
+    `context_window` (tokens), a first request that does not fit it, with room for the
+    reply, is refused before it is sent (`rlm_registry.LlmError`, the message `rlm ask`
+    gives). At `max_depth > 1`, `rlm_query` in the Lua code runs the reference's child
+    RLMs, each with its own `LuaREPL`; `compaction=True` keeps the conversation in the
+    Lua table `history`. `RLMLogger` and the visualizer read its runs as any other
+    (`environment_type` is `"lua"`).
 
     >>> from rlm_registry.integrations.rlms import LuaRLM  # doctest: +SKIP
     >>> rlm = LuaRLM(backend="openai", backend_kwargs={"model_name": "gpt-4.1-mini"})  # doctest: +SKIP
@@ -367,19 +445,27 @@ class LuaRLM(_reference.RLM):
         custom_system_prompt: str | None = None,
         max_iterations: int = 30,
         orchestrator: bool = False,
-        prompt_mode: Literal["full", "compact", "auto"] = "full",
+        prompt_mode: Literal["full", "compact", "auto"] | None = None,
+        context_window: int | None = None,
         **kwargs: Any,
     ) -> None:
         if "environment" in kwargs:
             raise TypeError("LuaRLM always runs LuaREPL: leave `environment` out")
+        if context_window is not None and context_window < 1:
+            raise ValueError("context_window must be a positive number of tokens")
         environment_kwargs = dict(environment_kwargs or {})
+        # Children are the reference's own RLMs, built from these kwargs: they keep the
+        # parent's choice of addendum (see `_spawn_with_lua_hooks`).
+        environment_kwargs[_ORCHESTRATOR_KEY] = orchestrator
+        sandbox = take_sandbox_args(dict(environment_kwargs))
         if custom_system_prompt is None:
             # The prompt states the limits the sandbox will have.
             custom_system_prompt = lua_system_prompt(
-                max_iterations=max_iterations,
-                prompt_mode=prompt_mode,
-                **take_sandbox_args(dict(environment_kwargs)),
+                max_iterations=max_iterations, prompt_mode=prompt_mode, **sandbox
             )
+        self.context_window = context_window
+        self.prompt_mode = prompt_mode
+        self._config = sandbox.get("config")
         super().__init__(
             *args,
             environment=ENVIRONMENT,
@@ -390,27 +476,88 @@ class LuaRLM(_reference.RLM):
             **kwargs,
         )
 
+    def _setup_prompt(
+        self, prompt: str | dict[str, Any], root_prompt: str | None = None
+    ) -> list[dict[str, Any]]:
+        messages: list[dict[str, Any]] = super()._setup_prompt(prompt, root_prompt)
+        if self.context_window is not None:
+            _check_first_request(
+                messages,
+                self.context_window,
+                prompt_mode=self.prompt_mode,
+                config=self._config,
+                agent="0" if self.depth == 0 else f"0 (depth {self.depth})",
+            )
+        return messages
+
     def _validate_persistent_environment_support(self) -> None:
         # LuaREPL has the persistence methods; the reference checks names it knows.
         if self.environment_type != ENVIRONMENT:
             super()._validate_persistent_environment_support()
 
 
+# `LuaRLM`'s choice of addendum, carried to the reference's child RLMs in the
+# environment's kwargs (and taken out before `LuaREPL` sees them).
+_ORCHESTRATOR_KEY = "_lua_orchestrator"
+
+# The RLM whose completion is making its environment, for `get_environment`.
+_spawning: contextvars.ContextVar[Any] = contextvars.ContextVar("rlm_spawning", default=None)
+
+
+def _lua_environment(environment_kwargs: dict[str, Any]) -> LuaREPL:
+    """A `LuaREPL` for the RLM making it, with what the reference hands only to the
+    environments it knows: its recursion hook at `max_depth > 1` (so `rlm_query` runs
+    its child RLMs) and `compaction`."""
+    kwargs = dict(environment_kwargs)
+    orchestrator = kwargs.pop(_ORCHESTRATOR_KEY, None)
+    rlm = _spawning.get()
+    if rlm is not None:
+        if orchestrator is not None:
+            rlm.orchestrator = orchestrator
+        if rlm.max_depth > 1:
+            kwargs.setdefault("subcall_fn", rlm._subcall)
+        if rlm.compaction:
+            kwargs.setdefault("compaction", True)
+    return LuaREPL(**kwargs)
+
+
 def _register_environment() -> None:
     """Teaches the reference's `get_environment`, which `RLM` calls for each completion,
-    the name `"lua"`. Every other name goes to the reference's own, unchanged; the
-    reference has no registry of environments to add one to."""
+    the name `"lua"`, and lets it know which RLM asks (the reference passes its recursion
+    hook and compaction only to environments it knows). Every other name goes to the
+    reference's own, unchanged; the reference has no registry of environments to add one
+    to."""
     original = _reference.get_environment
     if getattr(original, "_knows_lua", False):
         return
 
     def get_environment(environment: str, environment_kwargs: dict[str, Any]) -> Any:
         if environment == ENVIRONMENT:
-            return LuaREPL(**environment_kwargs)
+            return _lua_environment(environment_kwargs)
         return original(environment, environment_kwargs)
 
     get_environment._knows_lua = True  # type: ignore[attr-defined]
     _reference.get_environment = get_environment
+
+    spawn = _reference.RLM._spawn_completion_context
+
+    @contextlib.contextmanager
+    def _spawn_with_lua_hooks(self: Any, prompt: Any) -> Iterator[Any]:
+        manager = spawn(self, prompt)
+        token = _spawning.set(self)
+        try:
+            made = manager.__enter__()
+        finally:
+            _spawning.reset(token)
+        try:
+            yield made
+        except BaseException as error:
+            if not manager.__exit__(type(error), error, error.__traceback__):
+                raise
+        else:
+            manager.__exit__(None, None, None)
+
+    _reference.RLM._spawn_completion_context = _spawn_with_lua_hooks
 
 
 _register_environment()

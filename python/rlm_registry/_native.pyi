@@ -24,6 +24,7 @@ __all__ = [
     "__version__",
     "ask",
     "check",
+    "split_thinking",
     "system_prompt",
 ]
 
@@ -305,6 +306,14 @@ def system_prompt(
 ) -> str:
     """The system prompt `ask` starts from for `context`; `answer_protocol="answer"`
     teaches the reference RLM's `answer` table instead of `FINAL`."""
+
+def split_thinking(reply: str) -> tuple[str | None, str]:
+    """`reply` split at the end of a reasoning model's inline thinking, as `ask` and the
+    sandbox's sub-calls split it: `(thinking, answer)`. Thinking opens the reply with
+    `<think>` (or `<thinking>`, `<reasoning>`) and ends at its closing tag, or, when
+    the chat template opened it, ends at the first closing tag outside a fenced code
+    block. `thinking` is `None` when there is none; `answer` is `""` when the reply is
+    all thinking (cut before the closing tag)."""
 
 def _panic_for_tests() -> None:
     """For the package's tests: a Rust panic, which comes out as `InternalError`."""

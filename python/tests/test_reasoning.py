@@ -2,7 +2,7 @@
 its closing tag, or a `reasoning_content` field) never runs and never goes back to the
 model in `ask`; sub-calls through the sandbox's built-ins return the answer alone; a
 reply cut at the token limit does not run its open block; `max_reply_tokens` and
-`reasoning_effort` reach the request body."""
+`reasoning_effort` reach the request body; and `split_thinking`, the one rule."""
 
 import json
 from pathlib import Path
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from openai_server import Reply, ScriptedServer
-from rlm_registry import Environment, LimitError, LuaError, RegistryError, ask
+from rlm_registry import Environment, LimitError, LuaError, RegistryError, ask, split_thinking
 
 # The issue's example: a draft inside the thinking, the real code after it.
 QWEN_DRAFT = (
@@ -230,3 +230,17 @@ def test_a_reply_that_is_all_thinking_is_an_error_in_the_environment():
         )
         with pytest.raises(LuaError, match="all thinking"):
             env.call("llm_query", "q")
+
+
+def test_split_thinking_is_the_loops_rule():
+    assert split_thinking(QWEN_DRAFT) == (
+        "\nI could try\n```lua\nprint('DRAFT RAN')\nFINAL('draft answer')\n```\nbut better not.\n",
+        "```lua\nFINAL('real answer')\n```",
+    )
+    assert split_thinking("I should count.\n</think>\n42") == ("I should count.\n", "42")
+    # A closing tag inside a code block is the code's.
+    code = "```lua\nprint('</think>')\n```"
+    assert split_thinking(code) == (None, code)
+    # Cut while thinking: all thinking, no answer.
+    assert split_thinking("<think>Let me see") == ("Let me see", "")
+    assert split_thinking("42") == (None, "42")

@@ -24,6 +24,7 @@ __all__ = [
     "__version__",
     "ask",
     "check",
+    "split_thinking",
     "system_prompt",
 ]
 
@@ -221,7 +222,12 @@ class Answer:
     @property
     def prompt_tokens(self) -> int: ...
     @property
-    def completion_tokens(self) -> int: ...
+    def completion_tokens(self) -> int:
+        """A reasoning model's thinking included."""
+    @property
+    def reasoning_tokens(self) -> int:
+        """Of `completion_tokens`, those a reasoning model spent thinking, where the
+        server reported them (`completion_tokens_details.reasoning_tokens`); else 0."""
     @property
     def llm_calls(self) -> int:
         """Model calls: the agents' turns and every sub-call."""
@@ -260,20 +266,26 @@ def ask(
     context_window: int | None = None,
     answer_protocol: Literal["final", "answer"] | None = None,
     llm_concurrency: int | None = None,
+    max_reply_tokens: int | None = None,
+    reasoning_effort: Literal["low", "medium", "high"] | None = None,
     schema: Mapping[str, Any] | str | None = None,
     verbose: bool = False,
 ) -> Answer:
     """Answers `question` about `context` with the RLM loop, as `rlm ask` does, its
     settings resolved as `rlm ask` resolves them: an argument, else its environment
     variable (`RLM_MODEL`, `RLM_BASE_URL` or `OPENAI_BASE_URL`, `RLM_API_KEY` or
-    `OPENAI_API_KEY`, `RLM_LLM_CONCURRENCY`, `RLM_CONTEXT_WINDOW`, `RLM_PROMPT_MODE`,
+    `OPENAI_API_KEY`, `RLM_LLM_CONCURRENCY`, `RLM_MAX_REPLY_TOKENS`,
+    `RLM_REASONING_EFFORT`, `RLM_CONTEXT_WINDOW`, `RLM_PROMPT_MODE`,
     `RLM_ANSWER_PROTOCOL`, `RLM_CACHE`), else `config`'s `[model]`, `[cache]` and
     `[budgets]`, else the default. `llm_concurrency` caps the requests sent at once
-    (default 32). `context_window` refuses a first request
-    that would not fit; `answer_protocol` chooses how the prompt teaches the model to end
-    (both ways always work); `schema`, a JSON Schema (a dict or JSON text), types the
-    answer (`Answer.value`). Raises `LimitError`, `LlmError` or `LuaError` when the run
-    ends without an answer."""
+    (default 32). `max_reply_tokens` is sent with every request as `max_tokens` (or
+    `max_completion_tokens` to a server that asks for it), `reasoning_effort` as
+    `reasoning_effort`; neither is sent unless set. A reasoning model's thinking never
+    runs and never goes back to it; the trace keeps it. `context_window` refuses a
+    first request that would not fit; `answer_protocol` chooses how the prompt teaches
+    the model to end (both ways always work); `schema`, a JSON Schema (a dict or JSON
+    text), types the answer (`Answer.value`). Raises `LimitError`, `LlmError` or
+    `LuaError` when the run ends without an answer."""
 
 def system_prompt(
     context: _Context | Sequence[_Context] | None = None,
@@ -294,6 +306,14 @@ def system_prompt(
 ) -> str:
     """The system prompt `ask` starts from for `context`; `answer_protocol="answer"`
     teaches the reference RLM's `answer` table instead of `FINAL`."""
+
+def split_thinking(reply: str) -> tuple[str | None, str]:
+    """`reply` split at the end of a reasoning model's inline thinking, as `ask` and the
+    sandbox's sub-calls split it: `(thinking, answer)`. Thinking opens the reply with
+    `<think>` (or `<thinking>`, `<reasoning>`) and ends at its closing tag, or, when
+    the chat template opened it, ends at the first closing tag outside a fenced code
+    block. `thinking` is `None` when there is none; `answer` is `""` when the reply is
+    all thinking (cut before the closing tag)."""
 
 def _panic_for_tests() -> None:
     """For the package's tests: a Rust panic, which comes out as `InternalError`."""

@@ -12,7 +12,7 @@ use rlm_registry::llm::{Completion, Llm, LlmError, Request};
 use rlm_registry::rlm::{
     Context, DEFAULT_BLOCK_TIME_LIMIT, DEFAULT_OUTPUT_BYTES, Rlm, TraceFormat,
 };
-use rlm_registry::setup::{RunSettings, RunSetup};
+use rlm_registry::setup::{RunSettings, RunSetup, reply_tokens};
 
 use crate::convert::{json_from_python, json_to_python};
 use crate::environment::{Text, limits};
@@ -52,9 +52,10 @@ struct Settings {
     time_limit: f64,
     memory_limit_mb: usize,
     output_bytes: usize,
-    /// What the arguments say of the model, its window, the prompt and the budgets;
-    /// the environment variables and `config`'s `[model]`, `[cache]` and `[budgets]`
-    /// fill the rest, as for `rlm ask` (`rlm_registry::setup`).
+    /// What the arguments say of the model (its window, reply limit and reasoning
+    /// effort), the prompt and the budgets; the environment variables and `config`'s
+    /// `[model]`, `[cache]` and `[budgets]` fill the rest, as for `rlm ask`
+    /// (`rlm_registry::setup`).
     run: RunSettings,
     schema: Option<serde_json::Value>,
 }
@@ -106,6 +107,17 @@ fn named<T: std::str::FromStr<Err = String>>(
         .transpose()
 }
 
+/// `max_reply_tokens`, held to the rule `--max-reply-tokens` and `RLM_MAX_REPLY_TOKENS`
+/// are read by, so that the three refuse the same values with the same words.
+fn reply_limit(tokens: Option<u64>) -> PyResult<Option<u32>> {
+    tokens
+        .map(|tokens| {
+            reply_tokens(&tokens.to_string())
+                .map_err(|error| PyValueError::new_err(format!("max_reply_tokens: {error}")))
+        })
+        .transpose()
+}
+
 /// Where the functions come from: a `Registry`, or paths on the baked registry, and an
 /// `rlm.toml`.
 struct Source<'py> {
@@ -130,13 +142,14 @@ impl Source<'_> {
     time_limit = DEFAULT_BLOCK_TIME_LIMIT.as_secs_f64(), memory_limit_mb = 512,
     output_bytes = DEFAULT_OUTPUT_BYTES, max_tokens = None, max_llm_calls = None,
     max_time = None, prompt_mode = None, context_window = None,
-    answer_protocol = None, llm_concurrency = None, schema = None, verbose = false
+    answer_protocol = None, llm_concurrency = None, max_reply_tokens = None,
+    reasoning_effort = None, schema = None, verbose = false
 ), text_signature = "(question, context=None, *, model=None, base_url=None, api_key=None, \
     max_iterations=10, max_depth=1, trace=None, trace_format='events', paths=(), baked=True, \
     registry=None, config=None, time_limit=300.0, memory_limit_mb=512, output_bytes=10000, \
     max_tokens=None, max_llm_calls=None, max_time=None, prompt_mode=None, \
-    context_window=None, answer_protocol=None, llm_concurrency=None, schema=None, \
-    verbose=False)")]
+    context_window=None, answer_protocol=None, llm_concurrency=None, max_reply_tokens=None, \
+    reasoning_effort=None, schema=None, verbose=False)")]
 #[allow(clippy::too_many_arguments)]
 pub fn ask<'py>(
     py: Python<'py>,
@@ -163,6 +176,8 @@ pub fn ask<'py>(
     context_window: Option<u64>,
     answer_protocol: Option<String>,
     llm_concurrency: Option<usize>,
+    max_reply_tokens: Option<u64>,
+    reasoning_effort: Option<String>,
     schema: Option<Bound<'py, PyAny>>,
     verbose: bool,
 ) -> PyResult<Answer> {
@@ -181,6 +196,8 @@ pub fn ask<'py>(
                 base_url,
                 api_key,
                 llm_concurrency,
+                max_reply_tokens: reply_limit(max_reply_tokens)?,
+                reasoning_effort: named("reasoning_effort", reasoning_effort)?,
                 context_window,
                 prompt_mode: named("prompt_mode", prompt_mode)?,
                 answer_protocol: named("answer_protocol", answer_protocol)?,
@@ -235,6 +252,7 @@ pub fn ask<'py>(
             turns: report.turns,
             prompt_tokens: usage.prompt_tokens,
             completion_tokens: usage.completion_tokens,
+            reasoning_tokens: usage.reasoning_tokens,
             llm_calls: usage.calls,
             seconds: report.usage.elapsed.as_secs_f64(),
             trace: trace.map(|path| path.display().to_string()),
@@ -249,6 +267,7 @@ pub fn ask<'py>(
                 let error = with(py, error, "turns", answer.turns);
                 let error = with(py, error, "prompt_tokens", answer.prompt_tokens);
                 let error = with(py, error, "completion_tokens", answer.completion_tokens);
+                let error = with(py, error, "reasoning_tokens", answer.reasoning_tokens);
                 Err(with(py, error, "trace", answer.trace))
             }
         }
@@ -352,8 +371,11 @@ pub struct Answer {
     turns: u32,
     /// Prompt tokens over every model call of the run, as the server reported them.
     prompt_tokens: u64,
-    /// Completion tokens, likewise.
+    /// Completion tokens, likewise; a reasoning model's thinking included.
     completion_tokens: u64,
+    /// Of the completion tokens, those a reasoning model spent thinking, where the
+    /// server reported them (`completion_tokens_details.reasoning_tokens`).
+    reasoning_tokens: u64,
     /// Model calls: the agents' turns and every sub-call.
     llm_calls: u64,
     /// Wall time of the run.

@@ -7,7 +7,7 @@
 //! - `registry`: `Registry`, `Diagnostic`, `check`;
 //! - `ask`: `ask`, `Answer`, `system_prompt`, over the crate's `Rlm`;
 //! - `convert`: Python values ↔ Lua globals through the crate's Lua ↔ JSON mapping;
-//! - `llm`: a Python callable as the crate's `Llm`;
+//! - `llm`: a Python callable as the crate's `Llm`, and `split_thinking`;
 //! - `tools`: Python callables as host functions the Lua code calls;
 //! - `errors`: the package's exceptions, and every failure (a panic too) made into one.
 
@@ -70,6 +70,8 @@ mod _native {
     use super::errors::{
         BusyError, InternalError, LimitError, LlmError, LuaError, RegistryError, RlmRegistryError,
     };
+    #[pymodule_export]
+    use super::llm::split_thinking;
     #[pymodule_export]
     use super::registry::{Diagnostic, Registry, check};
     #[pymodule_export]

@@ -1,10 +1,25 @@
 //! A Python callable `(prompt: str) -> str` as the crate's [`Llm`]: what `llm_query` and
-//! `llm_query_batched` call in an `Environment` given `llm=`.
+//! `llm_query_batched` call in an `Environment` given `llm=`; and `split_thinking`, the
+//! crate's one reading of a reasoning model's thinking, for Python code that handles
+//! replies the sandbox never sees.
 
 use pyo3::prelude::*;
 use pyo3::types::PyString;
 
 use rlm_registry::llm::{Completion, Llm, LlmError, Request};
+
+use crate::errors::catching;
+
+/// A reply split at the end of its thinking: `(thinking, answer)`, the thinking `None`
+/// when the reply has none; a reply that is all thinking has the answer `""`.
+#[pyfunction]
+#[pyo3(text_signature = "(reply)")]
+pub fn split_thinking(reply: &str) -> PyResult<(Option<&str>, &str)> {
+    catching(|| {
+        let split = rlm_registry::llm::split_thinking(reply);
+        Ok((split.thinking, split.answer))
+    })
+}
 
 /// The callable, called with the GIL taken again (from the environment's thread, or
 /// from the threads of a batch, one at a time but for what it does without the GIL).

@@ -3,7 +3,8 @@
 The loop's own turns (requests with a system message) get the next of `replies`, the
 model's Lua; any other request (an `llm_query` from the model's code) gets
 `sub_answer(prompt)`, after `sub_delay` seconds; `max_in_flight` is the most of those
-answered at once. Every request body is kept for the tests to read.
+answered at once. A reply is the message's content, or a `Reply` for what a reasoning
+model or a cut reply adds to it. Every request body is kept for the tests to read.
 """
 
 from __future__ import annotations
@@ -12,14 +13,28 @@ import json
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+@dataclass
+class Reply:
+    """A reply as a reasoning model's server sends it: the thinking apart in
+    `reasoning_content` (as vLLM's reasoning parsers do), the tokens spent on it in
+    `usage.completion_tokens_details.reasoning_tokens` (of the 10 completion tokens),
+    and `finish_reason` (`"length"`: cut at the token limit)."""
+
+    content: str
+    reasoning_content: str | None = None
+    reasoning_tokens: int | None = None
+    finish_reason: str = "stop"
 
 
 class ScriptedServer:
     def __init__(
         self,
-        replies: list[str],
-        sub_answer: Callable[[str], str] = lambda prompt: f"echo: {prompt}",
+        replies: list[str | Reply],
+        sub_answer: Callable[[str], str | Reply] = lambda prompt: f"echo: {prompt}",
         status: int = 200,
         sub_delay: float = 0.0,
     ) -> None:
@@ -64,9 +79,9 @@ class ScriptedServer:
                 return self.status, {"error": {"message": "scripted failure"}}
             messages = request["messages"]
             if messages[0]["role"] == "system":
-                content = self.replies.pop(0) if self.replies else "I have nothing to add."
+                reply = self.replies.pop(0) if self.replies else "I have nothing to add."
             else:
-                content = self.sub_answer(messages[-1]["content"])
+                reply = self.sub_answer(messages[-1]["content"])
                 self.in_flight += 1
                 self.max_in_flight = max(self.max_in_flight, self.in_flight)
         if messages[0]["role"] != "system":
@@ -74,18 +89,20 @@ class ScriptedServer:
             time.sleep(self.sub_delay)
             with self._lock:
                 self.in_flight -= 1
+        if isinstance(reply, str):
+            reply = Reply(reply)
+        message = {"role": "assistant", "content": reply.content}
+        if reply.reasoning_content is not None:
+            message["reasoning_content"] = reply.reasoning_content
+        usage: dict = {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}
+        if reply.reasoning_tokens is not None:
+            usage["completion_tokens_details"] = {"reasoning_tokens": reply.reasoning_tokens}
         return 200, {
             "id": "chatcmpl-test",
             "object": "chat.completion",
             "model": request.get("model", "scripted"),
-            "choices": [
-                {
-                    "index": 0,
-                    "message": {"role": "assistant", "content": content},
-                    "finish_reason": "stop",
-                }
-            ],
-            "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110},
+            "choices": [{"index": 0, "message": message, "finish_reason": reply.finish_reason}],
+            "usage": usage,
         }
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:

@@ -27,6 +27,8 @@ def no_llm_settings_from_the_environment(monkeypatch):
         "RLM_API_KEY",
         "OPENAI_API_KEY",
         "RLM_TIMEOUT_SECS",
+        "RLM_MAX_REPLY_TOKENS",
+        "RLM_REASONING_EFFORT",
     ]:
         monkeypatch.delenv(name, raising=False)
 

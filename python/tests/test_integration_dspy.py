@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from openai_server import ScriptedServer
+from openai_server import Reply, ScriptedServer
 from optional import require_package
 
 dspy = require_package("dspy")
@@ -117,6 +117,53 @@ def test_user_tools_are_lua_functions(scripted):
         assert rlm(question="?").answer == "alpha,none"
 
 
+def test_llm_query_on_a_thinking_sub_model_returns_the_answer_alone(scripted):
+    # DSPy's LM makes the request with its own client and gives its llm_query tool the
+    # content, inline thinking included, without a `reasoning_content` field; the
+    # sandbox's built-ins, which call that tool, return what follows the inline thinking.
+    answers = {
+        "Capital of France?": "<think>\nThe capital... FINAL('Lyon')?\n</think>\n\nParis",
+        "a?": "pondering</think>\nA",
+        "b?": Reply("B", reasoning_content="thought apart", reasoning_tokens=5),
+    }
+    code = (
+        "x = llm_query('Capital of France?')\n"
+        "ys = llm_query_batched({'a?', 'b?'})\n"
+        "SUBMIT('[' .. x .. '][' .. ys[1] .. '][' .. ys[2] .. ']')"
+    )
+    server, lm = scripted([action(code)], sub_answer=answers.__getitem__)
+    rlm = LuaRLM("question -> answer", max_iters=2)
+    with dspy.context(lm=lm):
+        assert rlm(question="?").answer == "[Paris][A][B]"
+    assert len(server.sub_calls()) == 3
+
+
+def test_thinking_in_the_code_field_never_runs(scripted):
+    # Thinking right after the code field's header: the code after it runs, the draft
+    # inside it does not.
+    inline = (
+        "[[ ## reasoning ## ]]\nPlan.\n\n[[ ## code ## ]]\n<think>\nmaybe\n```lua\nprint('DRAFT RAN')\n```\n"
+        "</think>\n```lua\nprint('REAL RAN')\n```\n\n[[ ## completed ## ]]"
+    )
+    # Thinking that rehearses the fields: DSPy's adapter takes the first code field,
+    # the draft, which ends at the closing tag; all of it is thinking.
+    rehearsed = (
+        "<think>\nI will answer with\n[[ ## reasoning ## ]]\ndraft\n[[ ## code ## ]]\n"
+        "```lua\nprint('DRAFT RAN')\n```\n</think>\n" + action("print('REAL RAN')")
+    )
+    server, lm = scripted([inline, rehearsed, action("SUBMIT('done')")])
+    rlm = LuaRLM("question -> answer", max_iters=3)
+    with dspy.context(lm=lm):
+        prediction = rlm(question="?")
+    assert prediction.answer == "done"
+    first, second, _ = prediction.trajectory
+    assert (first["code"], first["output"]) == ("print('REAL RAN')", "REAL RAN\n")
+    assert second["code"] == ""
+    assert "The code field was all thinking" in second["output"]
+    # Neither draft ran (the outputs above), nor went back to the model.
+    assert not any("DRAFT RAN" in message["content"] for turn in server.turns()[1:] for message in turn["messages"])
+
+
 # LuaInterpreter alone
 
 
@@ -192,6 +239,15 @@ def test_tools_are_called_with_positional_lua_arguments():
     assert repl.execute("print(table.concat(search('q'), ','), #search('r', 3))") == "q,q\t3\n"
     assert repl.execute("print(llm_query('hi'))") == "HI\n"
     assert repl.execute("print(table.concat(llm_query_batched({'a', 'b'}), ','))") == "A,B\n"
+
+
+def test_llm_query_returns_the_answer_after_the_tools_thinking():
+    replies = {"q": "<think>\nmaybe SUBMIT(1)?\n</think>\n\nanswer", "r": "hmm</think>other", "s": "<think>cut"}
+    repl = LuaInterpreter(tools={"llm_query": replies.__getitem__})
+    assert repl.execute("print(llm_query('q'))") == "answer\n"
+    assert repl.execute("print(table.concat(llm_query_batched({'q', 'r'}), ','))") == "answer,other\n"
+    with pytest.raises(CodeExecutionError, match="the model's reply was all thinking, with no answer"):
+        repl.execute("llm_query('s')")
 
 
 def test_llm_query_without_the_tool_is_a_lua_error():

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from openai_server import ScriptedServer
+from openai_server import Reply, ScriptedServer
 from optional import require_package
 
 require_package("rlm")
@@ -102,6 +102,45 @@ def test_llm_query_batched_reaches_the_server_for_each_prompt():
         result = lua_rlm(server, max_iterations=2).completion("x")
     assert result.response == "A,B,C"
     assert sorted(r["messages"][-1]["content"] for r in server.sub_calls()) == ["a", "b", "c"]
+
+
+def test_llm_query_on_a_thinking_sub_model_returns_the_answer_alone(tmp_path: Path):
+    # The reference's LM handler makes the request with its own client, which keeps the
+    # content (inline thinking included) and drops a `reasoning_content` field; the
+    # sandbox's built-ins then return what follows the inline thinking, as in `ask`.
+    answers = {
+        "Capital of France?": "<think>\nThe capital... FINAL('Lyon')?\n</think>\n\nParis",
+        "a?": "pondering</think>\nA",
+        "b?": Reply("B", reasoning_content="thought apart", reasoning_tokens=5),
+        "cut?": Reply("<think>\nFirst, consider every", finish_reason="length"),
+    }
+    code = (
+        "x = llm_query('Capital of France?')\n"
+        "ys = llm_query_batched({'a?', 'b?'})\n"
+        "local ok, err = pcall(llm_query, 'cut?')\n"
+        "FINAL('[' .. x .. '][' .. ys[1] .. '][' .. ys[2] .. '] ' .. tostring(ok) .. ': ' .. err)"
+    )
+    with ScriptedServer([repl(code)], sub_answer=answers.__getitem__) as server:
+        rlm = lua_rlm(server, logger=RLMLogger(log_dir=str(tmp_path)), max_iterations=2)
+        result = rlm.completion("x")
+    # A reply that is all thinking is an error; the finish reason stays with the
+    # reference's client, so the sandbox says the thinking never closed, not that the
+    # reply was cut.
+    assert result.response == (
+        "[Paris][A][B] false: llm_query failed: the model's reply was all thinking, with no answer: "
+        "its thinking never closed"
+    )
+    # The reference's own record of the calls keeps what its client returned: the
+    # inline thinking, not the field.
+    (log,) = tmp_path.glob("*.jsonl")
+    (iteration,) = [json.loads(line) for line in log.read_text().splitlines()][1:]
+    calls = iteration["code_blocks"][0]["result"]["rlm_calls"]
+    assert {call["prompt"]: call["response"] for call in calls} == {
+        "Capital of France?": answers["Capital of France?"],
+        "a?": answers["a?"],
+        "b?": "B",
+        "cut?": "<think>\nFirst, consider every",
+    }
 
 
 def test_persistent_runs_keep_the_sandbox_and_number_the_contexts():

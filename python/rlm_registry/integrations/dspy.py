@@ -47,7 +47,7 @@ from dspy.primitives.facade import is_reserved_sandbox_name  # type: ignore[impo
 from dspy.primitives.prediction import Prediction  # type: ignore[import-untyped]  # noqa: E402
 from dspy.primitives.repl_types import REPLHistory, REPLVariable  # type: ignore[import-untyped]  # noqa: E402
 
-from .. import Environment, Registry, RlmRegistryError  # noqa: E402
+from .. import Environment, Registry, RlmRegistryError, split_thinking  # noqa: E402
 
 __all__ = ["SUPPORTED_VERSION", "LuaInterpreter", "LuaRLM", "SandboxArgs", "strip_code_fences"]
 
@@ -82,6 +82,12 @@ function SUBMIT(...)
   error("SUBMIT", 0)
 end
 """
+
+# The step's output when its code field was all thinking: nothing ran.
+_THINKING_ONLY = (
+    "[Error] The code field was all thinking, and nothing inside thinking runs: close the "
+    "thinking before the code field, then write the Lua in it."
+)
 
 EXECUTION_INSTRUCTIONS = (
     "Lua 5.4 (not Python) runs in a sandbox in the host process. State persists across "
@@ -421,7 +427,8 @@ class LuaRLM(RLM):
     The arguments are `dspy.RLM`'s; after `*`, `prompt_mode` and the sandbox's settings
     (`SandboxArgs`: `paths`, `baked`, `config`, `time_limit`, `memory_limit_mb`,
     `output_limit`), as `Environment` takes them. DSPy's sandboxed sub-agents (`import dspy` in the REPL)
-    are Python-only and not offered.
+    are Python-only and not offered. A reasoning model's thinking in the code field
+    never runs (`split_thinking`): a step runs the code after it, or nothing.
 
     >>> from rlm_registry.integrations.dspy import LuaRLM  # doctest: +SKIP
     >>> rlm = LuaRLM("context, question -> answer, confidence: float")  # doctest: +SKIP
@@ -554,7 +561,13 @@ class LuaRLM(RLM):
         input_args: dict[str, Any],
         output_field_names: list[str],
     ) -> Prediction | REPLHistory:
+        # A reasoning model's thinking never runs nor goes back in the history, by the
+        # rule `ask` reads replies with: DSPy's adapter drops thinking before the first
+        # field, but thinking that rehearses the fields ends inside the code field.
+        thinking, answer = split_thinking(action.code)
         # DSPy's own fence stripping refuses a ```lua block; any fence is taken here.
-        code = strip_code_fences(action.code)
+        code = strip_code_fences(answer)
+        if thinking is not None and not code:
+            return self._process_execution_result(action, code, _THINKING_ONLY, history, output_field_names)
         result = self._execute_code(repl, code, input_args)
         return self._process_execution_result(action, code, result, history, output_field_names)

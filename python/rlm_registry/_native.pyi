@@ -107,7 +107,9 @@ class Environment:
     (1 MiB by default), and the state may use `memory_limit_mb` MiB. `llm` is what
     `llm_query` and `llm_query_batched` call; without it they raise a Lua error.
     `tools` are Python functions the code may call by their names, their arguments and
-    results crossing as JSON.
+    results crossing as JSON. `sub_agent(prompt, context)` runs a child agent for
+    `rlm_query` and `rlm_query_batched` (concurrently, from several threads) and returns
+    its answer; without it, `rlm_query` is a plain `llm` call.
 
     Any thread may use an environment, one at a time: a second one gets `BusyError`.
     The GIL is released while Lua runs. `close()` (or a `with` block) frees it at once.
@@ -126,6 +128,7 @@ class Environment:
         output_limit: int | None = None,
         llm: Callable[[str], str] | None = None,
         tools: Mapping[str, Callable[..., Any]] | None = None,
+        sub_agent: Callable[[str, str | None], str] | None = None,
     ) -> Environment: ...
     def execute(self, code: str | bytes) -> ExecResult:
         """Runs Lua `code`; globals persist. Lua errors and limits are in the result."""
@@ -321,3 +324,13 @@ def _panic_for_tests() -> None:
 def _environment_new_in_rust(count: int) -> float:
     """For the package's benchmarks: mean seconds to create (and drop) an environment in
     Rust, on this thread."""
+def _check_first_request(
+    messages: Sequence[Mapping[str, Any]],
+    context_window: int,
+    *,
+    prompt_mode: Literal["full", "compact", "auto"] | None = None,
+    config: _StrPath | None = None,
+    agent: str = "0",
+) -> None:
+    """Raises `LlmError` with `rlm ask`'s message when the chat `messages` and the room
+    kept for the reply do not fit `context_window` tokens (for `LuaRLM`)."""

@@ -226,7 +226,8 @@ class LuaREPL(NonIsolatedEnv):
         )
         self._run(_DEFINE_VARIABLES)
         if self.compaction:
-            self.env["history"] = list(self._compaction_history)
+            history: Any = list(self._compaction_history)
+            self.env["history"] = history
         for name, value in entries.items():
             if name not in functions:
                 self.env[name] = value
@@ -281,19 +282,24 @@ class LuaREPL(NonIsolatedEnv):
         an assistant message with `type = "summary"`."""
         if not self.compaction:
             return
+        messages: list[dict[str, Any]]
         if isinstance(entry, dict) and entry.get("type") == "summary":
-            messages = [{"role": "assistant", "content": entry.get("content", ""), "type": "summary"}]
+            summary = entry.get("content", "")
+            messages = [{"role": "assistant", "content": summary, "type": "summary"}]
         elif isinstance(entry, dict):
             messages = [entry]
         else:
             messages = list(entry)
         self._compaction_history.extend(messages)
         env = self._environment()
-        env[_NEW_HISTORY] = messages
+        # The Lua <-> JSON mapping takes any list of dicts; the stubs name JSON narrowly.
+        handed: Any = messages
+        env[_NEW_HISTORY] = handed
         result = env.execute(_APPEND_HISTORY)
         if result.error is not None or env[_HISTORY_LOST]:
             env[_HISTORY_LOST] = None
-            env["history"] = list(self._compaction_history)
+            whole: Any = list(self._compaction_history)
+            env["history"] = whole
 
     def update_handler_address(self, address: tuple[str, int]) -> None:
         """Points `llm_query` at another LM handler (the reference's persistent runs)."""

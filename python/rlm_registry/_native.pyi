@@ -334,3 +334,10 @@ def _check_first_request(
 ) -> None:
     """Raises `LlmError` with `rlm ask`'s message when the chat `messages` and the room
     kept for the reply do not fit `context_window` tokens (for `LuaRLM`)."""
+
+def _resolved_prompt_mode(
+    prompt_mode: str | None = None,
+    config: _StrPath | None = None,
+) -> Literal["full", "compact", "auto"]:
+    """The prompt mode a run would use: the argument, else `RLM_PROMPT_MODE`, else
+    `config`'s `[model] prompt_mode`, else compact (for the integrations)."""

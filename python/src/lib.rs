@@ -75,6 +75,8 @@ mod _native {
     #[pymodule_export]
     use super::registry::{Diagnostic, Registry, check};
     #[pymodule_export]
+    use super::setup::_resolved_prompt_mode;
+    #[pymodule_export]
     use super::window::_check_first_request;
     #[pymodule_export]
     use super::{_environment_new_in_rust, _panic_for_tests};

@@ -7,6 +7,7 @@ use std::path::Path;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
+use rlm_registry::rlm::PromptMode;
 use rlm_registry::setup::{Defaults, FileSettings, RunSettings, RunSetup};
 
 use crate::errors::Failure;
@@ -24,4 +25,32 @@ pub(crate) fn run_setup(
     };
     RunSetup::from_env(run, &file, &Defaults::default())
         .map_err(|error| PyValueError::new_err(error.to_string()))
+}
+
+/// The prompt mode a run would use: `prompt_mode` if given, else `RLM_PROMPT_MODE`, else
+/// `[model] prompt_mode` of `config`, else compact — for the integrations that list the
+/// functions themselves (DSPy's `LuaRLM`), so that one place decides the default.
+#[pyfunction]
+#[pyo3(signature = (prompt_mode = None, config = None))]
+pub(crate) fn _resolved_prompt_mode(
+    py: Python<'_>,
+    prompt_mode: Option<&str>,
+    config: Option<std::path::PathBuf>,
+) -> PyResult<&'static str> {
+    crate::errors::catching(|| {
+        let prompt_mode = prompt_mode
+            .map(str::parse)
+            .transpose()
+            .map_err(|error: String| PyValueError::new_err(format!("prompt_mode: {error}")))?;
+        let given = RunSettings {
+            prompt_mode,
+            ..RunSettings::default()
+        };
+        let setup = run_setup(py, &given, config.as_deref())?;
+        Ok(match setup.prompt_mode {
+            PromptMode::Full => "full",
+            PromptMode::Compact => "compact",
+            PromptMode::Auto { .. } => "auto",
+        })
+    })
 }

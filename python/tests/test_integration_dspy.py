@@ -17,6 +17,7 @@ from dspy.primitives.code_interpreter import (  # noqa: E402
     FinalOutput,
 )
 
+from rlm_registry import Registry  # noqa: E402
 from rlm_registry.integrations.dspy import (  # noqa: E402
     LuaInterpreter,
     LuaRLM,
@@ -80,6 +81,20 @@ def test_lua_rlm_answers_end_to_end_with_llm_query_reaching_the_server(scripted)
     assert "SUBMIT(answer)" in system
     assert "```lua" in system
     assert "grep(" in system
+
+
+def test_the_listing_is_chosen_as_rlm_ask_chooses(monkeypatch: pytest.MonkeyPatch, tmp_path):
+    compact, full = Registry().prompt(compact=True), Registry().prompt(compact=False)
+    monkeypatch.delenv("RLM_PROMPT_MODE", raising=False)
+    assert LuaRLM("question -> answer")._library == compact
+    config = tmp_path / "rlm.toml"
+    config.write_text('[model]\nprompt_mode = "full"\n')
+    assert LuaRLM("question -> answer", config=str(config))._library == full
+    monkeypatch.setenv("RLM_PROMPT_MODE", "compact")
+    assert LuaRLM("question -> answer", config=str(config))._library == compact, "the variable wins"
+    assert LuaRLM("question -> answer", prompt_mode="full")._library == full, "the argument wins"
+    with pytest.raises(ValueError, match="prompt_mode"):
+        LuaRLM("question -> answer", prompt_mode="long")
 
 
 def test_several_outputs_are_submitted_as_a_table(scripted):

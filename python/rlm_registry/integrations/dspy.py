@@ -48,6 +48,7 @@ from dspy.primitives.prediction import Prediction  # type: ignore[import-untyped
 from dspy.primitives.repl_types import REPLHistory, REPLVariable  # type: ignore[import-untyped]  # noqa: E402
 
 from .. import Environment, Registry, RlmRegistryError, split_thinking  # noqa: E402
+from .._native import _resolved_prompt_mode  # noqa: E402
 
 __all__ = ["SUPPORTED_VERSION", "LuaInterpreter", "LuaRLM", "SandboxArgs", "strip_code_fences"]
 
@@ -422,7 +423,9 @@ class LuaRLM(RLM):
     """DSPy's `RLM` for Lua: its instructions, examples and fences are Lua, its code runs
     on `LuaInterpreter`, and the model ends with `SUBMIT{field = value, ...}`
     (`SUBMIT(value)` for a signature with one output). The instructions list the
-    registry's functions (compact, or in full with `prompt_mode="full"`).
+    registry's functions: compact, or in full with `prompt_mode="full"`; when `None`,
+    chosen as `rlm ask` chooses (`RLM_PROMPT_MODE`, else `[model] prompt_mode` of the
+    `config` file, else compact).
 
     The arguments are `dspy.RLM`'s; after `*`, `prompt_mode` and the sandbox's settings
     (`SandboxArgs`: `paths`, `baked`, `config`, `time_limit`, `memory_limit_mb`,
@@ -446,13 +449,16 @@ class LuaRLM(RLM):
         sub_lm: Any = None,
         interpreter_factory: Callable[[], Any] | None = None,
         *,
-        prompt_mode: str = "compact",
+        prompt_mode: str | None = None,
         **sandbox: Unpack[SandboxArgs],
     ) -> None:
-        if prompt_mode not in ("compact", "full"):
+        if prompt_mode not in (None, "compact", "full"):
             raise ValueError(f'prompt_mode must be "compact" or "full", not {prompt_mode!r}')
         settings = sandbox_args(sandbox)
-        self._library = Registry(settings["paths"], settings["baked"]).prompt(compact=prompt_mode == "compact")
+        # Chosen as `rlm ask` chooses it; "auto" lists compactly, as the instructions
+        # of a DSPy signature are long already.
+        chosen = _resolved_prompt_mode(prompt_mode, settings["config"])
+        self._library = Registry(settings["paths"], settings["baked"]).prompt(compact=chosen != "full")
         if interpreter_factory is None:
             interpreter_factory = _lua_interpreter_factory(settings)
         super().__init__(

@@ -45,6 +45,47 @@ def test_python_written_as_lua_gets_the_lua_hint_back():
     assert env.execute("if 1 != 2 then end").hint == "Lua writes not-equal as `~=`: `if 1 ~= 2 then end`."
 
 
+def test_an_elif_in_the_line_is_quoted_as_elseif_and_else_if_is_left_alone():
+    env = Environment()
+    one_line = env.execute("if x == 1 then print('a') elif x == 2 then print('b') end")
+    assert one_line.hint == (
+        "Lua writes `elseif`, one word: `if x == 1 then print('a') elseif x == 2 then print('b') end`."
+    )
+    lines = env.execute("x = 2\nif x == 1 then\n  print('a')\nelif x == 2 then\n  print('b')\nend")
+    assert lines.hint == "Lua writes `elseif`, one word: `elseif x == 2 then`."
+    nested = env.execute("x = 2 if x == 1 then print('a') else if x == 2 then print(y + 1) end end")
+    assert nested.error.startswith("input:1: attempt to perform arithmetic on a nil value (global 'y')")
+    assert nested.hint is None
+
+
+def test_in_on_text_is_quoted_as_a_plain_find_and_on_a_table_keeps_the_table_rule():
+    env = Environment("an ERROR here")
+    # What the session holds is known when the hint is made: `context` and `s` are text.
+    assert env.execute('if "ERROR" in context then print(1) end').hint == (
+        "Lua finds text in a string with `s:find(x, 1, true)`: "
+        '`if context:find("ERROR", 1, true) then print(1) end`.'
+    )
+    env.execute('s = "abc"')
+    assert env.execute('if "z" not in s then print(s) end').hint == (
+        "Lua finds text in a string with `s:find(x, 1, true)`: "
+        '`if not s:find("z", 1, true) then print(s) end`.'
+    )
+    env.execute("seen = {}")
+    assert env.execute('if "a" in seen then end').hint == (
+        "Lua's `in` belongs to `for`: test a key with `t[x] ~= nil`, a list with a loop."
+    )
+    unknown = env.execute('if "a" in other then end').hint
+    assert "`s:find(x, 1, true)`" in unknown and "`t[x] ~= nil`" in unknown
+
+
+def test_a_quoted_fix_for_none_joined_to_text_runs():
+    env = Environment()
+    result = env.execute('print("value: " .. None)')
+    assert result.hint == 'Lua writes `None` as `nil`: `print("value: " .. tostring(nil))`.'
+    fix = result.hint.split(": `", 1)[1].removesuffix("`.")
+    assert env.execute(fix).stdout == "value: nil\n"
+
+
 def test_final_and_final_var_are_reported_by_the_execution_that_gave_them():
     env = Environment()
     assert env.execute("FINAL(6 * 7)").final == "42"

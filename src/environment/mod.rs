@@ -648,20 +648,25 @@ impl Environment {
     }
 
     /// The names code here may call: the catalog's, the standard globals, and the
-    /// session's own global functions.
+    /// session's own global functions; and which globals hold text or a table now.
     fn names(&self) -> hints::Names {
         let mut names = hints::Names::of(&self.catalog);
-        let globals = self.lua.globals();
-        names.extend(
-            globals
-                .pairs::<Value, Value>()
-                .filter_map(|pair| match pair {
-                    Ok((Value::String(name), Value::Function(_))) => {
-                        name.to_str().ok().map(|n| n.to_string())
-                    }
-                    _ => None,
-                }),
-        );
+        let mut functions = Vec::new();
+        for pair in self.lua.globals().pairs::<Value, Value>() {
+            let Ok((Value::String(name), value)) = pair else {
+                continue;
+            };
+            let Ok(name) = name.to_str().map(|n| n.to_string()) else {
+                continue;
+            };
+            match value {
+                Value::Function(_) => functions.push(name),
+                Value::String(_) => names.set_kind(name, hints::ValueKind::Text),
+                Value::Table(_) => names.set_kind(name, hints::ValueKind::Table),
+                _ => {}
+            }
+        }
+        names.extend(functions);
         names
     }
 }

@@ -20,7 +20,9 @@
 //! Where the rewrite of the line is mechanical, the hint quotes the line in Lua (`fix`),
 //! after what the case says before a fix; where it is not, it states the case's rule.
 //! All of them look for a habit in code only, never in text: `scan` gives each line's
-//! code with strings emptied and comments dropped.
+//! code with strings emptied and comments dropped. Where Python's Lua differs for text
+//! and for a table (`x in s`, `s[0]`), `kinds` says what a name holds, from the
+//! session's globals ([`Names::set_kind`]) and the source's own assignments.
 //!
 //! ```
 //! use rlm_registry::hints::{Names, hint};
@@ -39,11 +41,12 @@
 
 mod calls;
 mod fix;
+mod kinds;
 mod runtime;
 mod scan;
 mod syntax;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use crate::catalog::Catalog;
 use crate::conventions::{LUA_GLOBALS, REMOVED_GLOBALS};
@@ -51,11 +54,17 @@ use crate::spec::closest_name;
 use crate::text_format::{char_prefix, cut_chars};
 
 use fix::Evidence;
+use kinds::Kinds;
+pub use kinds::ValueKind;
 
 /// The names code may call in an environment: what "did you mean" chooses from, and
-/// which library functions a hint may name.
+/// which library functions a hint may name; and what the session's globals hold, where a
+/// hint's Lua depends on it.
 #[derive(Clone, Debug, Default)]
-pub struct Names(Vec<String>);
+pub struct Names {
+    names: Vec<String>,
+    kinds: HashMap<String, ValueKind>,
+}
 
 /// Not a global at all, though Lua lists it with them: never suggested.
 const NOT_CALLABLE: &str = "_ENV";
@@ -70,7 +79,10 @@ impl Names {
     /// assert_eq!(names.closest("wordcount"), Some("word_count"));
     /// ```
     pub fn new<S: Into<String>>(names: impl IntoIterator<Item = S>) -> Names {
-        Names(names.into_iter().map(Into::into).collect())
+        Names {
+            names: names.into_iter().map(Into::into).collect(),
+            kinds: HashMap::new(),
+        }
     }
 
     /// What `catalog` offers (built-ins, providers' and registry functions) and the
@@ -96,23 +108,46 @@ impl Names {
                 .filter(|name| !REMOVED_GLOBALS.contains(name) && **name != NOT_CALLABLE)
                 .map(|name| name.to_string()),
         );
-        Names(names)
+        Names::new(names)
     }
 
     /// Adds `names` (the session's own global functions, say).
     pub fn extend(&mut self, names: impl IntoIterator<Item = String>) {
-        self.0.extend(names);
+        self.names.extend(names);
+    }
+
+    /// Records that the session's global `name` holds `kind`, for the Python whose Lua
+    /// depends on it: `"a" in s` searches `s` when it is text.
+    ///
+    /// ```
+    /// use rlm_registry::hints::{Names, ValueKind, hint};
+    ///
+    /// let failed = "input:1: 'then' expected near 'in'";
+    /// let mut names = Names::default();
+    /// names.set_kind("s", ValueKind::Text);
+    /// assert_eq!(
+    ///     hint("if \"a\" in s then end", failed, &names).as_deref(),
+    ///     Some("Lua finds text in a string with `s:find(x, 1, true)`: `if s:find(\"a\", 1, true) then end`."),
+    /// );
+    /// ```
+    pub fn set_kind(&mut self, name: impl Into<String>, kind: ValueKind) {
+        self.kinds.insert(name.into(), kind);
+    }
+
+    /// What the session's globals hold, as far as known.
+    pub(crate) fn kinds(&self) -> &HashMap<String, ValueKind> {
+        &self.kinds
     }
 
     /// Whether `name` is one of them.
     pub fn contains(&self, name: &str) -> bool {
-        self.0.iter().any(|known| known == name)
+        self.names.iter().any(|known| known == name)
     }
 
     /// Whether `name` is a table of functions here (`json` when `json.decode` is one of
     /// the names): `name.f(…)` calls a function, not a method.
     pub(crate) fn is_table(&self, name: &str) -> bool {
-        self.0.iter().any(|known| {
+        self.names.iter().any(|known| {
             known
                 .strip_prefix(name)
                 .is_some_and(|rest| rest.starts_with('.'))
@@ -121,7 +156,7 @@ impl Names {
 
     /// The name most like `name`, if one is close enough ([`closest_name`]).
     pub fn closest(&self, name: &str) -> Option<&str> {
-        closest_name(name, self.0.iter().map(String::as_str))
+        closest_name(name, self.names.iter().map(String::as_str))
     }
 }
 
@@ -169,6 +204,7 @@ pub fn hint(source: &str, message: &str, names: &Names) -> Option<String> {
     let (line, detail) = position(message)?;
     let lines = scan::lines(source, line);
     let bound = scan::bound_names(&lines);
+    let kinds = Kinds::of(&lines, names);
     let code_of = |at: usize| {
         lines
             .get(at.wrapping_sub(1))
@@ -180,10 +216,10 @@ pub fn hint(source: &str, message: &str, names: &Names) -> Option<String> {
         found,
         evidence: Evidence::default(),
     };
-    let nearest_above = |find: fn(&str, &HashSet<String>) -> Option<Found>| {
+    let nearest_above = |find: fn(&str, &HashSet<String>, &Kinds) -> Option<Found>| {
         (1..=lines.len().min(line))
             .rev()
-            .find_map(|at| find(code_of(at), &bound).map(|found| on(at, found)))
+            .find_map(|at| find(code_of(at), &bound, &kinds).map(|found| on(at, found)))
     };
     // A syntax error may be reported lines after the Python that caused it (`for x in
     // xs:` parses on as a method call): the nearest Python line above it is the cause.
@@ -197,17 +233,19 @@ pub fn hint(source: &str, message: &str, names: &Names) -> Option<String> {
     };
     let from_source = if is_syntax_error(detail) {
         let above = opened_above
-            .then(|| syntax::find(code_of(line - 1), &bound).map(|found| on(line - 1, found)))
+            .then(|| {
+                syntax::find(code_of(line - 1), &bound, &kinds).map(|found| on(line - 1, found))
+            })
             .flatten();
         above.or_else(|| nearest_above(syntax::find))
     } else if detail.contains("a nil value") {
-        syntax::find(code, &bound)
+        syntax::find(code, &bound, &kinds)
             .map(|found| on(line, found))
             .or_else(|| nearest_above(syntax::find_nil))
     } else {
-        syntax::find(code, &bound).map(|found| on(line, found))
+        syntax::find(code, &bound, &kinds).map(|found| on(line, found))
     };
-    let from_error = from_error(detail, code, names).map(|(found, evidence)| Finding {
+    let from_error = from_error(detail, code, names, &kinds).map(|(found, evidence)| Finding {
         line,
         found,
         evidence,
@@ -218,6 +256,7 @@ pub fn hint(source: &str, message: &str, names: &Names) -> Option<String> {
         error_line: line,
         names,
         bound: &bound,
+        kinds: &kinds,
     };
     context.say(&findings)
 }
@@ -228,6 +267,7 @@ struct Context<'a> {
     error_line: usize,
     names: &'a Names,
     bound: &'a HashSet<String>,
+    kinds: &'a Kinds,
 }
 
 impl Context<'_> {
@@ -283,6 +323,7 @@ impl Context<'_> {
         let cx = fix::Cx {
             names: self.names,
             bound: self.bound,
+            kinds: self.kinds,
             evidence,
         };
         let fixed = fix::line(text, &cx)?;
@@ -311,7 +352,7 @@ fn is_syntax_error(detail: &str) -> bool {
 
 /// What the error itself calls for, given the failing line's `code`, and what it shows
 /// about the line.
-fn from_error(detail: &str, code: &str, names: &Names) -> Option<(Found, Evidence)> {
+fn from_error(detail: &str, code: &str, names: &Names, kinds: &Kinds) -> Option<(Found, Evidence)> {
     let plain = |found: Found| Some((found, Evidence::default()));
     let rule = |rule: String| Found { lead: None, rule };
     if let Some(name) = quoted(detail, "attempt to call a nil value (global '") {
@@ -349,7 +390,7 @@ fn from_error(detail: &str, code: &str, names: &Names) -> Option<(Found, Evidenc
         };
         return Some((found, evidence));
     }
-    runtime::find(detail, code)
+    runtime::find(detail, code, kinds)
 }
 
 /// Whether `code` calls `x.name(…)` on a value `x`, not on the `string` library.

@@ -4,12 +4,14 @@
 
 use super::Found;
 use super::fix::Evidence;
+use super::kinds::{Kinds, ValueKind};
 use super::syntax::FORMAT;
 
 /// A runtime failure of Python written as Lua, and the Lua way.
 struct Case {
-    /// Whether Lua's error (`detail`, without its position) on `code` is this habit's.
-    found: fn(detail: &str, code: &str) -> bool,
+    /// Whether Lua's error (`detail`, without its position) on `code` is this habit's,
+    /// its names holding `kinds`.
+    found: fn(detail: &str, code: &str, kinds: &Kinds) -> bool,
     /// The Lua way, when the line's fix is not quoted.
     hint: &'static str,
     /// What is said before the quoted fix of the line.
@@ -25,9 +27,22 @@ const NO_EVIDENCE: Evidence = Evidence {
 };
 
 const CASES: &[Case] = &[
+    // s[0], s[-1] of a string: indexing text reads nil, from 0 or from 1.
+    Case {
+        found: |detail, code, kinds| {
+            detail.contains("a nil value (field '")
+                && (indexes_text(code, "[0]", kinds) || indexes_text(code, "[-1]", kinds))
+        },
+        hint: "Lua reads a string's characters with `s:sub(i, i)`, from 1: the first is `s:sub(1, 1)`, the last `s:sub(-1, -1)`.",
+        lead: "Lua reads a string's characters with `s:sub(i, i)`, from 1",
+        evidence: Evidence {
+            zero_based: true,
+            ..NO_EVIDENCE
+        },
+    },
     // xs[0], xs[-1]
     Case {
-        found: |detail, code| {
+        found: |detail, code, _| {
             detail.contains("a nil value (field '")
                 && (indexes(code, "[0]") || indexes(code, "[-1]"))
         },
@@ -40,7 +55,7 @@ const CASES: &[Case] = &[
     },
     // "total: " + n
     Case {
-        found: |detail, code| {
+        found: |detail, code, _| {
             code.contains('+')
                 && (detail.starts_with("attempt to perform arithmetic on a string value")
                     || detail.starts_with("attempt to add a 'string'")
@@ -52,21 +67,23 @@ const CASES: &[Case] = &[
     },
     // "%d items" % n
     Case {
-        found: |detail, _| detail.starts_with("attempt to mod a 'string'"),
+        found: |detail, _, _| detail.starts_with("attempt to mod a 'string'"),
         hint: FORMAT,
         lead: "Lua formats with `string.format`",
         evidence: NO_EVIDENCE,
     },
     // "ab" * 3
     Case {
-        found: |detail, code| detail.starts_with("attempt to mul a 'string'") && code.contains('*'),
+        found: |detail, code, _| {
+            detail.starts_with("attempt to mul a 'string'") && code.contains('*')
+        },
         hint: "Lua repeats a string with `s:rep(n)`.",
         lead: "Lua repeats a string with `s:rep(n)`",
         evidence: NO_EVIDENCE,
     },
     // for x in xs do
     Case {
-        found: |detail, _| {
+        found: |detail, _, _| {
             detail.contains("(for iterator 'for iterator')") && detail.contains("table value")
         },
         hint: "Lua walks a list with `for _, x in ipairs(xs) do … end`.",
@@ -78,12 +95,12 @@ const CASES: &[Case] = &[
     },
 ];
 
-/// What to say about the first case Lua's error `detail` on the line `code` shows, and
-/// what the error shows about the line.
-pub(crate) fn find(detail: &str, code: &str) -> Option<(Found, Evidence)> {
+/// What to say about the first case Lua's error `detail` on the line `code` shows, its
+/// names holding `kinds`, and what the error shows about the line.
+pub(crate) fn find(detail: &str, code: &str, kinds: &Kinds) -> Option<(Found, Evidence)> {
     CASES
         .iter()
-        .find(|case| (case.found)(detail, code))
+        .find(|case| (case.found)(detail, code, kinds))
         .map(|case| {
             let found = Found {
                 lead: Some(case.lead.to_string()),
@@ -103,6 +120,21 @@ fn indexes(code: &str, key: &str) -> bool {
     })
 }
 
+/// Whether `code` indexes a name holding text with `key` (`s[0]`).
+fn indexes_text(code: &str, key: &str, kinds: &Kinds) -> bool {
+    code.match_indices(key).any(|(at, _)| {
+        let before = &code[..at];
+        let len = before
+            .bytes()
+            .rev()
+            .take_while(|b| b.is_ascii_alphanumeric() || *b == b'_')
+            .count();
+        let name = &before[before.len() - len..];
+        let field = before[..before.len() - len].ends_with(['.', ':']);
+        len > 0 && !field && kinds.get(name) == Some(ValueKind::Text)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -112,5 +144,19 @@ mod tests {
         assert!(indexes("print(xs[0] + 1)", "[0]"));
         assert!(indexes("f()[-1]", "[-1]"));
         assert!(!indexes("t = {[0] = 1, [-1] = 2}", "[0]"));
+    }
+
+    #[test]
+    fn an_index_of_text_is_told_from_an_index_of_a_list() {
+        let kinds = Kinds::from_pairs([("s", ValueKind::Text), ("xs", ValueKind::Table)]);
+        let failed = "attempt to concatenate a nil value (field '?')";
+        let (found, _) = find(failed, "print(s[0] .. \"\")", &kinds).unwrap();
+        assert!(found.rule.contains("s:sub(1, 1)"), "{}", found.rule);
+        let (found, _) = find(failed, "print(xs[0] .. \"\")", &kinds).unwrap();
+        assert!(found.rule.contains("`t[1]`"), "{}", found.rule);
+        assert!(
+            !indexes_text("print(t.s[0])", "[0]", &kinds),
+            "a field named `s`"
+        );
     }
 }

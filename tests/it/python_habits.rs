@@ -63,6 +63,18 @@ const QUOTED: &[(&str, &str)] = &[
         "elseif x > 0 then",
     ),
     ("if x then\nelif y then end", "elseif y then end"),
+    (
+        "local x = 2\nif x == 1 then print('a') elif x == 2 then print('b') end",
+        "if x == 1 then print('a') elseif x == 2 then print('b') end",
+    ),
+    (
+        "local x = 2\nif x == 1 then\n  print('a')\nelif x == 2 then\n  print('b')\nend",
+        "elseif x == 2 then",
+    ),
+    (
+        "local n = 0\nif n != 1 then\n  print(n)\nend",
+        "if n ~= 1 then",
+    ),
     ("if x then\nelse:\n    print(1)\nend", "else"),
     ("local ok = true\nwhile ok:\n    ok = false", "while ok do"),
     ("while true:\n    break", "while true do"),
@@ -125,6 +137,10 @@ const QUOTED: &[(&str, &str)] = &[
         "local lines = {}\nfor line in lines:\n    if \"ERROR\" in line:\n        print(line)",
         "for _, line in ipairs(lines) do",
     ),
+    (
+        "for ch in context:\n    print(ch)",
+        "for ch in context:gmatch(utf8.charpattern) do",
+    ),
     // Expressions.
     (
         "local x = 1\nlocal v = 1 if x else 2",
@@ -142,6 +158,19 @@ const QUOTED: &[(&str, &str)] = &[
         "local t = {3, 1}\ntable.sort(t, lambda a, b: a > b)",
         "table.sort(t, function(a, b) return a > b end)",
     ),
+    // Membership: a plain `find` in text; a table's has no mechanical Lua.
+    (
+        "local s = \"abc\"\nif \"a\" in s then print(s) end",
+        "if s:find(\"a\", 1, true) then print(s) end",
+    ),
+    (
+        "local s = \"abc\"\nif \"z\" not in s then\n  print(s)\nend",
+        "if not s:find(\"z\", 1, true) then",
+    ),
+    (
+        "if \"b\" in context then print(1) end",
+        "if context:find(\"b\", 1, true) then print(1) end",
+    ),
     // Literals.
     ("local xs = [1, 2, 3]", "local xs = {1, 2, 3}"),
     (
@@ -158,6 +187,10 @@ const QUOTED: &[(&str, &str)] = &[
     ("local n = 1  # one\nprint(n)", "local n = 1  -- one"),
     // Strings.
     ("print(\"total: \" + 1)", "print(\"total: \" .. 1)"),
+    (
+        "print(\"value: \" .. None)",
+        "print(\"value: \" .. tostring(nil))",
+    ),
     ("print(\"n: \" + str(3))", "print(\"n: \" .. tostring(3))"),
     (
         "local n = 3\nprint(f\"{n} items\")",
@@ -282,12 +315,20 @@ const QUOTED: &[(&str, &str)] = &[
     ("local t = {a = 1}\ndel t[\"a\"]", "t[\"a\"] = nil"),
     // Indexes.
     (
-        "local xs = {} print(xs[0] + 1)",
-        "local xs = {} print(xs[1] + 1)",
+        "local xs = {5} print(xs[0] + 1)",
+        "local xs = {5} print(xs[1] + 1)",
     ),
     (
-        "local xs = {} print(xs[-1] .. \"\")",
-        "local xs = {} print(xs[#xs] .. \"\")",
+        "local xs = {\"a\"} print(xs[-1] .. \"\")",
+        "local xs = {\"a\"} print(xs[#xs] .. \"\")",
+    ),
+    (
+        "print(context[0] .. \"!\")",
+        "print(context:sub(1, 1) .. \"!\")",
+    ),
+    (
+        "print(context[-1] .. \"!\")",
+        "print(context:sub(-1, -1) .. \"!\")",
     ),
 ];
 
@@ -309,6 +350,14 @@ const RULES: &[(&str, &str)] = &[
     ("print(sorted({3, 1}))", "`table.sort(t)` sorts in place"),
     ("print(context[1:3])", "Lua has no slices"),
     ("if 1 in t then end", "Lua's `in` belongs to `for`"),
+    (
+        "local words = {}\nif \"a\" in words then end",
+        "Lua's `in` belongs to `for`: test a key",
+    ),
+    (
+        "if \"a\" in s then end",
+        "find text in a string with `s:find(x, 1, true)`; test a table's key",
+    ),
     (
         "local pairs_of = {}\nfor a, b in pairs_of:\n    print(a)",
         "`for _, x in ipairs(xs) do … end`",
@@ -415,6 +464,79 @@ fn every_quoted_fix_compiles_with_the_sandbox_load() {
     }
 }
 
+/// The line (1-based) of `code` the hint of its failure `error` quotes: the failing one,
+/// or the one the hint names.
+fn quoted_line(error: &ExecError) -> usize {
+    let failing: usize = error_line(error.message()).unwrap();
+    error
+        .hint()
+        .unwrap()
+        .split_once("; line ")
+        .and_then(|(_, rest)| rest.split(' ').next()?.parse().ok())
+        .unwrap_or(failing)
+}
+
+/// The line of the code an error message (`input:LINE: …`) points at.
+fn error_line(message: &str) -> Option<usize> {
+    message
+        .strip_prefix("input:")?
+        .split(':')
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// Runs `code` with its line `line` replaced by `fix` (indented as it was): an error on
+/// that line is what the quoted fix itself raised. Other lines may still be Python, and
+/// fail; a fix that is `error(…)` raises its own message by design.
+fn fix_runs_in_place(code: &str, line: usize, fix: &str) -> Result<(), String> {
+    let program: Vec<String> = code
+        .lines()
+        .enumerate()
+        .map(|(i, text)| {
+            if i + 1 == line {
+                let indent = &text[..text.len() - text.trim_start().len()];
+                format!("{indent}{fix}")
+            } else {
+                text.to_string()
+            }
+        })
+        .collect();
+    let Err(error) = environment().execute(&program.join("\n")) else {
+        return Ok(());
+    };
+    let message = error.message_without_hint();
+    let raised_by_design = fix.starts_with("error(")
+        && !message.contains("attempt to")
+        && !message.contains("bad argument");
+    if error_line(message) == Some(line) && !raised_by_design {
+        return Err(message.to_string());
+    }
+    Ok(())
+}
+
+#[test]
+fn every_quoted_fix_runs_where_the_line_stood() {
+    // The check can fail: `.. nil` compiles and then fails as `.. None` did.
+    assert!(
+        fix_runs_in_place("print(\"value: \" .. None)", 1, "print(\"value: \" .. nil)").is_err()
+    );
+    assert!(
+        fix_runs_in_place(
+            "local s = \"ab\"\nprint(s[0] .. \"\")",
+            2,
+            "print(s[1] .. \"\")"
+        )
+        .is_err()
+    );
+    for (code, fix) in QUOTED {
+        let line = quoted_line(&failure(code));
+        if let Err(message) = fix_runs_in_place(code, line, fix) {
+            panic!("{code:?}: the quoted `{fix}` fails in place of line {line}: {message}");
+        }
+    }
+}
+
 #[test]
 fn a_long_fix_is_cut_with_an_ellipsis_and_never_cut_before_its_change() {
     let long = "a".repeat(150);
@@ -443,15 +565,7 @@ fn quoted_fixes_table() -> String {
             .and_then(|(_, quote)| quote.strip_suffix("`."))
             .unwrap();
         // The hint names the line it quotes when it is not the failing one.
-        let failing: usize = error.message()["input:".len()..]
-            .split(':')
-            .next()
-            .and_then(|n| n.parse().ok())
-            .unwrap();
-        let line = hint
-            .split_once("; line ")
-            .and_then(|(_, rest)| rest.split(' ').next()?.parse().ok())
-            .unwrap_or(failing);
+        let line = quoted_line(&error);
         let python = code.lines().nth(line - 1).unwrap().trim();
         table.push_str(&format!("| {} | {} |\n", cell(python), cell(fix)));
     }
@@ -731,6 +845,115 @@ fn rlm_run_shows_the_hint() {
         stderr.ends_with("\nhint: Lua writes not-equal as `~=`: `if n ~= 1 then print(n) end`.\n"),
         "{stderr}"
     );
+}
+
+/// What `rlm exec CODE` writes on stderr, failing.
+fn rlm_exec_error(args: &[&str]) -> String {
+    let out = rlm_binary(args);
+    assert_eq!(out.status.code(), Some(1), "{args:?}");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn rlm_exec_quotes_elseif_for_an_elif_in_the_line() {
+    let stderr = rlm_exec_error(&[
+        "exec",
+        "if x == 1 then print('a') elif x == 2 then print('b') end",
+    ]);
+    assert_eq!(
+        stderr,
+        "error: input:1: syntax error near 'x'\n\
+         hint: Lua writes `elseif`, one word: \
+         `if x == 1 then print('a') elseif x == 2 then print('b') end`.\n"
+    );
+    let stderr = rlm_exec_error(&[
+        "exec",
+        "x = 2\nif x == 1 then\n  print('a')\nelif x == 2 then\n  print('b')\nend",
+    ]);
+    assert!(
+        stderr.ends_with("\nhint: Lua writes `elseif`, one word: `elseif x == 2 then`.\n"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn rlm_exec_leaves_else_if_alone_where_it_is_lua() {
+    // A nested `if` with its own `end`: valid Lua, failing for another reason.
+    let stderr = rlm_exec_error(&[
+        "exec",
+        "x = 2 if x == 1 then print('a') else if x == 2 then print(y + 1) end end",
+    ]);
+    assert_eq!(
+        stderr,
+        "error: input:1: attempt to perform arithmetic on a nil value (global 'y')\n"
+    );
+}
+
+#[test]
+fn rlm_exec_quotes_a_plain_find_for_in_on_text() {
+    let stderr = rlm_exec_error(&["exec", "local s = \"abc\"\nif \"a\" in s then print(s) end"]);
+    assert!(
+        stderr.ends_with(
+            "\nhint: Lua finds text in a string with `s:find(x, 1, true)`: \
+             `if s:find(\"a\", 1, true) then print(s) end`.\n"
+        ),
+        "{stderr}"
+    );
+    let stderr = rlm_exec_error(&[
+        "exec",
+        "local s = \"abc\"\nif \"z\" not in s then print(s) end",
+    ]);
+    assert!(
+        stderr.ends_with("`if not s:find(\"z\", 1, true) then print(s) end`.\n"),
+        "{stderr}"
+    );
+    // Known at run time: the context is text.
+    let dir = tempfile::tempdir().unwrap();
+    let context = dir.path().join("context.txt");
+    std::fs::write(&context, "an ERROR here").unwrap();
+    let stderr = rlm_exec_error(&[
+        "exec",
+        "--context",
+        context.to_str().unwrap(),
+        "if \"ERROR\" in context then print(1) end",
+    ]);
+    assert!(
+        stderr.ends_with("`if context:find(\"ERROR\", 1, true) then print(1) end`.\n"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn rlm_exec_keeps_the_table_advice_for_in_on_a_table_and_says_both_when_unknown() {
+    let table =
+        "hint: Lua's `in` belongs to `for`: test a key with `t[x] ~= nil`, a list with a loop.\n";
+    for code in [
+        "local seen = {}\nif \"a\" in seen then end",
+        "if \"a\" in lines then end",
+    ] {
+        let stderr = rlm_exec_error(&["exec", code]);
+        assert!(stderr.ends_with(table), "{code:?}: {stderr}");
+    }
+    let stderr = rlm_exec_error(&["exec", "if \"a\" in s then end"]);
+    assert!(
+        stderr.ends_with(
+            "hint: Lua's `in` belongs to `for`: find text in a string with `s:find(x, 1, true)`; \
+             test a table's key with `t[x] ~= nil`, a list with a loop.\n"
+        ),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn rlm_exec_quotes_a_fix_for_none_joined_to_text_that_runs() {
+    let stderr = rlm_exec_error(&["exec", "print(\"value: \" .. None)"]);
+    assert_eq!(
+        stderr,
+        "error: input:1: attempt to concatenate a nil value (global 'None')\n\
+         hint: Lua writes `None` as `nil`: `print(\"value: \" .. tostring(nil))`.\n"
+    );
+    let out = rlm_binary(&["exec", "print(\"value: \" .. tostring(nil))"]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "value: nil\n");
 }
 
 const UNKNOWN: &str = "print(countlines(context))";

@@ -89,11 +89,17 @@ pub(super) fn code(items: &[Tree], cx: &Cx) -> Option<String> {
         let in_lambda = item.is_symbol(",") && lambda_params_open(&items[start..i]);
         // Lua's `else`, unless it is the conditional expression's (`a if c else b`).
         let lua_else = item.is_word("else") && !items[start..i].iter().any(|t| t.is_word("if"));
-        if (separates(item, for_seen) || lua_else) && !in_lambda {
+        let elif = python_elif(items, i, cx);
+        if (separates(item, for_seen) || lua_else || elif) && !in_lambda {
             if start < i {
                 out.push(items[start].space(), &segment(&items[start..i], cx)?);
             }
-            out.push(item.space(), &written(std::slice::from_ref(item)));
+            let keyword = if elif {
+                "elseif".to_string()
+            } else {
+                written(std::slice::from_ref(item))
+            };
+            out.push(item.space(), &keyword);
             start = i + 1;
         }
         for_seen |= item.is_word("for");
@@ -102,6 +108,39 @@ pub(super) fn code(items: &[Tree], cx: &Cx) -> Option<String> {
         out.push(items[start].space(), &segment(&items[start..], cx)?);
     }
     Some(out.text())
+}
+
+/// Whether the item at `at` is Python's `elif` where Lua has its `elseif`: where a
+/// statement starts (after a value, `then` or `end`) and before a condition; not a name
+/// the code defines, a field, or an assignment's target.
+pub(super) fn python_elif(items: &[Tree], at: usize, cx: &Cx) -> bool {
+    if !items[at].is_word("elif") || !cx.is_free("elif") {
+        return false;
+    }
+    let after_statement = match at.checked_sub(1).map(|i| &items[i]) {
+        None | Some(Tree::Group(_)) => true,
+        Some(Tree::Token(token)) => match token.kind {
+            Kind::Number | Kind::Str => true,
+            Kind::Name => {
+                let word = token.text.as_ref();
+                matches!(
+                    word,
+                    "then" | "end" | "else" | "do" | "true" | "false" | "nil"
+                ) || !LUA_KEYWORDS.contains(&word)
+            }
+            Kind::Symbol | Kind::Comment => false,
+        },
+    };
+    let condition = items.get(at + 1).is_some_and(|next| match next.token() {
+        None => true,
+        Some(token) => match token.kind {
+            Kind::Symbol => matches!(token.text.as_ref(), "-" | "#" | "!" | "~"),
+            Kind::Name => !matches!(token.text.as_ref(), "then" | "and" | "or"),
+            Kind::Number | Kind::Str => true,
+            Kind::Comment => false,
+        },
+    });
+    after_statement && condition
 }
 
 /// One segment of a run of code: a compound assignment, or an expression.
@@ -158,7 +197,62 @@ pub(super) fn expression(items: &[Tree], cx: &Cx) -> Option<String> {
         let otherwise = expression(otherwise, cx)?;
         return Some(format!("{condition} and {value} or {otherwise}"));
     }
+    if let Some(at) = items.iter().position(|t| t.is_word("in")) {
+        return membership(items, at, cx);
+    }
     Rendered::of(items, cx).map(|r| r.text)
+}
+
+/// Python's `x in s` (at `at`) and `x not in s` where `s` is known to be text, as
+/// `s:find(x, 1, true)` (plain: `x` is no pattern). The left operand runs back to a
+/// boolean operator or `if`, the right one is one value. Any other `in` (a table's, or a
+/// value the code does not show) has no mechanical Lua.
+fn membership(items: &[Tree], at: usize, cx: &Cx) -> Option<String> {
+    let negated = at > 0 && items[at - 1].is_word("not");
+    let left_end = if negated { at - 1 } else { at };
+    let left_start = (0..left_end)
+        .rev()
+        .find(|&i| ends_an_operand(&items[i]))
+        .map_or(0, |i| i + 1);
+    let right_end = (at + 1..items.len())
+        .find(|&i| ends_an_operand(&items[i]))
+        .unwrap_or(items.len());
+    let left = &items[left_start..left_end];
+    let receiver = cx.text_receiver(&items[at + 1..right_end])?;
+    // Python chains comparisons (`a < b in s`): no mechanical Lua.
+    let chained = items[..left_start].last().is_some_and(is_comparison)
+        || items.get(right_end).is_some_and(is_comparison);
+    if left.is_empty() || chained {
+        return None;
+    }
+    let not = if negated { "not " } else { "" };
+    let found = format!("{not}{receiver}:find({}, 1, true)", expression(left, cx)?);
+    let mut out = Out::new();
+    out.push("", &expression(&items[..left_start], cx)?);
+    out.push(items[left_start].space(), &found);
+    if right_end < items.len() {
+        out.push(
+            items[right_end].space(),
+            &expression(&items[right_end..], cx)?,
+        );
+    }
+    Some(out.text())
+}
+
+/// Whether `item` ends an operand of `in` (`and`, `if`, a comparison, …).
+fn ends_an_operand(item: &Tree) -> bool {
+    const WORDS: &[&str] = &[
+        "and", "or", "not", "if", "elseif", "else", "while", "then", "do", "return", "is",
+    ];
+    WORDS.iter().any(|word| item.is_word(word))
+        || ["&&", "||", "!"].iter().any(|s| item.is_symbol(s))
+        || is_comparison(item)
+}
+
+fn is_comparison(item: &Tree) -> bool {
+    ["==", "!=", "~=", "<", ">", "<=", ">="]
+        .iter()
+        .any(|s| item.is_symbol(s))
 }
 
 /// `x if c else y`, cut into `x`, `c` and `y`, when `items` is one: an `if` after a
@@ -435,6 +529,7 @@ impl Rendered {
     fn of(items: &[Tree], cx: &Cx) -> Option<Rendered> {
         let parts = parts(items)?;
         let alone = parts.len() == 1;
+        let joins = joins(&parts, cx);
         let mut out = Out::new();
         let mut i = 0;
         while i < parts.len() {
@@ -445,7 +540,7 @@ impl Rendered {
                 continue;
             }
             let concatenates = chain > 1 && parts[i..i + chain].iter().any(|p| stringish(p, cx));
-            for part in &parts[i..i + chain] {
+            for (j, part) in parts.iter().enumerate().skip(i).take(chain) {
                 match part {
                     Part::Value { unary, primary } => {
                         for op in *unary {
@@ -457,7 +552,14 @@ impl Rendered {
                             out.push(op.space(), text);
                         }
                         let value = primary_text(primary, cx)?;
-                        let text = if value.loose && !(alone && unary.is_empty()) {
+                        let joined = (j > 0 && joins[j - 1]) || joins.get(j + 1) == Some(&true);
+                        let text = if joined
+                            && unary.is_empty()
+                            && matches!(value.text.as_str(), "nil" | "true" | "false")
+                        {
+                            // `..` fails on nil and booleans: their text is joined.
+                            format!("tostring({})", value.text)
+                        } else if value.loose && !(alone && unary.is_empty()) {
                             format!("({})", value.text)
                         } else {
                             value.text
@@ -480,6 +582,26 @@ impl Rendered {
             loose: false,
         })
     }
+}
+
+/// For each of `parts`, whether it is an operator joining text: `..`, or `+` in a chain
+/// that holds text (Python's `"n: " + str(n)`).
+fn joins(parts: &[Part], cx: &Cx) -> Vec<bool> {
+    let mut joins = vec![false; parts.len()];
+    let mut i = 0;
+    while i < parts.len() {
+        let chain = chain_len(&parts[i..]);
+        let concatenates = chain > 1 && parts[i..i + chain].iter().any(|p| stringish(p, cx));
+        for (j, part) in parts.iter().enumerate().skip(i).take(chain) {
+            joins[j] = match part.operator() {
+                Some("..") => true,
+                Some("+") => concatenates,
+                _ => false,
+            };
+        }
+        i += chain;
+    }
+    joins
 }
 
 /// The text of a token tree that is a token.

@@ -15,7 +15,7 @@ mod expression;
 mod primary;
 mod statement;
 mod strings;
-mod tokens;
+pub(super) mod tokens;
 
 pub(crate) use tokens::LUA_KEYWORDS;
 
@@ -24,6 +24,8 @@ use std::collections::HashSet;
 use mlua::{Lua, LuaOptions, StdLib, chunk::ChunkMode};
 
 use super::Names;
+use super::kinds::{Kinds, ValueKind};
+use tokens::{Kind, Tree, written};
 
 /// What the rewrite may assume about the names of the line and about what the error
 /// showed.
@@ -34,6 +36,9 @@ pub(crate) struct Cx<'a> {
     /// The names the source defines itself (`local len = …`, `function f(None)`): never
     /// taken for Python's.
     pub bound: &'a HashSet<String>,
+    /// What the names hold, where the source or the session shows it: Python's `x in s`
+    /// and `for c in s:` have a mechanical Lua only for text.
+    pub kinds: &'a Kinds,
     pub evidence: Evidence,
 }
 
@@ -42,6 +47,19 @@ impl Cx<'_> {
     /// name it matches is Python's.
     fn is_free(&self, name: &str) -> bool {
         !self.names.contains(name) && !self.bound.contains(name)
+    }
+
+    /// The value `items` as the receiver of a string method, when it is known to be
+    /// text: a name holding a string (`s`), or a string literal in parentheses.
+    fn text_receiver(&self, items: &[Tree]) -> Option<String> {
+        match items {
+            [item] if item.is_kind(Kind::Str) => Some(format!("({})", written(items))),
+            [item] => item
+                .name()
+                .filter(|name| self.kinds.get(name) == Some(ValueKind::Text))
+                .map(str::to_string),
+            _ => None,
+        }
     }
 }
 
@@ -103,7 +121,10 @@ pub(crate) fn line(text: &str, cx: &Cx) -> Option<String> {
     let trees = tokens::trees(text)?;
     let fixed = statement::line(&trees, cx)?;
     let changed = squeezed(&fixed.text) != squeezed(text);
-    (changed && compiles(&fixed)).then_some(fixed.text)
+    // Statements may open a block that later lines close (`if x ~= 1 then`).
+    let compiles = compiles(&fixed.text, fixed.shape)
+        || (fixed.shape == Shape::Statement && compiles(&fixed.text, Shape::Opener));
+    (changed && compiles).then_some(fixed.text)
 }
 
 /// `text` without its blanks: a rewrite that only spaces the line differently is none.
@@ -111,11 +132,10 @@ fn squeezed(text: &str) -> String {
     text.chars().filter(|c| !c.is_whitespace()).collect()
 }
 
-/// Whether Lua compiles `fixed` where a line of its shape stands (inside a loop, so that
+/// Whether Lua compiles `text` where a line of `shape` stands (inside a loop, so that
 /// `break` is one).
-fn compiles(fixed: &Fixed) -> bool {
-    let text = &fixed.text;
-    let chunk = match fixed.shape {
+fn compiles(text: &str, shape: Shape) -> bool {
+    let chunk = match shape {
         Shape::Statement => format!("while true do\n{text}\nend"),
         Shape::Opener => format!("while true do\n{text}\nend\nend"),
         Shape::Continuation => format!("while true do\nif false then\n{text}\nend\nend"),
@@ -146,9 +166,11 @@ mod tests {
             "lines",
         ]);
         let bound = HashSet::from(["mine".to_string(), "lines".to_string()]);
+        let kinds = Kinds::from_pairs([("text", ValueKind::Text), ("seen", ValueKind::Table)]);
         let cx = Cx {
             names: &names,
             bound: &bound,
+            kinds: &kinds,
             evidence,
         };
         line(text, &cx)
@@ -189,6 +211,109 @@ mod tests {
             "function f(a, ...)"
         );
         assert_eq!(fix("def f(a=1):"), None, "a default is not mechanical");
+    }
+
+    #[test]
+    fn an_elif_inside_a_line_is_elseif() {
+        assert_eq!(
+            fix("if x == 1 then print('a') elif x == 2 then print('b') end").unwrap(),
+            "if x == 1 then print('a') elseif x == 2 then print('b') end"
+        );
+        assert_eq!(
+            fix("print('a') elif x == 2 then").unwrap(),
+            "print('a') elseif x == 2 then",
+            "inside an `if` opened above"
+        );
+        assert_eq!(
+            fix("print('a') elif x == 2 then print('b') end").unwrap(),
+            "print('a') elseif x == 2 then print('b') end",
+            "closing it"
+        );
+        assert_eq!(
+            fix("elif x == 2 then print('b') end").unwrap(),
+            "elseif x == 2 then print('b') end"
+        );
+        assert_eq!(
+            fix("local elif = x != 1").unwrap(),
+            "local elif = x ~= 1",
+            "a local named `elif` is the code's own"
+        );
+        assert_eq!(
+            fix("if elif != 1 then end").unwrap(),
+            "if elif ~= 1 then end"
+        );
+        assert_eq!(
+            fix("if a != b then x() else if b then y() end end").unwrap(),
+            "if a ~= b then x() else if b then y() end end",
+            "`else if` is Lua's own, kept"
+        );
+    }
+
+    #[test]
+    fn membership_in_text_is_a_plain_find() {
+        assert_eq!(
+            fix("if \"a\" in text then").unwrap(),
+            "if text:find(\"a\", 1, true) then"
+        );
+        assert_eq!(
+            fix("if \"a\" not in text:").unwrap(),
+            "if not text:find(\"a\", 1, true) then"
+        );
+        assert_eq!(
+            fix("ok = x .. y in text and n > 0").unwrap(),
+            "ok = text:find(x .. y, 1, true) and n > 0"
+        );
+        assert_eq!(
+            fix("print(\"b\" in \"abc\")").unwrap(),
+            "print((\"abc\"):find(\"b\", 1, true))"
+        );
+        assert_eq!(
+            fix("v = \"y\" if \"a\" in text else \"n\"").unwrap(),
+            "v = text:find(\"a\", 1, true) and \"y\" or \"n\""
+        );
+        assert_eq!(fix("if \"a\" in seen then"), None, "a table's");
+        assert_eq!(fix("if \"a\" in other then"), None, "not known to be text");
+        assert_eq!(fix("if n < x in text then"), None, "a chained comparison");
+    }
+
+    #[test]
+    fn nil_and_booleans_joined_to_text_are_their_text() {
+        assert_eq!(
+            fix("print(\"value: \" .. None)").unwrap(),
+            "print(\"value: \" .. tostring(nil))"
+        );
+        assert_eq!(
+            fix("s = \"ok: \" + True").unwrap(),
+            "s = \"ok: \" .. tostring(true)"
+        );
+        assert_eq!(
+            fix("s = None .. \"a\" .. False").unwrap(),
+            "s = tostring(nil) .. \"a\" .. tostring(false)"
+        );
+        assert_eq!(fix("print(None == x)").unwrap(), "print(nil == x)");
+    }
+
+    #[test]
+    fn text_is_indexed_with_sub_and_walked_by_characters() {
+        assert_eq!(fix("print(text[-1])").unwrap(), "print(text:sub(-1, -1))");
+        assert_eq!(
+            fix("print(text[0] != \"#\")").unwrap(),
+            "print(text:sub(1, 1) ~= \"#\")"
+        );
+        assert_eq!(
+            fix("print(\"abc\"[-2])").unwrap(),
+            "print((\"abc\"):sub(-2, -2))"
+        );
+        assert_eq!(fix("print(seen[-1])").unwrap(), "print(seen[#seen])");
+        assert_eq!(
+            fix("for ch in text:").unwrap(),
+            "for ch in text:gmatch(utf8.charpattern) do"
+        );
+        assert_eq!(
+            fix("for ch in \"abc\": print(ch)").unwrap(),
+            "for ch in (\"abc\"):gmatch(utf8.charpattern) do print(ch) end"
+        );
+        assert_eq!(fix("for i, ch in enumerate(text):"), None);
     }
 
     #[test]
@@ -450,5 +575,11 @@ mod tests {
             fix("if x != 1: break"),
             Some("if x ~= 1 then break end".into())
         );
+        assert_eq!(
+            fix("if x != 1 then").unwrap(),
+            "if x ~= 1 then",
+            "a block the next lines close"
+        );
+        assert_eq!(fix("x != 1 end"), None, "closing a block it did not open");
     }
 }

@@ -5,6 +5,7 @@
 //! `#t`.
 
 use super::Cx;
+use super::ValueKind;
 use super::expression::{
     ARITHMETIC, Rendered, elements, expression, head_len, is_single_value, method_colon, op_text,
 };
@@ -269,6 +270,16 @@ fn index(receiver: Receiver, group: &Group, cx: &Cx) -> Option<Receiver> {
     if inner.iter().any(|t| t.is_symbol(":")) {
         return None; // A slice.
     }
+    let text = receiver.string.is_some()
+        || receiver
+            .name
+            .as_deref()
+            .is_some_and(|name| cx.kinds.get(name) == Some(ValueKind::Text));
+    if text && let Some(at) = character_position(inner) {
+        // Indexing a string reads nil: its characters are `sub`'s.
+        let callable = receiver.callable();
+        return Some(Receiver::new(format!("{callable}:sub({at}, {at})")));
+    }
     let key = match inner.as_slice() {
         [zero] if cx.evidence.zero_based && op_text(zero) == "0" => "1".to_string(),
         [minus, number] if minus.is_symbol("-") && number.is_kind(Kind::Number) => {
@@ -286,6 +297,18 @@ fn index(receiver: Receiver, group: &Group, cx: &Cx) -> Option<Receiver> {
     let mut indexed = Receiver::new(format!("{}[{key}]", receiver.callable()));
     indexed.simple = receiver.simple;
     Some(indexed)
+}
+
+/// Where Python's `s[0]` or `s[-n]` reads a character, as `sub` counts: `1`, `-n`.
+fn character_position(inner: &[Tree]) -> Option<String> {
+    match inner {
+        [zero] if zero.is_kind(Kind::Number) && op_text(zero) == "0" => Some("1".to_string()),
+        [minus, number] if minus.is_symbol("-") && number.is_kind(Kind::Number) => {
+            let back: u64 = op_text(number).parse().ok()?;
+            (back > 0).then(|| format!("-{back}"))
+        }
+        _ => None,
+    }
 }
 
 /// The arguments of a call in Lua; `*xs` last is `table.unpack(xs)`. A keyword argument,

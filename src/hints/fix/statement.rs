@@ -91,8 +91,27 @@ fn statement(items: &[Tree], cx: &Cx) -> Option<Fixed> {
         _ if is_dict_entry(items) => dict_entry(items, cx),
         _ => match loop_after(items) {
             Some(at) => then_loop(items, at, cx),
-            None => code(items, cx).map(statement_of),
+            None => code(items, cx).map(|text| Fixed {
+                text,
+                shape: elif_shape(items, cx),
+            }),
         },
+    }
+}
+
+/// What a line of code with an `elif` inside is once it is `elseif`: inside an `if`
+/// opened on an earlier line unless the line opens it first (`if a then x() elif b
+/// then`), and closing it when an `end` follows.
+fn elif_shape(items: &[Tree], cx: &Cx) -> Shape {
+    let Some(at) = (0..items.len()).find(|&i| expression::python_elif(items, i, cx)) else {
+        return Shape::Statement;
+    };
+    if items[..at].iter().any(|t| t.is_word("if")) {
+        Shape::Statement
+    } else if items[at..].iter().any(|t| t.is_word("end")) {
+        Shape::Closing
+    } else {
+        Shape::Continuation
     }
 }
 
@@ -210,6 +229,9 @@ fn loop_head(targets: &[&str], iterable: &[Tree], python: bool, cx: &Cx) -> Opti
         let ([_, _], [list]) = (targets, listed.as_slice()) else {
             return None;
         };
+        if cx.text_receiver(list).is_some() {
+            return None; // A string's characters and their places: no `ipairs`.
+        }
         return Some(format!(
             "for {joined} in ipairs({})",
             expression::argument(list, cx)?
@@ -228,7 +250,11 @@ fn loop_head(targets: &[&str], iterable: &[Tree], python: bool, cx: &Cx) -> Opti
         return Some(format!("for {joined} in {lua}"));
     }
     match targets {
-        [name] => Some(format!("for _, {name} in ipairs({lua})")),
+        // `ipairs` fails on a string: Python walks its characters.
+        [name] => match cx.text_receiver(iterable) {
+            Some(text) => Some(format!("for {name} in {text}:gmatch(utf8.charpattern)")),
+            None => Some(format!("for _, {name} in ipairs({lua})")),
+        },
         _ => None, // A tuple unpacked: no mechanical Lua.
     }
 }

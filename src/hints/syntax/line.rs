@@ -4,6 +4,8 @@
 
 use std::collections::HashSet;
 
+use super::super::kinds::{Kinds, ValueKind, looks_like_a_table};
+
 /// The code of one line, split into what the cases look at.
 pub(super) struct Line<'a> {
     /// The code, trimmed.
@@ -12,18 +14,79 @@ pub(super) struct Line<'a> {
     pub(super) words: Vec<&'a str>,
     /// The names the source defines itself.
     bound: &'a HashSet<String>,
+    /// What the names hold, where known.
+    kinds: &'a Kinds,
+}
+
+/// What Python's `in` (not a `for`'s) tests on a line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Membership {
+    /// Whether text holds text: every right side is a string.
+    Text,
+    /// Whether a table holds a key or a value: a right side is, or is named as, a table.
+    Table,
+    /// A right side the code does not show.
+    Unknown,
 }
 
 impl<'a> Line<'a> {
     /// `code` as the scanner gave it (strings blanked, comments dropped), in a source
-    /// that defines the names `bound`.
-    pub(crate) fn new(code: &'a str, bound: &'a HashSet<String>) -> Line<'a> {
+    /// that defines the names `bound`, whose names hold `kinds`.
+    pub(crate) fn new(code: &'a str, bound: &'a HashSet<String>, kinds: &'a Kinds) -> Line<'a> {
         let code = code.trim();
         Line {
             code,
             words: words(code),
             bound,
+            kinds,
         }
+    }
+
+    /// What the line's `x in y` tests, if it has one. A line opening with `in`
+    /// continues a Lua `for` written over two lines.
+    pub(super) fn membership(&self) -> Option<Membership> {
+        if self.has("for") || !self.has("in") || self.starts_with_word("in") {
+            return None;
+        }
+        let operands = membership_operands(self.code);
+        let mut all_text = !operands.is_empty();
+        let mut a_table = false;
+        for operand in operands {
+            let kind = match operand {
+                Operand::Literal => Some(ValueKind::Text),
+                Operand::Name(name) => self.kinds.get(name),
+                Operand::Other => None,
+            };
+            all_text &= kind == Some(ValueKind::Text);
+            a_table |= kind == Some(ValueKind::Table)
+                || matches!(operand, Operand::Name(name) if kind.is_none() && looks_like_a_table(name));
+        }
+        Some(if a_table {
+            Membership::Table
+        } else if all_text {
+            Membership::Text
+        } else {
+            Membership::Unknown
+        })
+    }
+
+    /// Whether the line is a Python `for` over text: `for ch in s:` with `s` a string.
+    pub(super) fn walks_text(&self) -> bool {
+        let Some(rest) = self.code.strip_prefix("for ") else {
+            return false;
+        };
+        let Some((_, iterable)) = rest.split_once(" in ") else {
+            return false;
+        };
+        // The block's colon, not a method's: the line ends or the body follows a blank.
+        let Some((iterable, body)) = iterable.split_once(':') else {
+            return false;
+        };
+        if !(body.is_empty() || body.starts_with(char::is_whitespace)) {
+            return false;
+        }
+        let iterable = iterable.trim();
+        iterable == "\"\"" || iterable == "''" || self.kinds.get(iterable) == Some(ValueKind::Text)
     }
 
     /// Python's `True`, `False` and `None` read on the line: not a field (`t.None`), not
@@ -312,6 +375,103 @@ pub(super) fn bare_colon(code: &str) -> bool {
                 .trim_start()
                 .starts_with(['(', '"', '\'', '{']);
         !label && !is_method_call
+    })
+}
+
+/// The right side of a Python `in`, as the line's code shows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Operand<'a> {
+    /// A string literal.
+    Literal,
+    /// A name alone: not a field, an index or a call.
+    Name(&'a str),
+    /// Any other expression.
+    Other,
+}
+
+/// The right side of each `in` of `code` (the word, not a field's name).
+fn membership_operands(code: &str) -> Vec<Operand<'_>> {
+    word_positions(code, "in")
+        .map(|at| {
+            let rest = code[at + 2..].trim_start();
+            if rest.starts_with("\"\"") || rest.starts_with("''") {
+                return Operand::Literal;
+            }
+            let len = rest
+                .bytes()
+                .take_while(|b| b.is_ascii_alphanumeric() || *b == b'_')
+                .count();
+            let after = &rest[len..];
+            // A block's colon ends the line or is followed by a blank; a method's is not.
+            let suffix = after.starts_with(['.', '[', '(', '"', '\'', '{'])
+                || after.strip_prefix(':').is_some_and(|a| {
+                    a.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_')
+                });
+            let name = &rest[..len];
+            let not_a_name = len == 0
+                || rest.starts_with(|c: char| c.is_ascii_digit())
+                || super::super::fix::LUA_KEYWORDS.contains(&name);
+            if not_a_name || suffix {
+                Operand::Other
+            } else {
+                Operand::Name(name)
+            }
+        })
+        .collect()
+}
+
+/// Where `word` stands in `code` as a word of its own, not a field's or a method's name.
+fn word_positions<'c>(code: &'c str, word: &'c str) -> impl Iterator<Item = usize> + 'c {
+    code.match_indices(word)
+        .map(|(at, _)| at)
+        .filter(move |&at| {
+            let before = code[..at].chars().next_back();
+            let after = code[at + word.len()..].chars().next();
+            let part_of_name = |c: char| c.is_ascii_alphanumeric() || c == '_';
+            !before.is_some_and(|c| part_of_name(c) || matches!(c, '.' | ':'))
+                && !after.is_some_and(part_of_name)
+        })
+}
+
+/// Keywords that end the condition of an `elseif`, or show that no condition follows.
+const NOT_IN_A_CONDITION: &[&str] = &[
+    "break", "do", "else", "elseif", "end", "for", "function", "goto", "if", "local", "repeat",
+    "return", "until", "while",
+];
+
+/// `… elif c then …`: Python's `elif` where a statement starts (the line's start, or after
+/// a statement's end), then a condition and `then`. A Lua name `elif` is never there: it
+/// would be two expressions in a row (`elif x`) or a call before a lone `then`.
+pub(crate) fn elif_in_statement(line: &Line) -> bool {
+    let code = line.code;
+    word_positions(code, "elif").any(|at| {
+        let before = code[..at].trim_end();
+        let last_word_len = before
+            .bytes()
+            .rev()
+            .take_while(|b| b.is_ascii_alphanumeric() || *b == b'_')
+            .count();
+        let last_word = &before[before.len() - last_word_len..];
+        let after_statement = before.is_empty()
+            || before.ends_with([')', ']', '}', '"', '\''])
+            || matches!(
+                last_word,
+                "then" | "end" | "else" | "do" | "true" | "false" | "nil"
+            )
+            || (last_word_len > 0 && !super::super::fix::LUA_KEYWORDS.contains(&last_word));
+        let rest = &code[at + "elif".len()..];
+        let condition = rest.trim_start();
+        let starts_a_value = condition.starts_with(|c: char| {
+            c.is_ascii_alphanumeric()
+                || matches!(c, '_' | '(' | '-' | '#' | '"' | '\'' | '{' | '~' | '!')
+        });
+        let words = words(rest);
+        let first_keyword = words
+            .iter()
+            .find(|w| **w == "then" || NOT_IN_A_CONDITION.contains(w));
+        let operator_first = matches!(words.first(), Some(&("and" | "or" | "then")))
+            && condition.starts_with(words[0]);
+        after_statement && starts_a_value && !operator_first && first_keyword == Some(&"then")
     })
 }
 

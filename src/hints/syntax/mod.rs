@@ -9,14 +9,16 @@ use std::collections::HashSet;
 
 use super::Found;
 use super::calls::{ENUMERATE_LEAD, RANGE_LEAD};
+use super::kinds::Kinds;
 
 mod line;
 
 // The fixer's tokenizer tells a `#` comment from a length the same way.
 pub(super) use line::hash_comment;
 use line::{
-    Line, bare_colon, compound_assignment, comprehension, followed_by, format_tuple,
-    keyword_argument, list_literal, literal_method, slice, trailing_hash_comment, word_then_name,
+    Line, Membership, bare_colon, compound_assignment, comprehension, elif_in_statement,
+    followed_by, format_tuple, keyword_argument, list_literal, literal_method, slice,
+    trailing_hash_comment, word_then_name,
 };
 
 /// A Python habit and the Lua way, one line.
@@ -78,6 +80,10 @@ impl Lead {
                     })
                     .collect();
                 format!("Lua writes {}", names.join(" and "))
+            }
+            Lead::Loop if line.walks_text() => {
+                "Lua walks a string's characters with `s:gmatch(utf8.charpattern)`, closing the loop with `end`"
+                    .to_string()
             }
             Lead::Loop if line.code.contains("range(") => RANGE_LEAD.to_string(),
             Lead::Loop if line.code.contains("enumerate(") => ENUMERATE_LEAD.to_string(),
@@ -192,9 +198,16 @@ const CASES: &[Case] = &[
     },
     Case {
         python: "elif c:",
-        found: |l| l.starts_with_word("elif") && (l.code.ends_with(':') || l.has("then")),
+        found: |l| l.is_block("elif", "then"),
         hint: "Lua writes `elseif c then`.",
         lead: Some(Lead::Text("Lua writes `elif c:` as `elseif c then`")),
+        makes_nil: false,
+    },
+    Case {
+        python: "if a then f() elif b then g() end",
+        found: |l| elif_in_statement(l),
+        hint: "Lua writes `elseif`, one word: `if a then … elseif b then … end`.",
+        lead: Some(Lead::Text("Lua writes `elseif`, one word")),
         makes_nil: false,
     },
     Case {
@@ -315,10 +328,25 @@ const CASES: &[Case] = &[
         makes_nil: false,
     },
     Case {
+        python: "\"a\" in \"text\", \"a\" not in \"text\"",
+        found: |l| l.membership() == Some(Membership::Text),
+        hint: "Lua finds text in a string with `s:find(x, 1, true)` (`true`: plain text, not a pattern); its `in` belongs to `for`.",
+        lead: Some(Lead::Text(
+            "Lua finds text in a string with `s:find(x, 1, true)`",
+        )),
+        makes_nil: false,
+    },
+    Case {
         python: "x in t, x not in t",
-        // A line opening with `in` continues a Lua `for` written over two lines.
-        found: |l| !l.has("for") && l.has("in") && !l.starts_with_word("in"),
+        found: |l| l.membership() == Some(Membership::Table),
         hint: "Lua's `in` belongs to `for`: test a key with `t[x] ~= nil`, a list with a loop.",
+        lead: None,
+        makes_nil: false,
+    },
+    Case {
+        python: "x in s",
+        found: |l| l.membership() == Some(Membership::Unknown),
+        hint: "Lua's `in` belongs to `for`: find text in a string with `s:find(x, 1, true)`; test a table's key with `t[x] ~= nil`, a list with a loop.",
         lead: None,
         makes_nil: false,
     },
@@ -384,9 +412,10 @@ const CASES: &[Case] = &[
     },
 ];
 
-/// What to say about the first case `code` holds, in a source defining `bound`.
-pub(crate) fn find(code: &str, bound: &HashSet<String>) -> Option<Found> {
-    let line = Line::new(code, bound);
+/// What to say about the first case `code` holds, in a source defining `bound`, its
+/// names holding `kinds`.
+pub(crate) fn find(code: &str, bound: &HashSet<String>, kinds: &Kinds) -> Option<Found> {
+    let line = Line::new(code, bound, kinds);
     CASES
         .iter()
         .find(|case| (case.found)(&line))
@@ -395,8 +424,8 @@ pub(crate) fn find(code: &str, bound: &HashSet<String>) -> Option<Found> {
 
 /// What to say about the first case `code` holds that makes a nil value (`None`), for a
 /// nil value met on a later line.
-pub(crate) fn find_nil(code: &str, bound: &HashSet<String>) -> Option<Found> {
-    let line = Line::new(code, bound);
+pub(crate) fn find_nil(code: &str, bound: &HashSet<String>, kinds: &Kinds) -> Option<Found> {
+    let line = Line::new(code, bound, kinds);
     CASES
         .iter()
         .find(|case| case.makes_nil && (case.found)(&line))
@@ -414,10 +443,11 @@ impl Case {
 
 #[cfg(test)]
 mod tests {
+    use super::super::kinds::ValueKind;
     use super::*;
 
     fn hint(code: &str) -> Option<String> {
-        find(code, &HashSet::new()).map(|found| found.rule)
+        find(code, &HashSet::new(), &Kinds::default()).map(|found| found.rule)
     }
 
     #[test]
@@ -431,9 +461,10 @@ mod tests {
     #[test]
     fn python_names_the_code_defines_fields_and_keys_are_not_python() {
         let none = HashSet::new();
+        let no_kinds = Kinds::default();
         let bound = HashSet::from(["None".to_string()]);
-        assert!(find("v = None", &none).is_some());
-        assert!(find("v = None", &bound).is_none());
+        assert!(find("v = None", &none, &no_kinds).is_some());
+        assert!(find("v = None", &bound, &no_kinds).is_none());
         for lua in [
             "v = t.None",
             "v = opts.True",
@@ -441,9 +472,9 @@ mod tests {
             "None = 1",
             "v = s:False()",
         ] {
-            assert!(find(lua, &none).is_none(), "{lua}");
+            assert!(find(lua, &none, &no_kinds).is_none(), "{lua}");
         }
-        let found = find("ok = True and x ~= None", &none).unwrap();
+        let found = find("ok = True and x ~= None", &none, &no_kinds).unwrap();
         assert_eq!(
             found.lead.unwrap(),
             "Lua writes `None` as `nil` and `True` as `true`"
@@ -452,10 +483,81 @@ mod tests {
 
     #[test]
     fn the_lead_names_the_compound_operator_written() {
-        let lead = |code: &str| find(code, &HashSet::new()).unwrap().lead.unwrap();
+        let lead = |code: &str| {
+            find(code, &HashSet::new(), &Kinds::default())
+                .unwrap()
+                .lead
+                .unwrap()
+        };
         assert_eq!(lead("n-=1"), "Lua has no `-=`");
         assert_eq!(lead("n //= 2"), "Lua has no `//=`");
         assert_eq!(lead("t[i] **= 2"), "Lua has no `**=`");
+    }
+
+    #[test]
+    fn an_elif_is_found_where_a_statement_starts() {
+        let elseif = Some("Lua writes `elseif`, one word: `if a then … elseif b then … end`.");
+        for python in [
+            "if x == 1 then print('') elif x == 2 then print('') end",
+            "elif x == 2 then",
+            "print('') elif x then",
+            "end elif (x) then",
+        ] {
+            assert_eq!(hint(python).as_deref(), elseif, "{python}");
+        }
+        assert_eq!(
+            hint("elif x == 2:").as_deref(),
+            Some("Lua writes `elseif c then`.")
+        );
+        assert_eq!(
+            hint("elif x == 2: print(x)").as_deref(),
+            Some("Lua writes `elseif c then`.")
+        );
+        for lua in [
+            "local elif = 1",
+            "if elif then elif = elif + 1 end",
+            "if a then x() else if b then y() end end",
+            "if a and elif then end",
+            "t.elif = 1 if t then end",
+            "print(elif) if x then end",
+            "if a then elif(x) end if b then end",
+        ] {
+            assert_eq!(hint(lua), None, "{lua}");
+        }
+    }
+
+    #[test]
+    fn what_in_tests_is_told_by_what_its_right_side_holds() {
+        let text = "Lua finds text in a string with `s:find(x, 1, true)` (`true`: plain text, not a pattern); its `in` belongs to `for`.";
+        let table =
+            "Lua's `in` belongs to `for`: test a key with `t[x] ~= nil`, a list with a loop.";
+        let unknown = "Lua's `in` belongs to `for`: find text in a string with `s:find(x, 1, true)`; test a table's key with `t[x] ~= nil`, a list with a loop.";
+        let kinds = Kinds::from_pairs([
+            ("s", ValueKind::Text),
+            ("t", ValueKind::Table),
+            ("lines", ValueKind::Text),
+        ]);
+        let rule = |code: &str| find(code, &HashSet::new(), &kinds).map(|found| found.rule);
+        for (code, expected) in [
+            ("if \"\" in s then", text),
+            ("if \"\" not in s then", text),
+            ("if \"\" in \"\" then", text),
+            ("if \"\" in lines then", text),
+            ("if \"\" in t then", table),
+            ("if \"\" in words then", table),
+            ("if \"\" in s and \"\" in t then", table),
+            ("if \"\" in other then", unknown),
+            ("if \"\" in s.x then", unknown),
+            ("if \"\" in s:lower() then", unknown),
+        ] {
+            assert_eq!(rule(code).as_deref(), Some(expected), "{code}");
+        }
+        assert_eq!(rule("for k, v in pairs(t) do"), None);
+        let lead = |code: &str| find(code, &HashSet::new(), &kinds).and_then(|found| found.lead);
+        let walks = "Lua walks a string's characters with `s:gmatch(utf8.charpattern)`, closing the loop with `end`";
+        assert_eq!(lead("for c in s:").as_deref(), Some(walks));
+        assert_eq!(lead("for c in s: print(c)").as_deref(), Some(walks));
+        assert_ne!(lead("for c in t:").as_deref(), Some(walks));
     }
 
     #[test]

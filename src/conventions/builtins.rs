@@ -239,7 +239,7 @@ builtins! {
     Print => "print", Core, Core,
         "--- Prints its arguments (tab-separated) to the execution's output, which is what you get back.\n---@param ... any Values to print\nfunction print(...) end";
     Final => "FINAL", Core, Core,
-        "--- Gives the final answer and ends the run.\n---@param value any The answer: converted with tostring, or, when the answer has a schema, to JSON (a table with keys 1..n is an array, one with string keys an object) and checked against it\nfunction FINAL(value) end";
+        "--- Gives the final answer and ends the run.\n---@param value any The answer: a string, number or boolean as tostring writes it, a table as its JSON (as json.encode writes it; a function inside is an error); with an answer schema, its JSON, checked against the schema\nfunction FINAL(value) end";
     FinalVar => "FINAL_VAR", Core, Core,
         "--- Gives the value of a global variable as the final answer and ends the run.\n---@param name string The variable's name, e.g. FINAL_VAR(\"answer\")\nfunction FINAL_VAR(name) end";
     TokenCount => "token_count", Core, Core,

@@ -92,11 +92,44 @@ pub(crate) const ARRAY_METATABLE_C: &std::ffi::CStr = c"rlm.json.array";
 /// Why a value could not cross between Lua and JSON.
 #[derive(Debug)]
 pub(crate) enum CrossError {
-    /// JSON cannot hold it, or Lua cannot (a function, a cycle, NaN, too deep): the
-    /// message says what and where.
-    Refused(String),
+    /// JSON cannot hold it, or Lua cannot (a function, a cycle, NaN, too deep).
+    Refused(Refusal),
     /// A Lua error or a limit met on the way.
     Lua(mlua::Error),
+}
+
+/// A value that cannot cross: the message every surface shows by default, and what was
+/// met, for a surface that words its own advice (`FINAL` tells the model what to pass).
+#[derive(Debug)]
+pub(crate) struct Refusal {
+    /// What, then where: `cannot encode a function (at value.f)`.
+    pub(crate) message: String,
+    pub(crate) kind: RefusalKind,
+}
+
+/// What a [`Refusal`] met.
+#[derive(Debug)]
+pub(crate) enum RefusalKind {
+    /// A value JSON has no form for (a function, a thread, a userdata): its Lua type
+    /// and where it is.
+    NoJsonForm {
+        type_name: &'static str,
+        path: String,
+    },
+    /// A table met again inside itself, where it is met again.
+    Cycle { path: String },
+    /// Anything else (keys, NaN, depth, bytes that are not UTF-8): the message says it.
+    Other,
+}
+
+impl Refusal {
+    /// A refusal whose message says it all.
+    pub(crate) fn other(message: String) -> Refusal {
+        Refusal {
+            message,
+            kind: RefusalKind::Other,
+        }
+    }
 }
 
 impl From<mlua::Error> for CrossError {
@@ -109,7 +142,9 @@ impl CrossError {
     /// As a Lua error: a refusal's message after the surface's `prefix` (`json.encode: `).
     pub(crate) fn into_lua(self, prefix: &str) -> mlua::Error {
         match self {
-            CrossError::Refused(message) => mlua::Error::RuntimeError(format!("{prefix}{message}")),
+            CrossError::Refused(refusal) => {
+                mlua::Error::RuntimeError(format!("{prefix}{}", refusal.message))
+            }
             CrossError::Lua(error) => error,
         }
     }

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 
 use mlua::{Lua, Table, Value, ffi};
 
-use super::{CrossError, MAX_DEPTH, is_null};
+use super::{CrossError, MAX_DEPTH, Refusal, RefusalKind, is_null};
 use crate::engines::meter::{VALUE_COST, WorkMeter};
 use crate::environment::errors::{describe_value, quoted, shown};
 
@@ -41,7 +41,7 @@ pub(super) trait Sink {
 const KEYS_RULE: &str = "an object's keys must all be strings, an array's 1..n";
 
 fn refused(message: String) -> CrossError {
-    CrossError::Refused(message)
+    CrossError::Refused(Refusal::other(message))
 }
 
 /// One walk: the sink it feeds and what it keeps on the way.
@@ -112,10 +112,13 @@ impl<'a, S: Sink> Walk<'a, S> {
             }
             Value::Table(table) => self.table(table, path)?,
             other => {
-                return Err(refused(format!(
-                    "cannot encode a {} (at {path})",
-                    other.type_name()
-                )));
+                return Err(CrossError::Refused(Refusal {
+                    message: format!("cannot encode a {} (at {path})", other.type_name()),
+                    kind: RefusalKind::NoJsonForm {
+                        type_name: other.type_name(),
+                        path: path.clone(),
+                    },
+                }));
             }
         }
         Ok(())
@@ -124,9 +127,10 @@ impl<'a, S: Sink> Walk<'a, S> {
     fn table(&mut self, table: &Table, path: &mut String) -> Result<(), CrossError> {
         let pointer = table.to_pointer();
         if self.visiting.contains(&pointer) {
-            return Err(refused(format!(
-                "cycle: the table at {path} contains itself"
-            )));
+            return Err(CrossError::Refused(Refusal {
+                message: format!("cycle: the table at {path} contains itself"),
+                kind: RefusalKind::Cycle { path: path.clone() },
+            }));
         }
         if self.visiting.len() >= MAX_DEPTH {
             return Err(refused(format!(

@@ -277,7 +277,7 @@ builtins! {
     JsonDecode => "json.decode", Json, Core,
         "--- JSON (`json.*`): an object becomes a table with string keys, an array a sequence (encoded back as an array, empty or not), an integer an integer, null `json.null`. Nesting deeper than 100 is an error.\n--- Decodes a JSON text; an error names its line and column.\n---@param text string The JSON text\n---@return any value The value\nfunction json.decode(text) end";
     JsonEncode => "json.encode", Json, Core,
-        "--- Encodes a value as JSON: a table with keys 1..n is an array, one with string keys an object, {} is {} (json.array() is []). NaN, inf, cycles, functions and other keys are errors naming where.\n---@param value any The value\n---@param opts? table indent (spaces per level; default compact), sort_keys (default false)\n---@return string text The JSON text\nfunction json.encode(value, opts) end";
+        "--- Encodes a value as JSON: a table with keys 1..n is an array, one with string keys an object, {} is {} (json.array() is []). Objects' keys come out sorted. NaN, inf, cycles, functions and other keys are errors naming where.\n---@param value any The value\n---@param opts? table indent (spaces per level; default compact)\n---@return string text The JSON text\nfunction json.encode(value, opts) end";
     JsonLines => "json.lines", Json, Core,
         "--- Iterates over a JSON-lines text, one decoded value per non-blank line: for rec in json.lines(context) do ... end\n---@param text string The JSON-lines text\n---@return function iterator The iterator\nfunction json.lines(text) end";
     JsonArray => "json.array", Json, Core,

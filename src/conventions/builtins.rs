@@ -239,7 +239,7 @@ builtins! {
     Print => "print", Core, Core,
         "--- Prints its arguments (tab-separated) to the execution's output, which is what you get back.\n---@param ... any Values to print\nfunction print(...) end";
     Final => "FINAL", Core, Core,
-        "--- Gives the final answer and ends the run.\n---@param value any The answer: converted with tostring, or, when the answer has a schema, to JSON (a table with keys 1..n is an array, one with string keys an object) and checked against it\nfunction FINAL(value) end";
+        "--- Gives the final answer and ends the run.\n---@param value any The answer: a string, number or boolean as tostring writes it, a table as its JSON (as json.encode writes it; a function inside is an error); with an answer schema, its JSON, checked against the schema\nfunction FINAL(value) end";
     FinalVar => "FINAL_VAR", Core, Core,
         "--- Gives the value of a global variable as the final answer and ends the run.\n---@param name string The variable's name, e.g. FINAL_VAR(\"answer\")\nfunction FINAL_VAR(name) end";
     TokenCount => "token_count", Core, Core,
@@ -277,7 +277,7 @@ builtins! {
     JsonDecode => "json.decode", Json, Core,
         "--- JSON (`json.*`): an object becomes a table with string keys, an array a sequence (encoded back as an array, empty or not), an integer an integer, null `json.null`. Nesting deeper than 100 is an error.\n--- Decodes a JSON text; an error names its line and column.\n---@param text string The JSON text\n---@return any value The value\nfunction json.decode(text) end";
     JsonEncode => "json.encode", Json, Core,
-        "--- Encodes a value as JSON: a table with keys 1..n is an array, one with string keys an object, {} is {} (json.array() is []). NaN, inf, cycles, functions and other keys are errors naming where.\n---@param value any The value\n---@param opts? table indent (spaces per level; default compact), sort_keys (default false)\n---@return string text The JSON text\nfunction json.encode(value, opts) end";
+        "--- Encodes a value as JSON: a table with keys 1..n is an array, one with string keys an object, {} is {} (json.array() is []). Objects' keys come out sorted. NaN, inf, cycles, functions and other keys are errors naming where.\n---@param value any The value\n---@param opts? table indent (spaces per level; default compact)\n---@return string text The JSON text\nfunction json.encode(value, opts) end";
     JsonLines => "json.lines", Json, Core,
         "--- Iterates over a JSON-lines text, one decoded value per non-blank line: for rec in json.lines(context) do ... end\n---@param text string The JSON-lines text\n---@return function iterator The iterator\nfunction json.lines(text) end";
     JsonArray => "json.array", Json, Core,

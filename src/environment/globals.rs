@@ -112,8 +112,8 @@ impl Environment {
 /// `error` as a Lua error, its message kept in `refusal` when it is a refusal: the
 /// execution protocol only carries Lua errors, and a refusal must come out as one.
 fn refused(error: lua_json::CrossError, refusal: &RefCell<Option<String>>) -> mlua::Error {
-    if let lua_json::CrossError::Refused(message) = &error {
-        *refusal.borrow_mut() = Some(message.clone());
+    if let lua_json::CrossError::Refused(refused) = &error {
+        *refusal.borrow_mut() = Some(refused.message.clone());
     }
     error.into_lua("")
 }

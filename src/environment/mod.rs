@@ -89,8 +89,8 @@ use crate::conventions::{ANSWER_GLOBAL, CONTEXT_GLOBAL};
 use crate::llm::Llm;
 use crate::providers::{AgentScope, Providers};
 pub use answer_schema::{AnswerSchema, Violation};
-use builtins::BuiltinState;
 use builtins::Host;
+use builtins::{BuiltinState, Giver};
 pub use builtins::{SubAgent, SubTask, User, run_on_threads};
 use errors::{is_memory_error, lua_message};
 
@@ -288,9 +288,21 @@ impl Environment {
         &self.catalog
     }
 
-    /// The answer given with `FINAL(value)` or `FINAL_VAR(name)`, if any yet: the value
-    /// converted with `tostring`, or with an [answer schema](EnvironmentBuilder::answer_schema)
-    /// its JSON text.
+    /// The answer given with `FINAL(value)` or `FINAL_VAR(name)`, if any yet: a string,
+    /// number or boolean converted with `tostring`, a table as its JSON text (objects'
+    /// keys sorted), or with an [answer schema](EnvironmentBuilder::answer_schema) the
+    /// value's JSON text. A value with no JSON form (a function) is refused.
+    ///
+    /// ```
+    /// use rlm_registry::{Registry, environment::{Environment, Limits}};
+    ///
+    /// let env = Environment::new(Registry::baked().clone(), Limits::default())?;
+    /// env.execute("FINAL({b = {2, 3}, a = 1})")?;
+    /// assert_eq!(env.final_answer().as_deref(), Some(r#"{"a":1,"b":[2,3]}"#));
+    /// let error = env.execute("FINAL(print)").unwrap_err();
+    /// assert!(error.message().contains("got a function — call it and pass its result"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn final_answer(&self) -> Option<String> {
         self.state.final_answer()
     }
@@ -443,8 +455,7 @@ impl Environment {
             return Ok(());
         }
         let content: Value = answer.raw_get("content")?;
-        let final_value: Function = self.lua.globals().get(BuiltinId::Final.name())?;
-        let given = final_value.call(content);
+        let given = builtins::give_answer(&self.lua, &self.state, Giver::AnswerContent, content);
         if given.is_err() {
             // A content that cannot be the answer (it does not match the schema, say)
             // must be fixed and made ready again: left ready, it would fail every

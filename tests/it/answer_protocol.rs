@@ -41,6 +41,10 @@ fn ready_ends_with_the_content_converted_as_final_converts_it() {
             "answer.content = setmetatable({}, {__tostring = function() return 'shown' end}) answer.ready = true",
             "shown",
         ),
+        (
+            "answer.content = {b = {2, 3}, a = 1} answer.ready = true",
+            r#"{"a":1,"b":[2,3]}"#,
+        ),
     ] {
         let env = env();
         env.execute(code).unwrap();
@@ -80,6 +84,24 @@ fn final_called_first_wins_and_a_failed_execution_gives_no_answer() {
     // The table stays ready: the next execution that succeeds ends the run.
     env.execute("print('again')").unwrap();
     assert_eq!(env.final_answer().as_deref(), Some("x"));
+}
+
+#[test]
+fn a_content_with_no_json_form_is_an_error_naming_answer_content_and_is_not_ready() {
+    let env = env();
+    let error = env
+        .execute("answer.content = {total = 3, recount = function() end} answer.ready = true")
+        .unwrap_err();
+    assert_eq!(
+        error.message(),
+        "answer.content must be a string, a number, a boolean or a table of those; got a function at answer.content.recount — call it and pass its result"
+    );
+    assert_eq!(env.final_answer(), None);
+    let out = env.execute("print(answer.ready)").unwrap();
+    assert_eq!(
+        out.output, "false\n",
+        "refused, the table is made not ready"
+    );
 }
 
 /// The same scripted run ended once with `FINAL` and once with the answer table, at the

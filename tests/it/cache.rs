@@ -145,6 +145,42 @@ fn a_second_identical_run_sends_nothing_and_gives_the_same_answer_and_trace() {
     assert_eq!(warnings(&second), 0, "{live}");
 }
 
+/// The prompt of an `llm_query` built with `json.encode` of fifty keys: Lua keeps them in
+/// an order seeded anew in every process, so only keys written sorted make the second
+/// process's prompt the first one's, and its answer a hit.
+#[test]
+fn a_prompt_built_with_json_encode_is_served_from_the_cache_in_another_process() {
+    let code = "local fields = {}\nfor i = 1, 50 do fields['field' .. i] = i end\n\
+                x = llm_query('Summarise ' .. json.encode(fields))\nprint(x)";
+    let server = OpenAiServer::start(
+        vec![lua(code), Behavior::reply("fifty fields"), lua("FINAL(x)")],
+        Behavior::status(500),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache.sqlite");
+    let first = ask(&server, &cache, &["Q"]);
+    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    assert_eq!(stdout(&first), "fifty fields\n");
+    assert_eq!(server.request_count(), 3);
+    let sub_call = server.requests()[1].json().unwrap();
+    let prompt = sub_call["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut keys: Vec<String> = (1..=50).map(|i| format!("field{i}")).collect();
+    keys.sort();
+    let fields: Vec<String> = keys
+        .iter()
+        .map(|key| format!("\"{key}\":{}", &key["field".len()..]))
+        .collect();
+    assert_eq!(prompt, format!("Summarise {{{}}}", fields.join(",")));
+
+    let second = ask(&server, &cache, &["Q"]);
+    assert_eq!(second.status.code(), Some(0), "{}", stderr(&second));
+    assert_eq!(stdout(&second), "fifty fields\n");
+    assert_eq!(server.request_count(), 3, "the second process sent nothing");
+}
+
 #[test]
 fn a_hit_spends_no_budget() {
     let server = three_call_server();

@@ -3,7 +3,8 @@
 //! `json.encode` / `json.decode`, `Environment::call_function`, `get_global` /
 //! `set_global` (and their host forms, `get_global_value` / `set_global_value`), a host
 //! function, and the JSON API and MCP `tools/call` of a real `rlm serve --http`; JSON
-//! values go into Lua the same way through each of them.
+//! values go into Lua the same way through each of them; and `json.encode` writes the
+//! same text in every process.
 
 use crate::support;
 
@@ -528,4 +529,31 @@ fn a_host_reads_and_sets_a_string_as_its_bytes_and_tells_a_refusal_from_a_failur
     env.set_global_value("raw", &GlobalValue::Json(json!(null)))
         .unwrap();
     assert_eq!(output(&env, "print(raw)"), "nil\n");
+}
+
+/// Lua keeps a table's keys in an order its string hashes decide, seeded anew in every
+/// process: fifty keys all but never come out in the same order twice, unless written
+/// sorted.
+#[test]
+fn json_encode_writes_the_same_text_in_every_process_with_its_keys_sorted() {
+    let code =
+        "local t = {} for i = 1, 50 do t['key' .. i] = {i, 'v' .. i} end print(json.encode(t))";
+    let texts: Vec<String> = (0..2)
+        .map(|_| {
+            let out = support::cli::rlm(&["exec", code]);
+            assert_eq!(out.status.code(), Some(0), "{}", support::cli::stderr(&out));
+            support::cli::stdout(&out)
+        })
+        .collect();
+    assert_eq!(texts[0], texts[1]);
+    let mut keys: Vec<String> = (1..=50).map(|i| format!("key{i}")).collect();
+    keys.sort();
+    let fields: Vec<String> = keys
+        .iter()
+        .map(|key| {
+            let i = &key["key".len()..];
+            format!("\"{key}\":[{i},\"v{i}\"]")
+        })
+        .collect();
+    assert_eq!(texts[0], format!("{{{}}}\n", fields.join(",")));
 }

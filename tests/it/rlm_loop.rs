@@ -77,6 +77,75 @@ fn final_var_answers_with_a_variable() {
 }
 
 #[test]
+fn final_of_a_table_answers_its_json_with_keys_sorted() {
+    let server = OpenAiServer::start(
+        vec![lua(
+            "FINAL({b = {2, 3}, a = 1, nested = {z = true, y = json.null, x = {}}})",
+        )],
+        Behavior::status(500),
+    );
+    let answer = rlm(&server, 10).run("Q", None).unwrap();
+    assert_eq!(
+        answer.text,
+        r#"{"a":1,"b":[2,3],"nested":{"x":{},"y":null,"z":true}}"#
+    );
+    assert_eq!(answer.value, None, "no schema: the answer is text");
+
+    let server = OpenAiServer::start(
+        vec![lua(
+            "report = {count = 2, items = {'x', 'y'}}\nFINAL_VAR('report')",
+        )],
+        Behavior::status(500),
+    );
+    let answer = rlm(&server, 10).run("Q", None).unwrap();
+    assert_eq!(answer.text, r#"{"count":2,"items":["x","y"]}"#);
+}
+
+#[test]
+fn final_of_a_function_or_a_cyclic_table_is_an_error_the_model_reads_and_the_run_goes_on() {
+    let server = OpenAiServer::start(
+        vec![
+            lua("local summarize = function() return 'done' end\nFINAL(summarize)"),
+            lua("local t = {name = 'root', children = {}}\nt.children[1] = t\nFINAL(t)"),
+            lua("FINAL({name = 'root'})"),
+        ],
+        Behavior::status(500),
+    );
+    let answer = rlm(&server, 10).run("Q", None).unwrap();
+    assert_eq!(answer.text, r#"{"name":"root"}"#);
+    assert_eq!(answer.turns, 3);
+    let bodies = bodies(&server);
+    let expected = [
+        "Block 1 failed with a Lua error on line 2: FINAL takes a string, a number, a boolean or a table of those; got a function — call it and pass its result",
+        "Block 1 failed with a Lua error on line 3: FINAL: the table refers to itself at answer.children[1]; pass a copy without the cycle",
+    ];
+    for (turn, expected) in expected.iter().enumerate() {
+        let feedback = last_message(&bodies[turn + 1]);
+        assert!(
+            feedback.starts_with(expected),
+            "turn {}: {feedback}",
+            turn + 1
+        );
+    }
+
+    // FINAL_VAR names the value by the variable.
+    let server = OpenAiServer::start(
+        vec![
+            lua("report = {name = 'root', run = print}\nFINAL_VAR('report')"),
+            lua("report.run = nil\nFINAL_VAR('report')"),
+        ],
+        Behavior::status(500),
+    );
+    let answer = rlm(&server, 10).run("Q", None).unwrap();
+    assert_eq!(answer.text, r#"{"name":"root"}"#);
+    let feedback = last_message(&bodies_of(&server)[1]);
+    assert!(
+        feedback.starts_with("Block 1 failed with a Lua error on line 2: FINAL_VAR takes a variable holding a string, a number, a boolean or a table of those; got a function at report.run — call it and pass its result"),
+        "{feedback}"
+    );
+}
+
+#[test]
 fn every_block_runs_in_order_and_unlabeled_lua_fences_count() {
     let server = OpenAiServer::start(
         vec![

@@ -4,13 +4,15 @@
 
 use std::rc::Rc;
 
-use mlua::{Function, Lua, MultiValue, Value};
+use mlua::{Function, Lua, MultiValue, Table, Value};
+use serde_json::Value as Json;
 
 use super::state::BuiltinState;
 use crate::conventions::ANSWER_GLOBAL;
 use crate::conventions::builtins::BuiltinId;
 use crate::environment::answer_schema::AnswerSchema;
-use crate::environment::lua_json;
+use crate::environment::errors::per_state;
+use crate::environment::lua_json::{self, CrossError, RefusalKind};
 use crate::tokens;
 
 /// `print(...)`: `tostring` of each argument, tab-separated, into the captured output
@@ -39,15 +41,23 @@ pub(super) fn print(lua: &Lua, state: Rc<BuiltinState>) -> mlua::Result<Function
     })
 }
 
+/// The original `tostring`, kept where the code cannot replace it: an answer's text
+/// must not depend on what the code assigned to the global.
+const TOSTRING: &str = "rlm.answer.tostring";
+
+fn original_tostring(lua: &Lua) -> mlua::Result<Function> {
+    per_state(lua, TOSTRING, || lua.globals().get("tostring"))
+}
+
 /// `FINAL(value)`: the run's answer is `value` (see [`give_answer`]).
 pub(super) fn final_value(lua: &Lua, state: Rc<BuiltinState>) -> mlua::Result<Function> {
-    let tostring: Function = lua.globals().get("tostring")?;
-    lua.create_function(move |lua, value: Value| give_answer(lua, &state, &tostring, value))
+    original_tostring(lua)?;
+    lua.create_function(move |lua, value: Value| give_answer(lua, &state, Giver::Final, value))
 }
 
 /// `FINAL_VAR(name)`: the run's answer is the value of the global `name`.
 pub(super) fn final_var(lua: &Lua, state: Rc<BuiltinState>) -> mlua::Result<Function> {
-    let tostring: Function = lua.globals().get("tostring")?;
+    original_tostring(lua)?;
     lua.create_function(move |lua, name: String| {
         let value: Value = lua.globals().get(name.as_str())?;
         if value.is_nil() {
@@ -56,23 +66,103 @@ pub(super) fn final_var(lua: &Lua, state: Rc<BuiltinState>) -> mlua::Result<Func
                 builtin = BuiltinId::FinalVar.name()
             )));
         }
-        give_answer(lua, &state, &tostring, value)
+        give_answer(lua, &state, Giver::FinalVar(&name), value)
     })
 }
 
-/// Records `value` as the final answer: `tostring(value)`, or with an answer schema the
-/// value as JSON by the one Lua ↔ JSON mapping, checked against the schema. A value that
-/// cannot be JSON, or does not match, is a Lua error saying why (every violation with
-/// its path), and is not the answer.
-fn give_answer(
+/// What gave an answer: it names the value in a refusal.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Giver<'a> {
+    /// `FINAL(value)`.
+    Final,
+    /// `FINAL_VAR(name)`: the global `name`.
+    FinalVar(&'a str),
+    /// `answer.content`, once `answer.ready` is `true`.
+    AnswerContent,
+}
+
+impl Giver<'_> {
+    /// The name of the value given, where a refusal's path starts.
+    fn root(self) -> String {
+        match self {
+            Giver::Final => ANSWER_GLOBAL.to_string(),
+            Giver::FinalVar(name) => name.to_string(),
+            Giver::AnswerContent => format!("{ANSWER_GLOBAL}.content"),
+        }
+    }
+
+    /// How a refusal starts: the built-in's name, as other built-ins' errors start.
+    fn name(self) -> String {
+        match self {
+            Giver::Final => BuiltinId::Final.name().to_string(),
+            Giver::FinalVar(_) => BuiltinId::FinalVar.name().to_string(),
+            Giver::AnswerContent => format!("{ANSWER_GLOBAL}.content"),
+        }
+    }
+
+    /// What it takes, said before what it got.
+    fn takes(self) -> String {
+        let kinds = "a string, a number, a boolean or a table of those";
+        match self {
+            Giver::Final => format!("{} takes {kinds}", self.name()),
+            Giver::FinalVar(_) => format!("{} takes a variable holding {kinds}", self.name()),
+            Giver::AnswerContent => format!("{} must be {kinds}", self.name()),
+        }
+    }
+
+    /// The refusal of a value of `type_name` at `path`, which has no JSON form, saying
+    /// what to pass instead.
+    fn no_json_form(self, type_name: &str, path: &str) -> mlua::Error {
+        let advice = match type_name {
+            "function" => "call it and pass its result",
+            "thread" => "resume the coroutine and pass what it returns",
+            _ => "pass what you need of it as a string, a number or a table",
+        };
+        let at = if path == self.root() {
+            String::new()
+        } else {
+            format!(" at {path}")
+        };
+        mlua::Error::RuntimeError(format!(
+            "{}; got a {type_name}{at} — {advice}",
+            self.takes()
+        ))
+    }
+
+    /// A value that could not become JSON, as the model reads it.
+    fn refusal(self, error: CrossError) -> mlua::Error {
+        let CrossError::Refused(refusal) = error else {
+            return error.into_lua("");
+        };
+        match refusal.kind {
+            RefusalKind::NoJsonForm { type_name, path } => self.no_json_form(type_name, &path),
+            RefusalKind::Cycle { path } => mlua::Error::RuntimeError(format!(
+                "{}: the table refers to itself at {path}; pass a copy without the cycle",
+                self.name()
+            )),
+            RefusalKind::Other => {
+                mlua::Error::RuntimeError(format!("{}: {}", self.name(), refusal.message))
+            }
+        }
+    }
+}
+
+/// Records `value` as the final answer. Without an answer schema, a table is its JSON
+/// text by the one Lua ↔ JSON mapping (keys sorted, so the text is the same in every
+/// run), a value JSON has no form for (a function, a coroutine, a userdata) is refused,
+/// and anything else, or a table with a `__tostring` metamethod, is what `tostring`
+/// makes of it (a string stays itself, not quoted). With a schema, the value as JSON,
+/// checked against the schema. A value that cannot be the answer is a Lua error saying
+/// why and what to pass instead (every violation with its path), and is not the answer.
+pub(crate) fn give_answer(
     lua: &Lua,
     state: &BuiltinState,
-    tostring: &Function,
+    giver: Giver<'_>,
     value: Value,
 ) -> mlua::Result<()> {
     let Some(schema) = &state.host.answer_schema else {
-        let text: mlua::LuaString = tostring.call(value)?;
-        state.set_final_answer(text.to_string_lossy(), None);
+        let text = answer_text(lua, state, giver, value)?;
+        state.set_final_answer(text, None);
         return Ok(());
     };
     let json = lua_json::to_json(lua, &state.tripwire.guard, &value, ANSWER_GLOBAL)
@@ -86,6 +176,37 @@ fn give_answer(
             let refusal = AnswerSchema::refusal(&violations);
             state.reject_answer(refusal.clone());
             Err(mlua::Error::RuntimeError(refusal))
+        }
+    }
+}
+
+/// The text of an answer given without a schema (see [`give_answer`]).
+fn answer_text(
+    lua: &Lua,
+    state: &BuiltinState,
+    giver: Giver<'_>,
+    value: Value,
+) -> mlua::Result<String> {
+    // A table with `__tostring` was given a text of its own by the code.
+    let as_json = match value.as_table().map(Table::metatable) {
+        Some(Some(metatable)) => metatable.raw_get::<Value>("__tostring")?.is_nil(),
+        Some(None) => true,
+        None => false,
+    };
+    match &value {
+        _ if as_json => {
+            let root = giver.root();
+            let json = lua_json::to_json(lua, &state.tripwire.guard, &value, &root)
+                .map_err(|error| giver.refusal(error))?;
+            Ok(json.to_string())
+        }
+        _ if lua_json::is_null(&value) => Ok(Json::Null.to_string()),
+        Value::Function(_) | Value::Thread(_) | Value::UserData(_) | Value::LightUserData(_) => {
+            Err(giver.no_json_form(value.type_name(), &giver.root()))
+        }
+        _ => {
+            let text: mlua::LuaString = original_tostring(lua)?.call(value)?;
+            Ok(text.to_string_lossy())
         }
     }
 }

@@ -49,6 +49,7 @@ use crate::engines::collections::Primitive as Collection;
 use crate::engines::re;
 use crate::engines::text::{self, Primitive};
 use crate::providers::HostHandler;
+pub(crate) use core::{Giver, give_answer};
 pub(crate) use state::{BuiltinState, Host};
 
 /// The human behind `ask_user` and `notify_user`, as the host provides them (the CLI uses

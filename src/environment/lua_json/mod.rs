@@ -26,6 +26,14 @@
 //! | any other table (mixed, sparse, key `0`, `1.5` or `true`) | refused, naming the key; fill holes with `json.null` |
 //! | a function, userdata, a thread | refused |
 //!
+//! An object's keys are written in the byte order of their text (`"B"` before `"a"`,
+//! `"k10"` before `"k2"`), by every surface, whatever order the table holds them in:
+//! Lua's order changes from one process to the next (its string hashes are seeded per
+//! state), and an answer, a prompt built with `json.encode` (so the call cache's key),
+//! a replay and an eval's results must come out the same every time. Only string keys
+//! make an object (a sparse array is refused, not written with keys `"1"`, `"3"`), so no
+//! number's order has to be chosen.
+//!
 //! From JSON, an integer past 64 bits becomes a float, as Lua's own `tonumber` does, and
 //! an object's keys are strings. Nesting deeper than 100 arrays and objects is
 //! refused both ways; so is a table that contains itself (a cycle), while a table met
@@ -50,7 +58,7 @@
 //! env.execute("function probe(x) return {x = x, missing = json.null, empty = {}, list = json.array()} end")?;
 //! let result = env.call_function("probe", vec![json!([1, null, 2.0])])?;
 //! assert_eq!(result, json!({"x": [1, null, 2.0], "missing": null, "empty": {}, "list": []}));
-//! let run = env.execute("print(json.encode(probe(json.decode('[1, null, 2.0]')), {sort_keys = true}))")?;
+//! let run = env.execute("print(json.encode(probe(json.decode('[1, null, 2.0]'))))")?;
 //! assert_eq!(run.output, "{\"empty\":{},\"list\":[],\"missing\":null,\"x\":[1,null,2.0]}\n");
 //!
 //! env.execute("function cyclic() local t = {} t.self = t return {items = {t}} end")?;
@@ -77,6 +85,7 @@ use crate::engines::meter::WorkMeter;
 pub(crate) use tape::{Builder, Tape, decode_text, read_text};
 use text::TextSink;
 use value::ValueSink;
+pub(crate) use walk::KeyBuffers;
 use walk::Walk;
 pub use walk::push_key;
 
@@ -92,11 +101,44 @@ pub(crate) const ARRAY_METATABLE_C: &std::ffi::CStr = c"rlm.json.array";
 /// Why a value could not cross between Lua and JSON.
 #[derive(Debug)]
 pub(crate) enum CrossError {
-    /// JSON cannot hold it, or Lua cannot (a function, a cycle, NaN, too deep): the
-    /// message says what and where.
-    Refused(String),
+    /// JSON cannot hold it, or Lua cannot (a function, a cycle, NaN, too deep).
+    Refused(Refusal),
     /// A Lua error or a limit met on the way.
     Lua(mlua::Error),
+}
+
+/// A value that cannot cross: the message every surface shows by default, and what was
+/// met, for a surface that words its own advice (`FINAL` tells the model what to pass).
+#[derive(Debug)]
+pub(crate) struct Refusal {
+    /// What, then where: `cannot encode a function (at value.f)`.
+    pub(crate) message: String,
+    pub(crate) kind: RefusalKind,
+}
+
+/// What a [`Refusal`] met.
+#[derive(Debug)]
+pub(crate) enum RefusalKind {
+    /// A value JSON has no form for (a function, a thread, a userdata): its Lua type
+    /// and where it is.
+    NoJsonForm {
+        type_name: &'static str,
+        path: String,
+    },
+    /// A table met again inside itself, where it is met again.
+    Cycle { path: String },
+    /// Anything else (keys, NaN, depth, bytes that are not UTF-8): the message says it.
+    Other,
+}
+
+impl Refusal {
+    /// A refusal whose message says it all.
+    pub(crate) fn other(message: String) -> Refusal {
+        Refusal {
+            message,
+            kind: RefusalKind::Other,
+        }
+    }
 }
 
 impl From<mlua::Error> for CrossError {
@@ -109,7 +151,9 @@ impl CrossError {
     /// As a Lua error: a refusal's message after the surface's `prefix` (`json.encode: `).
     pub(crate) fn into_lua(self, prefix: &str) -> mlua::Error {
         match self {
-            CrossError::Refused(message) => mlua::Error::RuntimeError(format!("{prefix}{message}")),
+            CrossError::Refused(refusal) => {
+                mlua::Error::RuntimeError(format!("{prefix}{}", refusal.message))
+            }
             CrossError::Lua(error) => error,
         }
     }
@@ -120,44 +164,51 @@ impl CrossError {
 pub(crate) struct TextOptions {
     /// Spaces per level, each value on its own line; `None` for compact text.
     pub(crate) indent: Option<usize>,
-    /// Objects' keys in byte order rather than as Lua keeps them.
-    pub(crate) sort_keys: bool,
 }
 
 /// The deepest indent `TextOptions::indent` may ask for.
 pub(crate) const MAX_INDENT: usize = 16;
 
-/// `value` as JSON text; a refusal's path starts at `value`. `arrays` is the arrays'
-/// metatable ([`array_metatable`]), fetched once by the caller.
+/// `value` as JSON text, written into `out` (emptied first); a refusal's path starts at
+/// `value`. `arrays` is the arrays' metatable ([`array_metatable`]), fetched once by the
+/// caller. `out` and `buffers` are the caller's to keep from one call to the next, so
+/// that encoding value after value grows no buffer; `buffers` come back empty.
 pub(crate) fn encode_text(
     lua: &Lua,
     guard: &Guard,
     arrays: &Table,
     value: &Value,
     options: TextOptions,
+    buffers: &mut KeyBuffers,
+    mut out: Vec<u8>,
 ) -> Result<Vec<u8>, CrossError> {
     let meter = WorkMeter::new(lua, guard);
+    let taken = std::mem::take(buffers);
+    out.clear();
     match options.indent {
         None => write_text(
-            Walk::new(lua, arrays, TextSink::compact(), options.sort_keys, meter),
+            Walk::new(lua, arrays, TextSink::compact(out), meter, taken),
             value,
+            buffers,
         ),
-        Some(indent) => {
-            let sink = TextSink::pretty(indent);
-            write_text(
-                Walk::new(lua, arrays, sink, options.sort_keys, meter),
-                value,
-            )
-        }
+        Some(indent) => write_text(
+            Walk::new(lua, arrays, TextSink::pretty(indent, out), meter, taken),
+            value,
+            buffers,
+        ),
     }
 }
 
-/// The text `walk` writes of `value`, whatever its layout.
+/// The text `walk` writes of `value`, whatever its layout; the walk's key buffers go
+/// back to `buffers`.
 fn write_text<F: Formatter>(
     mut walk: Walk<TextSink<F>>,
     value: &Value,
+    buffers: &mut KeyBuffers,
 ) -> Result<Vec<u8>, CrossError> {
-    walk.root(value, "value")?;
+    let walked = walk.root(value, "value");
+    *buffers = walk.take_buffers();
+    walked?;
     Ok(walk.finish()?.into_bytes())
 }
 
@@ -213,8 +264,8 @@ fn values_to_json(
         lua,
         &arrays,
         ValueSink::default(),
-        false,
         WorkMeter::new(lua, guard),
+        KeyBuffers::default(),
     );
     let mut converted = Vec::with_capacity(values.len());
     for (i, value) in values.iter().enumerate() {

@@ -12,7 +12,7 @@ use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::Value as Json;
 
 use super::walk::push_key;
-use super::{ARRAY_METATABLE_C, CrossError, MAX_DEPTH, array_metatable};
+use super::{ARRAY_METATABLE_C, CrossError, MAX_DEPTH, Refusal, array_metatable};
 use crate::engines::limits::Guard;
 use crate::engines::meter::{VALUE_COST, WorkMeter, with_collector_paused};
 
@@ -266,7 +266,7 @@ fn read_json(
             other => other.to_string(),
         };
         let path = trail_path(root, &recorder.trail, recorder.tape, recorder.input);
-        CrossError::Refused(format!("{what} (at {path})"))
+        CrossError::Refused(Refusal::other(format!("{what} (at {path})")))
     })
 }
 

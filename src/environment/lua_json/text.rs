@@ -16,20 +16,22 @@ pub(super) struct TextSink<F> {
 }
 
 impl TextSink<CompactFormatter> {
-    pub(super) fn compact() -> Self {
+    /// Compact text, written after what `out` holds.
+    pub(super) fn compact(out: Vec<u8>) -> Self {
         TextSink {
-            out: Vec::new(),
+            out,
             formatter: CompactFormatter,
         }
     }
 }
 
 impl TextSink<PrettyFormatter<'static>> {
-    /// Each value on its own line, `indent` (at most [`super::MAX_INDENT`]) spaces a level.
-    pub(super) fn pretty(indent: usize) -> Self {
+    /// Each value on its own line, `indent` (at most [`super::MAX_INDENT`]) spaces a
+    /// level, written after what `out` holds.
+    pub(super) fn pretty(indent: usize, out: Vec<u8>) -> Self {
         let indent = &SPACES[..indent.min(SPACES.len())];
         TextSink {
-            out: Vec::new(),
+            out,
             formatter: PrettyFormatter::with_indent(indent),
         }
     }

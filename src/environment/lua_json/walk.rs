@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 
 use mlua::{Lua, Table, Value, ffi};
 
-use super::{CrossError, MAX_DEPTH, is_null};
+use super::{CrossError, MAX_DEPTH, Refusal, RefusalKind, is_null};
 use crate::engines::meter::{VALUE_COST, WorkMeter};
 use crate::environment::errors::{describe_value, quoted, shown};
 
@@ -41,8 +41,52 @@ pub(super) trait Sink {
 const KEYS_RULE: &str = "an object's keys must all be strings, an array's 1..n";
 
 fn refused(message: String) -> CrossError {
-    CrossError::Refused(message)
+    CrossError::Refused(Refusal::other(message))
 }
+
+/// How many of the values waiting in [`Walk::entries`] may be Lua values held by a
+/// handle (strings, tables, functions): mlua has room for about a million handles and
+/// panics past it, so an object of more values than this has the rest read again by key
+/// when its turn comes.
+const MOST_HELD_HANDLES: usize = 1 << 16;
+
+/// One key of an object being walked: its bytes, `keys[start..end]` of the walk, its
+/// first eight bytes as a number (compared first: most keys differ there, and comparing
+/// two numbers is cheaper than comparing two slices), and its value as the table's pass
+/// gave it, or `Nil` for one to read again by key.
+struct Entry {
+    start: usize,
+    end: usize,
+    prefix: u64,
+    value: Value,
+}
+
+impl Entry {
+    /// `key`'s first eight bytes, big-endian and padded with zeros, so that two
+    /// prefixes compare as the bytes do (a tie is broken by the whole keys).
+    fn prefix(key: &[u8]) -> u64 {
+        let mut first = [0u8; 8];
+        let n = key.len().min(8);
+        first[..n].copy_from_slice(&key[..n]);
+        u64::from_be_bytes(first)
+    }
+}
+
+/// The buffers a walk gathers objects' keys in: a caller that walks often
+/// (`json.encode`) keeps them from one walk to the next, so that each walk does not grow
+/// them anew. They are empty between walks.
+#[derive(Default)]
+pub(crate) struct KeyBuffers {
+    /// The keys of the objects being walked, outermost first, each object's after its
+    /// parent's: grown to the widest path of objects.
+    keys: Vec<u8>,
+    /// The entries of the objects being walked, in the same order as their keys.
+    entries: Vec<Entry>,
+}
+
+/// The most key bytes kept between walks; a walk past it leaves its larger buffers to
+/// be freed, so that one huge object does not hold their memory outside Lua for good.
+const KEPT_KEY_BYTES: usize = 1 << 16;
 
 /// One walk: the sink it feeds and what it keeps on the way.
 pub(super) struct Walk<'a, S> {
@@ -50,28 +94,58 @@ pub(super) struct Walk<'a, S> {
     sink: S,
     /// The arrays' metatable ([`super::array_metatable`]).
     arrays: &'a Table,
-    sort_keys: bool,
     /// The tables being walked, outermost first: meeting one again is a cycle.
     visiting: Vec<*const std::ffi::c_void>,
+    buffers: KeyBuffers,
+    /// How many values in `buffers.entries` hold a handle.
+    held_handles: usize,
+    /// How many may ([`MOST_HELD_HANDLES`]; fewer in tests, to reach the rereading).
+    most_held_handles: usize,
     meter: WorkMeter<'a>,
 }
 
 impl<'a, S: Sink> Walk<'a, S> {
+    /// A walk gathering objects' keys in `buffers` (empty, as [`Walk::take_buffers`]
+    /// gives them back).
     pub(super) fn new(
         lua: &'a Lua,
         arrays: &'a Table,
         sink: S,
-        sort_keys: bool,
         meter: WorkMeter<'a>,
+        buffers: KeyBuffers,
     ) -> Self {
         Walk {
             lua,
             sink,
             arrays,
-            sort_keys,
             visiting: Vec::new(),
+            buffers,
+            held_handles: 0,
+            most_held_handles: MOST_HELD_HANDLES,
             meter,
         }
+    }
+
+    /// What the walk holds outside Lua: the sink's bytes and the waiting keys.
+    fn held(&self) -> usize {
+        let entries = self.buffers.entries.capacity() * std::mem::size_of::<Entry>();
+        self.sink.held() + self.buffers.keys.capacity() + entries
+    }
+
+    /// The key buffers, emptied, for the next walk; none that has grown past
+    /// [`KEPT_KEY_BYTES`]. A walk cut short by an error may have left entries behind.
+    pub(super) fn take_buffers(&mut self) -> KeyBuffers {
+        let mut buffers = std::mem::take(&mut self.buffers);
+        buffers.entries.clear();
+        buffers.keys.clear();
+        self.held_handles = 0;
+        let entry_bytes = std::mem::size_of::<Entry>();
+        if buffers.keys.capacity() > KEPT_KEY_BYTES
+            || buffers.entries.capacity() * entry_bytes > KEPT_KEY_BYTES
+        {
+            return KeyBuffers::default();
+        }
+        buffers
     }
 
     /// Walks one whole value, named `root` in a refusal.
@@ -86,14 +160,14 @@ impl<'a, S: Sink> Walk<'a, S> {
 
     /// The sink, once the limits have been checked with all it holds.
     pub(super) fn finish(mut self) -> Result<S, CrossError> {
-        self.meter.hold(self.sink.held());
+        self.meter.hold(self.held());
         self.meter.check()?;
         Ok(self.sink)
     }
 
     /// Walks `value`; `path` says where it is (`value.items[3]`).
     fn value(&mut self, value: &Value, path: &mut String) -> Result<(), CrossError> {
-        self.meter.hold(self.sink.held());
+        self.meter.hold(self.held());
         self.meter.spend(VALUE_COST)?;
         match value {
             Value::Nil => self.sink.null(),
@@ -112,10 +186,13 @@ impl<'a, S: Sink> Walk<'a, S> {
             }
             Value::Table(table) => self.table(table, path)?,
             other => {
-                return Err(refused(format!(
-                    "cannot encode a {} (at {path})",
-                    other.type_name()
-                )));
+                return Err(CrossError::Refused(Refusal {
+                    message: format!("cannot encode a {} (at {path})", other.type_name()),
+                    kind: RefusalKind::NoJsonForm {
+                        type_name: other.type_name(),
+                        path: path.clone(),
+                    },
+                }));
             }
         }
         Ok(())
@@ -124,9 +201,10 @@ impl<'a, S: Sink> Walk<'a, S> {
     fn table(&mut self, table: &Table, path: &mut String) -> Result<(), CrossError> {
         let pointer = table.to_pointer();
         if self.visiting.contains(&pointer) {
-            return Err(refused(format!(
-                "cycle: the table at {path} contains itself"
-            )));
+            return Err(CrossError::Refused(Refusal {
+                message: format!("cycle: the table at {path} contains itself"),
+                kind: RefusalKind::Cycle { path: path.clone() },
+            }));
         }
         if self.visiting.len() >= MAX_DEPTH {
             return Err(refused(format!(
@@ -144,23 +222,50 @@ impl<'a, S: Sink> Walk<'a, S> {
     }
 
     /// A table without the array mark: an array if its keys are 1..n, an object if they
-    /// are strings, `{}` if it has none.
+    /// are strings, `{}` if it has none. What the table left in the walk's buffers is
+    /// dropped whatever the outcome.
     fn table_by_keys(&mut self, table: &Table, path: &mut String) -> Result<(), CrossError> {
-        // An object is walked as its keys are met (sorted, only their bytes are kept):
-        // holding every key and value at once would take a handle each, and mlua has
-        // room for about a million.
-        let sort = self.sort_keys;
-        let mut sorted: Vec<Vec<u8>> = Vec::new();
+        let (keys, entries) = (self.buffers.keys.len(), self.buffers.entries.len());
+        let walked = self.array_or_object(table, path);
+        for entry in self.buffers.entries.drain(entries..) {
+            if holds_handle(&entry.value) {
+                self.held_handles -= 1;
+            }
+        }
+        self.buffers.keys.truncate(keys);
+        walked
+    }
+
+    fn array_or_object(&mut self, table: &Table, path: &mut String) -> Result<(), CrossError> {
+        // An object's keys are gathered in one pass, then written in byte order, so that
+        // the text is the same in every process (the module docs say why).
+        let first = self.buffers.entries.len();
         let (mut strings, mut integers, mut largest) = (0usize, 0usize, 0usize);
         for pair in table.pairs::<Value, Value>() {
             let (key, value) = pair?;
             match key {
                 Value::String(key) if integers == 0 => {
-                    if sort {
-                        sorted.push(key.as_bytes().to_vec());
+                    // The keys gathered count against the limits as they grow, before a
+                    // value is written.
+                    self.meter.hold(self.held());
+                    self.meter.spend(VALUE_COST)?;
+                    let key = key.as_bytes();
+                    let start = self.buffers.keys.len();
+                    self.buffers.keys.extend_from_slice(&key);
+                    let value = if !holds_handle(&value) {
+                        value
+                    } else if self.held_handles < self.most_held_handles {
+                        self.held_handles += 1;
+                        value
                     } else {
-                        self.entry(strings, &key.as_bytes(), &value, path)?;
-                    }
+                        Value::Nil
+                    };
+                    self.buffers.entries.push(Entry {
+                        start,
+                        end: self.buffers.keys.len(),
+                        prefix: Entry::prefix(&key),
+                        value,
+                    });
                     strings += 1;
                 }
                 Value::Integer(i) if strings == 0 && i >= 1 => {
@@ -192,37 +297,40 @@ impl<'a, S: Sink> Walk<'a, S> {
             }
             return self.array(table, integers, path);
         }
-        sorted.sort_unstable();
-        for (i, key) in sorted.iter().enumerate() {
-            let value: Value = table.raw_get(self.lua.create_string(key)?)?;
-            self.entry(i, key, &value, path)?;
-        }
-        if strings == 0 {
-            self.sink.begin_object();
+        let KeyBuffers { keys, entries } = &mut self.buffers;
+        // Keys are distinct, so the unstable sort gives the one order.
+        entries[first..].sort_unstable_by(|a, b| {
+            a.prefix
+                .cmp(&b.prefix)
+                .then_with(|| keys[a.start..a.end].cmp(&keys[b.start..b.end]))
+        });
+        self.sink.begin_object();
+        for i in 0..strings {
+            let entry = &mut self.buffers.entries[first + i];
+            let (start, end) = (entry.start, entry.end);
+            let value = match std::mem::replace(&mut entry.value, Value::Nil) {
+                Value::Nil => {
+                    let key = self.lua.create_string(&self.buffers.keys[start..end])?;
+                    table.raw_get(key)?
+                }
+                held => {
+                    if holds_handle(&held) {
+                        self.held_handles -= 1;
+                    }
+                    held
+                }
+            };
+            let key = &self.buffers.keys[start..end];
+            let text = utf8(key, path)?;
+            self.sink.before_string(&self.meter, text.len())?;
+            self.sink.object_key(text, i == 0);
+            let length = path.len();
+            push_key(path, key);
+            self.value(&value, path)?;
+            path.truncate(length);
+            self.sink.end_item();
         }
         self.sink.end_object();
-        Ok(())
-    }
-
-    /// Walks the `i`th (from 0) entry of an object, opening the object at the first.
-    fn entry(
-        &mut self,
-        i: usize,
-        key: &[u8],
-        value: &Value,
-        path: &mut String,
-    ) -> Result<(), CrossError> {
-        if i == 0 {
-            self.sink.begin_object();
-        }
-        let text = utf8(key, path)?;
-        self.sink.before_string(&self.meter, text.len())?;
-        self.sink.object_key(text, i == 0);
-        let length = path.len();
-        push_key(path, key);
-        self.value(value, path)?;
-        path.truncate(length);
-        self.sink.end_item();
         Ok(())
     }
 
@@ -270,6 +378,18 @@ impl<'a, S: Sink> Walk<'a, S> {
         self.sink.end_array();
         Ok(())
     }
+}
+
+/// Whether mlua holds `value` by a handle (a slot of its own stack) while it lives.
+fn holds_handle(value: &Value) -> bool {
+    !matches!(
+        value,
+        Value::Nil
+            | Value::Boolean(_)
+            | Value::LightUserData(_)
+            | Value::Integer(_)
+            | Value::Number(_)
+    )
 }
 
 /// `bytes` as text, or the refusal of a string that is not UTF-8.
@@ -342,6 +462,49 @@ pub fn push_key(path: &mut String, key: &[u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engines::limits::{Guard, Limits};
+    use crate::environment::lua_json::array_metatable;
+    use crate::environment::lua_json::text::TextSink;
+
+    /// `code`'s value as compact JSON text, the walk holding at most `most_held`
+    /// handles.
+    fn encoded(code: &str, most_held: usize) -> String {
+        let lua = Lua::new();
+        let guard = Guard::new(Limits::default());
+        let arrays = array_metatable(&lua).unwrap();
+        let value: Value = lua.load(code).eval().unwrap();
+        let mut walk = Walk::new(
+            &lua,
+            &arrays,
+            TextSink::compact(Vec::new()),
+            WorkMeter::new(&lua, &guard),
+            KeyBuffers::default(),
+        );
+        walk.most_held_handles = most_held;
+        walk.root(&value, "value").unwrap();
+        assert_eq!(walk.held_handles, 0, "every handle given back");
+        assert!(walk.buffers.entries.is_empty() && walk.buffers.keys.is_empty());
+        String::from_utf8(walk.finish().unwrap().into_bytes()).unwrap()
+    }
+
+    #[test]
+    fn objects_are_written_in_byte_order_of_their_keys_however_many_values_wait() {
+        let code = "local t = {} for i = 1, 40 do t['k' .. i] = {v = 'x' .. i, [\"B\"] = i} end
+                    t.A, t.a, t.empty = 'upper', 'lower', {} return t";
+        let all_held = encoded(code, MOST_HELD_HANDLES);
+        // Past the cap, the values waiting are read again by key: the same text.
+        assert_eq!(encoded(code, 3), all_held);
+        assert_eq!(encoded(code, 0), all_held);
+        assert!(
+            all_held
+                .starts_with(r#"{"A":"upper","a":"lower","empty":{},"k1":{"B":1,"v":"x1"},"k10":"#),
+            "{all_held}"
+        );
+        assert!(
+            all_held.ends_with(r#""k9":{"B":9,"v":"x9"}}"#),
+            "{all_held}"
+        );
+    }
 
     #[test]
     fn paths_name_keys_plainly_when_they_can() {

@@ -282,3 +282,37 @@ def test_the_config_files_run_sections_and_variables_set_the_run(
     config.write_text("[model]\nconcurrency = 0\n")
     with pytest.raises(RegistryError, match="concurrency"):
         system_prompt(config=config)
+
+
+def test_a_table_given_to_final_is_its_json_with_sorted_keys():
+    replies = [lua("FINAL({gamma = 3, alpha = 1, beta = {2, 3}})")]
+    with ScriptedServer(replies) as server:
+        answer = ask("?", "x", model="m", base_url=server.base_url)
+    assert answer.answer == '{"alpha":1,"beta":[2,3],"gamma":3}'
+
+
+def test_final_of_a_function_or_a_cycle_is_an_error_the_model_reads_and_the_run_goes_on():
+    replies = [
+        lua("FINAL(print)"),
+        lua("t = {}\nt.self = t\nFINAL(t)"),
+        lua("FINAL('fixed')"),
+    ]
+    with ScriptedServer(replies) as server:
+        answer = ask("?", "x", model="m", base_url=server.base_url)
+    assert answer.answer == "fixed"
+    first, second = (turn["messages"][-1]["content"] for turn in server.turns()[1:])
+    assert "got a function" in first and "call it and pass its result" in first
+    assert "refers to itself" in second and "pass a copy without the cycle" in second
+
+
+def test_a_prompt_built_with_json_encode_is_the_same_text_in_every_run():
+    code = "t = {}\nfor i = 1, 40 do t['k' .. i] = i end\nprint(llm_query(json.encode(t)))\nFINAL('ok')"
+    prompts = []
+    for _ in range(2):
+        with ScriptedServer([lua(code)]) as server:
+            ask("?", "x", model="m", base_url=server.base_url)
+        (sub_call,) = server.sub_calls()
+        prompts.append(sub_call["messages"][-1]["content"])
+    assert prompts[0] == prompts[1]
+    keys = list(json.loads(prompts[0]))
+    assert keys == sorted(keys)

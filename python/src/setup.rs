@@ -38,19 +38,29 @@ pub(crate) fn _resolved_prompt_mode(
     config: Option<std::path::PathBuf>,
 ) -> PyResult<&'static str> {
     crate::errors::catching(|| {
-        let prompt_mode = prompt_mode
-            .map(str::parse)
-            .transpose()
-            .map_err(|error: String| PyValueError::new_err(format!("prompt_mode: {error}")))?;
-        let given = RunSettings {
-            prompt_mode,
-            ..RunSettings::default()
-        };
-        let setup = run_setup(py, &given, config.as_deref())?;
+        let setup = setup_for_prompt(py, prompt_mode, config.as_deref())?;
         Ok(match setup.prompt_mode {
             PromptMode::Full => "full",
             PromptMode::Compact => "compact",
             PromptMode::Auto { .. } => "auto",
         })
     })
+}
+
+/// The setup of a run given only `prompt_mode` (a name `PromptMode` parses, or `None`):
+/// what an integration needs to prompt as `rlm ask` would.
+pub(crate) fn setup_for_prompt(
+    py: Python<'_>,
+    prompt_mode: Option<&str>,
+    config: Option<&Path>,
+) -> PyResult<RunSetup> {
+    let prompt_mode = prompt_mode
+        .map(str::parse)
+        .transpose()
+        .map_err(|error: String| PyValueError::new_err(format!("prompt_mode: {error}")))?;
+    let given = RunSettings {
+        prompt_mode,
+        ..RunSettings::default()
+    };
+    run_setup(py, &given, config)
 }

@@ -3,16 +3,15 @@
 
 use std::path::PathBuf;
 
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 
 use rlm_registry::llm::{Message, Request};
 use rlm_registry::rlm::WindowExceeded;
-use rlm_registry::setup::RunSettings;
 
 use crate::convert::json_from_python;
 use crate::errors::{LlmError, catching};
-use crate::setup::run_setup;
+use crate::setup::setup_for_prompt;
 
 /// Raises `LlmError` (with the message `rlm ask` gives) when `messages`, a chat of
 /// `{"role", "content"}` dicts, and 1,024 tokens kept for the reply (or the reply limit)
@@ -31,15 +30,7 @@ pub(crate) fn _check_first_request(
     agent: &str,
 ) -> PyResult<()> {
     catching(|| {
-        let prompt_mode = prompt_mode
-            .map(str::parse)
-            .transpose()
-            .map_err(|error: String| PyValueError::new_err(format!("prompt_mode: {error}")))?;
-        let given = RunSettings {
-            prompt_mode,
-            ..RunSettings::default()
-        };
-        let setup = run_setup(py, &given, config.as_deref())?;
+        let setup = setup_for_prompt(py, prompt_mode, config.as_deref())?;
         let json = json_from_python(messages, "messages")?;
         let messages: Vec<Message> = serde_json::from_value(json).map_err(|error| {
             PyTypeError::new_err(format!(

@@ -23,20 +23,6 @@ def lua(code: str) -> str:
     return f"```lua\n{code}\n```"
 
 
-@pytest.fixture(autouse=True)
-def no_llm_settings_from_the_environment(monkeypatch):
-    for name in [
-        "RLM_BASE_URL",
-        "OPENAI_BASE_URL",
-        "RLM_MODEL",
-        "RLM_API_KEY",
-        "OPENAI_API_KEY",
-        "RLM_TIMEOUT_SECS",
-        "RLM_MAX_REPLY_TOKENS",
-        "RLM_REASONING_EFFORT",
-    ]:
-        monkeypatch.delenv(name, raising=False)
-
 
 def events(trace: Path) -> list[dict]:
     return [json.loads(line) for line in trace.read_text().splitlines()]

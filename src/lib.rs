@@ -101,6 +101,8 @@ pub mod catalog;
 pub mod codegen;
 pub mod conventions;
 #[cfg(feature = "runtime")]
+pub mod corpus;
+#[cfg(feature = "runtime")]
 pub(crate) mod engines;
 #[cfg(feature = "runtime")]
 pub mod environment;
@@ -156,6 +158,9 @@ mod doc_pages {
     mod configuration {}
     #[doc = include_str!("../docs/conventions.md")]
     mod conventions {}
+    #[cfg(feature = "runtime")]
+    #[doc = include_str!("../docs/corpora.md")]
+    mod corpora {}
     #[doc = include_str!("../docs/dependencies.md")]
     mod dependencies {}
     #[cfg(feature = "runtime")]

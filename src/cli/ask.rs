@@ -8,12 +8,12 @@ use std::sync::Arc;
 use clap::{Args, ValueEnum};
 
 use rlm_registry::environment::AnswerSchema;
-use rlm_registry::rlm::{Context, DEFAULT_BLOCK_TIME_LIMIT, DEFAULT_OUTPUT_BYTES};
+use rlm_registry::rlm::{DEFAULT_BLOCK_TIME_LIMIT, DEFAULT_OUTPUT_BYTES};
 use rlm_registry::setup::Defaults;
 
 use super::ask_trace::{TraceRequest, Traces};
 use super::run_args::{RunFlags, model};
-use super::setup::{Terminal, limits, read_context};
+use super::setup::{ContextArgs, Terminal, limits};
 use super::{EXIT_USAGE, EXIT_VIOLATIONS, Output, SourceArgs, with_catalog};
 
 /// Options of `rlm ask`.
@@ -23,9 +23,8 @@ pub(crate) struct AskArgs {
     question: String,
     #[command(flatten)]
     source: SourceArgs,
-    /// A file whose text becomes the global `context`.
-    #[arg(long, value_name = "FILE")]
-    context: Option<PathBuf>,
+    #[command(flatten)]
+    context: ContextArgs,
     #[command(flatten)]
     run: RunFlags,
     /// Turns of each agent before giving up.
@@ -88,8 +87,8 @@ pub(super) fn ask(args: &AskArgs) -> Output {
         Ok(llm) => llm,
         Err(output) => return output,
     };
-    let context = match read_context(args.context.as_deref()) {
-        Ok(context) => context.map(Context::Text),
+    let context = match args.context.gather(false) {
+        Ok(context) => context,
         Err(output) => return output,
     };
     let schema = match args.schema.as_deref().map(read_schema).transpose() {

@@ -1,7 +1,7 @@
 //! `rlm exec CODE` and `rlm run FILE|-`: Lua in the sandbox, captured output on stdout.
 
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use clap::Args;
@@ -9,7 +9,7 @@ use clap::Args;
 use rlm_registry::environment::{Environment, Limits};
 use rlm_registry::llm::LlmClient;
 
-use super::setup::{Terminal, limits, read_context};
+use super::setup::{ContextArgs, Terminal, limits};
 use super::{EXIT_USAGE, EXIT_VIOLATIONS, LlmArgs, Output, SourceArgs, with_catalog};
 
 /// Options shared by `exec` and `run`.
@@ -17,9 +17,8 @@ use super::{EXIT_USAGE, EXIT_VIOLATIONS, LlmArgs, Output, SourceArgs, with_catal
 pub(crate) struct RunArgs {
     #[command(flatten)]
     source: SourceArgs,
-    /// A file whose text becomes the global `context`.
-    #[arg(long, value_name = "FILE")]
-    context: Option<PathBuf>,
+    #[command(flatten)]
+    context: ContextArgs,
     /// Wall-clock seconds one execution may run.
     #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
     time_limit: f64,
@@ -42,7 +41,7 @@ impl RunArgs {
 }
 
 pub(super) fn exec(args: &RunArgs, code: &[u8]) -> Output {
-    execute(args, code)
+    execute(args, code, false)
 }
 
 /// Lua source is bytes: a file need not be UTF-8 (Latin-1 string literals are legal Lua).
@@ -54,7 +53,7 @@ pub(super) fn run_file(args: &RunArgs, file: &Path) -> Output {
         std::fs::read(file)
     };
     match code {
-        Ok(code) => execute(args, &code),
+        Ok(code) => execute(args, &code, file == Path::new("-")),
         Err(error) => Output::failure(
             EXIT_USAGE,
             format!("error: cannot read {}: {error}\n", file.display()),
@@ -62,7 +61,9 @@ pub(super) fn run_file(args: &RunArgs, file: &Path) -> Output {
     }
 }
 
-fn execute(args: &RunArgs, code: &[u8]) -> Output {
+/// Runs `code` with the args' limits, model and context (`stdin_taken` when the code
+/// came from standard input).
+fn execute(args: &RunArgs, code: &[u8], stdin_taken: bool) -> Output {
     let limits = match args.limits() {
         Ok(limits) => limits,
         Err(output) => return output,
@@ -71,7 +72,7 @@ fn execute(args: &RunArgs, code: &[u8]) -> Output {
         Ok(llm) => llm,
         Err(output) => return output,
     };
-    let context = match read_context(args.context.as_deref()) {
+    let context = match args.context.gather(stdin_taken) {
         Ok(context) => context,
         Err(output) => return output,
     };
@@ -87,7 +88,7 @@ fn execute(args: &RunArgs, code: &[u8]) -> Output {
             Err(error) => return Output::failure(EXIT_VIOLATIONS, format!("error: {error}\n")),
         };
         if let Some(context) = context
-            && let Err(error) = env.set_context(context)
+            && let Err(error) = context.load_into(&env)
         {
             return Output::failure(
                 EXIT_VIOLATIONS,

@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use clap::Args;
 
-use rlm_registry::rlm::{Context, Replay};
+use rlm_registry::rlm::Replay;
 
-use super::setup::read_context;
+use super::setup::ContextArgs;
 use super::{EXIT_USAGE, EXIT_VIOLATIONS, Output, SourceArgs, with_catalog};
 
 /// Options of `rlm replay`.
@@ -16,10 +16,10 @@ use super::{EXIT_USAGE, EXIT_VIOLATIONS, Output, SourceArgs, with_catalog};
 pub(crate) struct ReplayArgs {
     /// The trace, as `rlm ask --trace FILE` wrote it.
     trace: PathBuf,
-    /// The file the recorded run had as its context (checked against the SHA-256 the
-    /// trace records).
-    #[arg(long, value_name = "FILE")]
-    context: Option<PathBuf>,
+    /// The context of the recorded run, as `rlm ask --context` took it (checked against
+    /// the SHA-256 the trace records).
+    #[command(flatten)]
+    context: ContextArgs,
     /// Replay even with another context than the recorded one, or without it.
     #[arg(long)]
     force: bool,
@@ -34,8 +34,8 @@ pub(super) fn run(args: &ReplayArgs) -> Output {
         Ok(replay) => replay.force(args.force),
         Err(error) => return usage(&error),
     };
-    let replay = match read_context(args.context.as_deref()) {
-        Ok(Some(bytes)) => replay.context(Context::Text(bytes)),
+    let replay = match args.context.gather(false) {
+        Ok(Some(context)) => replay.context(context),
         Ok(None) => replay,
         Err(output) => return output,
     };

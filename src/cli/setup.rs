@@ -3,10 +3,13 @@
 //! window and budgets are `run_args.rs`'s). A bad setting is a usage error (exit 2).
 
 use std::io::{BufRead, IsTerminal, Write};
-use std::path::Path;
+use std::path::PathBuf;
 use std::time::Duration;
 
+use clap::Args;
+use rlm_registry::corpus::{STDIN, gather};
 use rlm_registry::environment::{Limits, User};
+use rlm_registry::rlm::Context;
 
 use super::{EXIT_USAGE, Output};
 
@@ -31,16 +34,36 @@ pub(super) fn limits(time_limit: f64, memory_limit: usize) -> Result<Limits, Out
     })
 }
 
-/// The bytes of `--context FILE`, if given.
-pub(super) fn read_context(path: Option<&Path>) -> Result<Option<Vec<u8>>, Output> {
-    match path {
-        Some(path) => std::fs::read(path).map(Some).map_err(|error| {
-            Output::failure(
+/// `--context`, declared once for every command that takes it.
+#[derive(Args, Debug, Clone, Default)]
+pub(crate) struct ContextArgs {
+    /// What the code studies, as the global `context`: a file (its text), a folder
+    /// (walked as ripgrep walks it: `.gitignore` and `.ignore` honoured, hidden and binary
+    /// files left out), a quoted glob ('logs/*.log'), `-` for standard input, or a
+    /// `.jsonl` file of records with a text field. Repeat it for several. One plain file
+    /// is a string; anything else is a corpus, a list of documents `{name, text, kind,
+    /// bytes[, meta]}`.
+    #[arg(long = "context", id = "context", value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+}
+
+impl ContextArgs {
+    /// The context the paths gather, `None` without any; `stdin_taken` when standard
+    /// input already holds something else (`rlm run -`), which refuses `-`.
+    pub(super) fn gather(&self, stdin_taken: bool) -> Result<Option<Context>, Output> {
+        if self.paths.is_empty() {
+            return Ok(None);
+        }
+        if stdin_taken && self.paths.iter().any(|path| path.as_os_str() == STDIN) {
+            return Err(Output::failure(
                 EXIT_USAGE,
-                format!("error: cannot read {}: {error}\n", path.display()),
-            )
-        }),
-        None => Ok(None),
+                "error: --context - reads standard input, which already holds the code here\n"
+                    .into(),
+            ));
+        }
+        gather(&self.paths)
+            .map(|gathered| Some(Context::from(gathered)))
+            .map_err(|error| Output::failure(EXIT_USAGE, format!("error: {error}\n")))
     }
 }
 

@@ -1,5 +1,8 @@
 //! [`Context`]: the text under study, as the `context` global holds it.
 
+use serde_json::{Value, json};
+
+use crate::corpus::{Corpus, Gathered};
 use crate::environment::{Environment, ExecError};
 
 /// What the agent studies: one text, or a list of texts (chunks: documents, files,
@@ -20,6 +23,9 @@ pub enum Context {
     Text(Vec<u8>),
     /// An array of strings.
     Chunks(Vec<Vec<u8>>),
+    /// Documents (`--context DIR`, several paths, a JSONL corpus): in Lua a list of
+    /// tables `{name, text, kind, bytes[, meta]}`.
+    Corpus(Corpus),
 }
 
 impl Context {
@@ -28,16 +34,27 @@ impl Context {
         self.chunk_sizes().iter().sum()
     }
 
-    /// The size in bytes of each chunk (one for a text).
+    /// The size in bytes of each chunk (one for a text, one per document of a corpus).
     pub fn chunk_sizes(&self) -> Vec<usize> {
         match self {
             Context::Text(text) => vec![text.len()],
             Context::Chunks(chunks) => chunks.iter().map(Vec::len).collect(),
+            Context::Corpus(corpus) => corpus.documents.iter().map(|d| d.text.len()).collect(),
         }
     }
 
-    /// Sets the global `context` of `env`.
-    pub(crate) fn load_into(&self, env: &Environment) -> Result<(), ExecError> {
+    /// Sets the global `context` of `env`: a string, an array of strings, or a list of
+    /// document tables.
+    ///
+    /// ```
+    /// use rlm_registry::{Registry, environment::{Environment, Limits}, rlm::Context};
+    ///
+    /// let env = Environment::new(Registry::baked().clone(), Limits::default())?;
+    /// Context::from(vec!["a", "bc"]).load_into(&env)?;
+    /// assert_eq!(env.execute("print(#context, context[2])")?.output, "2\tbc\n");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn load_into(&self, env: &Environment) -> Result<(), ExecError> {
         match self {
             Context::Text(text) => env.set_context(text),
             Context::Chunks(chunks) => {
@@ -56,6 +73,58 @@ impl Context {
                 );
                 env.execute(&code).map(|_| ())
             }
+            Context::Corpus(corpus) => load_corpus(corpus, env),
+        }
+    }
+}
+
+/// The name the documents' fields (all but their text) cross under, for a moment.
+const DOCUMENTS_GLOBAL: &str = "_rlm_documents";
+
+/// Sets `context` to the corpus's documents: their fields through the JSON mapping, their
+/// texts as one string cut in Lua (bytes that need not be UTF-8, and no copy per
+/// document through JSON).
+fn load_corpus(corpus: &Corpus, env: &Environment) -> Result<(), ExecError> {
+    let fields: Vec<Value> = corpus
+        .documents
+        .iter()
+        .map(|document| {
+            let mut fields = json!({
+                "name": document.name,
+                "kind": document.kind.as_str(),
+                "bytes": document.text.len(),
+            });
+            if let Some(meta) = &document.meta {
+                fields["meta"] = Value::Object(meta.clone());
+            }
+            fields
+        })
+        .collect();
+    env.set_global(DOCUMENTS_GLOBAL, &Value::Array(fields))?;
+    env.set_context(
+        corpus
+            .documents
+            .iter()
+            .flat_map(|d| d.text.iter().copied())
+            .collect::<Vec<u8>>(),
+    )?;
+    let code = format!(
+        "local s, documents, start = context, {DOCUMENTS_GLOBAL} or {{}}, 1
+         {DOCUMENTS_GLOBAL} = nil
+         for _, document in ipairs(documents) do
+           document.text = s:sub(start, start + document.bytes - 1)
+           start = start + document.bytes
+         end
+         context = documents"
+    );
+    env.execute(&code).map(|_| ())
+}
+
+impl From<Gathered> for Context {
+    fn from(gathered: Gathered) -> Context {
+        match gathered {
+            Gathered::Text(text) => Context::Text(text),
+            Gathered::Corpus(corpus) => Context::Corpus(corpus),
         }
     }
 }
@@ -112,5 +181,44 @@ mod tests {
             .execute("print(#context, context[1], context[2] == '', context[3])")
             .unwrap();
         assert_eq!(out.output, "3\tab\ttrue\tcdé\n");
+    }
+
+    #[test]
+    fn a_corpus_is_a_list_of_documents() {
+        use crate::corpus::{Document, DocumentKind};
+        let document = |name: &str, text: &[u8]| Document {
+            name: name.to_string(),
+            text: text.to_vec(),
+            kind: DocumentKind::Text,
+            meta: None,
+        };
+        let mut with_meta = document("r1", b"\xffbytes");
+        with_meta.meta = serde_json::from_str(r#"{"url": "u"}"#).ok();
+        let corpus = Corpus {
+            documents: vec![
+                document("a.md", b"one\ntwo"),
+                document("b/c.txt", b""),
+                with_meta,
+            ],
+            skipped: 0,
+        };
+        let env = Environment::new(Registry::baked().clone(), Limits::default()).unwrap();
+        Context::Corpus(corpus).load_into(&env).unwrap();
+        let out = env
+            .execute(
+                "for i, d in ipairs(context) do print(i, d.name, d.kind, d.bytes, #d.text, d.meta and d.meta.url) end
+                 print(#context, context[1].text, _rlm_documents)",
+            )
+            .unwrap();
+        assert_eq!(
+            out.output,
+            "1\ta.md\ttext\t7\t7\tnil\n2\tb/c.txt\ttext\t0\t0\tnil\n3\tr1\ttext\t6\t6\tu\n3\tone\ntwo\tnil\n"
+        );
+        assert_eq!(
+            env.execute("print(context[3].text:byte(1))")
+                .unwrap()
+                .output,
+            "255\n"
+        );
     }
 }

@@ -17,8 +17,9 @@ use std::time::Duration;
 
 use crate::catalog::Catalog;
 use crate::conventions::AnswerProtocol;
+use crate::corpus::Corpus;
 use crate::environment::{AnswerSchema, ExecError};
-use crate::text_format::{byte_prefix, thousands};
+use crate::text_format::{byte_prefix, cut_chars, thousands};
 use crate::tokens;
 
 use super::context::Context;
@@ -244,7 +245,54 @@ pub(crate) fn describe_context(context: &Context) -> String {
             text.push('.');
             text
         }
+        Context::Corpus(corpus) => describe_corpus(corpus),
     }
+}
+
+/// Document names listed in a corpus's description, at most.
+const LISTED_NAMES: usize = 3;
+/// A listed name's characters, at most.
+const NAME_CHARS: usize = 60;
+
+/// A corpus in a few lines whatever its size: the documents, their sizes, a few names,
+/// the fields of a document and how to go through them.
+fn describe_corpus(corpus: &Corpus) -> String {
+    let documents = &corpus.documents;
+    let total = corpus.total_bytes();
+    let sizes = documents.iter().map(|d| d.text.len());
+    let tokens = if total <= EXACT_TOKENS_UP_TO {
+        let count: usize = documents
+            .iter()
+            .map(|d| tokens::count(&String::from_utf8_lossy(&d.text)))
+            .sum();
+        format!("{} tokens (o200k_base)", thousands(count as u64))
+    } else {
+        format!("about {} tokens", thousands((total / 4) as u64))
+    };
+    let mut names: Vec<String> = documents
+        .iter()
+        .take(LISTED_NAMES)
+        .map(|d| format!("`{}`", cut_chars(&d.name, NAME_CHARS)))
+        .collect();
+    if documents.len() > LISTED_NAMES {
+        names.push("…".to_string());
+    }
+    let skipped = match corpus.skipped {
+        0 => String::new(),
+        n => format!(
+            " ({} binary file{} left out)",
+            thousands(n as u64),
+            if n == 1 { "" } else { "s" }
+        ),
+    };
+    format!(
+        "`context` is a corpus: a Lua list of {} documents{skipped}, {} bytes, {tokens} in all; a document has {} to {} bytes. Each is a table `{{name, text, kind, bytes[, meta]}}`; names: {}. Go through them with `for i, doc in ipairs(context) do … doc.text … end`.",
+        thousands(documents.len() as u64),
+        thousands(total as u64),
+        thousands(sizes.clone().min().unwrap_or(0) as u64),
+        thousands(sizes.max().unwrap_or(0) as u64),
+        names.join(", "),
+    )
 }
 
 /// `3 lines`: the lines of `text`, the last one counted without a final newline.
@@ -636,6 +684,45 @@ mod tests {
         );
         let many = Context::Chunks((0..25).map(|i| vec![b'x'; i]).collect());
         assert!(describe_context(&many).ends_with("(5 more; smallest 0, largest 24)."));
+    }
+
+    #[test]
+    fn a_corpus_is_described_under_250_tokens_whatever_its_size() {
+        use crate::corpus::{Corpus, Document, DocumentKind};
+        let corpus = |count: usize| {
+            Context::Corpus(Corpus {
+                documents: (0..count)
+                    .map(|i| Document {
+                        name: format!("reports/2026/quarter-{i}/a-rather-long-file-name-{i}.md"),
+                        text: format!("line {i}\n").repeat(i % 7 + 1).into_bytes(),
+                        kind: DocumentKind::Text,
+                        meta: None,
+                    })
+                    .collect(),
+                skipped: 2,
+            })
+        };
+        let small = describe_context(&corpus(2));
+        assert!(
+            small.starts_with(
+                "`context` is a corpus: a Lua list of 2 documents (2 binary files left out)"
+            ),
+            "{small}"
+        );
+        assert!(
+            small.contains("`reports/2026/quarter-0/a-rather-long-file-name-0.md`"),
+            "{small}"
+        );
+        let large = describe_context(&corpus(10_000));
+        assert!(
+            large.contains("10,000 documents") && large.contains(", …. Go through"),
+            "{large}"
+        );
+        assert!(
+            tokens::count(&large) <= 250,
+            "{} tokens: {large}",
+            tokens::count(&large)
+        );
     }
 
     #[test]

@@ -298,6 +298,23 @@ impl ContextDigest {
                 chunks.iter().for_each(|chunk| hasher.update(chunk));
                 Some(chunks.iter().map(|chunk| chunk.len() as u64).collect())
             }
+            Context::Corpus(corpus) => {
+                // Names and texts, each with its length first, so that moving bytes from
+                // one to the next changes the hash.
+                for document in &corpus.documents {
+                    for part in [document.name.as_bytes(), &document.text] {
+                        hasher.update((part.len() as u64).to_le_bytes());
+                        hasher.update(part);
+                    }
+                }
+                Some(
+                    corpus
+                        .documents
+                        .iter()
+                        .map(|d| d.text.len() as u64)
+                        .collect(),
+                )
+            }
         };
         ContextDigest {
             sha256: hasher

@@ -16,6 +16,7 @@ const LAYERS: &[&[&str]] = &[
     &["registry", "baked"],
     &["search", "codegen"],
     &["providers"],
+    &["corpus"],
     &["catalog"],
     &["engines"],
     &["hints"],

@@ -22,6 +22,8 @@ mod context;
 #[cfg(feature = "runtime")]
 mod context_window;
 mod conventions;
+#[cfg(feature = "cli")]
+mod corpus;
 #[cfg(feature = "runtime")]
 mod csv;
 mod docs_links;

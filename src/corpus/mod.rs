@@ -1,0 +1,248 @@
+//! Corpora: what `--context` gathers when it is more than one plain file — a folder
+//! walked as ripgrep walks it, a glob, several paths, standard input, a JSONL file of
+//! records — as a list of [`Document`]s, each with its name, text, kind and size.
+//!
+//! [`gather`] decides: one plain file (or standard input alone) stays one text, as it
+//! always was; anything else is a [`Corpus`]. Folders honour `.gitignore` and `.ignore`
+//! and skip hidden files (the `ignore` crate, ripgrep's walker); symbolic links are not
+//! followed, so a link loop cannot hang a walk. A binary file (a NUL byte in its first
+//! 8 KiB) is skipped and counted. A `.jsonl` file whose every line is an object with a
+//! text field (`text`, `contents` or `content`) is a corpus of records
+//! (BrowseComp-Plus's shape): one document per line, named by `docid`, `id`, `title` or
+//! `name`, its other fields as `meta`; other JSONL stays text.
+//!
+//! ```no_run
+//! use rlm_registry::corpus::{Gathered, gather};
+//!
+//! match gather(&["docs/".into(), "notes.md".into()])? {
+//!     Gathered::Text(bytes) => println!("one text of {} bytes", bytes.len()),
+//!     Gathered::Corpus(corpus) => {
+//!         for document in &corpus.documents {
+//!             println!("{} ({} bytes)", document.name, document.text.len());
+//!         }
+//!     }
+//! }
+//! # Ok::<(), rlm_registry::corpus::CorpusError>(())
+//! ```
+
+mod jsonl;
+mod walk;
+
+use std::fmt;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+/// The name of standard input among the paths.
+pub const STDIN: &str = "-";
+
+/// What a document is, as the model reads it in its `kind` field.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DocumentKind {
+    /// Plain text or code, as it is.
+    Text,
+}
+
+impl DocumentKind {
+    /// The name in Lua: `"text"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DocumentKind::Text => "text",
+        }
+    }
+}
+
+/// One document of a [`Corpus`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Document {
+    /// The path relative to what was given (`a/b.md` for `docs/a/b.md` given `docs/`),
+    /// the path as given for a file named on its own, or a record's id.
+    pub name: String,
+    /// Its text, as bytes (any bytes: Lua strings need not be UTF-8).
+    pub text: Vec<u8>,
+    /// What it is.
+    pub kind: DocumentKind,
+    /// A record's other fields (JSONL), if any.
+    pub meta: Option<Map<String, Value>>,
+}
+
+/// Documents gathered from one or more paths, in a stable order: the paths in the order
+/// given, each folder's files sorted by name.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Corpus {
+    /// The documents.
+    pub documents: Vec<Document>,
+    /// Binary files left out.
+    pub skipped: usize,
+}
+
+impl Corpus {
+    /// Bytes of text in all the documents.
+    pub fn total_bytes(&self) -> usize {
+        self.documents.iter().map(|d| d.text.len()).sum()
+    }
+}
+
+/// What `--context` gathered: one text, or a corpus.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Gathered {
+    /// One plain file, or standard input alone: the text, as before corpora.
+    Text(Vec<u8>),
+    /// Anything else.
+    Corpus(Corpus),
+}
+
+/// Why the paths could not be gathered: an explicitly named path that cannot be read, a
+/// glob that matches nothing, standard input named twice.
+#[derive(Debug)]
+pub struct CorpusError {
+    /// What was given (a path, a glob, `-`).
+    pub path: String,
+    /// Why, in words a user can act on.
+    pub reason: String,
+}
+
+impl fmt::Display for CorpusError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "cannot read {}: {}", self.path, self.reason)
+    }
+}
+
+impl std::error::Error for CorpusError {}
+
+impl CorpusError {
+    fn new(path: impl fmt::Display, reason: impl fmt::Display) -> CorpusError {
+        CorpusError {
+            path: path.to_string(),
+            reason: reason.to_string(),
+        }
+    }
+}
+
+/// Gathers `paths` (files, folders, quoted globs, `-` for standard input): one plain
+/// file stays its text, anything else is a corpus (see the [module docs](self)).
+pub fn gather(paths: &[PathBuf]) -> Result<Gathered, CorpusError> {
+    gather_with(paths, || {
+        let mut bytes = Vec::new();
+        std::io::stdin().read_to_end(&mut bytes).map(|_| bytes)
+    })
+}
+
+/// [`gather`] with standard input read by `stdin` (a test gives its own).
+pub fn gather_with(
+    paths: &[PathBuf],
+    stdin: impl FnOnce() -> std::io::Result<Vec<u8>>,
+) -> Result<Gathered, CorpusError> {
+    let mut stdin = Some(stdin);
+    let mut read_stdin = || match stdin.take() {
+        Some(read) => read().map_err(|error| CorpusError::new(STDIN, error)),
+        None => Err(CorpusError::new(STDIN, "standard input is given twice")),
+    };
+    if let [only] = paths {
+        if only.as_os_str() == STDIN {
+            return read_stdin().map(Gathered::Text);
+        }
+        if only.is_file() {
+            let text = read_file(only)?;
+            if !jsonl::is_corpus(only, &text) {
+                return Ok(Gathered::Text(text));
+            }
+        }
+    }
+    let mut corpus = Corpus::default();
+    for path in paths {
+        if path.as_os_str() == STDIN {
+            let text = read_stdin()?;
+            corpus
+                .documents
+                .push(text_document(STDIN.to_string(), text));
+            continue;
+        }
+        for file in walk::files(path)? {
+            add_file(&mut corpus, &file.path, file.name)?;
+        }
+    }
+    Ok(Gathered::Corpus(corpus))
+}
+
+/// Adds the file at `path`, named `name`: its records for a JSONL corpus, else its text,
+/// unless it is binary.
+fn add_file(corpus: &mut Corpus, path: &Path, name: String) -> Result<(), CorpusError> {
+    let text = read_file(path)?;
+    if jsonl::is_corpus(path, &text) {
+        corpus.documents.extend(jsonl::records(&name, &text));
+    } else if is_binary(&text) {
+        corpus.skipped += 1;
+    } else {
+        corpus.documents.push(text_document(name, text));
+    }
+    Ok(())
+}
+
+fn text_document(name: String, text: Vec<u8>) -> Document {
+    Document {
+        name,
+        text,
+        kind: DocumentKind::Text,
+        meta: None,
+    }
+}
+
+fn read_file(path: &Path) -> Result<Vec<u8>, CorpusError> {
+    std::fs::read(path).map_err(|error| CorpusError::new(path.display(), error))
+}
+
+/// Whether `bytes` look binary, as ripgrep decides: a NUL byte in the first 8 KiB.
+fn is_binary(bytes: &[u8]) -> bool {
+    bytes[..bytes.len().min(8 * 1024)].contains(&0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn no_stdin() -> std::io::Result<Vec<u8>> {
+        Err(std::io::Error::other("no stdin in this test"))
+    }
+
+    #[test]
+    fn one_plain_file_stays_its_text_and_stdin_alone_too() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("log.txt");
+        std::fs::write(&file, "a\nb\n").unwrap();
+        assert_eq!(
+            gather_with(&[file], no_stdin).unwrap(),
+            Gathered::Text(b"a\nb\n".to_vec())
+        );
+        let from_stdin = gather_with(&[STDIN.into()], || Ok(b"piped".to_vec())).unwrap();
+        assert_eq!(from_stdin, Gathered::Text(b"piped".to_vec()));
+    }
+
+    #[test]
+    fn stdin_given_twice_is_refused() {
+        let error = gather_with(&[STDIN.into(), STDIN.into()], || Ok(Vec::new())).unwrap_err();
+        assert!(
+            error.to_string().contains("standard input is given twice"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn a_missing_path_is_an_error_naming_it() {
+        let error = gather_with(&["no/such/dir".into(), "x".into()], no_stdin).unwrap_err();
+        assert_eq!(error.path, "no/such/dir");
+    }
+
+    #[test]
+    fn binary_files_are_skipped_and_counted() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.txt"), "text").unwrap();
+        std::fs::write(dir.path().join("b.bin"), b"\x7fELF\0\0\x01").unwrap();
+        let Gathered::Corpus(corpus) = gather_with(&[dir.path().into()], no_stdin).unwrap() else {
+            panic!("a folder is a corpus");
+        };
+        assert_eq!(corpus.documents.len(), 1);
+        assert_eq!(corpus.skipped, 1);
+    }
+}

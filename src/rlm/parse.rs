@@ -22,6 +22,9 @@ pub(crate) struct Reply {
     pub thinking_only: bool,
     /// The reply was cut at the token limit inside a code block, which was not run.
     pub cut_block: bool,
+    /// What goes back into the conversation as the model's turn: the reply without its
+    /// thinking (what reasoning models' chat templates expect, and fewer tokens).
+    pub sent_back: String,
 }
 
 /// A final answer written in plain text.
@@ -37,8 +40,14 @@ pub(crate) enum PlainFinal {
 /// its thinking. A reply `cut` at the token limit does not run the block it was cut in.
 pub(crate) fn parse(reply: &str, cut: bool) -> Reply {
     let split = split_thinking(reply);
+    let sent_back = match split.answer {
+        // The thinking itself never goes back, and some servers refuse an empty turn.
+        "" if split.unfinished => prompt::THINKING_ONLY_SENT_BACK.to_string(),
+        answer => answer.to_string(),
+    };
     let mut result = Reply {
         thinking_only: split.unfinished,
+        sent_back,
         ..Reply::default()
     };
     let mut outside = String::new();

@@ -12,7 +12,7 @@ use serde_json::Value as Json;
 
 use crate::conventions::is_lua_name;
 use crate::environment::{Environment, ExecError, User};
-use crate::llm::{Completion, LlmError, Message, Request, split_thinking};
+use crate::llm::{Completion, LlmError, Message, Request};
 
 use super::agent::Agent;
 use super::context::Context;
@@ -223,8 +223,8 @@ impl Agent {
         record: &mut Turn,
     ) -> Outcome {
         let cut = completion.finish_reason.as_deref() == Some("length");
-        let parsed = parse::parse(&completion.content, cut);
-        let sent_back = sent_back(&completion.content, &parsed);
+        let mut parsed = parse::parse(&completion.content, cut);
+        let sent_back = std::mem::take(&mut parsed.sent_back);
         record.code_blocks = parsed.blocks.clone();
         record.sent_back = (sent_back != completion.content).then(|| sent_back.clone());
         record.reasoning = completion.reasoning;
@@ -460,15 +460,6 @@ fn final_answer(
             *failure = Some(text);
             None
         }
-    }
-}
-
-/// What goes back into the conversation as the model's turn: the reply without its
-/// thinking (what reasoning models' chat templates expect, and fewer tokens).
-fn sent_back(reply: &str, parsed: &Reply) -> String {
-    match split_thinking(reply).answer {
-        "" if parsed.thinking_only => prompt::THINKING_ONLY_SENT_BACK.to_string(),
-        answer => answer.to_string(),
     }
 }
 

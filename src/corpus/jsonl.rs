@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
-use super::{Document, DocumentKind};
+use super::Document;
 
 /// The fields a record's text may be in, in the order they are tried.
 const TEXT_FIELDS: [&str; 3] = ["text", "contents", "content"];
@@ -44,10 +44,8 @@ pub(super) fn records(file: &str, bytes: &[u8]) -> Vec<Document> {
                 })
                 .unwrap_or_else(|| format!("{file}:{}", i + 1));
             Some(Document {
-                name,
-                text: text.into_bytes(),
-                kind: DocumentKind::Text,
                 meta: (!record.is_empty()).then_some(record),
+                ..Document::text(name, text)
             })
         })
         .collect()

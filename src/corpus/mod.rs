@@ -42,15 +42,34 @@ pub const STDIN: &str = "-";
 pub enum DocumentKind {
     /// Plain text or code, as it is.
     Text,
+    /// An HTML page, reduced to its text.
+    Html,
+    /// A PDF, its text extracted.
+    Pdf,
+    /// An image: no text; its bytes stay outside Lua and go to a vision model by
+    /// reference.
+    Image,
 }
 
 impl DocumentKind {
-    /// The name in Lua: `"text"`.
+    /// The name in Lua: `"text"`, `"html"`, `"pdf"` or `"image"`.
     pub fn as_str(self) -> &'static str {
         match self {
             DocumentKind::Text => "text",
+            DocumentKind::Html => "html",
+            DocumentKind::Pdf => "pdf",
+            DocumentKind::Image => "image",
         }
     }
+}
+
+/// An image's bytes and MIME type, shared rather than copied: they never enter Lua.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Image {
+    /// `image/png`, `image/jpeg`, `image/gif` or `image/webp`.
+    pub mime: String,
+    /// The file's bytes.
+    pub data: std::sync::Arc<[u8]>,
 }
 
 /// One document of a [`Corpus`].
@@ -65,6 +84,33 @@ pub struct Document {
     pub kind: DocumentKind,
     /// A record's other fields (JSONL), if any.
     pub meta: Option<Map<String, Value>>,
+    /// Why the file could not be read as its kind (a corrupt PDF): the document is kept,
+    /// without text, so the run goes on and the model sees what failed.
+    pub error: Option<String>,
+    /// An image's bytes, for a document of kind [`DocumentKind::Image`].
+    pub image: Option<Image>,
+}
+
+impl Document {
+    /// A plain text document named `name`.
+    ///
+    /// ```
+    /// use rlm_registry::corpus::{Document, DocumentKind};
+    ///
+    /// let document = Document::text("notes.md", "# Notes");
+    /// assert_eq!(document.kind, DocumentKind::Text);
+    /// assert!(document.error.is_none() && document.image.is_none());
+    /// ```
+    pub fn text(name: impl Into<String>, text: impl Into<Vec<u8>>) -> Document {
+        Document {
+            name: name.into(),
+            text: text.into(),
+            kind: DocumentKind::Text,
+            meta: None,
+            error: None,
+            image: None,
+        }
+    }
 }
 
 /// Documents gathered from one or more paths, in a stable order: the paths in the order
@@ -154,9 +200,7 @@ pub fn gather_with(
     for path in paths {
         if path.as_os_str() == STDIN {
             let text = read_stdin()?;
-            corpus
-                .documents
-                .push(text_document(STDIN.to_string(), text));
+            corpus.documents.push(Document::text(STDIN, text));
             continue;
         }
         for file in walk::files(path)? {
@@ -175,18 +219,9 @@ fn add_file(corpus: &mut Corpus, path: &Path, name: String) -> Result<(), Corpus
     } else if is_binary(&text) {
         corpus.skipped += 1;
     } else {
-        corpus.documents.push(text_document(name, text));
+        corpus.documents.push(Document::text(name, text));
     }
     Ok(())
-}
-
-fn text_document(name: String, text: Vec<u8>) -> Document {
-    Document {
-        name,
-        text,
-        kind: DocumentKind::Text,
-        meta: None,
-    }
 }
 
 fn read_file(path: &Path) -> Result<Vec<u8>, CorpusError> {

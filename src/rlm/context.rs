@@ -185,13 +185,8 @@ mod tests {
 
     #[test]
     fn a_corpus_is_a_list_of_documents() {
-        use crate::corpus::{Document, DocumentKind};
-        let document = |name: &str, text: &[u8]| Document {
-            name: name.to_string(),
-            text: text.to_vec(),
-            kind: DocumentKind::Text,
-            meta: None,
-        };
+        use crate::corpus::Document;
+        let document = |name: &str, text: &[u8]| Document::text(name, text);
         let mut with_meta = document("r1", b"\xffbytes");
         with_meta.meta = serde_json::from_str(r#"{"url": "u"}"#).ok();
         let corpus = Corpus {

@@ -688,15 +688,15 @@ mod tests {
 
     #[test]
     fn a_corpus_is_described_under_250_tokens_whatever_its_size() {
-        use crate::corpus::{Corpus, Document, DocumentKind};
+        use crate::corpus::{Corpus, Document};
         let corpus = |count: usize| {
             Context::Corpus(Corpus {
                 documents: (0..count)
-                    .map(|i| Document {
-                        name: format!("reports/2026/quarter-{i}/a-rather-long-file-name-{i}.md"),
-                        text: format!("line {i}\n").repeat(i % 7 + 1).into_bytes(),
-                        kind: DocumentKind::Text,
-                        meta: None,
+                    .map(|i| {
+                        Document::text(
+                            format!("reports/2026/quarter-{i}/a-rather-long-file-name-{i}.md"),
+                            format!("line {i}\n").repeat(i % 7 + 1),
+                        )
                     })
                     .collect(),
                 skipped: 2,

@@ -82,7 +82,7 @@ impl LimitKind {
                 limits.time.as_secs_f64()
             ),
             LimitKind::Memory => format!(
-                "memory limit exceeded: the environment may use at most {} MiB",
+                "memory limit exceeded: the code may use at most {} MiB besides the context (`--memory-limit` or `memory_limit_mb` raises it)",
                 limits.memory_bytes / (1024 * 1024)
             ),
             LimitKind::Output => format!(
@@ -166,6 +166,9 @@ impl Interrupt {
 #[derive(Debug)]
 pub(crate) struct Guard {
     pub limits: Limits,
+    /// The memory the context took when it was loaded: the user's data, not the code's
+    /// allocations, so it does not count against [`Limits::memory_bytes`].
+    context_bytes: Cell<usize>,
     deadline: Cell<Option<Instant>>,
     tripped: Cell<Option<LimitKind>>,
     pub interrupt: RefCell<Interrupt>,
@@ -175,10 +178,28 @@ impl Guard {
     pub fn new(limits: Limits) -> Self {
         Guard {
             limits,
+            context_bytes: Cell::new(0),
             deadline: Cell::new(None),
             tripped: Cell::new(None),
             interrupt: RefCell::new(Interrupt::new()),
         }
+    }
+
+    /// The memory the environment may hold: the limit, and the context beside it.
+    pub fn memory_ceiling(&self) -> usize {
+        self.limits
+            .memory_bytes
+            .saturating_add(self.context_bytes.get())
+    }
+
+    /// The memory the context took when it was loaded.
+    pub fn context_bytes(&self) -> usize {
+        self.context_bytes.get()
+    }
+
+    /// Records the memory the context now takes.
+    pub fn set_context_bytes(&self, bytes: usize) {
+        self.context_bytes.set(bytes);
     }
 
     /// Arms the limits for a new execution.
@@ -234,7 +255,7 @@ impl Guard {
         if self.interrupt.borrow().is_interrupted() {
             return Err(self.trip(LimitKind::Interrupted));
         }
-        if used_memory > self.limits.memory_bytes {
+        if used_memory > self.memory_ceiling() {
             return Err(self.trip(LimitKind::Memory));
         }
         Ok(())

@@ -55,6 +55,7 @@ mod answer_schema;
 mod budget;
 pub mod builtins;
 mod chunks;
+mod context;
 mod errors;
 mod globals;
 mod hook;
@@ -84,8 +85,8 @@ pub use window::{ContextWindow, Overflow, reply_reserve, request_tokens};
 
 use crate::Registry;
 use crate::catalog::Catalog;
+use crate::conventions::ANSWER_GLOBAL;
 use crate::conventions::builtins::BuiltinId;
-use crate::conventions::{ANSWER_GLOBAL, CONTEXT_GLOBAL};
 use crate::llm::Llm;
 use crate::providers::{AgentScope, Providers};
 pub use answer_schema::{AnswerSchema, Violation};
@@ -395,15 +396,6 @@ impl Environment {
     /// ```
     pub fn set_output_observer(&self, observer: Option<OutputObserver>) {
         *self.tripwire.observer.0.borrow_mut() = observer;
-    }
-
-    /// Sets the global `context` to `text` (any bytes: Lua strings need not be UTF-8).
-    pub fn set_context(&self, text: impl AsRef<[u8]>) -> Result<(), ExecError> {
-        let set = || -> mlua::Result<()> {
-            let value = self.lua.create_string(text.as_ref())?;
-            self.lua.globals().raw_set(CONTEXT_GLOBAL, value)
-        };
-        set().map_err(|error| self.classify(error))
     }
 
     /// Runs `code` in the session: globals persist from one execution to the next.

@@ -1,8 +1,8 @@
 //! [`Context`]: the text under study, as the `context` global holds it.
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value};
 
-use crate::corpus::{Corpus, Gathered};
+use crate::corpus::{Corpus, Document, Gathered};
 use crate::environment::{Environment, ExecError};
 
 /// What the agent studies: one text, or a list of texts (chunks: documents, files,
@@ -57,67 +57,27 @@ impl Context {
     pub fn load_into(&self, env: &Environment) -> Result<(), ExecError> {
         match self {
             Context::Text(text) => env.set_context(text),
-            Context::Chunks(chunks) => {
-                // One string in, cut into the array in Lua: no other way in, and cheap.
-                env.set_context(chunks.concat())?;
-                let sizes: Vec<String> = chunks.iter().map(|c| c.len().to_string()).collect();
-                let code = format!(
-                    "local s, sizes, t, start = context, \"{}\", {{}}, 1
-                     for size in sizes:gmatch('%d+') do
-                       size = tonumber(size)
-                       t[#t + 1] = s:sub(start, start + size - 1)
-                       start = start + size
-                     end
-                     context = t",
-                    sizes.join(" ")
-                );
-                env.execute(&code).map(|_| ())
-            }
-            Context::Corpus(corpus) => load_corpus(corpus, env),
+            Context::Chunks(chunks) => env.set_context_list(chunks),
+            Context::Corpus(corpus) => env.set_context_documents(
+                corpus
+                    .documents
+                    .iter()
+                    .map(|document| (document_fields(document), &document.text[..])),
+            ),
         }
     }
 }
 
-/// The name the documents' fields (all but their text) cross under, for a moment.
-const DOCUMENTS_GLOBAL: &str = "_rlm_documents";
-
-/// Sets `context` to the corpus's documents: their fields through the JSON mapping, their
-/// texts as one string cut in Lua (bytes that need not be UTF-8, and no copy per
-/// document through JSON).
-fn load_corpus(corpus: &Corpus, env: &Environment) -> Result<(), ExecError> {
-    let fields: Vec<Value> = corpus
-        .documents
-        .iter()
-        .map(|document| {
-            let mut fields = json!({
-                "name": document.name,
-                "kind": document.kind.as_str(),
-                "bytes": document.text.len(),
-            });
-            if let Some(meta) = &document.meta {
-                fields["meta"] = Value::Object(meta.clone());
-            }
-            fields
-        })
-        .collect();
-    env.set_global(DOCUMENTS_GLOBAL, &Value::Array(fields))?;
-    env.set_context(
-        corpus
-            .documents
-            .iter()
-            .flat_map(|d| d.text.iter().copied())
-            .collect::<Vec<u8>>(),
-    )?;
-    let code = format!(
-        "local s, documents, start = context, {DOCUMENTS_GLOBAL} or {{}}, 1
-         {DOCUMENTS_GLOBAL} = nil
-         for _, document in ipairs(documents) do
-           document.text = s:sub(start, start + document.bytes - 1)
-           start = start + document.bytes
-         end
-         context = documents"
-    );
-    env.execute(&code).map(|_| ())
+/// A document's fields in Lua but its text: `name`, `kind`, `bytes` and `meta`.
+fn document_fields(document: &Document) -> Map<String, Value> {
+    let mut fields = Map::new();
+    fields.insert("name".into(), document.name.clone().into());
+    fields.insert("kind".into(), document.kind.as_str().into());
+    fields.insert("bytes".into(), document.text.len().into());
+    if let Some(meta) = &document.meta {
+        fields.insert("meta".into(), Value::Object(meta.clone()));
+    }
+    fields
 }
 
 impl From<Gathered> for Context {

@@ -613,3 +613,24 @@ fn the_readme_main_job_runs_and_its_examples_pass() {
     let examples = rlm(&["test", "--path", "examples/lua"]);
     assert_eq!(examples.status.code(), Some(0), "{}", stdout(&examples));
 }
+
+#[test]
+fn exec_loads_a_context_file_larger_than_the_memory_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("big.log");
+    std::fs::write(&file, "0123456789abcdef".repeat(256 * 1024)).unwrap(); // 4 MiB
+    let out = rlm(&[
+        "exec",
+        "--memory-limit",
+        "1",
+        "--context",
+        file.to_str().unwrap(),
+        "print(#context, context:sub(-4))",
+    ]);
+    assert_eq!(
+        (out.status.code(), stdout(&out).as_str()),
+        (Some(0), "4194304\tcdef\n"),
+        "{}",
+        stderr(&out)
+    );
+}

@@ -418,3 +418,67 @@ fn garbage_of_small_native_results_beside_a_large_heap_stays_bounded() {
         "live heap: {live} KiB, after 3,000 counts: {after} KiB"
     );
 }
+
+/// Limits of 1 MiB, the code's allocations well under it.
+fn one_mib() -> Limits {
+    Limits {
+        memory_bytes: 1024 * 1024,
+        ..Limits::default()
+    }
+}
+
+#[test]
+fn a_context_larger_than_the_memory_limit_loads_and_the_code_stays_limited() {
+    let env = env(one_mib());
+    env.set_context(vec![b'x'; 8 * 1024 * 1024]).unwrap();
+    assert_eq!(
+        output(&env, "print(#context, context:sub(-2))"),
+        "8388608\txx\n"
+    );
+    assert_eq!(
+        output(
+            &env,
+            "local t = {} for i = 1, 1000 do t[i] = i end print(#t)"
+        ),
+        "1000\n"
+    );
+    let error = error(&env, "local copy = context:upper() print(#copy)");
+    assert!(is_limit(&error, LimitKind::Memory), "{error:?}");
+    assert!(
+        error.message().contains("besides the context")
+            && error.message().contains("--memory-limit"),
+        "the message says what counts and which setting raises it: {}",
+        error.message()
+    );
+}
+
+#[test]
+fn a_replaced_context_leaves_no_allowance_behind() {
+    let env = env(one_mib());
+    env.set_context(vec![b'x'; 8 * 1024 * 1024]).unwrap();
+    env.set_context("small").unwrap();
+    // The big context's room went with it: 4 MiB of the code's own is refused.
+    let error = error(&env, "local s = string.rep('y', 4 * 1024 * 1024) print(#s)");
+    assert!(is_limit(&error, LimitKind::Memory), "{error:?}");
+    assert_eq!(output(&env, "print(context)"), "small\n");
+}
+
+#[test]
+fn chunks_and_documents_larger_than_the_memory_limit_load_too() {
+    let env = env(one_mib());
+    let chunk = vec![b'c'; 1024 * 1024];
+    env.set_context_list([&chunk, &chunk, &chunk]).unwrap();
+    assert_eq!(output(&env, "print(#context, #context[3])"), "3\t1048576\n");
+    let fields = |name: &str| {
+        serde_json::json!({ "name": name, "kind": "text" })
+            .as_object()
+            .cloned()
+            .unwrap()
+    };
+    env.set_context_documents([(fields("a"), &chunk[..]), (fields("b"), &chunk[..])])
+        .unwrap();
+    assert_eq!(
+        output(&env, "print(#context, context[2].name, #context[2].text)"),
+        "2\tb\t1048576\n"
+    );
+}

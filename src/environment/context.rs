@@ -1,0 +1,129 @@
+//! Loading `context`: a string, a list of strings, or a list of document tables, each
+//! made straight from Rust (one Lua string per text, no text through JSON).
+//!
+//! A context is the user's data, not the code's allocations: what it takes when loaded
+//! is measured and set beside the memory limit rather than against it, so a 600 MB log
+//! loads under the default 512 MiB, while the code's own allocations stay limited as
+//! before (a copy of the whole context is the code's and counts).
+
+use mlua::{Lua, Value};
+use serde_json::{Map, Value as Json};
+
+use super::{Environment, ExecError, lua_json};
+use crate::conventions::CONTEXT_GLOBAL;
+
+impl Environment {
+    /// Sets the global `context` to `text` (any bytes: Lua strings need not be UTF-8).
+    /// What it takes does not count against the memory limit (see the [module
+    /// docs](self)).
+    ///
+    /// ```
+    /// use rlm_registry::{Registry, environment::{Environment, Limits}};
+    ///
+    /// let limits = Limits { memory_bytes: 1024 * 1024, ..Limits::default() };
+    /// let env = Environment::new(Registry::baked().clone(), limits)?;
+    /// env.set_context(vec![b'x'; 4 * 1024 * 1024])?; // four times the limit
+    /// assert_eq!(env.execute("print(#context)")?.output, "4194304\n");
+    /// assert!(env.execute("local copy = context .. '!'").is_err()); // a copy is the code's
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn set_context(&self, text: impl AsRef<[u8]>) -> Result<(), ExecError> {
+        self.load_context(|lua| lua.create_string(text.as_ref()).map(Value::String))
+    }
+
+    /// Sets `context` to an array of strings, one per item.
+    ///
+    /// ```
+    /// use rlm_registry::{Registry, environment::{Environment, Limits}};
+    ///
+    /// let env = Environment::new(Registry::baked().clone(), Limits::default())?;
+    /// env.set_context_list(["a", "bc"])?;
+    /// assert_eq!(env.execute("print(#context, context[2])")?.output, "2\tbc\n");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn set_context_list<T: AsRef<[u8]>>(
+        &self,
+        items: impl IntoIterator<Item = T>,
+    ) -> Result<(), ExecError> {
+        self.load_context(|lua| {
+            let list = lua.create_table()?;
+            for (i, item) in items.into_iter().enumerate() {
+                list.raw_set(i + 1, lua.create_string(item.as_ref())?)?;
+            }
+            Ok(Value::Table(list))
+        })
+    }
+
+    /// Sets `context` to a list of document tables: each one's `fields` as the JSON
+    /// mapping makes them, and its `text` field a string of the given bytes.
+    ///
+    /// ```
+    /// use rlm_registry::{Registry, environment::{Environment, Limits}};
+    /// use serde_json::json;
+    ///
+    /// let env = Environment::new(Registry::baked().clone(), Limits::default())?;
+    /// let fields = json!({"name": "a.md", "kind": "text"});
+    /// env.set_context_documents([(fields.as_object().unwrap().clone(), &b"# A"[..])])?;
+    /// assert_eq!(env.execute("print(context[1].name, context[1].text)")?.output, "a.md\t# A\n");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn set_context_documents<'t>(
+        &self,
+        documents: impl IntoIterator<Item = (Map<String, Json>, &'t [u8])>,
+    ) -> Result<(), ExecError> {
+        self.load_context(|lua| {
+            let list = lua.create_table()?;
+            for (i, (fields, text)) in documents.into_iter().enumerate() {
+                let document = match lua_json::to_lua(
+                    lua,
+                    &self.tripwire.guard,
+                    &Json::Object(fields),
+                    "document",
+                ) {
+                    Ok(Value::Table(table)) => table,
+                    Ok(_) => lua.create_table()?,
+                    Err(error) => return Err(error.into_lua("")),
+                };
+                document.raw_set("text", lua.create_string(text)?)?;
+                list.raw_set(i + 1, document)?;
+            }
+            Ok(Value::Table(list))
+        })
+    }
+
+    /// Makes the new `context` with `make`, with no memory ceiling while it is made, and
+    /// sets what it took beside the memory limit.
+    fn load_context(
+        &self,
+        make: impl FnOnce(&Lua) -> mlua::Result<Value>,
+    ) -> Result<(), ExecError> {
+        let lua = &self.lua;
+        let guard = &self.tripwire.guard;
+        let load = || -> mlua::Result<usize> {
+            // The old context goes first (unless the code kept it), so that what is
+            // measured is the new one alone and the two are never held together.
+            lua.globals().raw_set(CONTEXT_GLOBAL, Value::Nil)?;
+            if guard.context_bytes() > 0 {
+                guard.set_context_bytes(0);
+                lua.gc_collect()?;
+            }
+            // No ceiling while loading, for Lua's allocator and for the checks of the
+            // conversions alike.
+            guard.set_context_bytes(usize::MAX);
+            lua.set_memory_limit(0)?;
+            lua.gc_stop();
+            let before = lua.used_memory();
+            let made = make(lua).and_then(|value| lua.globals().raw_set(CONTEXT_GLOBAL, value));
+            let took = lua.used_memory().saturating_sub(before);
+            lua.gc_restart();
+            made.map(|()| took)
+        };
+        let loaded = load();
+        guard.set_context_bytes(*loaded.as_ref().unwrap_or(&0));
+        let ceiling = lua.set_memory_limit(guard.memory_ceiling());
+        match (loaded, ceiling) {
+            (Err(error), _) | (Ok(_), Err(error)) => Err(self.classify(error)),
+            (Ok(_), Ok(_)) => Ok(()),
+        }
+    }
+}

@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use crate::corpus::{Corpus, Gathered};
+use crate::corpus::{Corpus, Document, Gathered};
 use crate::environment::{Environment, ExecError};
 
 /// What the agent studies: one text, or a list of texts (chunks: documents, files,
@@ -24,7 +24,7 @@ pub enum Context {
     /// An array of strings.
     Chunks(Vec<Vec<u8>>),
     /// Documents (`--context DIR`, several paths, a JSONL corpus): in Lua a list of
-    /// tables `{name, text, kind, bytes[, meta]}`.
+    /// tables `{name, text, kind, bytes[, mime][, error][, meta]}`.
     Corpus(Corpus),
 }
 
@@ -83,24 +83,15 @@ const DOCUMENTS_GLOBAL: &str = "_rlm_documents";
 
 /// Sets `context` to the corpus's documents: their fields through the JSON mapping, their
 /// texts as one string cut in Lua (bytes that need not be UTF-8, and no copy per
-/// document through JSON).
+/// document through JSON). An image's bytes stay out of Lua.
 fn load_corpus(corpus: &Corpus, env: &Environment) -> Result<(), ExecError> {
-    let fields: Vec<Value> = corpus
-        .documents
-        .iter()
-        .map(|document| {
-            let mut fields = json!({
-                "name": document.name,
-                "kind": document.kind.as_str(),
-                "bytes": document.text.len(),
-            });
-            if let Some(meta) = &document.meta {
-                fields["meta"] = Value::Object(meta.clone());
-            }
-            fields
-        })
-        .collect();
-    env.set_global(DOCUMENTS_GLOBAL, &Value::Array(fields))?;
+    let fields: Vec<Value> = corpus.documents.iter().map(document_fields).collect();
+    // Where each text ends in the string, apart from `bytes` (an image's size).
+    let lengths: Vec<usize> = corpus.documents.iter().map(|d| d.text.len()).collect();
+    env.set_global(
+        DOCUMENTS_GLOBAL,
+        &json!({"documents": fields, "lengths": lengths}),
+    )?;
     env.set_context(
         corpus
             .documents
@@ -109,15 +100,35 @@ fn load_corpus(corpus: &Corpus, env: &Environment) -> Result<(), ExecError> {
             .collect::<Vec<u8>>(),
     )?;
     let code = format!(
-        "local s, documents, start = context, {DOCUMENTS_GLOBAL} or {{}}, 1
+        "local s, given, start = context, {DOCUMENTS_GLOBAL} or {{}}, 1
          {DOCUMENTS_GLOBAL} = nil
-         for _, document in ipairs(documents) do
-           document.text = s:sub(start, start + document.bytes - 1)
-           start = start + document.bytes
+         local documents, lengths = given.documents or {{}}, given.lengths or {{}}
+         for i, document in ipairs(documents) do
+           document.text = s:sub(start, start + lengths[i] - 1)
+           start = start + lengths[i]
          end
          context = documents"
     );
     env.execute(&code).map(|_| ())
+}
+
+/// A document's fields but its text: `{name, kind, bytes[, mime][, error][, meta]}`.
+fn document_fields(document: &Document) -> Value {
+    let mut fields = json!({
+        "name": document.name,
+        "kind": document.kind.as_str(),
+        "bytes": document.bytes(),
+    });
+    if let Some(image) = &document.image {
+        fields["mime"] = Value::from(image.mime.as_str());
+    }
+    if let Some(error) = &document.error {
+        fields["error"] = Value::from(error.as_str());
+    }
+    if let Some(meta) = &document.meta {
+        fields["meta"] = Value::Object(meta.clone());
+    }
+    fields
 }
 
 impl From<Gathered> for Context {
@@ -185,7 +196,6 @@ mod tests {
 
     #[test]
     fn a_corpus_is_a_list_of_documents() {
-        use crate::corpus::Document;
         let document = |name: &str, text: &[u8]| Document::text(name, text);
         let mut with_meta = document("r1", b"\xffbytes");
         with_meta.meta = serde_json::from_str(r#"{"url": "u"}"#).ok();
@@ -214,6 +224,43 @@ mod tests {
                 .unwrap()
                 .output,
             "255\n"
+        );
+    }
+
+    #[test]
+    fn images_and_failed_documents_load_without_text_and_keep_the_rest_in_place() {
+        use crate::corpus::{DocumentKind, Image};
+        let image = Document {
+            kind: DocumentKind::Image,
+            image: Some(Image {
+                mime: "image/png".into(),
+                data: std::sync::Arc::from(&b"\x89PNG123456"[..]),
+            }),
+            ..Document::text("shot.png", "")
+        };
+        let failed = Document {
+            kind: DocumentKind::Pdf,
+            error: Some("invalid file trailer".into()),
+            ..Document::text("bad.pdf", "")
+        };
+        let corpus = Corpus {
+            documents: vec![image, failed, Document::text("after.md", "still here")],
+            skipped: 0,
+        };
+        let env = Environment::new(Registry::baked().clone(), Limits::default()).unwrap();
+        Context::Corpus(corpus).load_into(&env).unwrap();
+        let out = env
+            .execute(
+                "for _, d in ipairs(context) do print(d.name, d.kind, d.bytes, #d.text, d.mime, d.error) end
+                 print(context[3].text)",
+            )
+            .unwrap();
+        assert_eq!(
+            out.output,
+            "shot.png\timage\t10\t0\timage/png\tnil\n\
+             bad.pdf\tpdf\t0\t0\tnil\tinvalid file trailer\n\
+             after.md\ttext\t10\t10\tnil\tnil\n\
+             still here\n"
         );
     }
 }

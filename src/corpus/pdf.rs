@@ -9,11 +9,11 @@ use std::sync::Once;
 /// The text of the PDF `bytes`, or why it has none, in one line.
 pub(super) fn text(bytes: &[u8]) -> Result<String, String> {
     let extracted = quietly(|| pdf_extract::extract_text_from_mem(bytes))
-        .map_err(|panic| format!("the PDF reader failed on it ({panic})"))?
+        .map_err(|panic| format!("the PDF reader failed: {panic}"))?
         .map_err(|error| one_line(&error.to_string()))?;
     let text = tidy(&extracted);
     if text.is_empty() {
-        return Err("it has no text layer (scanned pages?)".into());
+        return Err("no text layer: scanned pages need OCR".into());
     }
     Ok(text)
 }

@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::support::cli::{llm_args, rlm_command, stderr, stdout};
+use crate::support::cli::{rlm_command, rlm_in, stderr, stdout};
 use crate::support::openai_server::{Behavior, OpenAiServer};
 use crate::support::rlm_loop::lua;
 
@@ -150,31 +150,28 @@ fn replay_refuses_a_corpus_whose_image_changed() {
     let png = std::fs::read(fixtures().join("pixel.png")).unwrap();
     std::fs::write(docs.join("pixel.png"), &png).unwrap();
     let server = OpenAiServer::start(vec![lua("FINAL(#context)")], Behavior::status(500));
-    let trace = dir.path().join("run.jsonl");
-    let out = rlm_command()
-        .current_dir(dir.path())
-        .args(["ask", "Q", "-q", "--context", "docs", "--trace"])
-        .arg(&trace)
-        .args(llm_args(&server.base_url(), "test-model"))
-        .output()
-        .unwrap();
+    let url = server.base_url();
+    let ask = [
+        "ask",
+        "Q",
+        "-q",
+        "--context",
+        "docs",
+        "--trace",
+        "run.jsonl",
+    ];
+    let out = rlm_in(
+        dir.path(),
+        &[&ask[..], &["--base-url", &url, "--model", "m"]].concat(),
+    );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let replay = || {
-        rlm_command()
-            .current_dir(dir.path())
-            .arg("replay")
-            .arg(&trace)
-            .args(["--context", "docs"])
-            .output()
-            .unwrap()
-    };
+    let replay = || rlm_in(dir.path(), &["replay", "run.jsonl", "--context", "docs"]);
     let out = replay();
     assert_eq!(
         out.status.code(),
         Some(0),
-        "{}{}",
-        stdout(&out),
-        stderr(&out)
+        "{}",
+        stdout(&out) + &stderr(&out)
     );
     // Same size, one byte different: only the image's bytes tell the corpora apart.
     let mut changed = png;

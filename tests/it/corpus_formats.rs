@@ -142,6 +142,25 @@ fn a_page_a_pdf_or_an_image_alone_is_one_document_and_a_text_file_alone_a_string
 }
 
 #[test]
+fn a_pdf_that_makes_the_reader_panic_is_one_warning_and_no_panic_message() {
+    // A page whose `Tj` shows a number, not a string: pdf-extract panics on it.
+    let pdf = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/panicking.pdf");
+    let out = exec("print(context[1].kind, context[1].error)", &pdf);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stdout(&out).starts_with("pdf\tthe PDF reader failed: unexpected Tj operand"),
+        "{}",
+        stdout(&out)
+    );
+    let errors = stderr(&out);
+    assert_eq!(errors.lines().count(), 1, "{errors}");
+    assert!(
+        errors.starts_with("warning: ") && !errors.contains("panicked"),
+        "{errors}"
+    );
+}
+
+#[test]
 fn replay_refuses_a_corpus_whose_image_changed() {
     let dir = tempfile::tempdir().unwrap();
     let docs = dir.path().join("docs");

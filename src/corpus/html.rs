@@ -116,7 +116,7 @@ impl Walk {
                 self.pre += 1;
                 self.pre_start = true;
             }
-        } else if matches!(name, b"td" | b"th") && !self.out.is_empty() && !self.at_line_start() {
+        } else if matches!(name, b"td" | b"th") && !self.at_line_start() {
             self.out.push('\t');
             self.space = false;
         }

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use rlm_registry::corpus::{STDIN, gather};
+use rlm_registry::corpus::{Gathered, STDIN, gather};
 use rlm_registry::environment::{Limits, User};
 use rlm_registry::rlm::Context;
 
@@ -40,9 +40,10 @@ pub(crate) struct ContextArgs {
     /// What the code studies, as the global `context`: a file (its text), a folder
     /// (walked as ripgrep walks it: `.gitignore` and `.ignore` honoured, hidden and binary
     /// files left out), a quoted glob ('logs/*.log'), `-` for standard input, or a
-    /// `.jsonl` file of records with a text field. Repeat it for several. One plain file
-    /// is a string; anything else is a corpus, a list of documents `{name, text, kind,
-    /// bytes[, meta]}`.
+    /// `.jsonl` file of records with a text field. Repeat it for several. One plain text
+    /// or code file is a string; anything else (a PDF, an HTML page or an image alone
+    /// too) is a corpus, a list of documents `{name, text, kind, bytes[, mime][, error][,
+    /// meta]}`: HTML and PDF as their text, images as `kind = "image"`.
     #[arg(long = "context", id = "context", value_name = "PATH")]
     pub paths: Vec<PathBuf>,
 }
@@ -61,9 +62,17 @@ impl ContextArgs {
                     .into(),
             ));
         }
-        gather(&self.paths)
-            .map(|gathered| Some(Context::from(gathered)))
-            .map_err(|error| Output::failure(EXIT_USAGE, format!("error: {error}\n")))
+        let gathered = gather(&self.paths)
+            .map_err(|error| Output::failure(EXIT_USAGE, format!("error: {error}\n")))?;
+        if let Gathered::Corpus(corpus) = &gathered {
+            // A document that could not be read is kept (the run goes on); the user hears
+            // of it once.
+            let mut stderr = std::io::stderr().lock();
+            for warning in corpus.warnings() {
+                let _ = writeln!(stderr, "warning: {warning}");
+            }
+        }
+        Ok(Some(Context::from(gathered)))
     }
 }
 

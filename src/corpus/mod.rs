@@ -2,11 +2,18 @@
 //! walked as ripgrep walks it, a glob, several paths, standard input, a JSONL file of
 //! records — as a list of [`Document`]s, each with its name, text, kind and size.
 //!
-//! [`gather`] decides: one plain file (or standard input alone) stays one text, as it
-//! always was; anything else is a [`Corpus`]. Folders honour `.gitignore` and `.ignore`
-//! and skip hidden files (the `ignore` crate, ripgrep's walker); symbolic links are not
-//! followed, so a link loop cannot hang a walk. A binary file (a NUL byte in its first
-//! 8 KiB) is skipped and counted. A `.jsonl` file whose every line is an object with a
+//! [`gather`] decides: one plain text or code file (or standard input alone) stays one
+//! text, as it always was; anything else — a PDF, an HTML page or an image alone too — is
+//! a [`Corpus`]. Folders honour `.gitignore` and `.ignore` and skip hidden files (the
+//! `ignore` crate, ripgrep's walker); symbolic links are not followed, so a link loop
+//! cannot hang a walk.
+//!
+//! Each file's format is decided by its extension, else its first bytes: HTML pages
+//! become their readable text (kind `html`), PDFs their extracted text (kind `pdf`; one
+//! that cannot be read is kept with an `error` and no text, see [`Corpus::warnings`]),
+//! PNG, JPEG, GIF and WebP images stay bytes with their MIME type (kind `image`, no
+//! text). Any other binary file (a NUL byte in its first 8 KiB) is skipped and counted.
+//! A `.jsonl` file whose every line is an object with a
 //! text field (`text`, `contents` or `content`) is a corpus of records
 //! (BrowseComp-Plus's shape): one document per line, named by `docid`, `id`, `title` or
 //! `name`, its other fields as `meta`; other JSONL stays text.
@@ -25,7 +32,10 @@
 //! # Ok::<(), rlm_registry::corpus::CorpusError>(())
 //! ```
 
+mod format;
+mod html;
 mod jsonl;
+mod pdf;
 mod walk;
 
 use std::fmt;
@@ -33,6 +43,8 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
+
+use format::Format;
 
 /// The name of standard input among the paths.
 pub const STDIN: &str = "-";
@@ -111,6 +123,19 @@ impl Document {
             image: None,
         }
     }
+
+    /// Its size as the model reads it in `bytes`: an image's bytes, else its text's.
+    ///
+    /// ```
+    /// use rlm_registry::corpus::Document;
+    ///
+    /// assert_eq!(Document::text("a.md", "four").bytes(), 4);
+    /// ```
+    pub fn bytes(&self) -> usize {
+        self.image
+            .as_ref()
+            .map_or(self.text.len(), |image| image.data.len())
+    }
 }
 
 /// Documents gathered from one or more paths, in a stable order: the paths in the order
@@ -127,6 +152,34 @@ impl Corpus {
     /// Bytes of text in all the documents.
     pub fn total_bytes(&self) -> usize {
         self.documents.iter().map(|d| d.text.len()).sum()
+    }
+
+    /// One line for each document kept with an `error` (a PDF whose text cannot be
+    /// extracted), for the user: the library prints nothing, the command line prints
+    /// these on stderr.
+    ///
+    /// ```
+    /// use rlm_registry::corpus::{Corpus, Document};
+    ///
+    /// let mut broken = Document::text("report.pdf", "");
+    /// broken.error = Some("invalid file trailer".into());
+    /// let corpus = Corpus { documents: vec![Document::text("a.md", "x"), broken], skipped: 0 };
+    /// assert_eq!(
+    ///     corpus.warnings(),
+    ///     ["report.pdf: cannot read its text (invalid file trailer); it is kept with an `error` field"]
+    /// );
+    /// ```
+    pub fn warnings(&self) -> Vec<String> {
+        self.documents
+            .iter()
+            .filter_map(|document| {
+                let error = document.error.as_ref()?;
+                Some(format!(
+                    "{}: cannot read its text ({error}); it is kept with an `error` field",
+                    document.name
+                ))
+            })
+            .collect()
     }
 }
 
@@ -190,10 +243,14 @@ pub fn gather_with(
             return read_stdin().map(Gathered::Text);
         }
         if only.is_file() {
-            let text = read_file(only)?;
-            if !jsonl::is_corpus(only, &text) {
-                return Ok(Gathered::Text(text));
+            let bytes = read_file(only)?;
+            let plain = matches!(format::detect(only, &bytes), Format::Text | Format::Binary);
+            if plain && !jsonl::is_corpus(only, &bytes) {
+                return Ok(Gathered::Text(bytes));
             }
+            let mut corpus = Corpus::default();
+            add_bytes(&mut corpus, only, only.display().to_string(), bytes);
+            return Ok(Gathered::Corpus(corpus));
         }
     }
     let mut corpus = Corpus::default();
@@ -210,27 +267,28 @@ pub fn gather_with(
     Ok(Gathered::Corpus(corpus))
 }
 
-/// Adds the file at `path`, named `name`: its records for a JSONL corpus, else its text,
-/// unless it is binary.
+/// Adds the file at `path`, named `name`: its records for a JSONL corpus, else the
+/// document its format makes, unless it is binary.
 fn add_file(corpus: &mut Corpus, path: &Path, name: String) -> Result<(), CorpusError> {
-    let text = read_file(path)?;
-    if jsonl::is_corpus(path, &text) {
-        corpus.documents.extend(jsonl::records(&name, &text));
-    } else if is_binary(&text) {
-        corpus.skipped += 1;
-    } else {
-        corpus.documents.push(Document::text(name, text));
-    }
+    let bytes = read_file(path)?;
+    add_bytes(corpus, path, name, bytes);
     Ok(())
+}
+
+/// [`add_file`] with the file's `bytes` read.
+fn add_bytes(corpus: &mut Corpus, path: &Path, name: String, bytes: Vec<u8>) {
+    if jsonl::is_corpus(path, &bytes) {
+        corpus.documents.extend(jsonl::records(&name, &bytes));
+        return;
+    }
+    match format::detect(path, &bytes) {
+        Format::Binary => corpus.skipped += 1,
+        known => corpus.documents.push(format::document(name, bytes, known)),
+    }
 }
 
 fn read_file(path: &Path) -> Result<Vec<u8>, CorpusError> {
     std::fs::read(path).map_err(|error| CorpusError::new(path.display(), error))
-}
-
-/// Whether `bytes` look binary, as ripgrep decides: a NUL byte in the first 8 KiB.
-fn is_binary(bytes: &[u8]) -> bool {
-    bytes[..bytes.len().min(8 * 1024)].contains(&0)
 }
 
 #[cfg(test)]
@@ -279,5 +337,50 @@ mod tests {
         };
         assert_eq!(corpus.documents.len(), 1);
         assert_eq!(corpus.skipped, 1);
+    }
+
+    #[test]
+    fn a_page_a_pdf_or_an_image_alone_is_a_corpus_of_one_and_a_binary_alone_stays_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let files: [(&str, &[u8], DocumentKind); 3] = [
+            ("page.html", b"<p>hello</p>", DocumentKind::Html),
+            ("paper.pdf", b"%PDF-1.7 broken", DocumentKind::Pdf),
+            ("shot.gif", b"GIF89a", DocumentKind::Image),
+        ];
+        for (name, bytes, kind) in files {
+            let path = dir.path().join(name);
+            std::fs::write(&path, bytes).unwrap();
+            let Gathered::Corpus(corpus) =
+                gather_with(std::slice::from_ref(&path), no_stdin).unwrap()
+            else {
+                panic!("{name} alone is a corpus");
+            };
+            assert_eq!(corpus.documents.len(), 1);
+            assert_eq!(corpus.documents[0].kind, kind);
+            assert_eq!(corpus.documents[0].name, path.display().to_string());
+        }
+        let binary = dir.path().join("blob.bin");
+        std::fs::write(&binary, b"\0\x01").unwrap();
+        assert_eq!(
+            gather_with(&[binary], no_stdin).unwrap(),
+            Gathered::Text(b"\0\x01".to_vec())
+        );
+    }
+
+    #[test]
+    fn only_documents_with_an_error_are_warned_of() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("bad.pdf"), b"%PDF-1.4 truncated").unwrap();
+        std::fs::write(dir.path().join("page.htm"), b"<p>fine</p>").unwrap();
+        let Gathered::Corpus(corpus) = gather_with(&[dir.path().into()], no_stdin).unwrap() else {
+            panic!("a folder is a corpus");
+        };
+        let warnings = corpus.warnings();
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(
+            warnings[0].starts_with("bad.pdf: cannot read its text ("),
+            "{warnings:?}"
+        );
+        assert_eq!(corpus.documents[1].text, b"fine\n");
     }
 }

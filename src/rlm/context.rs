@@ -24,7 +24,7 @@ pub enum Context {
     /// An array of strings.
     Chunks(Vec<Vec<u8>>),
     /// Documents (`--context DIR`, several paths, a JSONL corpus): in Lua a list of
-    /// tables `{name, text, kind, bytes[, meta]}`.
+    /// tables `{name, text, kind, bytes[, mime][, error][, meta]}`.
     Corpus(Corpus),
 }
 
@@ -68,12 +68,19 @@ impl Context {
     }
 }
 
-/// A document's fields in Lua but its text: `name`, `kind`, `bytes` and `meta`.
+/// A document's fields but its text: `{name, kind, bytes[, mime][, error][, meta]}`
+/// (`bytes` is an image's size; its bytes stay out of Lua).
 fn document_fields(document: &Document) -> Map<String, Value> {
     let mut fields = Map::new();
     fields.insert("name".into(), document.name.clone().into());
     fields.insert("kind".into(), document.kind.as_str().into());
-    fields.insert("bytes".into(), document.text.len().into());
+    fields.insert("bytes".into(), document.bytes().into());
+    if let Some(image) = &document.image {
+        fields.insert("mime".into(), image.mime.clone().into());
+    }
+    if let Some(error) = &document.error {
+        fields.insert("error".into(), error.clone().into());
+    }
     if let Some(meta) = &document.meta {
         fields.insert("meta".into(), Value::Object(meta.clone()));
     }
@@ -145,7 +152,6 @@ mod tests {
 
     #[test]
     fn a_corpus_is_a_list_of_documents() {
-        use crate::corpus::Document;
         let document = |name: &str, text: &[u8]| Document::text(name, text);
         let mut with_meta = document("r1", b"\xffbytes");
         with_meta.meta = serde_json::from_str(r#"{"url": "u"}"#).ok();
@@ -174,6 +180,43 @@ mod tests {
                 .unwrap()
                 .output,
             "255\n"
+        );
+    }
+
+    #[test]
+    fn images_and_failed_documents_load_without_text_and_keep_the_rest_in_place() {
+        use crate::corpus::{DocumentKind, Image};
+        let image = Document {
+            kind: DocumentKind::Image,
+            image: Some(Image {
+                mime: "image/png".into(),
+                data: std::sync::Arc::from(&b"\x89PNG123456"[..]),
+            }),
+            ..Document::text("shot.png", "")
+        };
+        let failed = Document {
+            kind: DocumentKind::Pdf,
+            error: Some("invalid file trailer".into()),
+            ..Document::text("bad.pdf", "")
+        };
+        let corpus = Corpus {
+            documents: vec![image, failed, Document::text("after.md", "still here")],
+            skipped: 0,
+        };
+        let env = Environment::new(Registry::baked().clone(), Limits::default()).unwrap();
+        Context::Corpus(corpus).load_into(&env).unwrap();
+        let out = env
+            .execute(
+                "for _, d in ipairs(context) do print(d.name, d.kind, d.bytes, #d.text, d.mime, d.error) end
+                 print(context[3].text)",
+            )
+            .unwrap();
+        assert_eq!(
+            out.output,
+            "shot.png\timage\t10\t0\timage/png\tnil\n\
+             bad.pdf\tpdf\t0\t0\tnil\tinvalid file trailer\n\
+             after.md\ttext\t10\t10\tnil\tnil\n\
+             still here\n"
         );
     }
 }

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use crate::catalog::Catalog;
 use crate::conventions::AnswerProtocol;
-use crate::corpus::Corpus;
+use crate::corpus::{Corpus, Document, DocumentKind};
 use crate::environment::{AnswerSchema, ExecError};
 use crate::text_format::{byte_prefix, cut_chars, thousands};
 use crate::tokens;
@@ -254,12 +254,13 @@ const LISTED_NAMES: usize = 3;
 /// A listed name's characters, at most.
 const NAME_CHARS: usize = 60;
 
-/// A corpus in a few lines whatever its size: the documents, their sizes, a few names,
-/// the fields of a document and how to go through them.
+/// A corpus in a few lines whatever its size: the documents by kind, their sizes, a few
+/// names, the fields of a document (those some have, such as `mime`, only then), how to
+/// go through them and how to rank them.
 fn describe_corpus(corpus: &Corpus) -> String {
     let documents = &corpus.documents;
     let total = corpus.total_bytes();
-    let sizes = documents.iter().map(|d| d.text.len());
+    let sizes = documents.iter().map(Document::bytes);
     let tokens = if total <= EXACT_TOKENS_UP_TO {
         let count: usize = documents
             .iter()
@@ -277,22 +278,79 @@ fn describe_corpus(corpus: &Corpus) -> String {
     if documents.len() > LISTED_NAMES {
         names.push("…".to_string());
     }
-    let skipped = match corpus.skipped {
-        0 => String::new(),
-        n => format!(
-            " ({} binary file{} left out)",
-            thousands(n as u64),
-            if n == 1 { "" } else { "s" }
-        ),
-    };
     format!(
-        "`context` is a corpus: a Lua list of {} documents{skipped}, {} bytes, {tokens} in all; a document has {} to {} bytes. Each is a table `{{name, text, kind, bytes[, meta]}}`; names: {}. Go through them with `for i, doc in ipairs(context) do … doc.text … end`.",
+        "`context` is a corpus: a Lua list of {} documents{}, {} bytes, {tokens} in all; a document has {} to {} bytes. Each is a table `{{{}}}`; names: {}. Go through them with `for i, doc in ipairs(context) do … doc.text … end`. `doc_search(query [, k])` ranks the documents by BM25 and returns `{{doc, name, score}}` entries.",
         thousands(documents.len() as u64),
+        corpus_notes(corpus),
         thousands(total as u64),
         thousands(sizes.clone().min().unwrap_or(0) as u64),
         thousands(sizes.max().unwrap_or(0) as u64),
+        document_fields(documents),
         names.join(", "),
     )
+}
+
+/// What a corpus's count leaves out, in parentheses: its documents by kind when they are
+/// not all text, those with an `error`, the binary files left out.
+fn corpus_notes(corpus: &Corpus) -> String {
+    let count = |kind: DocumentKind| corpus.documents.iter().filter(|d| d.kind == kind).count();
+    let mut notes = Vec::new();
+    if count(DocumentKind::Text) < corpus.documents.len() {
+        let kinds = [
+            DocumentKind::Text,
+            DocumentKind::Html,
+            DocumentKind::Pdf,
+            DocumentKind::Image,
+        ];
+        let by_kind: Vec<String> = kinds
+            .into_iter()
+            .map(|kind| (kind, count(kind)))
+            .filter(|&(_, n)| n > 0)
+            .map(|(kind, n)| format!("{} {}", thousands(n as u64), kind.as_str()))
+            .collect();
+        notes.push(by_kind.join(", "));
+    }
+    let failed = corpus
+        .documents
+        .iter()
+        .filter(|d| d.error.is_some())
+        .count();
+    if failed > 0 {
+        notes.push(format!(
+            "{} with an `error`, no text",
+            thousands(failed as u64)
+        ));
+    }
+    if corpus.skipped > 0 {
+        let n = corpus.skipped;
+        notes.push(format!(
+            "{} binary file{} left out",
+            thousands(n as u64),
+            if n == 1 { "" } else { "s" }
+        ));
+    }
+    if notes.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", notes.join("; "))
+    }
+}
+
+/// A document's fields as `name, text, kind, bytes[, mime][, error][, meta]`, the
+/// optional ones listed only when some document has them.
+fn document_fields(documents: &[Document]) -> String {
+    let mut fields = "name, text, kind, bytes".to_string();
+    let optional = [
+        ("mime", documents.iter().any(|d| d.image.is_some())),
+        ("error", documents.iter().any(|d| d.error.is_some())),
+        ("meta", documents.iter().any(|d| d.meta.is_some())),
+    ];
+    for (field, present) in optional {
+        if present {
+            fields.push_str(&format!("[, {field}]"));
+        }
+    }
+    fields
 }
 
 /// `3 lines`: the lines of `text`, the last one counted without a final newline.
@@ -688,17 +746,39 @@ mod tests {
 
     #[test]
     fn a_corpus_is_described_under_250_tokens_whatever_its_size() {
-        use crate::corpus::{Corpus, Document};
+        use crate::corpus::{Corpus, Document, Image};
+        // Mostly text; every tenth a PDF (one in a thousand failed), every 25th an image.
+        let document = |i: usize| {
+            let plain = Document::text(
+                format!("reports/2026/quarter-{i}/a-rather-long-file-name-{i}.md"),
+                format!("line {i}\n").repeat(i % 7 + 1),
+            );
+            match i {
+                _ if i % 25 == 3 => Document {
+                    kind: DocumentKind::Image,
+                    text: Vec::new(),
+                    image: Some(Image {
+                        mime: "image/png".into(),
+                        data: std::sync::Arc::from(vec![0u8; 100 + i]),
+                    }),
+                    ..plain
+                },
+                _ if i % 1000 == 19 => Document {
+                    kind: DocumentKind::Pdf,
+                    text: Vec::new(),
+                    error: Some("invalid file trailer".into()),
+                    ..plain
+                },
+                _ if i % 10 == 9 => Document {
+                    kind: DocumentKind::Pdf,
+                    ..plain
+                },
+                _ => plain,
+            }
+        };
         let corpus = |count: usize| {
             Context::Corpus(Corpus {
-                documents: (0..count)
-                    .map(|i| {
-                        Document::text(
-                            format!("reports/2026/quarter-{i}/a-rather-long-file-name-{i}.md"),
-                            format!("line {i}\n").repeat(i % 7 + 1),
-                        )
-                    })
-                    .collect(),
+                documents: (0..count).map(document).collect(),
                 skipped: 2,
             })
         };
@@ -710,12 +790,19 @@ mod tests {
             "{small}"
         );
         assert!(
-            small.contains("`reports/2026/quarter-0/a-rather-long-file-name-0.md`"),
+            small.contains("`reports/2026/quarter-0/a-rather-long-file-name-0.md`")
+                && small.contains("`{name, text, kind, bytes}`"),
             "{small}"
         );
         let large = describe_context(&corpus(10_000));
         assert!(
-            large.contains("10,000 documents") && large.contains(", …. Go through"),
+            large.contains(
+                "10,000 documents (8,600 text, 1,000 pdf, 400 image; 10 with an `error`, no text; 2 binary files left out)"
+            ) && large.contains("`{name, text, kind, bytes[, mime][, error]}`")
+                && large.contains(", …. Go through")
+                && large.ends_with(
+                    "`doc_search(query [, k])` ranks the documents by BM25 and returns `{doc, name, score}` entries."
+                ),
             "{large}"
         );
         assert!(

@@ -299,10 +299,17 @@ impl ContextDigest {
                 Some(chunks.iter().map(|chunk| chunk.len() as u64).collect())
             }
             Context::Corpus(corpus) => {
-                // Names and texts, each with its length first, so that moving bytes from
-                // one to the next changes the hash.
+                // Names, kinds, texts and images' bytes, each with its length first, so
+                // that moving bytes from one to the next changes the hash.
                 for document in &corpus.documents {
-                    for part in [document.name.as_bytes(), &document.text] {
+                    let image = document.image.as_ref().map_or(&[][..], |i| &i.data[..]);
+                    let parts = [
+                        document.name.as_bytes(),
+                        document.kind.as_str().as_bytes(),
+                        &document.text,
+                        image,
+                    ];
+                    for part in parts {
                         hasher.update((part.len() as u64).to_le_bytes());
                         hasher.update(part);
                     }
@@ -675,5 +682,34 @@ mod tests {
         );
         let bad_status = r#"{"event":"turn","agent":"0","turn":1,"outputs":[{"status":"odd"}]}"#;
         assert!(serde_json::from_str::<Record>(bad_status).is_err());
+    }
+
+    #[test]
+    fn a_corpus_digest_covers_kinds_and_image_bytes() {
+        use crate::corpus::{Corpus, Document, DocumentKind, Image};
+        let image = |data: &[u8], kind| Document {
+            kind,
+            image: Some(Image {
+                mime: "image/png".into(),
+                data: std::sync::Arc::from(data),
+            }),
+            ..Document::text("shot.png", "")
+        };
+        let digest = |document: Document| {
+            ContextDigest::of(&Context::Corpus(Corpus {
+                documents: vec![Document::text("a.md", "x"), document],
+                skipped: 0,
+            }))
+        };
+        let first = digest(image(b"\x89PNG one", DocumentKind::Image));
+        assert_eq!(first, digest(image(b"\x89PNG one", DocumentKind::Image)));
+        assert_ne!(
+            first.sha256,
+            digest(image(b"\x89PNG two", DocumentKind::Image)).sha256
+        );
+        assert_ne!(
+            first.sha256,
+            digest(image(b"\x89PNG one", DocumentKind::Pdf)).sha256
+        );
     }
 }

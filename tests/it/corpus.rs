@@ -41,7 +41,7 @@ fn a_folder_is_a_list_of_documents_without_ignored_hidden_or_binary_files() {
             ("docs/.git-like/x.md", b"no"),
             ("docs/build.log", b"no"),
             ("docs/.gitignore", b"*.log\n"),
-            ("docs/image.bin", b"\x89PNG\r\n\x1a\n\0\0"),
+            ("docs/program.bin", b"\x7fELF\x02\x01\0\0"),
         ],
     );
     #[cfg(unix)]

@@ -24,6 +24,8 @@ mod context_window;
 mod conventions;
 #[cfg(feature = "cli")]
 mod corpus;
+#[cfg(feature = "cli")]
+mod corpus_formats;
 #[cfg(feature = "runtime")]
 mod csv;
 mod docs_links;

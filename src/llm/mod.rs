@@ -42,6 +42,7 @@ mod client;
 mod config;
 mod context_length;
 mod error;
+mod image;
 mod layer;
 mod message;
 mod thinking;
@@ -61,6 +62,10 @@ pub use config::{
     ReasoningEffort,
 };
 pub use error::LlmError;
+pub use image::{
+    IMAGE_MIME_TYPES, IMAGE_TOKEN_ESTIMATE, INLINE_IMAGE_NAME, ImagePart, ImageRecord,
+    MAX_IMAGE_BYTES, MAX_IMAGES_PER_CALL,
+};
 pub use layer::{BatchResults, LlmLayer};
 pub use message::{Completion, DEFAULT_REPLY_RESERVE, Message, Request, Role};
 pub use thinking::{Thinking, split_thinking};

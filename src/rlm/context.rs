@@ -85,6 +85,7 @@ const DOCUMENTS_GLOBAL: &str = "_rlm_documents";
 /// texts as one string cut in Lua (bytes that need not be UTF-8, and no copy per
 /// document through JSON).
 fn load_corpus(corpus: &Corpus, env: &Environment) -> Result<(), ExecError> {
+    env.add_corpus_images(corpus);
     let fields: Vec<Value> = corpus
         .documents
         .iter()

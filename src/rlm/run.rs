@@ -156,7 +156,7 @@ impl Agent {
         record: &mut Turn,
         started: Instant,
     ) -> Result<Completion, RlmError> {
-        let mut request = Request::new(messages.to_vec());
+        let mut request = Request::new(messages.to_vec()).with_images(self.images.clone());
         // As the client sends it: its reply limit is what the window and the budget keep
         // room for.
         request.max_tokens = request.max_tokens.or(self.reply_limit());

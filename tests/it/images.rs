@@ -406,3 +406,24 @@ fn an_image_is_hashed_once_and_its_record_never_holds_its_bytes() {
     let json = serde_json::to_string(&record).unwrap();
     assert!(!json.contains(&STANDARD.encode(png())));
 }
+
+#[test]
+fn help_describes_the_images_option_of_every_sub_call() {
+    let env = Environment::builder(Registry::baked().clone())
+        .build()
+        .unwrap();
+    for name in [
+        "llm_query",
+        "llm_query_batched",
+        "rlm_query",
+        "rlm_query_batched",
+    ] {
+        let help = env
+            .execute(&format!("print(help('{name}'))"))
+            .unwrap()
+            .output;
+        assert!(help.contains("images:"), "{name}: {help}");
+    }
+    let help = env.execute("print(help('llm_query'))").unwrap().output;
+    assert!(help.contains("at most 16, each at most 20 MiB"), "{help}");
+}

@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use super::model::{Agent, Outcome, Summary, Trace, Turn};
+use super::model::{Agent, Block, Outcome, Summary, Trace, Turn};
 use super::text::{cut, duration, first_line, first_lines, plural, thousands};
 
 /// Lines of code, output and errors shown per block in the tree.
@@ -40,6 +40,23 @@ pub fn show_agent(trace: &Trace, id: &str) -> Option<String> {
     }
     agent_tree(trace, agent, 0, &mut out);
     Some(out)
+}
+
+/// The images a block's sub-calls sent, one line each: name, type, size and the start of
+/// the hash (the trace has no bytes to show).
+fn images_sent(block: &Block, out: &mut String) {
+    for (i, call) in block.sub_calls.iter().enumerate() {
+        for image in &call.images {
+            out.push_str(&format!(
+                "image sent with sub-call {}: {} ({}, {} bytes, sha256 {})\n",
+                i + 1,
+                image.name,
+                image.mime,
+                thousands(image.bytes),
+                cut(&image.sha256, 12),
+            ));
+        }
+    }
 }
 
 /// One turn in full: the messages the model saw (rebuilt from the trace), the reply, and
@@ -99,6 +116,7 @@ pub fn show_turn(trace: &Trace, id: &str, n: u32) -> Option<String> {
                 &block.output
             });
             newline(&mut out);
+            images_sent(block, &mut out);
             if let Some(error) = &block.error {
                 section(&mut out, &format!("error in block {}", i + 1));
                 out.push_str(error);

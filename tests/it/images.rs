@@ -348,6 +348,13 @@ fn the_trace_lists_each_image_by_name_and_hash_and_replay_checks_them() {
         }])
     );
     assert_eq!(call["messages"][0]["content"], "Colour?");
+    let parsed = rlm_registry::trace::Trace::parse(&text).unwrap();
+    let shown = rlm_registry::trace::show_turn(&parsed, "0", 1).unwrap();
+    let line = format!(
+        "image sent with sub-call 1: dot.png (image/png, 75 bytes, sha256 {}…)",
+        &sha256_hex(&png())[..12]
+    );
+    assert!(shown.contains(&line), "{shown}");
 
     let replay = Replay::from_jsonl(&text)
         .unwrap()

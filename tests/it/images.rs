@@ -9,14 +9,13 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use rlm_registry::Registry;
 use rlm_registry::corpus::{Corpus, Document, DocumentKind, Image};
-use rlm_registry::environment::Environment;
+use rlm_registry::environment::{Environment, EnvironmentBuilder};
 use rlm_registry::llm::{Cached, CallCache, ImagePart};
 use rlm_registry::rlm::{Context, Replay};
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
 use crate::support::openai_server::{Behavior, OpenAiServer};
-use crate::support::rlm_loop::{Shared, bodies, client, lua, messages, rlm};
+use crate::support::rlm_loop::{Shared, bodies, client, lua, messages, rlm, sha256_hex};
 
 /// The fixture: a real 2×2 PNG.
 fn png() -> Vec<u8> {
@@ -52,12 +51,23 @@ fn corpus() -> Corpus {
 
 /// An environment whose sub-calls go to `server`, with the corpus as its context.
 fn env_for(server: &OpenAiServer) -> Environment {
-    let env = Environment::builder(Registry::baked().clone())
-        .llm(Arc::new(client(server)))
-        .build()
-        .unwrap();
+    with_corpus(builder().llm(Arc::new(client(server))))
+}
+
+fn builder() -> EnvironmentBuilder {
+    Environment::builder(Registry::baked().clone())
+}
+
+/// The environment `builder` builds, with the corpus as its context.
+fn with_corpus(builder: EnvironmentBuilder) -> Environment {
+    let env = builder.build().unwrap();
     Context::Corpus(corpus()).load_into(&env).unwrap();
     env
+}
+
+/// The message of the error `code` raises.
+fn error_of(env: &Environment, code: &str) -> String {
+    env.execute(code).unwrap_err().to_string()
 }
 
 /// The first user message's content parts in a request body.
@@ -78,13 +88,6 @@ fn decoded(part: &Value) -> (String, Vec<u8>) {
         .and_then(|url| url.split_once(";base64,"))
         .expect("a base64 data URL");
     (head.to_string(), STANDARD.decode(data).unwrap())
-}
-
-fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
 }
 
 #[test]
@@ -263,23 +266,16 @@ fn bad_images_are_errors_naming_the_entry_and_nothing_is_sent() {
         ),
     ];
     for (options, expected) in cases {
-        let code = format!("llm_query('?', {options})");
-        let error = env.execute(&code).unwrap_err().to_string();
+        let error = error_of(&env, &format!("llm_query('?', {options})"));
         assert!(error.contains("llm_query: "), "{options}: {error}");
         assert!(error.contains(expected), "{options}: {error}");
     }
-    let error = env
-        .execute("llm_query_batched({'?'}, {images = {context[1]}})")
-        .unwrap_err()
-        .to_string();
+    let error = error_of(&env, "llm_query_batched({'?'}, {images = {context[1]}})");
     assert!(
         error.contains("llm_query_batched: opts.images[1] is the text document"),
         "{error}"
     );
-    let error = env
-        .execute("rlm_query('?', {images = {42}})")
-        .unwrap_err()
-        .to_string();
+    let error = error_of(&env, "rlm_query('?', {images = {42}})");
     assert!(
         error.contains("rlm_query: opts.images[1] must be"),
         "{error}"
@@ -294,20 +290,16 @@ fn bad_images_are_errors_naming_the_entry_and_nothing_is_sent() {
 #[test]
 fn the_window_check_counts_each_image() {
     let server = OpenAiServer::always(Behavior::reply("fits"));
-    let env = Environment::builder(Registry::baked().clone())
-        .llm(Arc::new(client(&server)))
-        .context_window(1_500)
-        .build()
-        .unwrap();
-    Context::Corpus(corpus()).load_into(&env).unwrap();
+    let env = with_corpus(
+        builder()
+            .llm(Arc::new(client(&server)))
+            .context_window(1_500),
+    );
     assert_eq!(
         env.execute("print(llm_query('hi'))").unwrap().output,
         "fits\n"
     );
-    let error = env
-        .execute("llm_query('hi', {images = {context[2]}})")
-        .unwrap_err()
-        .to_string();
+    let error = error_of(&env, "llm_query('hi', {images = {context[2]}})");
     assert!(
         error.contains("does not fit the model's context window"),
         "{error}"
@@ -378,21 +370,11 @@ fn the_trace_lists_each_image_by_name_and_hash_and_replay_checks_them() {
 
 #[test]
 fn the_cache_tells_two_images_apart() {
-    let server = OpenAiServer::start(
-        vec![
-            Behavior::reply("first"),
-            Behavior::reply("second"),
-            Behavior::reply("third"),
-        ],
-        Behavior::status(500),
-    );
+    let replies = ["first", "second", "third"].map(Behavior::reply).to_vec();
+    let server = OpenAiServer::start(replies, Behavior::status(500));
     let dir = tempfile::tempdir().unwrap();
     let cache = Arc::new(CallCache::open(dir.path().join("cache.sqlite")));
-    let env = Environment::builder(Registry::baked().clone())
-        .llm(Arc::new(Cached::new(client(&server), cache)))
-        .build()
-        .unwrap();
-    Context::Corpus(corpus()).load_into(&env).unwrap();
+    let env = with_corpus(builder().llm(Arc::new(Cached::new(client(&server), cache))));
     let run = |code: &str| env.execute(code).unwrap().output;
     let inline = r"{mime = 'image/png', data = '\137PNG'}";
     assert_eq!(
@@ -416,9 +398,7 @@ fn an_image_is_hashed_once_and_its_record_never_holds_its_bytes() {
 
 #[test]
 fn help_describes_the_images_option_of_every_sub_call() {
-    let env = Environment::builder(Registry::baked().clone())
-        .build()
-        .unwrap();
+    let env = builder().build().unwrap();
     for name in [
         "llm_query",
         "llm_query_batched",

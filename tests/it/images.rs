@@ -176,6 +176,19 @@ fn rlm_query_without_child_agents_sends_its_images() {
 }
 
 #[test]
+fn rlm_query_batched_without_child_agents_sends_the_images_with_every_prompt() {
+    let server = OpenAiServer::always(Behavior::echo(std::time::Duration::ZERO));
+    let env = env_for(&server);
+    let run = env
+        .execute("print(table.concat(rlm_query_batched({'x', 'y'}, {images = {context[2]}}), ','))")
+        .unwrap();
+    assert_eq!(run.output, "echo: x,echo: y\n");
+    for body in &bodies(&server) {
+        assert_eq!(decoded(&parts(body)[1]).1, png());
+    }
+}
+
+#[test]
 fn a_child_agent_sees_its_images_with_its_task_on_every_turn() {
     let server = OpenAiServer::start(
         vec![

@@ -4,7 +4,7 @@
 use serde_json::{Value, json};
 
 use super::model::{Agent, Block, Outcome, Summary, Trace, Turn};
-use super::text::{cut, duration, first_line, first_lines, plural, thousands};
+use super::text::{cut, duration, first_line, first_lines, images_sent_lines, plural, thousands};
 
 /// Lines of code, output and errors shown per block in the tree.
 const CODE_LINES: usize = 3;
@@ -42,20 +42,11 @@ pub fn show_agent(trace: &Trace, id: &str) -> Option<String> {
     Some(out)
 }
 
-/// The images a block's sub-calls sent, one line each: name, type, size and the start of
-/// the hash (the trace has no bytes to show).
+/// The images a block's sub-calls sent, one line each ([`images_sent_lines`]).
 fn images_sent(block: &Block, out: &mut String) {
-    for (i, call) in block.sub_calls.iter().enumerate() {
-        for image in &call.images {
-            out.push_str(&format!(
-                "image sent with sub-call {}: {} ({}, {} bytes, sha256 {})\n",
-                i + 1,
-                image.name,
-                image.mime,
-                thousands(image.bytes),
-                cut(&image.sha256, 12),
-            ));
-        }
+    for line in images_sent_lines(block) {
+        out.push_str(&line);
+        out.push('\n');
     }
 }
 

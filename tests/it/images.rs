@@ -360,6 +360,8 @@ fn the_trace_lists_each_image_by_name_and_hash_and_replay_checks_them() {
         &sha256_hex(&png())[..12]
     );
     assert!(shown.contains(&line), "{shown}");
+    let page = rlm_registry::trace::html(&parsed, "run");
+    assert!(page.contains(&line), "the page lists the image too");
 
     let replay = Replay::from_jsonl(&text)
         .unwrap()

@@ -17,6 +17,9 @@
 //! - [`Message`]: the one chat message, of plain completions, tool conversations
 //!   ([`LlmClient::complete_with_tools`], [`ToolCall`], [`ToolCompletion`], for the
 //!   dispatch loop in `tools`), the RLM loop and its traces.
+//! - [`ImagePart`]: an image for a vision model, sent with a request's first user message
+//!   as an `image_url` content part (a `data:` URL); [`ImageRecord`] is what a trace keeps
+//!   of it (`image.rs`).
 //! - [`CacheStore`] and [`Cached`]: answers kept in a store ([`CallCache`], a SQLite
 //!   file, chosen by [`open_cache`]), so a request sent again costs nothing (`cache/`).
 //! - [`Llm`]: the trait the RLM loop and the environment take, implemented by

@@ -12,7 +12,7 @@ use serde_json::Value as Json;
 
 use crate::conventions::is_lua_name;
 use crate::environment::{Environment, ExecError, User};
-use crate::llm::{Completion, LlmError, Message, Request};
+use crate::llm::{Completion, ImagePart, LlmError, Message, Request};
 
 use super::agent::Agent;
 use super::context::Context;
@@ -360,6 +360,7 @@ impl Agent {
             depth: self.depth,
             question: question.to_string(),
             messages: messages.to_vec(),
+            images: self.images.iter().map(ImagePart::record).collect(),
             setup: self.setup(context),
             at_ms: None,
         }))

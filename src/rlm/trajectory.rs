@@ -171,6 +171,10 @@ pub struct Start {
     /// The system prompt and the question as sent.
     #[serde(default)]
     pub messages: Vec<Message>,
+    /// The images a child's model sees with its sub-task (`rlm_query`'s `opts.images`),
+    /// as a sub-call records them: never the bytes (left out of the JSON when none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<ImageRecord>,
     /// What the run was: model, server, limits, clock, version, context.
     #[serde(flatten)]
     pub setup: Setup,

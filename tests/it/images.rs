@@ -199,10 +199,21 @@ fn a_child_agent_sees_its_images_with_its_task_on_every_turn() {
         ],
         Behavior::status(500),
     );
+    let trace = Shared::default();
     let answer = rlm(&server, 5)
+        .trace(trace.clone())
         .run("Q", Some(Context::Corpus(corpus())))
         .unwrap();
     assert_eq!(answer.text, "done");
+    let starts: Vec<Value> = trace
+        .events()
+        .into_iter()
+        .filter(|e| e["event"] == "start")
+        .collect();
+    assert!(starts[0].get("images").is_none(), "the root saw none");
+    assert_eq!(starts[1]["agent"], "0.1");
+    assert_eq!(starts[1]["images"][0]["name"], "dot.png");
+    assert_eq!(starts[1]["images"][0]["sha256"], sha256_hex(&png()));
     let bodies = bodies(&server);
     assert!(
         messages(&bodies[0])

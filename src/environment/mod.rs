@@ -398,6 +398,37 @@ impl Environment {
         *self.tripwire.observer.0.borrow_mut() = observer;
     }
 
+    /// Keeps the images of `corpus`'s image documents, by name, for the sub-calls that
+    /// send them (`llm_query(p, {images = {context[i]}})`): their bytes stay outside Lua,
+    /// shared, not copied.
+    ///
+    /// ```
+    /// use rlm_registry::{Registry, corpus::{Corpus, Document, DocumentKind, Image}};
+    /// use rlm_registry::environment::Environment;
+    ///
+    /// let mut photo = Document::text("photo.png", "");
+    /// photo.kind = DocumentKind::Image;
+    /// photo.image = Some(Image { mime: "image/png".into(), data: vec![137u8, 80].into() });
+    /// let env = Environment::builder(Registry::baked().clone()).build()?;
+    /// env.add_corpus_images(&Corpus { documents: vec![photo], skipped: 0 });
+    /// // No model here, but the image is found: the call fails for want of a model.
+    /// let error = env.execute("llm_query('?', {images = {{kind = 'image', name = 'photo.png'}}})").unwrap_err();
+    /// assert!(error.to_string().contains("no LLM"), "{error}");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn add_corpus_images(&self, corpus: &crate::corpus::Corpus) {
+        self.state
+            .images
+            .add(corpus.documents.iter().filter_map(|document| {
+                let image = document.image.as_ref()?;
+                Some((
+                    document.name.clone(),
+                    image.mime.clone(),
+                    std::sync::Arc::clone(&image.data),
+                ))
+            }));
+    }
+
     /// Runs `code` in the session: globals persist from one execution to the next.
     /// Returns what `print` wrote, or the error with the output printed before it.
     pub fn execute(&self, code: &str) -> Result<Execution, ExecError> {

@@ -63,7 +63,9 @@ pub fn reply_reserve(request: &Request, reply_limit: Option<u32>) -> u64 {
     }
 }
 
-/// The tokens of `request`'s messages, counted as a chat.
+/// The tokens of `request`'s messages, counted as a chat, and of its images
+/// ([`Request::image_tokens`], an estimate).
 pub fn request_tokens(request: &Request) -> u64 {
-    tokens::count_chat(request.messages.iter().map(Message::text)) as u64
+    let text = tokens::count_chat(request.messages.iter().map(Message::text)) as u64;
+    text.saturating_add(request.image_tokens())
 }

@@ -14,6 +14,7 @@ use serde_json::Value;
 
 use super::context_length::{self, Refusal};
 use super::error::snippet;
+use super::image::WireMessages;
 use super::{
     Completion, Llm, LlmConfig, LlmError, Message, ModelInfo, ReasoningEffort, Request, ToolCall,
     ToolCompletion, Usage, batch,
@@ -78,7 +79,7 @@ impl std::fmt::Debug for LlmClient {
 #[derive(Serialize)]
 struct WireRequest<'a> {
     model: &'a str,
-    messages: &'a [Message],
+    messages: WireMessages<'a>,
     #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f32>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -292,7 +293,10 @@ impl LlmClient {
         let send = |completion_tokens_name: bool| {
             let wire = WireRequest {
                 model: request.model.as_deref().unwrap_or(&self.config.model),
-                messages: &request.messages,
+                messages: WireMessages {
+                    messages: &request.messages,
+                    images: &request.images,
+                },
                 temperature: request.temperature,
                 max_tokens: limit.filter(|_| !completion_tokens_name),
                 max_completion_tokens: limit.filter(|_| completion_tokens_name),

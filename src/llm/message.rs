@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::{ToolCall, split_thinking};
+use super::{IMAGE_TOKEN_ESTIMATE, ImagePart, ImageRecord, ToolCall, split_thinking};
 
 /// Who wrote a [`Message`].
 ///
@@ -169,6 +169,9 @@ pub struct Request {
     /// Asks for a new sample: a [`CallCache`](super::CallCache) does not answer it from
     /// what it holds (it may store the new answer). Not part of what is sent.
     pub fresh: bool,
+    /// Images for a vision model, sent with the first user message as `image_url`
+    /// content parts ([`ImagePart`]); none for a plain text request.
+    pub images: Vec<ImagePart>,
 }
 
 impl Request {
@@ -215,6 +218,32 @@ impl Request {
     pub fn fresh_sample(mut self) -> Request {
         self.fresh = true;
         self
+    }
+
+    /// Sends `images` with the request's first user message.
+    ///
+    /// ```
+    /// use rlm_registry::llm::{IMAGE_TOKEN_ESTIMATE, ImagePart, Request};
+    ///
+    /// let image = ImagePart::new(Some("a.png".into()), "image/png", vec![1u8])?;
+    /// let request = Request::from("What is in this picture?").with_images(vec![image]);
+    /// assert_eq!(request.image_tokens(), IMAGE_TOKEN_ESTIMATE);
+    /// assert_eq!(request.image_records()[0].name, "a.png");
+    /// # Ok::<(), String>(())
+    /// ```
+    pub fn with_images(mut self, images: Vec<ImagePart>) -> Request {
+        self.images = images;
+        self
+    }
+
+    /// The tokens counted for the request's images: [`IMAGE_TOKEN_ESTIMATE`] each.
+    pub fn image_tokens(&self) -> u64 {
+        IMAGE_TOKEN_ESTIMATE.saturating_mul(self.images.len() as u64)
+    }
+
+    /// What a trace keeps of the request's images, in order.
+    pub fn image_records(&self) -> Vec<ImageRecord> {
+        self.images.iter().map(ImagePart::record).collect()
     }
 
     /// Uses `model` for this request instead of the configured one.

@@ -17,6 +17,9 @@
 //! - [`Message`]: the one chat message, of plain completions, tool conversations
 //!   ([`LlmClient::complete_with_tools`], [`ToolCall`], [`ToolCompletion`], for the
 //!   dispatch loop in `tools`), the RLM loop and its traces.
+//! - [`ImagePart`]: an image for a vision model, sent with a request's first user message
+//!   as an `image_url` content part (a `data:` URL); [`ImageRecord`] is what a trace keeps
+//!   of it (`image.rs`).
 //! - [`CacheStore`] and [`Cached`]: answers kept in a store ([`CallCache`], a SQLite
 //!   file, chosen by [`open_cache`]), so a request sent again costs nothing (`cache/`).
 //! - [`Llm`]: the trait the RLM loop and the environment take, implemented by
@@ -42,6 +45,7 @@ mod client;
 mod config;
 mod context_length;
 mod error;
+mod image;
 mod layer;
 mod message;
 mod thinking;
@@ -61,6 +65,10 @@ pub use config::{
     ReasoningEffort,
 };
 pub use error::LlmError;
+pub use image::{
+    IMAGE_MIME_TYPES, IMAGE_TOKEN_ESTIMATE, INLINE_IMAGE_NAME, ImagePart, ImageRecord,
+    MAX_IMAGE_BYTES, MAX_IMAGES_PER_CALL,
+};
 pub use layer::{BatchResults, LlmLayer};
 pub use message::{Completion, DEFAULT_REPLY_RESERVE, Message, Request, Role};
 pub use thinking::{Thinking, split_thinking};

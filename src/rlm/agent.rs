@@ -10,7 +10,7 @@ use std::time::Duration;
 use crate::environment::{
     AnswerSchema, Budget, Environment, Limits, SetupError, SubAgent, SubTask, User, run_on_threads,
 };
-use crate::llm::Llm;
+use crate::llm::{ImagePart, Llm};
 
 use super::budget::{Ledger, Metered};
 use super::builder::Config;
@@ -31,6 +31,8 @@ pub(super) struct Agent {
     pub(super) schema: Option<AnswerSchema>,
     /// The model calls of its code since the last block ended (logged when traced).
     pub(super) calls: Arc<CallLog>,
+    /// Images its model sees with its task, on every turn: a child's `opts.images`.
+    pub(super) images: Vec<ImagePart>,
 }
 
 /// What `rlm_query` runs: a child agent one level deeper, sharing the run's budgets.
@@ -59,6 +61,7 @@ impl Child {
             batch,
             schema: task.schema.clone(),
             calls: Arc::default(),
+            images: task.images.clone(),
         };
         let context = task.context.as_deref().map(Context::from);
         let (result, _) = agent.run(&task.prompt, context.as_ref(), None);
@@ -98,6 +101,7 @@ impl Agent {
             batch: None,
             schema,
             calls: Arc::default(),
+            images: Vec::new(),
         }
     }
 

@@ -8,10 +8,9 @@ use std::time::{Duration, Instant};
 
 use crate::environment::Budget;
 use crate::llm::{
-    BatchResults, Completion, Llm, LlmError, LlmLayer, Message, Request, Usage, UsageSnapshot,
+    BatchResults, Completion, Llm, LlmError, LlmLayer, Request, Usage, UsageSnapshot,
 };
 use crate::text_format::thousands;
-use crate::tokens;
 
 /// What a whole run may spend, summed over the root agent, its children at every depth,
 /// and every `llm_query` they make. `None` is unlimited (the default).
@@ -298,7 +297,7 @@ impl Ledger {
         if self.budgets.total_tokens.is_none() {
             return 0;
         }
-        let prompt = tokens::count_chat(request.messages.iter().map(Message::text)) as u64;
+        let prompt = crate::environment::request_tokens(request);
         prompt.saturating_add(request.reply_reserve())
     }
 

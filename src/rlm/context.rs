@@ -58,12 +58,15 @@ impl Context {
         match self {
             Context::Text(text) => env.set_context(text),
             Context::Chunks(chunks) => env.set_context_list(chunks),
-            Context::Corpus(corpus) => env.set_context_documents(
-                corpus
-                    .documents
-                    .iter()
-                    .map(|document| (document_fields(document), &document.text[..])),
-            ),
+            Context::Corpus(corpus) => {
+                env.add_corpus_images(corpus);
+                env.set_context_documents(
+                    corpus
+                        .documents
+                        .iter()
+                        .map(|document| (document_fields(document), &document.text[..])),
+                )
+            }
         }
     }
 }

@@ -12,7 +12,7 @@ use serde_json::Value as Json;
 
 use crate::conventions::is_lua_name;
 use crate::environment::{Environment, ExecError, User};
-use crate::llm::{Completion, LlmError, Message, Request};
+use crate::llm::{Completion, ImagePart, LlmError, Message, Request};
 
 use super::agent::Agent;
 use super::context::Context;
@@ -156,7 +156,7 @@ impl Agent {
         record: &mut Turn,
         started: Instant,
     ) -> Result<Completion, RlmError> {
-        let mut request = Request::new(messages.to_vec());
+        let mut request = Request::new(messages.to_vec()).with_images(self.images.clone());
         // As the client sends it: its reply limit is what the window and the budget keep
         // room for.
         request.max_tokens = request.max_tokens.or(self.reply_limit());
@@ -360,6 +360,7 @@ impl Agent {
             depth: self.depth,
             question: question.to_string(),
             messages: messages.to_vec(),
+            images: self.images.iter().map(ImagePart::record).collect(),
             setup: self.setup(context),
             at_ms: None,
         }))

@@ -43,9 +43,9 @@ impl LlmLayer for Logged {
     }
 
     fn call(&self, request: Request) -> Result<Completion, LlmError> {
-        let messages = request.messages.clone();
+        let asked = asked(&request);
         let result = self.inner.complete(request);
-        self.log.lock().push(SubCall::of(messages, &result));
+        self.log.lock().push(SubCall::sent(&asked, &result));
         result
     }
 
@@ -66,14 +66,20 @@ impl Logged {
         requests: Vec<Request>,
         send: impl FnOnce(Vec<Request>) -> Vec<Result<Completion, LlmError>>,
     ) -> Vec<Result<Completion, LlmError>> {
-        let messages: Vec<_> = requests.iter().map(|r| r.messages.clone()).collect();
+        let asked: Vec<Request> = requests.iter().map(asked).collect();
         let results = send(requests);
         self.log.lock().extend(
-            messages
-                .into_iter()
+            asked
+                .iter()
                 .zip(&results)
-                .map(|(messages, result)| SubCall::of(messages, result)),
+                .map(|(asked, result)| SubCall::sent(asked, result)),
         );
         results
     }
+}
+
+/// What a trace keeps of a request before it is sent: its messages and its images
+/// (shared, not copied).
+fn asked(request: &Request) -> Request {
+    Request::new(request.messages.clone()).with_images(request.images.clone())
 }

@@ -124,7 +124,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::environment::Limits;
-use crate::llm::{Completion, LlmError, Message, ReasoningEffort};
+use crate::llm::{Completion, ImageRecord, LlmError, Message, ReasoningEffort, Request};
 
 use super::budget::Budgets;
 use super::context::Context;
@@ -171,6 +171,10 @@ pub struct Start {
     /// The system prompt and the question as sent.
     #[serde(default)]
     pub messages: Vec<Message>,
+    /// The images a child's model sees with its sub-task (`rlm_query`'s `opts.images`),
+    /// as a sub-call records them: never the bytes (left out of the JSON when none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<ImageRecord>,
     /// What the run was: model, server, limits, clock, version, context.
     #[serde(flatten)]
     pub setup: Setup,
@@ -514,6 +518,10 @@ pub struct SubCall {
     /// `true` when the answer came from the call cache rather than the server.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cached: bool,
+    /// The images sent with the prompt (`opts.images`): each one's name, MIME type,
+    /// size and SHA-256, never its bytes (left out of the JSON when none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<ImageRecord>,
 }
 
 impl SubCall {
@@ -528,6 +536,7 @@ impl SubCall {
                 prompt_tokens: completion.prompt_tokens,
                 completion_tokens: completion.completion_tokens,
                 cached: completion.cached,
+                images: Vec::new(),
             },
             Err(error) => SubCall {
                 messages,
@@ -537,7 +546,27 @@ impl SubCall {
                 prompt_tokens: 0,
                 completion_tokens: 0,
                 cached: false,
+                images: Vec::new(),
             },
+        }
+    }
+
+    /// The record of `request`, sent, that gave `result`: its messages and its images.
+    ///
+    /// ```
+    /// use rlm_registry::llm::{Completion, ImagePart, Request};
+    /// use rlm_registry::rlm::trajectory::SubCall;
+    ///
+    /// let image = ImagePart::new(Some("a.png".into()), "image/png", vec![1u8, 2])?;
+    /// let request = Request::from("What is this?").with_images(vec![image]);
+    /// let call = SubCall::sent(&request, &Ok(Completion::new("a dot")));
+    /// assert_eq!((call.images[0].name.as_str(), call.images[0].bytes), ("a.png", 2));
+    /// # Ok::<(), String>(())
+    /// ```
+    pub fn sent(request: &Request, result: &Result<Completion, LlmError>) -> SubCall {
+        SubCall {
+            images: request.image_records(),
+            ..SubCall::of(request.messages.clone(), result)
         }
     }
 

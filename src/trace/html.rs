@@ -13,6 +13,7 @@ use std::collections::HashMap;
 use serde_json::{Value, json};
 
 use super::model::{Agent, Trace, Turn};
+use super::text::images_sent_lines;
 use crate::text_format::escape_html;
 
 /// The page's template; `/*DATA*/` and `TITLE` are filled in.
@@ -85,13 +86,19 @@ fn turn_data(turn: &Turn) -> Value {
         .enumerate()
         .map(|(i, code)| {
             let out = turn.outputs.get(i);
-            json!({
+            let mut block = json!({
                 "code": code,
                 "status": out.map_or("not run", |o| o.status.as_str()),
                 "out": out.map_or("", |o| o.output.as_str()),
                 "err": out.and_then(|o| o.error.as_deref()),
                 "ms": out.map_or(0, |o| o.elapsed_ms),
-            })
+            });
+            // Only where there are some: most blocks send none.
+            let images = out.map(images_sent_lines).unwrap_or_default();
+            if !images.is_empty() {
+                block["img"] = json!(images);
+            }
+            block
         })
         .collect();
     json!({

@@ -15,7 +15,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::llm::Message;
+use crate::llm::{ImageRecord, Message};
 pub use crate::rlm::trajectory::{Block, BlockStatus, Record, Setup, Start, Turn};
 
 /// How an agent ended.
@@ -41,6 +41,8 @@ pub struct Agent {
     pub question: String,
     /// The system prompt and the question as sent.
     pub messages: Vec<Message>,
+    /// The images its model saw with its sub-task (a child's `opts.images`).
+    pub images: Vec<ImageRecord>,
     /// What the run was, as the agent's `start` line says (all `None` for an agent whose
     /// `start` line is not in the trace, or a trace written before it was recorded).
     pub setup: Setup,
@@ -100,6 +102,7 @@ impl Agent {
             depth: self.depth,
             question: self.question.clone(),
             messages: self.messages.clone(),
+            images: self.images.clone(),
             setup: self.setup.clone(),
             at_ms: self.start_ms,
         }
@@ -274,6 +277,7 @@ impl Trace {
             depth: start.depth,
             question: start.question,
             messages: start.messages,
+            images: start.images,
             setup: start.setup,
             start_ms: start.at_ms,
             turns: Vec::new(),

@@ -2,6 +2,8 @@
 
 pub(crate) use crate::text_format::{cut_chars as cut, first_line, thousands};
 
+use super::model::Block;
+
 /// `850` → `"850 ms"`, `2300` → `"2.3 s"`, `65000` → `"1 min 5 s"`.
 pub(crate) fn duration(ms: u64) -> String {
     match ms {
@@ -21,6 +23,28 @@ pub(crate) fn first_lines(text: &str, count: usize, width: usize) -> (Vec<String
         .map(|line| cut(line, width))
         .collect();
     (shown, all.len().saturating_sub(count))
+}
+
+/// The images a block's sub-calls sent, a line each: name, type, size and the start of
+/// the hash (a trace has no bytes to show).
+pub(crate) fn images_sent_lines(block: &Block) -> Vec<String> {
+    block
+        .sub_calls
+        .iter()
+        .enumerate()
+        .flat_map(|(i, call)| {
+            call.images.iter().map(move |image| {
+                format!(
+                    "image sent with sub-call {}: {} ({}, {} bytes, sha256 {})",
+                    i + 1,
+                    image.name,
+                    image.mime,
+                    thousands(image.bytes),
+                    cut(&image.sha256, 12),
+                )
+            })
+        })
+        .collect()
 }
 
 /// `1 block`, `2 blocks`.

@@ -3,8 +3,8 @@
 
 use serde_json::{Value, json};
 
-use super::model::{Agent, Outcome, Summary, Trace, Turn};
-use super::text::{cut, duration, first_line, first_lines, plural, thousands};
+use super::model::{Agent, Block, Outcome, Summary, Trace, Turn};
+use super::text::{cut, duration, first_line, first_lines, images_sent_lines, plural, thousands};
 
 /// Lines of code, output and errors shown per block in the tree.
 const CODE_LINES: usize = 3;
@@ -40,6 +40,14 @@ pub fn show_agent(trace: &Trace, id: &str) -> Option<String> {
     }
     agent_tree(trace, agent, 0, &mut out);
     Some(out)
+}
+
+/// The images a block's sub-calls sent, one line each ([`images_sent_lines`]).
+fn images_sent(block: &Block, out: &mut String) {
+    for line in images_sent_lines(block) {
+        out.push_str(&line);
+        out.push('\n');
+    }
 }
 
 /// One turn in full: the messages the model saw (rebuilt from the trace), the reply, and
@@ -99,6 +107,7 @@ pub fn show_turn(trace: &Trace, id: &str, n: u32) -> Option<String> {
                 &block.output
             });
             newline(&mut out);
+            images_sent(block, &mut out);
             if let Some(error) = &block.error {
                 section(&mut out, &format!("error in block {}", i + 1));
                 out.push_str(error);

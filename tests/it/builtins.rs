@@ -490,7 +490,7 @@ fn bad_rlm_query_options_are_errors_that_say_what_is_wrong() {
     for (code, expected) in [
         (
             "rlm_query('p', {shema = {}})",
-            "rlm_query: unknown option `shema` (the options are: schema)",
+            "rlm_query: unknown option `shema` (the options are: schema, images)",
         ),
         (
             "rlm_query('p', {schema = {type = 'strin'}})",

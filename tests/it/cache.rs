@@ -415,7 +415,7 @@ fn llm_query_with_cache_false_asks_for_a_fresh_answer() {
         .unwrap_err()
         .to_string();
     assert!(
-        error.contains("llm_query: unknown option `cahce` (the options are: cache)"),
+        error.contains("llm_query: unknown option `cahce` (the options are: cache, images)"),
         "{error}"
     );
     let error = run("llm_query('p', {cache = 'no'})")

@@ -40,6 +40,8 @@ mod fidelity;
 #[cfg(feature = "runtime")]
 mod grep;
 #[cfg(feature = "runtime")]
+mod images;
+#[cfg(feature = "runtime")]
 mod json;
 #[cfg(feature = "cli")]
 mod json_mapping;

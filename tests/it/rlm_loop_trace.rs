@@ -223,15 +223,6 @@ fn the_trace_records_why_a_run_failed() {
     );
 }
 
-/// SHA-256 of `bytes` in lowercase hex, computed here rather than by the crate.
-fn sha256_hex(bytes: &[u8]) -> String {
-    use sha2::{Digest, Sha256};
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
 #[test]
 fn the_start_record_says_what_the_run_was_and_never_the_key() {
     let server = OpenAiServer::start(

@@ -3,8 +3,9 @@
 //!
 //! A table as the last argument holds the call's options: `schema`, the JSON Schema the
 //! child's answer must match (a Lua table converted by the one Lua ↔ JSON mapping, or
-//! JSON text). A typed child's answer comes back through the same mapping, as the Lua
-//! value it describes.
+//! JSON text), and `images`, read as `llm_query` reads them (`images.rs`), which the
+//! child's model sees with its task. A typed child's answer comes back through the same
+//! mapping, as the Lua value it describes.
 //!
 //! [`SubAgent`]: super::SubAgent
 
@@ -14,7 +15,8 @@ use mlua::{Lua, LuaString, Table, Value};
 use serde_json::Value as Json;
 
 use super::SubTask;
-use super::llm::batched_call;
+use super::images::images_option;
+use super::llm::{CallOptions, batched_call};
 use super::options::{bad_options, check_known, lua_type};
 use super::state::BuiltinState;
 use super::sub_calls::{Call, SubCall, sub_call};
@@ -23,10 +25,10 @@ use crate::conventions::builtins::BuiltinId;
 use crate::engines::meter::WorkMeter;
 use crate::environment::answer_schema::AnswerSchema;
 use crate::environment::lua_json;
-use crate::llm::Request;
+use crate::llm::ImagePart;
 
 /// The options a call may give.
-const OPTIONS: &[&str] = &["schema"];
+const OPTIONS: &[&str] = &["schema", "images"];
 
 /// `rlm_query(prompt [, context] [, opts])`: a child agent, or `llm_query` when the host
 /// runs none (an environment built without a [`SubAgent`](super::SubAgent), as `rlm
@@ -45,12 +47,12 @@ pub(super) fn rlm_query(lua: &Lua, state: Rc<BuiltinState>) -> mlua::Result<SubC
                 }
                 (_, other) => return Err(bad_options(builtin, 3, &other)),
             };
-            let schema = schema_option(lua, state, builtin, options)?;
+            let ChildOptions { schema, images } = child_options(lua, state, builtin, options)?;
             if state.host.sub_agent.is_none() {
                 if schema.is_some() {
                     return Err(no_children_for_a_schema(builtin));
                 }
-                return fallback_llm_query(state, &prompt, context.as_deref());
+                return fallback_llm_query(state, &prompt, context.as_deref(), images);
             }
             state.before_calls(1)?;
             Ok(Call::Rlm {
@@ -61,6 +63,7 @@ pub(super) fn rlm_query(lua: &Lua, state: Rc<BuiltinState>) -> mlua::Result<SubC
                     prompt,
                     context,
                     schema,
+                    images,
                 }],
             })
         },
@@ -77,7 +80,9 @@ pub(super) fn rlm_query_batched(lua: &Lua, state: Rc<BuiltinState>) -> mlua::Res
         |lua, state, (prompts, second, third): (Vec<LuaString>, Value, Value)| {
             let builtin = BuiltinId::RlmQueryBatched;
             let (contexts, options) = match (second, third) {
-                (Value::Table(table), Value::Nil) if table.contains_key("schema")? => {
+                (Value::Table(table), Value::Nil)
+                    if table.contains_key("schema")? || table.contains_key("images")? =>
+                {
                     (Value::Nil, Some(table))
                 }
                 (contexts, Value::Nil) => (contexts, None),
@@ -85,7 +90,7 @@ pub(super) fn rlm_query_batched(lua: &Lua, state: Rc<BuiltinState>) -> mlua::Res
                 (_, other) => return Err(bad_options(builtin, 3, &other)),
             };
             let contexts: Option<Vec<LuaString>> = lua.unpack(contexts)?;
-            let schema = schema_option(lua, state, builtin, options)?;
+            let ChildOptions { schema, images } = child_options(lua, state, builtin, options)?;
             // The children run on threads, so their texts are copied out of Lua: the
             // copies count against the memory limit before they are made.
             let contexts = contexts.unwrap_or_default();
@@ -105,7 +110,7 @@ pub(super) fn rlm_query_batched(lua: &Lua, state: Rc<BuiltinState>) -> mlua::Res
                     .iter()
                     .enumerate()
                     .map(|(i, p)| with_context(p, contexts.get(i).map(String::as_str)));
-                return batched_call(state, builtin, texts, false);
+                return batched_call(state, builtin, texts, &CallOptions::with_images(images));
             }
             state.before_calls(prompts.len())?;
             let typed = schema.is_some();
@@ -116,6 +121,7 @@ pub(super) fn rlm_query_batched(lua: &Lua, state: Rc<BuiltinState>) -> mlua::Res
                     prompt,
                     context: contexts.next(),
                     schema: schema.clone(),
+                    images: images.clone(),
                 })
                 .collect();
             Ok(Call::Rlm {
@@ -151,18 +157,39 @@ fn no_children_for_a_schema(builtin: BuiltinId) -> mlua::Error {
     ))
 }
 
-/// `opts.schema`, compiled: a Lua table (converted by the one mapping) or JSON text. An
-/// unknown option or a schema that is not one is an error naming it.
-fn schema_option(
+/// What a child's options ask for.
+#[derive(Default)]
+struct ChildOptions {
+    schema: Option<AnswerSchema>,
+    images: Vec<ImagePart>,
+}
+
+/// The options of a child's call: its schema and its images. An unknown option is an
+/// error naming it.
+fn child_options(
     lua: &Lua,
     state: &BuiltinState,
     builtin: BuiltinId,
     options: Option<Table>,
-) -> mlua::Result<Option<AnswerSchema>> {
+) -> mlua::Result<ChildOptions> {
     let Some(options) = options else {
-        return Ok(None);
+        return Ok(ChildOptions::default());
     };
     check_known(builtin, &options, OPTIONS)?;
+    Ok(ChildOptions {
+        schema: schema_option(lua, state, builtin, &options)?,
+        images: images_option(lua, state, builtin, &options)?,
+    })
+}
+
+/// `opts.schema`, compiled: a Lua table (converted by the one mapping) or JSON text; a
+/// schema that is not one is an error naming it.
+fn schema_option(
+    lua: &Lua,
+    state: &BuiltinState,
+    builtin: BuiltinId,
+    options: &Table,
+) -> mlua::Result<Option<AnswerSchema>> {
     let schema = match options.get::<Value>("schema")? {
         Value::Nil => return Ok(None),
         Value::String(text) => {
@@ -208,10 +235,11 @@ fn fallback_llm_query(
     state: &BuiltinState,
     prompt: &str,
     context: Option<&str>,
+    images: Vec<ImagePart>,
 ) -> mlua::Result<Call> {
     let builtin = BuiltinId::RlmQuery;
     state.llm(builtin)?;
-    let request = Request::from(with_context(prompt, context));
+    let request = CallOptions::with_images(images).request(with_context(prompt, context));
     state
         .check_window(builtin, &request)
         .map_err(mlua::Error::RuntimeError)?;

@@ -2,37 +2,66 @@
 //! counted against its limits and token budget; and `parallel` and `parallel_map`
 //! (`parallel.rs`), which send the calls of several functions together. An options table
 //! as the last argument of a call may hold `cache = false`: a fresh sample, never an
-//! answer from the call cache.
+//! answer from the call cache; and `images`, images sent with the prompt to a vision
+//! model (`images.rs`; with `llm_query_batched`, with every prompt).
 
 use std::rc::Rc;
 
 use mlua::{Lua, LuaString, Value};
 
+use super::images::images_option;
 use super::options::{bool_option, check_known, options_table};
 use super::state::BuiltinState;
 use super::sub_calls::{Call, SubCall, sub_call};
 use crate::conventions::builtins::BuiltinId;
-use crate::llm::Request;
+use crate::llm::{ImagePart, Request};
 
 /// The options a call may give.
-const OPTIONS: &[&str] = &["cache"];
+const OPTIONS: &[&str] = &["cache", "images"];
 
-/// Whether the options (argument `position`) ask for a fresh sample (`cache = false`).
-fn wants_fresh(builtin: BuiltinId, position: usize, options: Value) -> mlua::Result<bool> {
-    let Some(options) = options_table(builtin, position, options)? else {
-        return Ok(false);
-    };
-    check_known(builtin, &options, OPTIONS)?;
-    Ok(bool_option(builtin, &options, "cache")? == Some(false))
+/// What a sub-model call's options ask for: a fresh sample (`cache = false`), images
+/// (`images = {…}`, `images.rs`).
+#[derive(Default)]
+pub(super) struct CallOptions {
+    fresh: bool,
+    images: Vec<ImagePart>,
 }
 
-/// The request for `prompt`, fresh when asked.
-fn request(prompt: String, fresh: bool) -> Request {
-    let request = Request::from(prompt);
-    if fresh {
-        request.fresh_sample()
-    } else {
-        request
+impl CallOptions {
+    /// The options (argument `position`) of a call of `builtin`.
+    fn read(
+        lua: &Lua,
+        state: &BuiltinState,
+        builtin: BuiltinId,
+        position: usize,
+        options: Value,
+    ) -> mlua::Result<CallOptions> {
+        let Some(options) = options_table(builtin, position, options)? else {
+            return Ok(CallOptions::default());
+        };
+        check_known(builtin, &options, OPTIONS)?;
+        Ok(CallOptions {
+            fresh: bool_option(builtin, &options, "cache")? == Some(false),
+            images: images_option(lua, state, builtin, &options)?,
+        })
+    }
+
+    /// Options that send `images` and nothing else.
+    pub(super) fn with_images(images: Vec<ImagePart>) -> CallOptions {
+        CallOptions {
+            fresh: false,
+            images,
+        }
+    }
+
+    /// The request for `prompt`, as the options ask.
+    pub(super) fn request(&self, prompt: String) -> Request {
+        let request = Request::from(prompt).with_images(self.images.clone());
+        if self.fresh {
+            request.fresh_sample()
+        } else {
+            request
+        }
     }
 }
 
@@ -41,11 +70,11 @@ pub(super) fn llm_query(lua: &Lua, state: Rc<BuiltinState>) -> mlua::Result<SubC
     sub_call(
         lua,
         state,
-        |_, state, (prompt, options): (LuaString, Value)| {
+        |lua, state, (prompt, options): (LuaString, Value)| {
             let builtin = BuiltinId::LlmQuery;
-            let fresh = wants_fresh(builtin, 2, options)?;
+            let options = CallOptions::read(lua, state, builtin, 2, options)?;
             state.llm(builtin)?;
-            let request = request(prompt.to_string_lossy(), fresh);
+            let request = options.request(prompt.to_string_lossy());
             state
                 .check_window(builtin, &request)
                 .map_err(mlua::Error::RuntimeError)?;
@@ -66,28 +95,28 @@ pub(super) fn llm_query_batched(lua: &Lua, state: Rc<BuiltinState>) -> mlua::Res
     sub_call(
         lua,
         state,
-        |_, state, (prompts, options): (Vec<LuaString>, Value)| {
+        |lua, state, (prompts, options): (Vec<LuaString>, Value)| {
             let builtin = BuiltinId::LlmQueryBatched;
-            let fresh = wants_fresh(builtin, 2, options)?;
+            let options = CallOptions::read(lua, state, builtin, 2, options)?;
             let texts = prompts.iter().map(|prompt| prompt.to_string_lossy());
-            batched_call(state, builtin, texts, fresh)
+            batched_call(state, builtin, texts, &options)
         },
     )
 }
 
-/// A batch of sub-model requests (fresh samples when `fresh`), each checked against the
+/// A batch of sub-model requests (made as `options` ask), each checked against the
 /// window (one that does not fit is that entry's error), the ones to send counted against
 /// the limits.
 pub(super) fn batched_call(
     state: &BuiltinState,
     builtin: BuiltinId,
     prompts: impl Iterator<Item = String>,
-    fresh: bool,
+    options: &CallOptions,
 ) -> mlua::Result<Call> {
     state.llm(builtin)?;
     let requests: Vec<Result<Request, String>> = prompts
         .map(|prompt| {
-            let request = request(prompt, fresh);
+            let request = options.request(prompt);
             state.check_window(builtin, &request).map(|()| request)
         })
         .collect();

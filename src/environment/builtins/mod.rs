@@ -22,6 +22,7 @@ mod core;
 mod csv;
 mod discovery;
 mod host;
+mod images;
 mod json;
 mod llm;
 mod options;
@@ -101,8 +102,8 @@ pub trait SubAgent: Send + Sync {
     }
 }
 
-/// One child of an `rlm_query` or `rlm_query_batched` call: its prompt, its context and
-/// the schema its answer must match.
+/// One child of an `rlm_query` or `rlm_query_batched` call: its prompt, its context, the
+/// schema its answer must match and the images its model sees with the prompt.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SubTask {
     /// The sub-task.
@@ -111,6 +112,8 @@ pub struct SubTask {
     pub context: Option<String>,
     /// The schema of its answer (`opts.schema`), if the call gave one.
     pub schema: Option<AnswerSchema>,
+    /// Images sent with its task to its model (`opts.images`), if the call gave any.
+    pub images: Vec<crate::llm::ImagePart>,
 }
 
 impl SubTask {
@@ -120,6 +123,7 @@ impl SubTask {
             prompt: prompt.into(),
             context: None,
             schema: None,
+            images: Vec::new(),
         }
     }
 }

@@ -6,15 +6,15 @@ use std::sync::Arc;
 
 use serde_json::Value as Json;
 
+use super::images::ContextImages;
 use super::{SubAgent, User};
 use crate::conventions::builtins::BuiltinId;
 use crate::environment::answer_schema::AnswerSchema;
 use crate::environment::budget::Budget;
 use crate::environment::limits::{LimitKind, Tripwire};
-use crate::environment::window::{ContextWindow, reply_reserve};
+use crate::environment::window::{ContextWindow, reply_reserve, request_tokens};
 use crate::llm::{Completion, Llm, LlmError, Request};
 use crate::text_format::thousands;
-use crate::tokens;
 
 /// What the host gives an environment's built-ins besides its limits.
 #[derive(Default)]
@@ -49,6 +49,8 @@ pub(crate) struct BuiltinState {
     tokens_spent: Cell<u64>,
     /// The worst cases of the sub-calls being sent, held against the token budget.
     tokens_reserved: Cell<u64>,
+    /// The context's images, which `opts.images` names.
+    pub(crate) images: ContextImages,
 }
 
 impl BuiltinState {
@@ -62,6 +64,7 @@ impl BuiltinState {
             rejected_answer: RefCell::new(None),
             tokens_spent: Cell::new(0),
             tokens_reserved: Cell::new(0),
+            images: ContextImages::default(),
         }
     }
 
@@ -112,7 +115,7 @@ impl BuiltinState {
         let Some(budget) = self.host.token_budget else {
             return Ok(0);
         };
-        let prompt = tokens::count_chat(request.messages.iter().map(|m| m.text())) as u64;
+        let prompt = request_tokens(request);
         let worst = prompt.saturating_add(reply_reserve(request, self.reply_limit()));
         let committed = self
             .tokens_spent

@@ -22,6 +22,10 @@ struct KeyedRequest<'a> {
     // before it existed.
     #[serde(skip_serializing_if = "Option::is_none")]
     reasoning_effort: Option<ReasoningEffort>,
+    // The images' types and hashes, not their bytes (nor their names, which are not
+    // sent); left out when there are none, as above.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    images: Vec<(&'a str, [u8; 32])>,
 }
 
 impl CacheKey {
@@ -30,13 +34,17 @@ impl CacheKey {
     /// completions send none.
     ///
     /// ```
-    /// use rlm_registry::llm::{CacheKey, Request};
+    /// use rlm_registry::llm::{CacheKey, ImagePart, Request};
     ///
     /// let key = |r: Request| CacheKey::of("http://h/v1", "m", &r);
     /// assert_eq!(key("hi".into()), key("hi".into()));
     /// assert_ne!(key("hi".into()), key(Request::from("hi").with_temperature(0.5)));
     /// assert_ne!(key("hi".into()), key(Request::from("hi").with_model("other")));
     /// assert_eq!(key("hi".into()), key(Request::from("hi").fresh_sample()), "not sent");
+    /// let image = |byte: u8| ImagePart::new(None, "image/png", vec![byte]).unwrap();
+    /// let seeing = |byte| key(Request::from("hi").with_images(vec![image(byte)]));
+    /// assert_ne!(seeing(1), seeing(2));
+    /// assert_ne!(seeing(1), key("hi".into()));
     /// ```
     pub fn of(endpoint: &str, model: &str, request: &Request) -> CacheKey {
         CacheKey::sent(&ModelInfo::new(model, endpoint), request)
@@ -66,6 +74,11 @@ impl CacheKey {
             max_tokens: request.max_tokens.or(info.max_reply_tokens),
             tools: &[],
             reasoning_effort: info.reasoning_effort,
+            images: request
+                .images
+                .iter()
+                .map(|image| (image.mime(), image.sha256()))
+                .collect(),
         };
         // Serializing plain data cannot fail; an empty body would still be a stable key.
         let body = serde_json::to_vec(&keyed).unwrap_or_default();

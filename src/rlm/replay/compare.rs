@@ -132,14 +132,19 @@ fn compare_block(
     None
 }
 
-/// The first sub-call whose prompt differs, or one made on one side only.
+/// The first sub-call whose prompt (or images) differs, or one made on one side only.
 fn compare_calls(recorded: &[SubCall], replayed: &[SubCall]) -> Option<(String, String, String)> {
     let calls = recorded.len().max(replayed.len());
     (0..calls).find_map(|i| {
         let prompt = |calls: &[SubCall]| calls.get(i).map(SubCall::prompt).unwrap_or_default();
         let what = match (recorded.get(i), replayed.get(i)) {
-            (Some(before), Some(after)) if before.messages == after.messages => return None,
-            (Some(_), Some(_)) => format!("sub-call {} was sent another prompt", i + 1),
+            (Some(before), Some(after)) if before.messages != after.messages => {
+                format!("sub-call {} was sent another prompt", i + 1)
+            }
+            (Some(before), Some(after)) if before.images != after.images => {
+                format!("sub-call {} was sent other images", i + 1)
+            }
+            (Some(_), Some(_)) => return None,
             (Some(_), None) => format!("the replayed block did not make sub-call {}", i + 1),
             _ => format!(
                 "the replayed block made a sub-call the record does not have (call {})",

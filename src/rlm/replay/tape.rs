@@ -7,7 +7,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
-use crate::llm::{Completion, Llm, LlmError, Message, ModelInfo, Request};
+use crate::llm::{Completion, ImageRecord, Llm, LlmError, Message, ModelInfo, Request};
 
 use super::super::trajectory::{Record, SubCall, Turn};
 
@@ -30,9 +30,11 @@ struct Tape {
     entries: Mutex<VecDeque<Entry>>,
 }
 
-/// One recorded answer, and for a call the messages it was asked with.
+/// One recorded answer, and for a call the messages it was asked with and the images
+/// sent with them.
 struct Entry {
     asked: Option<Vec<Message>>,
+    images: Vec<ImageRecord>,
     answer: Result<Completion, String>,
 }
 
@@ -137,6 +139,7 @@ fn reply_entry(turn: &Turn) -> Entry {
     };
     Entry {
         asked: None,
+        images: Vec::new(),
         answer,
     }
 }
@@ -153,6 +156,7 @@ fn call_entry(call: &SubCall) -> Entry {
     };
     Entry {
         asked: Some(call.messages.clone()),
+        images: call.images.clone(),
         answer,
     }
 }
@@ -171,6 +175,11 @@ impl Llm for Player {
         if self.check_prompts && entry.asked.as_ref() != Some(&request.messages) {
             return Err(off_the_record(
                 "a call whose prompt differs from the record's",
+            ));
+        }
+        if self.check_prompts && entry.images != request.image_records() {
+            return Err(off_the_record(
+                "a call whose images differ from the record's",
             ));
         }
         entry.answer.map_err(LlmError::Callback)

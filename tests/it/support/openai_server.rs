@@ -405,11 +405,22 @@ fn last_user_message(request: &RecordedRequest) -> String {
                 .iter()
                 .rev()
                 .find(|message| message.get("role").and_then(Value::as_str) == Some("user"))?
-                .get("content")?
-                .as_str()
-                .map(str::to_string)
+                .get("content")
+                .map(text_of)
         })
         .unwrap_or_default()
+}
+
+/// A message's text: its content, or for content parts (a prompt with images) the text
+/// of its `text` parts.
+fn text_of(content: &Value) -> String {
+    match content {
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|part| part.get("text").and_then(Value::as_str))
+            .collect(),
+        other => other.as_str().unwrap_or_default().to_string(),
+    }
 }
 
 /// Sleeps `delay`, waking early when the server stops.

@@ -141,3 +141,12 @@ pub fn registry_section(system: &str) -> &str {
         .expect("a registry section");
     &system[start..]
 }
+
+/// SHA-256 of `bytes` in lowercase hex, computed here rather than by the crate.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}

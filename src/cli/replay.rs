@@ -8,7 +8,7 @@ use clap::Args;
 
 use rlm_registry::rlm::Replay;
 
-use super::setup::ContextArgs;
+use super::setup::{ContextArgs, Stdin};
 use super::{EXIT_USAGE, EXIT_VIOLATIONS, Output, SourceArgs, with_catalog};
 
 /// Options of `rlm replay`.
@@ -34,7 +34,7 @@ pub(super) fn run(args: &ReplayArgs) -> Output {
         Ok(replay) => replay.force(args.force),
         Err(error) => return usage(&error),
     };
-    let replay = match args.context.gather(false) {
+    let replay = match args.context.gather(None, Stdin::Free) {
         Ok(Some(context)) => replay.context(context),
         Ok(None) => replay,
         Err(output) => return output,

@@ -12,6 +12,7 @@
 //! - `errors`: the package's exceptions, and every failure (a panic too) made into one.
 
 mod ask;
+mod context;
 mod convert;
 mod environment;
 mod errors;
@@ -68,7 +69,8 @@ mod _native {
     use super::environment::{Environment, ExecResult};
     #[pymodule_export]
     use super::errors::{
-        BusyError, InternalError, LimitError, LlmError, LuaError, RegistryError, RlmRegistryError,
+        BusyError, ContextError, InternalError, LimitError, LlmError, LuaError, RegistryError,
+        RlmRegistryError,
     };
     #[pymodule_export]
     use super::llm::split_thinking;

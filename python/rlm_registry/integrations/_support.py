@@ -77,6 +77,10 @@ def take_sandbox_args(kwargs: dict[str, Any]) -> SandboxArgs:
     return sandbox_args({name: kwargs.pop(name) for name in SANDBOX_DEFAULTS if name in kwargs})
 
 
+#: The global the library's text functions study, which a corpus becomes.
+CONTEXT = "context"
+
+
 def as_corpus(payload: Any) -> dict[str, str | bytes] | None:
     """The documents a context payload holds, by name, when it is a corpus: a `dict` of
     name -> `str`/`bytes`, or a `list`/`tuple` of `str`/`bytes`, named by position from

@@ -58,11 +58,47 @@ async fn a_stdio_sessions_run_lua_sees_the_context() {
         let path = dir.path().join("a.md");
         let client = stdio_client(&["--context", path.to_str().unwrap()]).await;
         let result = run_lua(&client, "print(type(context), context)").await;
-        assert!(!is_error(&result), "{}", text(&result));
-        assert_eq!(text(&result), "string\talpha\n\n");
+        assert_eq!(text_of(&result), "string\talpha\n\n");
         client.cancel().await.unwrap();
     })
     .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_rlm_prompt_describes_the_served_corpus_and_run_lua_reads_it() {
+    use rlm_registry::serve::RLM_PROMPT;
+    use rmcp::model::GetPromptRequestParams;
+    let dir = folder();
+    bounded(async {
+        let client = stdio_client(&["--context", dir.path().to_str().unwrap()]).await;
+        let question = json!({"question": "What do the notes say?"});
+        let prompt = client
+            .get_prompt(
+                GetPromptRequestParams::new(RLM_PROMPT)
+                    .with_arguments(question.as_object().cloned().unwrap()),
+            )
+            .await
+            .unwrap();
+        let text = serde_json::to_value(&prompt.messages[0]).unwrap()["content"]["text"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert!(
+            text.contains("`context` is a corpus: a Lua list of 2 documents")
+                && text.contains("`a.md`, `sub/b.txt`"),
+            "{text}"
+        );
+        let result = run_lua(&client, "print(#context, context[2].name)").await;
+        assert_eq!(text_of(&result), "2\tsub/b.txt\n");
+        client.cancel().await.unwrap();
+    })
+    .await;
+}
+
+/// A call's text, which must not be an error.
+fn text_of(result: &rmcp::model::CallToolResult) -> String {
+    assert!(!is_error(result), "{}", text(result));
+    text(result)
 }
 
 #[test]

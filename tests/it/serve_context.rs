@@ -66,23 +66,10 @@ async fn a_stdio_sessions_run_lua_sees_the_context() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_rlm_prompt_describes_the_served_corpus_and_run_lua_reads_it() {
-    use rlm_registry::serve::RLM_PROMPT;
-    use rmcp::model::GetPromptRequestParams;
     let dir = folder();
     bounded(async {
         let client = stdio_client(&["--context", dir.path().to_str().unwrap()]).await;
-        let question = json!({"question": "What do the notes say?"});
-        let prompt = client
-            .get_prompt(
-                GetPromptRequestParams::new(RLM_PROMPT)
-                    .with_arguments(question.as_object().cloned().unwrap()),
-            )
-            .await
-            .unwrap();
-        let text = serde_json::to_value(&prompt.messages[0]).unwrap()["content"]["text"]
-            .as_str()
-            .unwrap()
-            .to_string();
+        let text = rlm_prompt(&client, "What do the notes say?").await;
         assert!(
             text.contains("`context` is a corpus: a Lua list of 2 documents")
                 && text.contains("`a.md`, `sub/b.txt`"),

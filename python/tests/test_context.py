@@ -84,6 +84,9 @@ def test_a_missing_path_is_a_context_error_naming_it(tmp_path: Path):
         assert str(missing) in str(caught.value)
         assert caught.value.path == str(missing)
         assert isinstance(caught.value, RlmRegistryError)
+    # `-` is standard input to the command line; Python passes text itself.
+    with pytest.raises(ContextError, match="standard input is not read from Python"):
+        Environment(Path("-"))
 
 
 def test_ask_studies_a_folder_and_the_prompt_describes_a_corpus(tmp_path: Path):

@@ -87,7 +87,7 @@ pub(super) fn ask(args: &AskArgs) -> Output {
         Ok(llm) => llm,
         Err(output) => return output,
     };
-    let context = match args.context.gather(Some(&args.source), Stdin::Free) {
+    let context = match args.context.gather(&args.source, Stdin::Free) {
         Ok(context) => context,
         Err(output) => return output,
     };

@@ -73,7 +73,7 @@ fn execute(args: &RunArgs, code: &[u8], stdin_taken: bool) -> Output {
         Err(output) => return output,
     };
     let context = match args.context.gather(
-        Some(&args.source),
+        &args.source,
         if stdin_taken {
             Stdin::Code
         } else {

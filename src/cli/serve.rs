@@ -106,7 +106,7 @@ impl ServeArgs {
         } else {
             Stdin::Transport
         };
-        let context = self.context.gather(Some(&self.source), stdin)?;
+        let context = self.context.gather(&self.source, stdin)?;
         Ok(ServeOptions {
             limits: super::setup::limits(self.time_limit, self.memory_limit)?,
             max_sessions: self.max_sessions,

@@ -43,7 +43,7 @@ pub(crate) struct ContextArgs {
     /// files left out), a quoted glob ('logs/*.log'), `-` for standard input, or a
     /// `.jsonl` file of records with a text field. Repeat it for several. One plain file
     /// is a string; anything else is a corpus, a list of documents `{name, text, kind,
-    /// bytes[, meta]}`.
+    /// bytes[, meta]}`. Default: `[context] paths` in rlm.toml, if any.
     #[arg(long = "context", id = "context", value_name = "PATH")]
     pub paths: Vec<PathBuf>,
 }
@@ -65,15 +65,12 @@ impl ContextArgs {
     /// refused where `stdin` already holds something else.
     pub(super) fn gather(
         &self,
-        source: Option<&SourceArgs>,
+        source: &SourceArgs,
         stdin: Stdin,
     ) -> Result<Option<Context>, Output> {
         if !self.paths.is_empty() {
             return gather_paths(&self.paths, stdin, "--context");
         }
-        let Some(source) = source else {
-            return Ok(None);
-        };
         let Some(paths) = source.file_settings()?.context else {
             return Ok(None);
         };

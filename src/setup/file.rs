@@ -22,7 +22,7 @@
 //! max_llm_calls = 100
 //! max_time = 600             # seconds
 //!
-//! [context]                  # what exec, run, ask and serve study without --context
+//! [context]                  # what exec, run, ask, serve and replay study without --context
 //! paths = ["docs/", "notes.md"] # relative to this file's directory
 //! ```
 

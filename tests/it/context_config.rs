@@ -1,10 +1,12 @@
-//! `[context] paths` in rlm.toml: the context of `exec`, `run`, `ask` and `serve` when no
-//! `--context` is given, its paths relative to the file's folder; the flag wins; a path
-//! that cannot be read is a usage error naming the file and the path.
+//! `[context] paths` in rlm.toml: the context of `exec`, `run`, `ask`, `serve` and
+//! `replay` when no `--context` is given, its paths relative to the file's folder; the
+//! flag wins; a path that cannot be read is a usage error naming the file and the path.
 
 use std::path::Path;
 
-use crate::support::cli::{rlm_command, stderr, stdout};
+use crate::support::cli::{llm_args, rlm_command, stderr, stdout};
+use crate::support::openai_server::{Behavior, OpenAiServer};
+use crate::support::rlm_loop::{bodies, lua};
 
 /// A project folder `project/` holding `rlm.toml` (with `toml`), `docs/` of two files
 /// and `notes.md`; the test runs from the folder above it.
@@ -89,4 +91,44 @@ fn an_unknown_key_under_context_is_an_error_at_its_place() {
     );
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("folder"), "{}", stderr(&out));
+}
+
+#[test]
+fn ask_studies_the_files_context_and_replay_gathers_it_again() {
+    let dir = project("[context]\npaths = [\"docs/\"]\n");
+    let project = dir.path().join("project");
+    let server = OpenAiServer::start(
+        vec![lua("FINAL(#context .. ' ' .. context[2].text)")],
+        Behavior::status(500),
+    );
+    let trace = dir.path().join("run.jsonl");
+    let mut ask = rlm_command();
+    ask.current_dir(&project)
+        .args(["ask", "Q", "-q", "--trace"])
+        .arg(&trace)
+        .args(llm_args(&server.base_url(), "test-model"));
+    let out = ask.output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "2 beta\n");
+    let system = bodies(&server)[0]["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(system.contains("a Lua list of 2 documents"), "{system}");
+    let replay = || {
+        rlm_command()
+            .current_dir(&project)
+            .arg("replay")
+            .arg(&trace)
+            .output()
+            .unwrap()
+    };
+    let out = replay();
+    assert!(stdout(&out).starts_with("identical ("), "{}", stderr(&out));
+    std::fs::write(project.join("docs/b.md"), "beta, edited").unwrap();
+    assert_eq!(
+        replay().status.code(),
+        Some(2),
+        "a changed corpus is refused"
+    );
 }

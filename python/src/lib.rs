@@ -6,6 +6,8 @@
 //!   on a thread of its own (`worker`);
 //! - `registry`: `Registry`, `Diagnostic`, `check`;
 //! - `ask`: `ask`, `Answer`, `system_prompt`, over the crate's `Rlm`;
+//! - `context`: the `context` argument (a text, chunks, a `dict` of documents, a path
+//!   gathered by the crate's `corpus::gather`);
 //! - `convert`: Python values ↔ Lua globals through the crate's Lua ↔ JSON mapping;
 //! - `llm`: a Python callable as the crate's `Llm`, and `split_thinking`;
 //! - `tools`: Python callables as host functions the Lua code calls;

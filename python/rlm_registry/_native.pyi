@@ -11,6 +11,7 @@ __version__: str
 __all__ = [
     "Answer",
     "BusyError",
+    "ContextError",
     "Diagnostic",
     "Environment",
     "ExecResult",
@@ -29,7 +30,11 @@ __all__ = [
 ]
 
 _StrPath = str | PathLike[str]
-_Context = str | bytes
+_Text = str | bytes
+_Context = _Text | list[_Text] | tuple[_Text, ...] | dict[str, _Text] | PathLike[str]
+"""What the model studies: one text; chunks (a list, an array of strings in Lua);
+documents by name (a dict, a corpus in Lua); or a path, gathered as `--context PATH`
+gathers it (a file is its text, a folder a corpus)."""
 _JSON = dict[str, "_JSON"] | list["_JSON"] | str | int | float | bool | None
 """A value as the Lua <-> JSON mapping carries it (a tuple is sent as a list)."""
 _Value = _JSON | bytes
@@ -60,6 +65,12 @@ class LimitError(RlmRegistryError):
 
 class LlmError(RlmRegistryError):
     """The model could not be reached, or answered with nothing the loop can use."""
+
+class ContextError(RlmRegistryError):
+    """A context path that cannot be read: missing, unreadable, a glob matching nothing."""
+
+    path: str
+    """The path, as given."""
 
 class BusyError(RlmRegistryError):
     """The Environment is in use by another thread: one thread at a time may use it."""
@@ -100,7 +111,12 @@ class Environment:
     """One sandboxed Lua 5.4 state with the registry's functions, keeping its globals from
     one `execute` to the next (a REPL).
 
-    `context` becomes the global `context` (handed over once, without a Python copy).
+    `context` becomes the global `context`: a `str` or `bytes` as a string (handed over
+    once, without a Python copy), a list as an array of strings (chunks), a `dict` of
+    name -> `str`/`bytes` as a corpus (a list of documents `{name, text, kind,
+    bytes}`), a `pathlib.Path` as `--context PATH` gathers it (a file's text; a folder's
+    files as a corpus, `.gitignore` honoured). Another type is a `TypeError`; a path
+    that cannot be read a `ContextError`.
     The functions are the baked library's, with `paths` layered on top (or only theirs
     with `baked=False`), or those of `registry`; `config` is an rlm.toml enabling
     providers. Each execution may run `time_limit` seconds, print `output_limit` bytes
@@ -144,7 +160,7 @@ class Environment:
     def __delitem__(self, name: str, /) -> None:
         """Removes the Lua global `name`."""
     def set_context(self, context: _Context | None) -> None:
-        """Sets the global `context` (without a Python copy), or removes it."""
+        """Sets the global `context` as the constructor does, or removes it."""
     def call(self, name: str, *args: _JSON | tuple[Any, ...]) -> _JSON:
         """Calls the global function `name` with `args` as JSON, under the limits."""
     def interrupt(self) -> None:
@@ -246,7 +262,7 @@ def check(paths: Sequence[_StrPath]) -> list[Diagnostic]:
 
 def ask(
     question: str,
-    context: _Context | Sequence[_Context] | None = None,
+    context: _Context | None = None,
     *,
     model: str | None = None,
     base_url: str | None = None,
@@ -274,7 +290,8 @@ def ask(
     schema: Mapping[str, Any] | str | None = None,
     verbose: bool = False,
 ) -> Answer:
-    """Answers `question` about `context` with the RLM loop, as `rlm ask` does, its
+    """Answers `question` about `context` (as `Environment` takes it: a text, chunks, a
+    `dict` of documents or a `pathlib.Path`) with the RLM loop, as `rlm ask` does, its
     settings resolved as `rlm ask` resolves them: an argument, else its environment
     variable (`RLM_MODEL`, `RLM_BASE_URL` or `OPENAI_BASE_URL`, `RLM_API_KEY` or
     `OPENAI_API_KEY`, `RLM_LLM_CONCURRENCY`, `RLM_MAX_REPLY_TOKENS`,
@@ -291,7 +308,7 @@ def ask(
     `LuaError` when the run ends without an answer."""
 
 def system_prompt(
-    context: _Context | Sequence[_Context] | None = None,
+    context: _Context | None = None,
     *,
     max_iterations: int = 10,
     max_depth: int = 1,

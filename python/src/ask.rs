@@ -14,33 +14,13 @@ use rlm_registry::rlm::{
 };
 use rlm_registry::setup::{RunSettings, RunSetup, reply_tokens};
 
+use crate::context::ContextArg;
 use crate::convert::{json_from_python, json_to_python};
-use crate::environment::{Text, limits};
+use crate::environment::limits;
 use crate::errors::{
     LlmError as PyLlmError, catching, internal_error, panic_message, run_error, with,
 };
 use crate::registry::{Registry, chosen_registry, load_providers};
-
-/// What the model studies: one text, or several (chunks), each `str` or `bytes`.
-#[derive(FromPyObject)]
-pub(crate) enum ContextArg<'py> {
-    One(Text<'py>),
-    Chunks(Vec<Text<'py>>),
-}
-
-impl ContextArg<'_> {
-    fn context(&self) -> PyResult<Context> {
-        Ok(match self {
-            ContextArg::One(text) => Context::Text(text.bytes()?.to_vec()),
-            ContextArg::Chunks(chunks) => Context::Chunks(
-                chunks
-                    .iter()
-                    .map(|chunk| chunk.bytes().map(<[u8]>::to_vec))
-                    .collect::<PyResult<_>>()?,
-            ),
-        })
-    }
-}
 
 // The defaults the text signatures above show.
 const _: () = assert!(DEFAULT_BLOCK_TIME_LIMIT.as_secs() == 300 && DEFAULT_OUTPUT_BYTES == 10_000);
@@ -154,7 +134,7 @@ impl Source<'_> {
 pub fn ask<'py>(
     py: Python<'py>,
     question: &str,
-    context: Option<ContextArg<'py>>,
+    context: Option<Bound<'py, PyAny>>,
     model: Option<String>,
     base_url: Option<String>,
     api_key: Option<String>,
@@ -217,7 +197,7 @@ pub fn ask<'py>(
         let mut rlm = settings.rlm(py, None, source)?;
         // Every argument is checked before the trace file is created.
         let trace_format = trace_format_of(trace_format)?;
-        let context = context.as_ref().map(ContextArg::context).transpose()?;
+        let context = context_of(context.as_ref())?;
         if let Some(path) = &trace {
             rlm = rlm
                 .trace_file(path)
@@ -288,7 +268,7 @@ pub fn ask<'py>(
 #[allow(clippy::too_many_arguments)]
 pub fn system_prompt<'py>(
     py: Python<'py>,
-    context: Option<ContextArg<'py>>,
+    context: Option<Bound<'py, PyAny>>,
     max_iterations: u32,
     max_depth: usize,
     paths: Vec<PathBuf>,
@@ -325,9 +305,16 @@ pub fn system_prompt<'py>(
             config,
         };
         let rlm = settings.rlm(py, Some(Arc::new(NoModel)), source)?;
-        let context = context.as_ref().map(ContextArg::context).transpose()?;
+        let context = context_of(context.as_ref())?;
         Ok(rlm.system_prompt(context.as_ref()))
     })
+}
+
+/// The `context` argument as the crate takes it (see `crate::context`).
+fn context_of(context: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Context>> {
+    context
+        .map(|value| ContextArg::from_python(value)?.into_context())
+        .transpose()
 }
 
 /// The model of a prompt that is only read, never sent.

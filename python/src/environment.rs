@@ -12,6 +12,7 @@ use pyo3::types::{PyBytes, PyDict, PyString, PyTuple};
 use rlm_registry::environment::{ExecError, Execution, GlobalValue, Limits, SubAgent};
 use rlm_registry::llm::Llm;
 
+use crate::context::ContextArg;
 use crate::convert::{global_from_python, global_to_python, json_from_python, json_to_python};
 use crate::errors::{Failure, catching, exec_error};
 use crate::llm::PythonLlm;
@@ -60,7 +61,7 @@ impl Environment {
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
-        context: Option<Text<'_>>,
+        context: Option<Bound<'_, PyAny>>,
         paths: Vec<PathBuf>,
         baked: bool,
         config: Option<PathBuf>,
@@ -81,8 +82,9 @@ impl Environment {
             if let Some(tools) = tools {
                 providers = Some(with_tools(py, providers, &tools)?);
             }
-            let context = context.as_ref().map(Text::bytes).transpose()?;
-            let context = context.map(crate::worker::Shared::new);
+            // Kept alive until the thread has loaded it: a text is borrowed from it.
+            let given = context.as_ref().map(ContextArg::from_python).transpose()?;
+            let context = given.map(ContextArg::handover).transpose()?;
             let thread = EnvThread::start(py, move || {
                 let mut builder =
                     rlm_registry::environment::Environment::builder(registry).limits(limits);
@@ -101,7 +103,7 @@ impl Environment {
                 if let Some(context) = context {
                     // SAFETY: `start` waits for this closure before it returns, and the
                     // caller's `context` outlives that wait.
-                    environment.set_context(unsafe { context.get() })?;
+                    unsafe { context.load_into(&environment) }?;
                 }
                 Ok(environment)
             })?;
@@ -181,9 +183,9 @@ impl Environment {
         catching(|| self.set(py, name, GlobalValue::Json(serde_json::Value::Null)))
     }
 
-    /// Sets the global `context` to a `str` or `bytes` (handed over once, without a
-    /// Python copy), or removes it with `None`.
-    fn set_context(&self, py: Python<'_>, context: Option<Text<'_>>) -> PyResult<()> {
+    /// Sets the global `context` as the constructor's `context` does (a `str` or `bytes`
+    /// handed over once, without a Python copy), or removes it with `None`.
+    fn set_context(&self, py: Python<'_>, context: Option<Bound<'_, PyAny>>) -> PyResult<()> {
         catching(|| {
             let Some(context) = context else {
                 return self.set(
@@ -192,11 +194,11 @@ impl Environment {
                     GlobalValue::Json(serde_json::Value::Null),
                 );
             };
-            let context = crate::worker::Shared::new(context.bytes()?);
+            let context = ContextArg::from_python(&context)?.handover()?;
             self.thread
                 .call(py, move |environment| {
                     // SAFETY: as in `execute`.
-                    environment.set_context(unsafe { context.get() })
+                    unsafe { context.load_into(environment) }
                 })?
                 .map_err(|error| exec_error(py, error))
         })

@@ -47,6 +47,12 @@ create_exception!(
 );
 create_exception!(
     rlm_registry,
+    ContextError,
+    RlmRegistryError,
+    "A context path that cannot be read (missing, unreadable, a glob matching nothing); `path` names it."
+);
+create_exception!(
+    rlm_registry,
     BusyError,
     RlmRegistryError,
     "The Environment is in use by another thread: one thread at a time may use it."

@@ -6,12 +6,15 @@
 //!   on a thread of its own (`worker`);
 //! - `registry`: `Registry`, `Diagnostic`, `check`;
 //! - `ask`: `ask`, `Answer`, `system_prompt`, over the crate's `Rlm`;
+//! - `context`: the `context` argument (a text, chunks, a `dict` of documents, a path
+//!   gathered by the crate's `corpus::gather`);
 //! - `convert`: Python values ↔ Lua globals through the crate's Lua ↔ JSON mapping;
 //! - `llm`: a Python callable as the crate's `Llm`, and `split_thinking`;
 //! - `tools`: Python callables as host functions the Lua code calls;
 //! - `errors`: the package's exceptions, and every failure (a panic too) made into one.
 
 mod ask;
+mod context;
 mod convert;
 mod environment;
 mod errors;
@@ -68,7 +71,8 @@ mod _native {
     use super::environment::{Environment, ExecResult};
     #[pymodule_export]
     use super::errors::{
-        BusyError, InternalError, LimitError, LlmError, LuaError, RegistryError, RlmRegistryError,
+        BusyError, ContextError, InternalError, LimitError, LlmError, LuaError, RegistryError,
+        RlmRegistryError,
     };
     #[pymodule_export]
     use super::llm::split_thinking;

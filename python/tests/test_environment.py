@@ -114,8 +114,10 @@ def test_context_as_str_bytes_or_none():
     assert Environment("héllo").execute("print(#context)").stdout == "6\n"
     assert Environment(b"\xff\x00").execute("print(#context, context:byte(1))").stdout == "2\t255\n"
     assert Environment().execute("print(context)").stdout == "nil\n"
+    # A list is chunks, as `ask` takes it; other types are refused (tests/test_context.py).
+    assert Environment(["a", "list"]).execute("print(#context, context[2])").stdout == "2\tlist\n"
     with pytest.raises(TypeError):
-        Environment(["a", "list"])
+        Environment(42)
 
 
 def test_set_context_replaces_or_removes_it():

@@ -191,6 +191,27 @@ def test_it_is_a_code_interpreter_with_persistent_state_and_variables():
     repl.shutdown()
 
 
+def test_a_context_of_texts_is_a_corpus_and_other_variables_stay_tables():
+    repl = LuaInterpreter()
+    listed = "for i, d in ipairs(context) do print(i, d.name, d.text) end"
+    assert repl.execute(listed, variables={"context": {"a.md": "alpha", "b.md": "beta"}}) == "1\ta.md\talpha\n2\tb.md\tbeta\n"
+    assert repl.execute(listed, variables={"context": ["x", "y"]}) == "1\t0\tx\n2\t1\ty\n"
+    # Another name, or a list that is not of texts, crosses as JSON, as before.
+    assert repl.execute("print(words[2], #context)", variables={"words": ["p", "q"], "context": [[1], [2, 3]]}) == "q\t2\n"
+    repl.shutdown()
+
+
+def test_lua_rlm_describes_a_corpus_context_to_the_model(scripted):
+    server, lm = scripted([action("SUBMIT(#context .. ' ' .. context[2].name)")])
+    rlm = LuaRLM("context, question -> answer", max_iters=3)
+    with dspy.context(lm=lm):
+        prediction = rlm(context={"notes.md": "n", "log.txt": "l"}, question="?")
+    assert prediction.answer == "2 log.txt"
+    prompt = "\n".join(m["content"] for m in server.turns()[0]["messages"])
+    assert "Type: corpus" in prompt
+    assert "`context` is a corpus: a Lua list of 2 documents" in prompt
+
+
 def test_a_str_variable_given_again_is_not_copied_again():
     repl = LuaInterpreter()
     text = "x" * 1000

@@ -296,9 +296,32 @@ def test_context_str_dict_and_numbered():
     assert env.get_context_count() == 1
     assert env.add_context({"users": [{"name": "ada"}]}) == 1
     assert env.execute_code("print(context_1.users[1].name)").stdout == "ada\n"
-    env.load_context(["x", "y"])
-    assert env.execute_code("print(#context, context[2])").stdout == "2\ty\n"
+    env.load_context([[1, 2], [3]])
+    assert env.execute_code("print(#context, context[2][1])").stdout == "2\t3\n"
     env.cleanup()
+
+
+def test_a_dict_or_list_of_texts_is_a_corpus_and_other_contexts_stay():
+    env = LuaREPL(context_payload={"a.md": "alpha", "b.md": b"beta"})
+    listed = "for i, d in ipairs(context) do print(i, d.name, d.kind, d.text) end"
+    assert env.execute_code(listed).stdout == "1\ta.md\ttext\talpha\n2\tb.md\ttext\tbeta\n"
+    # Another corpus as context_1, named by position; `context` stays context_0.
+    assert env.add_context(["x", "y"]) == 1
+    assert env.execute_code("print(context_1[2].name, context_1[2].text, context[1].name)").stdout == (
+        "1\ty\ta.md\n"
+    )
+    assert env.execute_code("print(context == context_0, _rlm_kept_context)").stdout == "true\tnil\n"
+    env.cleanup()
+
+
+def test_a_corpus_context_is_described_to_the_model():
+    replies = [repl("answer.content = context[2].name .. ':' .. context[2].text\nanswer.ready = true")]
+    with ScriptedServer(replies) as server:
+        result = lua_rlm(server, max_iterations=2).completion(["first", "second"], root_prompt="Q?")
+    assert result.response == "1:second"
+    first_user = [m for m in server.requests[0]["messages"] if m["role"] == "user"][0]["content"]
+    assert "`context` is a corpus: a Lua list of 2 documents" in first_user
+    assert "`0`, `1`" in first_user
 
 
 def test_the_answer_table_and_final_end_a_run():

@@ -13,7 +13,7 @@ use rlm_registry::setup::Defaults;
 
 use super::ask_trace::{TraceRequest, Traces};
 use super::run_args::{RunFlags, model};
-use super::setup::{ContextArgs, Terminal, limits};
+use super::setup::{ContextArgs, Stdin, Terminal, limits};
 use super::{EXIT_USAGE, EXIT_VIOLATIONS, Output, SourceArgs, with_catalog};
 
 /// Options of `rlm ask`.
@@ -87,7 +87,7 @@ pub(super) fn ask(args: &AskArgs) -> Output {
         Ok(llm) => llm,
         Err(output) => return output,
     };
-    let context = match args.context.gather(false) {
+    let context = match args.context.gather(&args.source, Stdin::Free) {
         Ok(context) => context,
         Err(output) => return output,
     };

@@ -9,7 +9,7 @@ use clap::Args;
 use rlm_registry::environment::{Environment, Limits};
 use rlm_registry::llm::LlmClient;
 
-use super::setup::{ContextArgs, Terminal, limits};
+use super::setup::{ContextArgs, Stdin, Terminal, limits};
 use super::{EXIT_USAGE, EXIT_VIOLATIONS, LlmArgs, Output, SourceArgs, with_catalog};
 
 /// Options shared by `exec` and `run`.
@@ -72,7 +72,14 @@ fn execute(args: &RunArgs, code: &[u8], stdin_taken: bool) -> Output {
         Ok(llm) => llm,
         Err(output) => return output,
     };
-    let context = match args.context.gather(stdin_taken) {
+    let context = match args.context.gather(
+        &args.source,
+        if stdin_taken {
+            Stdin::Code
+        } else {
+            Stdin::Free
+        },
+    ) {
         Ok(context) => context,
         Err(output) => return output,
     };

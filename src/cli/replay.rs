@@ -8,7 +8,7 @@ use clap::Args;
 
 use rlm_registry::rlm::Replay;
 
-use super::setup::ContextArgs;
+use super::setup::{ContextArgs, Stdin};
 use super::{EXIT_USAGE, EXIT_VIOLATIONS, Output, SourceArgs, with_catalog};
 
 /// Options of `rlm replay`.
@@ -16,8 +16,8 @@ use super::{EXIT_USAGE, EXIT_VIOLATIONS, Output, SourceArgs, with_catalog};
 pub(crate) struct ReplayArgs {
     /// The trace, as `rlm ask --trace FILE` wrote it.
     trace: PathBuf,
-    /// The context of the recorded run, as `rlm ask --context` took it (checked against
-    /// the SHA-256 the trace records).
+    /// The context of the recorded run, as `rlm ask --context` (or rlm.toml's `[context]`)
+    /// took it, checked against the SHA-256 the trace records.
     #[command(flatten)]
     context: ContextArgs,
     /// Replay even with another context than the recorded one, or without it.
@@ -34,7 +34,7 @@ pub(super) fn run(args: &ReplayArgs) -> Output {
         Ok(replay) => replay.force(args.force),
         Err(error) => return usage(&error),
     };
-    let replay = match args.context.gather(false) {
+    let replay = match args.context.gather(&args.source, Stdin::Free) {
         Ok(Some(context)) => replay.context(context),
         Ok(None) => replay,
         Err(output) => return output,

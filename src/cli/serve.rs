@@ -11,6 +11,7 @@ use rlm_registry::serve::{AllowedOrigins, ServeOptions, Server, check_bind, shut
 use rlm_registry::setup::Defaults;
 
 use super::run_args::{Given, WindowArgs, model};
+use super::setup::Stdin;
 use super::{
     EXIT_USAGE, EXIT_VIOLATIONS, LlmArgs, Output, SourceArgs, providers_of, with_registry,
 };
@@ -20,6 +21,9 @@ use super::{
 pub(crate) struct ServeArgs {
     #[command(flatten)]
     source: SourceArgs,
+    /// The context every new session starts with (a client may set its own).
+    #[command(flatten)]
+    context: super::setup::ContextArgs,
     /// Serve streamable HTTP MCP at http://ADDR/mcp and the JSON API on ADDR instead of
     /// MCP over stdio; `--http` alone is 127.0.0.1:8765.
     #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:8765")]
@@ -96,6 +100,13 @@ impl ServeArgs {
             .clone()
             .or_else(|| std::env::var("RLM_SERVE_TOKEN").ok())
             .filter(|token| !token.is_empty());
+        // Gathered once: each new session loads it without reading a file again.
+        let stdin = if self.http.is_some() {
+            Stdin::Free
+        } else {
+            Stdin::Transport
+        };
+        let context = self.context.gather(&self.source, stdin)?;
         Ok(ServeOptions {
             limits: super::setup::limits(self.time_limit, self.memory_limit)?,
             max_sessions: self.max_sessions,
@@ -112,6 +123,7 @@ impl ServeArgs {
                 None
             },
             context_window: setup.context_window,
+            context: context.map(Arc::new),
             ..ServeOptions::default()
         })
     }

@@ -1,5 +1,6 @@
 //! What the commands that run Lua set up from their flags: the limits of one
-//! execution, the `--context` file and the user at the terminal (a run's model, cache,
+//! execution, the context (`--context`, else `[context]` in rlm.toml) and the user at
+//! the terminal (a run's model, cache,
 //! window and budgets are `run_args.rs`'s). A bad setting is a usage error (exit 2).
 
 use std::io::{BufRead, IsTerminal, Write};
@@ -11,7 +12,7 @@ use rlm_registry::corpus::{Gathered, STDIN, gather};
 use rlm_registry::environment::{Limits, User};
 use rlm_registry::rlm::Context;
 
-use super::{EXIT_USAGE, Output};
+use super::{EXIT_USAGE, Output, SourceArgs};
 
 /// The limits of one execution from `--time-limit SECONDS` and `--memory-limit MIB`.
 pub(super) fn limits(time_limit: f64, memory_limit: usize) -> Result<Limits, Output> {
@@ -43,37 +44,72 @@ pub(crate) struct ContextArgs {
     /// `.jsonl` file of records with a text field. Repeat it for several. One plain text
     /// or code file is a string; anything else (a PDF, an HTML page or an image alone
     /// too) is a corpus, a list of documents `{name, text, kind, bytes[, mime][, error][,
-    /// meta]}`: HTML and PDF as their text, images as `kind = "image"`.
+    /// meta]}`: HTML and PDF as their text, images as `kind = "image"`. Default: `[context] paths`
+    /// in rlm.toml, if any.
     #[arg(long = "context", id = "context", value_name = "PATH")]
     pub paths: Vec<PathBuf>,
 }
 
+/// What holds standard input when `--context -` cannot have it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Stdin {
+    /// Nothing: `-` reads it.
+    Free,
+    /// The code (`rlm run -`).
+    Code,
+    /// The MCP messages (`rlm serve` over stdio).
+    Transport,
+}
+
 impl ContextArgs {
-    /// The context the paths gather, `None` without any; `stdin_taken` when standard
-    /// input already holds something else (`rlm run -`), which refuses `-`.
-    pub(super) fn gather(&self, stdin_taken: bool) -> Result<Option<Context>, Output> {
-        if self.paths.is_empty() {
+    /// The context the paths gather — `--context`, else `[context] paths` in the
+    /// configuration file of `source` when there is one — `None` without any. `-` is
+    /// refused where `stdin` already holds something else.
+    pub(super) fn gather(
+        &self,
+        source: &SourceArgs,
+        stdin: Stdin,
+    ) -> Result<Option<Context>, Output> {
+        if !self.paths.is_empty() {
+            return gather_paths(&self.paths, stdin, "--context");
+        }
+        let Some(paths) = source.file_settings()?.context else {
             return Ok(None);
-        }
-        if stdin_taken && self.paths.iter().any(|path| path.as_os_str() == STDIN) {
-            return Err(Output::failure(
-                EXIT_USAGE,
-                "error: --context - reads standard input, which already holds the code here\n"
-                    .into(),
-            ));
-        }
-        let gathered = gather(&self.paths)
-            .map_err(|error| Output::failure(EXIT_USAGE, format!("error: {error}\n")))?;
-        if let Gathered::Corpus(corpus) = &gathered {
-            // A document that could not be read is kept (the run goes on); the user hears
-            // of it once.
-            let mut stderr = std::io::stderr().lock();
-            for warning in corpus.warnings() {
-                let _ = writeln!(stderr, "warning: {warning}");
-            }
-        }
-        Ok(Some(Context::from(gathered)))
+        };
+        let file = source
+            .config_path()
+            .map(|path| path.display().to_string())
+            .unwrap_or_else(|| "rlm.toml".to_string());
+        gather_paths(&paths, stdin, &format!("{file}: [context] paths"))
     }
+}
+
+/// The context `paths` gather; `given` names where they come from in an error.
+fn gather_paths(paths: &[PathBuf], stdin: Stdin, given: &str) -> Result<Option<Context>, Output> {
+    let holder = match stdin {
+        Stdin::Free => None,
+        Stdin::Code => Some("the code"),
+        Stdin::Transport => Some("the MCP messages (serve over --http to read it)"),
+    };
+    if let Some(holder) = holder
+        && paths.iter().any(|path| path.as_os_str() == STDIN)
+    {
+        return Err(Output::failure(
+            EXIT_USAGE,
+            format!("error: {given} names -, standard input, which already holds {holder} here\n"),
+        ));
+    }
+    let gathered = gather(paths)
+        .map_err(|error| Output::failure(EXIT_USAGE, format!("error: {given}: {error}\n")))?;
+    if let Gathered::Corpus(corpus) = &gathered {
+        // A document that could not be read is kept (the run goes on); the user hears of
+        // it once.
+        let mut stderr = std::io::stderr().lock();
+        for warning in corpus.warnings() {
+            let _ = writeln!(stderr, "warning: {warning}");
+        }
+    }
+    Ok(Some(Context::from(gathered)))
 }
 
 /// The user at the terminal: questions and notes go to stderr, answers come from stdin.

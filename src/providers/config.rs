@@ -151,6 +151,8 @@ struct RawFile {
     _cache: Option<IgnoredAny>,
     #[serde(rename = "budgets")]
     _budgets: Option<IgnoredAny>,
+    #[serde(rename = "context")]
+    _context: Option<IgnoredAny>,
 }
 
 #[derive(Deserialize, Default)]

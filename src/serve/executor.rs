@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 use crate::environment::{Environment, ExecError, Interrupt, Limits, OutputObserver, SetupError};
 use crate::llm::Llm;
 use crate::providers::StoreProvider;
+use crate::rlm::Context;
 use crate::tools::{CallError, ToolCaller};
 
 /// Work for a thread that owns a Lua state.
@@ -32,7 +33,8 @@ pub enum RunError<E> {
 }
 
 /// How a session's environment is built: its limits, its own `store` (at most this many
-/// bytes; none without), and the model behind `llm_query` (none: it fails saying so).
+/// bytes; none without), the model behind `llm_query` (none: it fails saying so), and
+/// the `context` it starts with.
 ///
 /// ```
 /// use rlm_registry::serve::SessionSetup;
@@ -50,6 +52,9 @@ pub struct SessionSetup {
     /// The model's context window, in tokens: a `llm_query` prompt that would not fit is
     /// not sent.
     pub context_window: Option<u64>,
+    /// The global `context` every session starts with (`rlm serve --context`): gathered
+    /// once, shared by the sessions, loaded into each without reading a file again.
+    pub context: Option<Arc<Context>>,
 }
 
 /// Builds the sandboxed environment of a session (`run_lua`, `/v1/sessions`): the one
@@ -89,7 +94,15 @@ pub fn session_environment(
     if let Some(window) = setup.context_window {
         builder = builder.context_window(window);
     }
-    builder.build()
+    let environment = builder.build()?;
+    if let Some(context) = &setup.context {
+        context.load_into(&environment).map_err(|error| {
+            SetupError::from(mlua::Error::runtime(format!(
+                "cannot load the context: {error}"
+            )))
+        })?;
+    }
+    Ok(environment)
 }
 
 /// The threads stateless calls run on and the cap on concurrent executions.

@@ -164,7 +164,8 @@ pub(super) fn get_prompt(
         .providers(Arc::clone(functions.providers()));
     let text = format!(
         "{}\n## Here\n\nIn this conversation the REPL is the `run_lua` tool: send each block of code to it (its variables persist between calls). When you know the answer, reply with it.\n\n## The question\n\n{question}\n",
-        rlm.system_prompt(None)
+        // Every session starts with the served context: the prompt describes it.
+        rlm.system_prompt(state.options.context.as_deref())
     );
     let mut result = GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)]);
     result.description = Some("The RLM system prompt and the question".to_string());

@@ -71,6 +71,7 @@ use crate::catalog::Catalog;
 use crate::environment::{ExecError, Limits};
 use crate::llm::Llm;
 use crate::providers::{AgentScope, Providers};
+use crate::rlm::Context;
 use crate::tools::CallError;
 use executor::{Executor, RunError, SessionThread};
 use mcp_sessions::McpSessions;
@@ -126,6 +127,9 @@ pub struct ServeOptions {
     /// prompt that would not fit, with the room a reply needs, is not sent and fails
     /// saying so.
     pub context_window: Option<u64>,
+    /// The global `context` every new session starts with (default none); a client may
+    /// still set its own. Gathered once (`rlm serve --context`), shared by the sessions.
+    pub context: Option<Arc<Context>>,
 }
 
 impl std::fmt::Debug for ServeOptions {
@@ -143,6 +147,10 @@ impl std::fmt::Debug for ServeOptions {
             .field("session_store", &self.session_store)
             .field("llm", &self.llm.as_ref().map(|_| "<set>"))
             .field("context_window", &self.context_window)
+            .field(
+                "context",
+                &self.context.as_ref().map(|context| context.total_bytes()),
+            )
             .finish()
     }
 }
@@ -155,6 +163,7 @@ impl ServeOptions {
             store_bytes: self.session_store,
             llm: self.llm.clone(),
             context_window: self.context_window,
+            context: self.context.clone(),
         }
     }
 }
@@ -174,6 +183,7 @@ impl Default for ServeOptions {
             session_store: None,
             llm: None,
             context_window: None,
+            context: None,
         }
     }
 }
@@ -276,8 +286,10 @@ impl Server {
         options: ServeOptions,
     ) -> Server {
         let functions = Catalog::new(registry, providers, AgentScope::TOP);
+        // A stateless call has no `context`: it calls one function with its arguments.
         let stateless = SessionSetup {
             store_bytes: None,
+            context: None,
             ..options.session_setup()
         };
         let executor = Executor::new(&functions, stateless, options.max_concurrent_executions);

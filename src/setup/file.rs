@@ -1,4 +1,4 @@
-//! The run's sections of `rlm.toml`: `[model]`, `[cache]` and `[budgets]`. The file's
+//! The run's sections of `rlm.toml`: `[model]`, `[cache]`, `[budgets]` and `[context]`. The file's
 //! other sections belong to the providers ([`crate::providers::Config`]); each reader
 //! takes its own sections and both refuse a section neither knows.
 //!
@@ -21,6 +21,9 @@
 //! max_tokens = 200000
 //! max_llm_calls = 100
 //! max_time = 600             # seconds
+//!
+//! [context]                  # what exec, run, ask, serve and replay study without --context
+//! paths = ["docs/", "notes.md"] # relative to this file's directory
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -76,6 +79,9 @@ pub struct FileSettings {
     pub max_llm_calls: Option<u64>,
     /// `[budgets] max_time`, in seconds.
     pub max_time: Option<f64>,
+    /// `[context] paths`, each resolved against the file's directory (`-`, standard
+    /// input, as written): the context when no `--context` is given.
+    pub context: Option<Vec<PathBuf>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -87,6 +93,7 @@ struct RawFile {
     cache: RawCache,
     #[serde(default)]
     budgets: RawBudgets,
+    context: Option<RawContext>,
     // The providers' sections, read by `providers::Config`.
     #[serde(rename = "providers")]
     _providers: Option<IgnoredAny>,
@@ -122,8 +129,15 @@ struct RawBudgets {
     max_time: Option<Spanned<f64>>,
 }
 
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawContext {
+    paths: Vec<PathBuf>,
+}
+
 impl FileSettings {
-    /// Reads and parses `path`; a relative cache file is relative to its directory.
+    /// Reads and parses `path`; a relative cache file or context path is relative to its
+    /// directory.
     pub fn load(path: &Path) -> Result<FileSettings, ConfigError> {
         let file = path.display().to_string();
         let text = std::fs::read_to_string(path)
@@ -135,8 +149,17 @@ impl FileSettings {
         FileSettings::parse(&text, &file, base)
     }
 
-    /// Parses `text` (named `file` in errors); a relative cache file resolves against
-    /// `base`.
+    /// Parses `text` (named `file` in errors); a relative cache file or context path
+    /// resolves against `base`.
+    ///
+    /// ```
+    /// use std::path::PathBuf;
+    /// use rlm_registry::setup::FileSettings;
+    ///
+    /// let file = FileSettings::parse("[context]\npaths = [\"docs/\", \"-\"]\n", "rlm.toml", "project")?;
+    /// assert_eq!(file.context, Some(vec![PathBuf::from("project/docs/"), PathBuf::from("-")]));
+    /// # Ok::<(), rlm_registry::providers::ConfigError>(())
+    /// ```
     pub fn parse(
         text: &str,
         file: &str,
@@ -189,6 +212,13 @@ impl FileSettings {
             max_tokens: positive(raw.budgets.max_tokens, "[budgets] max_tokens")?,
             max_llm_calls: positive(raw.budgets.max_llm_calls, "[budgets] max_llm_calls")?,
             max_time,
+            context: raw.context.map(|context| {
+                context
+                    .paths
+                    .into_iter()
+                    .map(|path| relative_to(path, base.as_ref()))
+                    .collect()
+            }),
         })
     }
 }
@@ -208,10 +238,18 @@ impl CacheLocation {
     /// URL or an absolute path unchanged.
     fn relative_to(self, base: &Path) -> CacheLocation {
         match self {
-            CacheLocation::File(path) if path.is_relative() => {
-                CacheLocation::File(PathBuf::from(base).join(path))
-            }
+            CacheLocation::File(path) => CacheLocation::File(relative_to(path, base)),
             other => other,
         }
+    }
+}
+
+/// `path` as named in a configuration file: a relative one resolved against its
+/// directory `base`; an absolute one, or `-` (standard input), unchanged.
+fn relative_to(path: PathBuf, base: &Path) -> PathBuf {
+    if path.is_relative() && path.as_os_str() != crate::corpus::STDIN {
+        base.join(path)
+    } else {
+        path
     }
 }

@@ -28,6 +28,7 @@
 //! | call cache | `--cache`, `--no-cache` | `RLM_CACHE` | `[cache] path` | none |
 //! | cache size | `--cache-max-mb` | — | `[cache] max_mb` | 1024 MiB |
 //! | budgets | `--max-tokens`, `--max-llm-calls`, `--max-time` | — | `[budgets]` | unlimited |
+//! | context | `--context` (all of them, or none) | — | `[context] paths` | none |
 //!
 //! ```
 //! use rlm_registry::setup::{Defaults, FileSettings, RunSettings, RunSetup};

@@ -19,6 +19,8 @@ mod cli_docs;
 mod config;
 #[cfg(feature = "runtime")]
 mod context;
+#[cfg(feature = "cli")]
+mod context_config;
 #[cfg(feature = "runtime")]
 mod context_window;
 mod conventions;
@@ -100,6 +102,8 @@ mod search_modes_cli;
 mod search_modes_lua;
 #[cfg(feature = "cli")]
 mod serve_cli;
+#[cfg(feature = "cli")]
+mod serve_context;
 #[cfg(feature = "cli")]
 mod serve_features;
 #[cfg(feature = "cli")]

@@ -64,18 +64,7 @@ async fn resources_and_prompts_are_declared_and_served_to_rmcps_client() {
             (argument.name.as_str(), argument.required),
             ("question", Some(true))
         );
-        let question = json!({"question": "How many words are in the context?"});
-        let prompt = client
-            .get_prompt(
-                GetPromptRequestParams::new(RLM_PROMPT)
-                    .with_arguments(question.as_object().cloned().unwrap()),
-            )
-            .await
-            .unwrap();
-        let text = serde_json::to_value(&prompt.messages[0]).unwrap()["content"]["text"]
-            .as_str()
-            .unwrap()
-            .to_string();
+        let text = rlm_prompt(&client, "How many words are in the context?").await;
         assert!(
             text.contains("How many words are in the context?"),
             "{text}"

@@ -26,7 +26,7 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ._support import SandboxArgs, require, sandbox_args
+from ._support import CONTEXT, SandboxArgs, as_corpus, corpus_description, require, sandbox_args
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -105,7 +105,9 @@ class LuaInterpreter:
     arguments, crossing as JSON).
 
     `execute(code, variables)` sets each variable as a global (a `str` handed over
-    once: the same object given again is not copied again), runs the code and returns
+    once: the same object given again is not copied again; a `context` that is a
+    `dict` of name -> `str` or a `list` of `str` becomes a corpus, a list of documents
+    `{name, text, kind, bytes}`), runs the code and returns
     what it printed (or `None`); `SUBMIT` makes it return `FinalOutput`. A Lua error
     or a limit raises `CodeExecutionError` with the message the model reads (hint
     included); the interpreter stays usable.
@@ -229,8 +231,12 @@ class LuaInterpreter:
         # into the sandbox again (a str cannot change; a list or dict can).
         if isinstance(value, (str, bytes)) and self._given.get(name) is value:
             return
+        documents = as_corpus(value) if name == CONTEXT else None
         try:
-            env[name] = value
+            if documents is not None:
+                env.set_context(documents)
+            else:
+                env[name] = value
         except (TypeError, ValueError, OverflowError, RlmRegistryError) as error:
             raise CodeInterpreterError(f"the variable `{name}` cannot cross into Lua: {error}") from error
         self._given[name] = value
@@ -507,6 +513,23 @@ class LuaRLM(RLM):
             .append("code", _dspy.OutputField(desc="Lua code to execute, in a markdown code block: ```lua\\n<code>\\n```"), type_=str)
         )
         return action_sig, extract_sig
+
+    def _build_variables(self, **input_args: Any) -> list[REPLVariable]:
+        # DSPy describes a `dict` or `list` as JSON; a `context` of texts is a corpus in
+        # Lua (see `LuaInterpreter`), described as the system prompt describes one.
+        variables: list[REPLVariable] = super()._build_variables(**input_args)
+        documents = as_corpus(input_args.get(CONTEXT))
+        if documents is None:
+            return variables
+        described = corpus_description(documents)
+        return [
+            variable.model_copy(
+                update={"type_name": "corpus", "desc": f"{variable.desc}\n{described}".strip()}
+            )
+            if variable.name == CONTEXT
+            else variable
+            for variable in variables
+        ]
 
     def _setup_facade(self, repl: Any, budget: Any, interpreter_factory: Any) -> str:
         # DSPy's sandboxed sub-agents are a Python shim: none in Lua.

@@ -28,7 +28,14 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Literal
 
-from ._support import SandboxArgs, require, sandbox_args, take_sandbox_args
+from ._support import (
+    SandboxArgs,
+    as_corpus,
+    corpus_description,
+    require,
+    sandbox_args,
+    take_sandbox_args,
+)
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -233,21 +240,31 @@ class LuaREPL(NonIsolatedEnv):
                 self.env[name] = value
 
     def load_context(self, context_payload: dict | list | str) -> None:
-        """Sets `context` (and `context_0`): a `str` as it is, a `dict` or `list` as a
-        Lua table."""
+        """Sets `context` (and `context_0`): a `str` as it is; a `dict` of name -> `str`
+        or a `list` of `str` as a corpus, a list of documents `{name, text, kind,
+        bytes}` (a list's named "0", "1", …); any other `dict` or `list` as a Lua
+        table."""
         self.add_context(context_payload, 0)
 
     def add_context(
         self, context_payload: dict | list | str, context_index: int | None = None
     ) -> int:
-        """Sets `context_N` (N = `context_index`, or the next one); `context` is
-        `context_0`. A `str` is handed over once, without a copy in Lua for the alias."""
+        """Sets `context_N` (N = `context_index`, or the next one), as `load_context`
+        sets it; `context` is `context_0`. A `str` or a corpus is handed over once,
+        without a copy in Lua for the alias."""
         env = self._environment()
         index = self._context_count if context_index is None else context_index
         name = f"context_{index}"
-        if index == 0 and isinstance(context_payload, (str, bytes)):
-            env.set_context(context_payload)
+        documents = as_corpus(context_payload)
+        if documents is not None or isinstance(context_payload, (str, bytes)):
+            # `set_context` is the one way in for a corpus: keep `context` as it was
+            # when this is another one.
+            if index != 0:
+                self._run("_rlm_kept_context = context")
+            env.set_context(context_payload if documents is None else documents)
             self._run(f"{name} = context")
+            if index != 0:
+                self._run("context = _rlm_kept_context\n_rlm_kept_context = nil")
         else:
             env[name] = context_payload
             if index == 0:
@@ -486,6 +503,12 @@ class LuaRLM(_reference.RLM):
         self, prompt: str | dict[str, Any], root_prompt: str | None = None
     ) -> list[dict[str, Any]]:
         messages: list[dict[str, Any]] = super()._setup_prompt(prompt, root_prompt)
+        documents = as_corpus(prompt)
+        if documents is not None:
+            # The reference says only "a list" or "a dict": say what Lua holds.
+            first_user = next((m for m in messages if m.get("role") == "user"), None)
+            if first_user is not None:
+                first_user["content"] = f"{first_user['content']}\n\n{corpus_description(documents)}"
         if self.context_window is not None:
             _check_first_request(
                 messages,

@@ -155,6 +155,22 @@ pub async fn run_lua(client: &Client, code: &str) -> CallToolResult {
     call(client, "run_lua", json!({"code": code})).await
 }
 
+/// The text of the MCP `rlm` prompt asked with `question`.
+pub async fn rlm_prompt(client: &Client, question: &str) -> String {
+    let arguments = json!({"question": question});
+    let prompt = client
+        .get_prompt(
+            rmcp::model::GetPromptRequestParams::new(rlm_registry::serve::RLM_PROMPT)
+                .with_arguments(arguments.as_object().cloned().unwrap()),
+        )
+        .await
+        .unwrap();
+    serde_json::to_value(&prompt.messages[0]).unwrap()["content"]["text"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
 pub async fn wait_until(mut condition: impl FnMut() -> bool) {
     while !condition() {
         tokio::time::sleep(Duration::from_millis(20)).await;

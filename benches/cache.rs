@@ -149,6 +149,7 @@ fn write_tasks(dir: &Path, count: usize) -> std::path::PathBuf {
             family: None,
             size: None,
             schema: None,
+            corpus: false,
         })
         .collect();
     let path = dir.join("tasks.jsonl");

@@ -19,10 +19,14 @@ pub(super) fn is_corpus(path: &Path, bytes: &[u8]) -> bool {
     let jsonl = path
         .extension()
         .is_some_and(|extension| extension.eq_ignore_ascii_case("jsonl"));
-    jsonl && {
-        let mut lines = records_of(bytes).peekable();
-        lines.peek().is_some() && lines.all(|record| record.is_some_and(|r| text_of(&r).is_some()))
-    }
+    jsonl && holds_records(bytes)
+}
+
+/// Whether `bytes` has at least one line and every non-blank line is an object with a
+/// string text field.
+pub(super) fn holds_records(bytes: &[u8]) -> bool {
+    let mut lines = records_of(bytes).peekable();
+    lines.peek().is_some() && lines.all(|record| record.is_some_and(|r| text_of(&r).is_some()))
 }
 
 /// The documents of a JSONL corpus `bytes` (checked by [`is_corpus`]), a record without a

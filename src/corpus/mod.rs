@@ -183,6 +183,26 @@ impl Corpus {
     }
 }
 
+impl Corpus {
+    /// The corpus of JSONL records `bytes` (one document a line, as a `.jsonl` file's),
+    /// or `None` when a line is not an object with a text field. `name` names a record
+    /// without a name (`name:LINE`).
+    ///
+    /// ```
+    /// use rlm_registry::corpus::Corpus;
+    ///
+    /// let corpus = Corpus::from_jsonl("t", br#"{"docid": "d1", "text": "hello"}"#).unwrap();
+    /// assert_eq!(corpus.documents[0].name, "d1");
+    /// assert!(Corpus::from_jsonl("t", b"plain text").is_none());
+    /// ```
+    pub fn from_jsonl(name: &str, bytes: &[u8]) -> Option<Corpus> {
+        jsonl::holds_records(bytes).then(|| Corpus {
+            documents: jsonl::records(name, bytes),
+            skipped: 0,
+        })
+    }
+}
+
 /// What `--context` gathered: one text, or a corpus.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Gathered {

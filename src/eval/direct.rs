@@ -2,6 +2,7 @@
 //! note when longer, and one model call.
 
 use crate::llm::{Completion, Llm, LlmError, Message, Request};
+use crate::rlm::Context;
 use crate::rlm::trajectory::{Record, Setup, Start, Turn};
 use crate::text_format::char_prefix;
 use crate::tokens;
@@ -37,6 +38,37 @@ pub fn direct_prompt(context: &str, question: &str, context_window: u64) -> Stri
     format!(
         "Context:\n{kept}\n[The context was cut to its first {room} of {total} tokens to fit the context window; the rest is not shown.]\n\nQuestion: {question}"
     )
+}
+
+/// The context as `direct` puts it in the prompt: a text as it is (any bytes not UTF-8
+/// replaced), chunks one after the other, a corpus's documents each under its name (as
+/// the RLM paper gives its baselines a corpus), to be cut to the window.
+///
+/// ```
+/// use rlm_registry::corpus::{Corpus, Document};
+/// use rlm_registry::eval::direct_context;
+/// use rlm_registry::rlm::Context;
+///
+/// let corpus = Corpus { documents: vec![Document::text("a.md", "one"), Document::text("b.md", "two")], skipped: 0 };
+/// assert_eq!(direct_context(&Context::Corpus(corpus)), "## a.md\none\n\n## b.md\ntwo\n\n");
+/// ```
+pub fn direct_context(context: &Context) -> String {
+    match context {
+        Context::Text(text) => String::from_utf8_lossy(text).into_owned(),
+        Context::Chunks(chunks) => String::from_utf8_lossy(&chunks.concat()).into_owned(),
+        Context::Corpus(corpus) => {
+            let mut text =
+                String::with_capacity(corpus.total_bytes() + 16 * corpus.documents.len());
+            for document in &corpus.documents {
+                text.push_str("## ");
+                text.push_str(&document.name);
+                text.push('\n');
+                text.push_str(&String::from_utf8_lossy(&document.text));
+                text.push_str("\n\n");
+            }
+            text
+        }
+    }
 }
 
 /// Asks `llm` the question with the context in the prompt.

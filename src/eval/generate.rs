@@ -32,6 +32,7 @@ pub fn generate_task(family: Family, size: Size, seed: u64, index: usize) -> Tas
         family: Some(family.name().to_string()),
         size: Some(size.tokens()),
         schema: None,
+        corpus: family.corpus(),
     }
 }
 

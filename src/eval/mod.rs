@@ -49,7 +49,9 @@ mod summary;
 mod task;
 
 pub use classes::CLASSES;
-pub use direct::{DIRECT_SYSTEM, RESERVED_TOKENS, ask_direct, direct_answer, direct_prompt};
+pub use direct::{
+    DIRECT_SYSTEM, RESERVED_TOKENS, ask_direct, direct_answer, direct_context, direct_prompt,
+};
 pub use families::{FAMILIES, Family, Generated, TaskFamily};
 pub use generate::{generate, generate_task};
 pub use method::EvalMethod;

@@ -14,7 +14,7 @@ use crate::providers::Providers;
 use crate::registry::Registry;
 use crate::rlm::{Budgets, Context, PromptMode, Rlm};
 
-use super::direct::{direct_answer, direct_request, direct_trace};
+use super::direct::{direct_answer, direct_context, direct_request, direct_trace};
 use super::method::EvalMethod;
 use super::results::{DepthTokens, ResultWriter, TaskResult, read_results};
 use super::task::Task;
@@ -248,11 +248,12 @@ impl Runner {
             error: None,
             trace: None,
         };
-        match task.context_text(&self.task_base) {
+        match task.context(&self.task_base) {
             Err(error) => result.error = Some(error.to_string()),
             Ok(context) => match method {
                 EvalMethod::Direct => {
-                    self.direct(task, &context, &self.out.join(&trace), &mut result);
+                    let text = direct_context(&context);
+                    self.direct(task, &text, &self.out.join(&trace), &mut result);
                     result.trace = Some(trace);
                 }
                 EvalMethod::Rlm | EvalMethod::RlmBare => {
@@ -313,7 +314,7 @@ impl Runner {
         &self,
         task: &Task,
         method: EvalMethod,
-        context: String,
+        context: Context,
         trace: &Path,
         result: &mut TaskResult,
     ) {
@@ -350,11 +351,7 @@ impl Runner {
                 return;
             }
         };
-        let report = rlm.run_report(
-            &task.question,
-            Some(Context::Text(context.into_bytes())),
-            None,
-        );
+        let report = rlm.run_report(&task.question, Some(context), None);
         result.turns = report.turns;
         result.tokens = report
             .usage

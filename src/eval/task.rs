@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::score::Scorer;
+use crate::corpus::{self, Corpus};
+use crate::rlm::Context;
 
 /// One task. Generated tasks also carry their `family` and `size`; a user's own tasks
 /// need neither.
@@ -49,6 +51,12 @@ pub struct Task {
     /// its JSON text, objects' keys sorted. The `direct` method does not use it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schema: Option<serde_json::Value>,
+    /// The inline `context` is a corpus: JSONL records, one document a line (`{"docid",
+    /// "text"}`, as `--context FILE.jsonl` reads them). A `context_file` needs no flag:
+    /// it is gathered as `--context` gathers it (a `.jsonl` corpus or a folder is a
+    /// corpus).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub corpus: bool,
 }
 
 impl Task {
@@ -57,21 +65,43 @@ impl Task {
         self.family.as_deref().unwrap_or("custom")
     }
 
-    /// The context's text: inline, or read from `context_file` (relative paths from
-    /// `base`). A task with neither has an empty context.
-    pub fn context_text(&self, base: &Path) -> Result<String, TaskError> {
+    /// The context: inline (a text, or with [`Task::corpus`] a JSONL corpus), or
+    /// gathered from `context_file` (relative paths from `base`) as `--context` gathers
+    /// a path. A task with neither has an empty context.
+    ///
+    /// ```
+    /// use rlm_registry::eval::Task;
+    /// use rlm_registry::rlm::Context;
+    ///
+    /// let line = r#"{"id":"c","question":"q","answer":"a","scorer":"exact","corpus":true,
+    ///                "context":"{\"docid\":\"d1\",\"text\":\"one\"}\n{\"docid\":\"d2\",\"text\":\"two\"}"}"#;
+    /// let task: Task = serde_json::from_str(line)?;
+    /// let Context::Corpus(corpus) = task.context(".".as_ref())? else { panic!("a corpus") };
+    /// assert_eq!(corpus.documents[1].name, "d2");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn context(&self, base: &Path) -> Result<Context, TaskError> {
         if let Some(text) = &self.context {
-            return Ok(text.clone());
+            if !self.corpus {
+                return Ok(Context::from(text.as_str()));
+            }
+            return Corpus::from_jsonl(&self.id, text.as_bytes())
+                .map(Context::Corpus)
+                .ok_or_else(|| TaskError::NotACorpus {
+                    id: self.id.clone(),
+                });
         }
         let Some(file) = &self.context_file else {
-            return Ok(String::new());
+            return Ok(Context::from(""));
         };
         let path = base.join(file);
-        std::fs::read_to_string(&path).map_err(|source| TaskError::ContextFile {
-            id: self.id.clone(),
-            path,
-            source,
-        })
+        corpus::gather(std::slice::from_ref(&path))
+            .map(Context::from)
+            .map_err(|error| TaskError::ContextFile {
+                id: self.id.clone(),
+                path,
+                source: io::Error::other(error.reason),
+            })
     }
 }
 
@@ -95,6 +125,11 @@ pub enum TaskError {
         /// The second line with it.
         line: usize,
     },
+    /// A task's inline context is marked a corpus but is not JSONL records.
+    NotACorpus {
+        /// The task.
+        id: String,
+    },
     /// A task's `context_file` cannot be read.
     ContextFile {
         /// The task.
@@ -114,6 +149,10 @@ impl fmt::Display for TaskError {
             TaskError::DuplicateId { id, line } => {
                 write!(f, "line {line}: the id `{id}` is used by an earlier task")
             }
+            TaskError::NotACorpus { id } => write!(
+                f,
+                "task `{id}`: its context is marked a corpus, but not every line is a JSON object with a text field (`text`, `contents` or `content`)"
+            ),
             TaskError::ContextFile { id, path, source } => write!(
                 f,
                 "task `{id}`: cannot read its context file {}: {source}",
@@ -180,6 +219,7 @@ mod tests {
             family: Some("niah".into()),
             size: Some(8000),
             schema: Some(serde_json::json!({"type": "string"})),
+            corpus: false,
         };
         let mut out = Vec::new();
         write_tasks(&mut out, std::slice::from_ref(&task)).unwrap();
@@ -213,10 +253,10 @@ mod tests {
             r#"{"id":"f","question":"q","context_file":"c.txt","answer":"a","scorer":"contains"}"#,
         )
         .unwrap();
-        assert_eq!(task.context_text(&dir).unwrap(), "from a file");
+        assert_eq!(task.context(&dir).unwrap(), Context::from("from a file"));
         task.context_file = Some("missing.txt".into());
         assert!(
-            task.context_text(&dir)
+            task.context(&dir)
                 .unwrap_err()
                 .to_string()
                 .contains("missing.txt")

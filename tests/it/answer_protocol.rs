@@ -213,6 +213,7 @@ fn the_eval_rlm_method_takes_the_protocol() {
         family: None,
         size: None,
         schema: None,
+        corpus: false,
     };
     let server = OpenAiServer::always(lua("answer['content'] = '42'\nanswer['ready'] = true"));
     let out = tempfile::tempdir().unwrap();

@@ -523,6 +523,7 @@ fn an_eval_run_again_with_its_cache_sends_nothing_and_gives_the_same_results() {
         family: None,
         size: None,
         schema: None,
+        corpus: false,
     };
     rlm_registry::eval::write_tasks(
         std::fs::File::create(&tasks).unwrap(),

@@ -28,6 +28,7 @@ fn task(id: &str, question: &str, answer: &str) -> Task {
         family: None,
         size: None,
         schema: None,
+        corpus: false,
     }
 }
 
@@ -630,4 +631,70 @@ fn a_task_with_a_schema_is_answered_with_its_json() {
         "{error}"
     );
     assert_eq!(server.request_count(), 2, "the broken task asked nothing");
+}
+
+/// Lua that answers a `corpus` task about `company` as a model would: the founder from
+/// the company's profile, then the founder's birthplace from their biography.
+fn solving_corpus_code(company: &str) -> String {
+    format!(
+        r#"local founder
+for _, doc in ipairs(context) do
+  founder = founder or doc.text:match("{company} was founded in %d+ by ([^.]+)%.")
+end
+for i, doc in ipairs(context) do
+  local town = founder and doc.text:match(founder .. " was born in ([^.]+)%.")
+  if town then FINAL(town) end
+end"#
+    )
+}
+
+#[test]
+fn the_corpus_family_gives_rlm_a_corpus_and_direct_the_documents_under_their_names() {
+    use rlm_registry::eval::{Family, Size, generate_task};
+    let family = Family::named("corpus").unwrap();
+    let tasks: Vec<Task> = (0..2)
+        .map(|index| generate_task(family, Size::new(8_000), 1, index))
+        .collect();
+    let mut rules = Vec::new();
+    for task in &tasks {
+        let company = task.question.split("founder of ").nth(1).unwrap();
+        let company = company.split(" born?").next().unwrap();
+        // `direct` gets the documents one after the other, each under its docid.
+        rules.push((
+            "## doc-0000001\n".to_string(),
+            Behavior::ByPrompt(vec![(company.to_string(), Behavior::reply(&task.answer))]),
+        ));
+        rules.push((company.to_string(), lua(&solving_corpus_code(company))));
+    }
+    rules.push((String::new(), Behavior::status(500)));
+    let server = OpenAiServer::always(Behavior::ByPrompt(rules));
+    let dir = tempdir();
+    let out = dir.path().join("out");
+    let output = rlm()
+        .args(eval_args(&server, &out))
+        .args([
+            "--suite",
+            "corpus",
+            "--sizes",
+            "8k",
+            "--n",
+            "2",
+            "--methods",
+            "rlm,direct",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let results = results_of(&out);
+    assert_eq!(results.len(), 4);
+    for result in &results {
+        assert_eq!(result["score"], 1.0, "{result}");
+    }
+    // The model was told it has a corpus.
+    assert!(
+        bodies(&server)
+            .iter()
+            .any(|body| body.to_string().contains("`context` is a corpus")),
+        "the rlm prompt describes the corpus"
+    );
 }

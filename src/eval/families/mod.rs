@@ -54,6 +54,12 @@ pub trait TaskFamily: Sync {
     /// [`SIZE_TOLERANCE`](super::SIZE_TOLERANCE), counted with the real tokenizer),
     /// drawn from `rng` alone, so that the same generator state gives the same bytes.
     fn generate(&self, rng: &mut Rng, tokens: usize) -> Generated;
+
+    /// Whether [`Generated::context`] is a corpus: JSONL records, one document a line
+    /// (`{"docid", "text"}`), loaded as a list of documents.
+    fn corpus(&self) -> bool {
+        false
+    }
 }
 
 /// What a [`TaskFamily`] generates: one question over one context, its expected answer,
@@ -82,7 +88,7 @@ pub struct Generated {
 /// assert!(FAMILIES.contains(&pairs));
 /// assert_eq!(
 ///     "oolong".parse::<Family>().unwrap_err(),
-///     "unknown task family `oolong`: expected niah, aggregate, pairs or logs"
+///     "unknown task family `oolong`: expected niah, aggregate, pairs, logs or corpus"
 /// );
 /// # Ok::<(), String>(())
 /// ```
@@ -104,6 +110,7 @@ families! {
     aggregate => Aggregate,
     pairs => Pairs,
     logs => Logs,
+    corpus => CorpusQa,
 }
 
 impl Family {
@@ -125,6 +132,11 @@ impl Family {
     /// One line: what the family measures and how its answers are scored.
     pub fn description(self) -> &'static str {
         self.0.description()
+    }
+
+    /// Whether its contexts are corpora: see [`TaskFamily::corpus`].
+    pub fn corpus(self) -> bool {
+        self.0.corpus()
     }
 
     /// The family's generator: see [`TaskFamily::generate`].
@@ -216,7 +228,7 @@ mod tests {
         let error = "oolong".parse::<Family>().unwrap_err();
         assert_eq!(
             error,
-            "unknown task family `oolong`: expected niah, aggregate, pairs or logs"
+            "unknown task family `oolong`: expected niah, aggregate, pairs, logs or corpus"
         );
     }
 }

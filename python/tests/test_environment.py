@@ -130,10 +130,12 @@ def test_set_context_replaces_or_removes_it():
     assert env.execute("print(context)").stdout == "nil\n"
 
 
-def test_a_context_larger_than_the_memory_limit_is_a_limit_error():
-    with pytest.raises(rlm_registry.LimitError) as caught:
-        Environment("x" * (3 * 1024 * 1024), memory_limit_mb=2)
-    assert caught.value.kind == "memory"
+def test_a_context_larger_than_the_memory_limit_loads_and_a_copy_of_it_is_refused():
+    env = Environment("x" * (3 * 1024 * 1024), memory_limit_mb=2)
+    assert env.execute("print(#context)").stdout == "3145728\n"
+    result = env.execute("local copy = context:upper()")
+    assert result.error is not None and result.error.startswith("memory limit exceeded")
+    assert "besides the context" in result.error
 
 
 def test_call_runs_a_function_with_json_arguments():

@@ -95,7 +95,7 @@ fn execute(args: &RunArgs, code: &[u8], stdin_taken: bool) -> Output {
             Err(error) => return Output::failure(EXIT_VIOLATIONS, format!("error: {error}\n")),
         };
         if let Some(context) = context
-            && let Err(error) = context.load_into(&env)
+            && let Err(error) = context.move_into(&env)
         {
             return Output::failure(
                 EXIT_VIOLATIONS,

@@ -67,9 +67,12 @@ impl Environment {
     /// assert_eq!(env.execute("print(context[1].name, context[1].text)")?.output, "a.md\t# A\n");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn set_context_documents<'t>(
+    ///
+    /// Texts given by value are freed one by one as Lua takes its copy, so that a corpus
+    /// given up this way is never held twice.
+    pub fn set_context_documents<T: AsRef<[u8]>>(
         &self,
-        documents: impl IntoIterator<Item = (Map<String, Json>, &'t [u8])>,
+        documents: impl IntoIterator<Item = (Map<String, Json>, T)>,
     ) -> Result<(), ExecError> {
         self.load_context(|lua| {
             let list = lua.create_table()?;
@@ -84,7 +87,7 @@ impl Environment {
                     Ok(_) => lua.create_table()?,
                     Err(error) => return Err(error.into_lua("")),
                 };
-                document.raw_set("text", lua.create_string(text)?)?;
+                document.raw_set("text", lua.create_string(text.as_ref())?)?;
                 list.raw_set(i + 1, document)?;
             }
             Ok(Value::Table(list))

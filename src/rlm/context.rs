@@ -69,6 +69,30 @@ impl Context {
             }
         }
     }
+
+    /// [`Context::load_into`], giving the context up: each document's text is freed as
+    /// soon as Lua holds its copy, so that a corpus is not held twice (what `rlm exec`
+    /// does, with no later use for it).
+    ///
+    /// ```
+    /// use rlm_registry::{Registry, corpus::{Corpus, Document}, environment::{Environment, Limits}, rlm::Context};
+    ///
+    /// let env = Environment::new(Registry::baked().clone(), Limits::default())?;
+    /// let corpus = Corpus { documents: vec![Document::text("a.md", "# A")], skipped: 0 };
+    /// Context::Corpus(corpus).move_into(&env)?;
+    /// assert_eq!(env.execute("print(context[1].name, context[1].text)")?.output, "a.md\t# A\n");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn move_into(self, env: &Environment) -> Result<(), ExecError> {
+        let Context::Corpus(corpus) = self else {
+            return self.load_into(env);
+        };
+        env.add_corpus_images(&corpus);
+        env.set_context_documents(corpus.documents.into_iter().map(|document| {
+            let fields = document_fields(&document);
+            (fields, document.text)
+        }))
+    }
 }
 
 /// A document's fields but its text: `{name, kind, bytes[, mime][, error][, meta]}`

@@ -21,9 +21,9 @@
 use std::rc::Rc;
 
 use memchr::memmem;
-use mlua::{Lua, LuaString, Table};
+use mlua::{Lua, LuaString, Table, Value};
 
-use super::grep::{LineMatcher, matching_lines, result_table};
+use super::grep::{LineMatcher, Origin, matching_lines, result_table};
 use super::limits::Guard;
 use super::meter::{CHECK_BYTES, VALUE_COST, WorkMeter, string_sequence};
 use super::patterns;
@@ -406,7 +406,8 @@ pub(crate) fn primitive(
     }
 }
 
-/// `grep(text, pattern, context, mode)`, mode `"plain"`, `"pattern"` or `"regex"`.
+/// `grep(text, pattern, context, mode [, doc, name])`, mode `"plain"`, `"pattern"` or
+/// `"regex"`; with `doc`, each match carries `doc` and `name` (a corpus's document).
 fn grep_function(
     lua: &Lua,
     guard: &Rc<Guard>,
@@ -414,8 +415,9 @@ fn grep_function(
 ) -> mlua::Result<mlua::Function> {
     let guard = Rc::clone(guard);
     let cache = Rc::clone(cache);
+    type Args = (LuaString, LuaString, i64, String, Option<i64>, Value);
     lua.create_function(
-        move |lua, (text, pattern, context, mode): (LuaString, LuaString, i64, String)| {
+        move |lua, (text, pattern, context, mode, doc, name): Args| {
             let mut meter = WorkMeter::new(lua, &guard);
             let pattern_bytes = pattern.as_bytes();
             // As in `string.find`, a pattern without special characters is plain text.
@@ -428,7 +430,15 @@ fn grep_function(
             };
             let text = text.as_bytes();
             let hits = matching_lines(&text, &matcher, &mut meter)?;
-            result_table(lua, &text, &hits, count(context), &mut meter)
+            let origin = doc.map(|doc| Origin { doc, name: &name });
+            result_table(
+                lua,
+                &text,
+                &hits,
+                count(context),
+                origin.as_ref(),
+                &mut meter,
+            )
         },
     )
 }

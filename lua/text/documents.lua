@@ -1,0 +1,34 @@
+-- Documents: the one reading of a corpus that the text functions share.
+
+--- The documents of a context as a list of `{doc = <index>, name = <its name>, text =
+--- <its text>}` tables, so one loop serves every kind of context: a corpus (a list of
+--- document tables, as `context` is for a folder), a list of strings (no names), or one
+--- text (one document without a name). A document without text (an image) gives "".
+--- The texts are the same strings, not copies.
+---
+--- ```lua
+--- doc_list({{name = "a.md", text = "x"}, "y"})[2].text --> "y"
+--- ```
+---@tag text
+---@param corpus string|table A text, a list of documents, or a list of strings
+---@return table[] documents One `{doc, name, text}` table per document, in order
+function doc_list(corpus)
+  if type(corpus) == "string" then
+    return {{doc = 1, text = corpus}}
+  end
+  if type(corpus) ~= "table" then
+    error("doc_list: expected a text or a list of documents, got " .. type(corpus), 2)
+  end
+  local documents = {}
+  for i, document in ipairs(corpus) do
+    if type(document) == "table" then
+      local text = document.text
+      documents[i] = {doc = i, name = document.name, text = type(text) == "string" and text or ""}
+    elseif type(document) == "string" then
+      documents[i] = {doc = i, text = document}
+    else
+      error("doc_list: document " .. i .. " is a " .. type(document) .. ", not a document table or a string", 2)
+    end
+  end
+  return documents
+end

@@ -1,10 +1,11 @@
 //! BM25 over documents: the index behind `doc_search`, which ranks the documents of a
 //! corpus for a query.
 //!
-//! Documents are tokenized as the registry's search tokenizes a function's text
-//! ([`tokenize`](super::tokenize): words split on non-alphanumerics and identifiers,
-//! lower-cased, stop words dropped, Snowball English stems), so `Counting` finds
-//! "counts" as `fn_search` does. Each distinct word is stemmed once per index (a corpus
+//! Documents are tokenized with the registry search's stop words and stems
+//! ([`tokenize`](super::tokenize): English stop words dropped, Snowball English stems),
+//! so `Counting` finds "counts" as `fn_search` does; words are runs of letters and
+//! digits, lower-cased, and not split further at capitals as a function's name is (a
+//! document's `SQLite` is the query's `sqlite`). Each distinct word is stemmed once per index (a corpus
 //! repeats its words), and a document's terms become postings of `(document, term
 //! frequency)`. A query adds `idf × tf·(k1 + 1) / (tf + k1·(1 − b + b·len/avg))` per
 //! document (k1 = 1.2, b = 0.75, Lucene's idf) and keeps the best `k`, ties in document
@@ -24,7 +25,7 @@
 
 use std::collections::HashMap;
 
-use super::tokenize::{Tokenizer, for_each_word, is_stop_word};
+use super::tokenize::{Tokenizer, is_stop_word};
 
 /// BM25's term-frequency saturation.
 const K1: f32 = 1.2;
@@ -165,6 +166,26 @@ impl Bm25Index {
     }
 }
 
+/// Calls `emit` with every lower-cased run of letters and digits of `text`.
+fn for_each_word(text: &str, mut emit: impl FnMut(&str)) {
+    let mut lower = String::new();
+    for word in text.split(|c: char| !c.is_alphanumeric()) {
+        if word.is_empty() {
+            continue;
+        }
+        if word
+            .bytes()
+            .all(|b| !b.is_ascii_uppercase() && b.is_ascii())
+        {
+            emit(word);
+        } else {
+            lower.clear();
+            lower.extend(word.chars().flat_map(char::to_lowercase));
+            emit(&lower);
+        }
+    }
+}
+
 /// Lucene's idf, never negative: `ln(1 + (n − df + 0.5) / (df + 0.5))`.
 fn idf(n: usize, df: usize) -> f32 {
     let (n, df) = (n as f32, df as f32);
@@ -276,6 +297,8 @@ mod tests {
         let index = index(&["Counting words", "nothing here"]);
         assert_eq!(ranked(&index, "COUNTS", 10), [0]);
         assert_eq!(ranked(&index, "word_count", 10), [0]);
+        let index = super::tests::index(&["uses SQLite", "uses sq lite"]);
+        assert_eq!(ranked(&index, "sqlite", 10), [0]);
     }
 
     #[test]

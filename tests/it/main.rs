@@ -24,6 +24,8 @@ mod context_window;
 mod conventions;
 #[cfg(feature = "cli")]
 mod corpus;
+#[cfg(all(feature = "runtime", feature = "text", feature = "chunking"))]
+mod corpus_library;
 #[cfg(feature = "runtime")]
 mod csv;
 mod docs_links;

@@ -21,8 +21,8 @@ local function words_of(text)
   return count
 end
 
---- Counts the words of a text (runs of non-whitespace characters); over a corpus (a
---- list of documents or of strings), the total of its documents.
+--- Counts the words of a text (runs of non-whitespace characters).
+--- Over a corpus (a list of documents or of strings), the total of its documents.
 ---
 --- ```lua
 --- word_count("a b  c") --> 3

@@ -1,10 +1,10 @@
 -- Documents: the one reading of a corpus that the text functions share.
 
---- The documents of a context as a list of `{doc = <index>, name = <its name>, text =
---- <its text>}` tables, so one loop serves every kind of context: a corpus (a list of
---- document tables, as `context` is for a folder), a list of strings (no names), or one
---- text (one document without a name). A document without text (an image) gives "".
---- The texts are the same strings, not copies.
+--- The documents of any context as `{doc, name, text}` tables, for one loop over all.
+--- `doc` is the document's index, `name` its name, `text` its text (the same string, not
+--- a copy): for a corpus (a list of document tables, as `context` is for a folder), a
+--- list of strings (no names), or one text (one document without a name). A document
+--- without text (an image) gives "".
 ---
 --- ```lua
 --- doc_list({{name = "a.md", text = "x"}, "y"})[2].text --> "y"

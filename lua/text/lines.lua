@@ -74,8 +74,8 @@ function lines(text)
   return result
 end
 
---- Counts how many lines a text has (a trailing newline does not start a new line);
---- over a corpus, the total of its documents.
+--- Counts how many lines a text has (a trailing newline does not start a new line).
+--- Over a corpus, the total of its documents.
 ---
 --- ```lua
 --- line_count("a\nb\n") --> 2

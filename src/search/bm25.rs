@@ -25,7 +25,7 @@
 
 use std::collections::HashMap;
 
-use super::tokenize::{Tokenizer, is_stop_word};
+use super::tokenize::{Tokenizer, is_stop_word, lowercase};
 
 /// BM25's term-frequency saturation.
 const K1: f32 = 1.2;
@@ -168,20 +168,10 @@ impl Bm25Index {
 
 /// Calls `emit` with every lower-cased run of letters and digits of `text`.
 fn for_each_word(text: &str, mut emit: impl FnMut(&str)) {
-    let mut lower = String::new();
+    let mut buffer = String::new();
     for word in text.split(|c: char| !c.is_alphanumeric()) {
-        if word.is_empty() {
-            continue;
-        }
-        if word
-            .bytes()
-            .all(|b| !b.is_ascii_uppercase() && b.is_ascii())
-        {
-            emit(word);
-        } else {
-            lower.clear();
-            lower.extend(word.chars().flat_map(char::to_lowercase));
-            emit(&lower);
+        if !word.is_empty() {
+            emit(lowercase(word, &mut buffer));
         }
     }
 }

@@ -106,6 +106,16 @@ impl Bm25Index {
 
     /// The best `k` documents for `query`, best first; equal scores in document order.
     /// Documents that share no term with the query are left out.
+    ///
+    /// ```
+    /// let mut builder = rlm_registry::search::bm25::Bm25Index::builder();
+    /// for text in ["same words", "other", "same words"] {
+    ///     builder.add(text.as_bytes());
+    /// }
+    /// let hits = builder.build().search("word", 10);
+    /// assert_eq!(hits.iter().map(|h| h.doc).collect::<Vec<_>>(), [0, 2]);
+    /// assert_eq!(hits[0].score, hits[1].score);
+    /// ```
     pub fn search(&self, query: &str, k: usize) -> Vec<Hit> {
         let n = self.len();
         if n == 0 || k == 0 {

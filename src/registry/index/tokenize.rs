@@ -21,6 +21,15 @@ pub fn is_stop_word(word: &str) -> bool {
 
 /// `word` lower-cased: `word` itself when it has nothing to lower (the usual case, no
 /// allocation), else written into `buffer`.
+///
+/// ```
+/// use rlm_registry::search::tokenize::lowercase;
+///
+/// let mut buffer = String::new();
+/// assert_eq!(lowercase("cache", &mut buffer), "cache");
+/// assert_eq!(lowercase("SQLite", &mut buffer), "sqlite");
+/// assert_eq!(lowercase("Éclair", &mut buffer), "éclair");
+/// ```
 pub fn lowercase<'w>(word: &'w str, buffer: &'w mut String) -> &'w str {
     if word
         .bytes()

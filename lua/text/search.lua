@@ -4,13 +4,26 @@
 -- where the pure-Lua code below runs instead.
 local native = _text_primitives
 
--- Finds matches of `pattern` line by line; each match carries `context` lines around it,
--- and `doc` and `name` when given (a document of a corpus). `plain` is true, false or
--- "regex".
-local function collect_matches(text, pattern, context, plain, doc, name)
+-- Finds matches of `pattern` line by line; each match carries `context` lines around it.
+-- `plain` is true, false or "regex". Over a corpus, the matches of every document in
+-- order, each with the document's `doc` and `name`.
+local function collect_matches(text, pattern, context, plain)
   if native then
     local mode = plain == "regex" and "regex" or (plain and "plain" or "pattern")
-    return native.grep(text, pattern, context, mode, doc, name)
+    return native.grep(text, pattern, context, mode)
+  end
+  if plain == "regex" then
+    error("grep: regular expressions need the sandbox's `re` built-in", 3)
+  end
+  if type(text) == "table" then
+    local all = {}
+    for _, document in ipairs(doc_list(text)) do
+      for _, match in ipairs(collect_matches(document.text, pattern, context, plain)) do
+        match.doc, match.name = document.doc, document.name
+        all[#all + 1] = match
+      end
+    end
+    return all
   end
   local all = lines(text)
   local matches = {}
@@ -23,30 +36,10 @@ local function collect_matches(text, pattern, context, plain, doc, name)
         text = line,
         before = table.move(all, first, index - 1, 1, {}),
         after = table.move(all, index + 1, last, 1, {}),
-        doc = doc,
-        name = name,
       }
     end
   end
   return matches
-end
-
--- The matches of a text, or of every document of a corpus in document order (each
--- document's lines numbered from 1).
-local function matches_of(text, pattern, context, plain)
-  plain = plain == "regex" and plain or plain == true
-  if plain == "regex" and not native then
-    error("grep: regular expressions need the sandbox's `re` built-in", 3)
-  end
-  if type(text) ~= "table" then
-    return collect_matches(text, pattern, context or 0, plain)
-  end
-  local all = {}
-  for _, document in ipairs(doc_list(text)) do
-    local matches = collect_matches(document.text, pattern, context or 0, plain, document.doc, document.name)
-    table.move(matches, 1, #matches, #all + 1, all)
-  end
-  return all
 end
 
 --- Finds the lines of a text that match a Lua pattern (or a plain substring, or a
@@ -68,7 +61,7 @@ end
 ---@param plain? boolean|string Match `pattern` literally when true; "regex" reads it as a regular expression (`re` syntax)
 ---@return table[] matches The matching lines, in order
 function grep(text, pattern, context, plain)
-  return matches_of(text, pattern, context, plain)
+  return collect_matches(text, pattern, context or 0, plain == "regex" and plain or plain == true)
 end
 
 -- Appends one document's matches to `out` in `grep -n -C` style, each line after
@@ -119,7 +112,7 @@ end
 ---@param plain? boolean|string Match `pattern` literally when true; "regex" reads it as a regular expression (`re` syntax)
 ---@return string report The matches with line numbers; "" when nothing matches
 function grep_text(text, pattern, context, plain)
-  local matches = matches_of(text, pattern, context, plain)
+  local matches = collect_matches(text, pattern, context or 0, plain == "regex" and plain or plain == true)
   local out = {}
   if type(text) ~= "table" then
     report(matches, out, nil)

@@ -16,6 +16,7 @@ use std::rc::Rc;
 
 use mlua::{Function, Lua, LuaString, Table, Value};
 
+use super::corpus::{CorpusDocument, documents};
 use super::limits::Guard;
 use super::meter::WorkMeter;
 use crate::conventions::CONTEXT_GLOBAL;
@@ -39,20 +40,20 @@ pub(crate) fn function(lua: &Lua, guard: &Rc<Guard>) -> mlua::Result<Function> {
         let query = query_arg(&query)?;
         let k = k_arg(&k)?;
         let corpus = corpus_arg(lua, corpus)?;
-        let texts = Texts::of(&corpus)?;
-        let fingerprint = texts.fingerprint(&corpus);
+        let documents = documents(BuiltinId::DocSearch.name(), &corpus)?;
+        let fingerprint = fingerprint(&corpus, &documents);
         let mut kept = kept.borrow_mut();
         if kept.as_ref().is_none_or(|k| k.fingerprint != fingerprint) {
             // The old index goes first: two would be held at once otherwise.
             *kept = None;
             let mut meter = WorkMeter::new(lua, &guard);
-            let index = build(&texts, &mut meter)?;
+            let index = build(&documents, &mut meter)?;
             *kept = Some(Kept { fingerprint, index });
         }
         let Some(kept) = kept.as_ref() else {
             return lua.create_table();
         };
-        results(lua, &corpus, &kept.index, &query.to_string_lossy(), k)
+        results(lua, &documents, &kept.index, &query.to_string_lossy(), k)
     })
 }
 
@@ -103,52 +104,26 @@ fn corpus_arg(lua: &Lua, corpus: Value) -> mlua::Result<Table> {
     }
 }
 
-/// The text of each document of a corpus, as Lua holds it (`None`: no text).
-struct Texts(Vec<Option<LuaString>>);
-
-impl Texts {
-    fn of(corpus: &Table) -> mlua::Result<Texts> {
-        let mut texts = Vec::new();
-        for (i, document) in corpus.sequence_values::<Value>().enumerate() {
-            texts.push(match document? {
-                Value::String(text) => Some(text),
-                Value::Table(document) => match document.raw_get::<Value>("text")? {
-                    Value::String(text) => Some(text),
-                    _ => None,
-                },
-                other => {
-                    return Err(error(format!(
-                        "document {} is not a document table or a string (got {})",
-                        i + 1,
-                        other.type_name()
-                    )));
-                }
-            });
+/// What identifies a corpus for the kept index: the table, and each text's string and
+/// length (Lua strings are immutable, so the same string has the same bytes).
+fn fingerprint(corpus: &Table, documents: &[CorpusDocument]) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    corpus.to_pointer().hash(&mut hasher);
+    documents.len().hash(&mut hasher);
+    for document in documents {
+        match &document.text {
+            Some(text) => (text.to_pointer(), text.as_bytes().len()).hash(&mut hasher),
+            None => 0usize.hash(&mut hasher),
         }
-        Ok(Texts(texts))
     }
-
-    /// What identifies the corpus for the kept index: the table, and each text's string
-    /// and length (Lua strings are immutable, so the same string has the same bytes).
-    fn fingerprint(&self, corpus: &Table) -> u64 {
-        let mut hasher = DefaultHasher::new();
-        corpus.to_pointer().hash(&mut hasher);
-        self.0.len().hash(&mut hasher);
-        for text in &self.0 {
-            match text {
-                Some(text) => (text.to_pointer(), text.as_bytes().len()).hash(&mut hasher),
-                None => 0usize.hash(&mut hasher),
-            }
-        }
-        hasher.finish()
-    }
+    hasher.finish()
 }
 
 /// The index of the texts, checking the limits as the text goes by.
-fn build(texts: &Texts, meter: &mut WorkMeter) -> mlua::Result<Bm25Index> {
+fn build(documents: &[CorpusDocument], meter: &mut WorkMeter) -> mlua::Result<Bm25Index> {
     let mut builder = Bm25Index::builder();
-    for text in &texts.0 {
-        match text {
+    for document in documents {
+        match &document.text {
             Some(text) => {
                 let bytes = text.as_bytes();
                 builder.add(&bytes);
@@ -165,7 +140,7 @@ fn build(texts: &Texts, meter: &mut WorkMeter) -> mlua::Result<Bm25Index> {
 /// `{doc, name, score}` per hit, best first.
 fn results(
     lua: &Lua,
-    corpus: &Table,
+    documents: &[CorpusDocument],
     index: &Bm25Index,
     query: &str,
     k: usize,
@@ -174,10 +149,9 @@ fn results(
     let list = lua.create_table_with_capacity(hits.len(), 0)?;
     for hit in hits {
         let entry = lua.create_table_with_capacity(0, 3)?;
-        let doc = hit.doc + 1;
-        entry.raw_set("doc", doc)?;
-        if let Value::Table(document) = corpus.raw_get::<Value>(doc)? {
-            entry.raw_set("name", document.raw_get::<Value>("name")?)?;
+        entry.raw_set("doc", hit.doc + 1)?;
+        if let Some(document) = documents.get(hit.doc) {
+            entry.raw_set("name", &document.name)?;
         }
         // Four decimals are what a reader compares; f32's last digits are noise.
         entry.raw_set("score", (f64::from(hit.score) * 1e4).round() / 1e4)?;

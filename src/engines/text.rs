@@ -21,9 +21,10 @@
 use std::rc::Rc;
 
 use memchr::memmem;
-use mlua::{Lua, LuaString, Table, Value};
+use mlua::{FromLua, Lua, LuaString, Table, Value};
 
-use super::grep::{LineMatcher, Origin, matching_lines, result_table};
+use super::corpus::documents;
+use super::grep::{LineMatcher, Origin, Searched, matching_lines, result_table};
 use super::limits::Guard;
 use super::meter::{CHECK_BYTES, VALUE_COST, WorkMeter, string_sequence};
 use super::patterns;
@@ -406,8 +407,9 @@ pub(crate) fn primitive(
     }
 }
 
-/// `grep(text, pattern, context, mode [, doc, name])`, mode `"plain"`, `"pattern"` or
-/// `"regex"`; with `doc`, each match carries `doc` and `name` (a corpus's document).
+/// `grep(text, pattern, context, mode)`, mode `"plain"`, `"pattern"` or `"regex"`; `text`
+/// may be a corpus, whose documents are searched in order, each match then carrying
+/// `doc` and `name`.
 fn grep_function(
     lua: &Lua,
     guard: &Rc<Guard>,
@@ -415,9 +417,8 @@ fn grep_function(
 ) -> mlua::Result<mlua::Function> {
     let guard = Rc::clone(guard);
     let cache = Rc::clone(cache);
-    type Args = (LuaString, LuaString, i64, String, Option<i64>, Value);
     lua.create_function(
-        move |lua, (text, pattern, context, mode, doc, name): Args| {
+        move |lua, (text, pattern, context, mode): (Value, LuaString, i64, String)| {
             let mut meter = WorkMeter::new(lua, &guard);
             let pattern_bytes = pattern.as_bytes();
             // As in `string.find`, a pattern without special characters is plain text.
@@ -428,19 +429,58 @@ fn grep_function(
                 "regex" => LineMatcher::Regex(cache.get("grep", &pattern_bytes, "")?),
                 _ => LineMatcher::pattern(&pattern_bytes, &cache),
             };
-            let text = text.as_bytes();
-            let hits = matching_lines(&text, &matcher, &mut meter)?;
-            let origin = doc.map(|doc| Origin { doc, name: &name });
-            result_table(
-                lua,
-                &text,
-                &hits,
-                count(context),
-                origin.as_ref(),
-                &mut meter,
-            )
+            let context = count(context);
+            let corpus = match &text {
+                Value::Table(corpus) => documents("grep", corpus)?,
+                _ => {
+                    let text = text_arg(lua, text)?;
+                    let text = text.as_bytes();
+                    let hits = matching_lines(&text, &matcher, &mut meter)?;
+                    let searched = Searched {
+                        text: &text,
+                        hits,
+                        origin: None,
+                    };
+                    return result_table(lua, &[searched], context, &mut meter);
+                }
+            };
+            let texts: Vec<_> = corpus
+                .iter()
+                .map(|document| document.text.as_ref().map(LuaString::as_bytes))
+                .collect();
+            let mut searched = Vec::with_capacity(corpus.len());
+            for (i, (document, text)) in corpus.iter().zip(&texts).enumerate() {
+                let text: &[u8] = text.as_deref().unwrap_or_default();
+                searched.push(Searched {
+                    text,
+                    hits: matching_lines(text, &matcher, &mut meter)?,
+                    origin: Some(Origin {
+                        doc: i + 1,
+                        name: &document.name,
+                    }),
+                });
+            }
+            result_table(lua, &searched, context, &mut meter)
         },
     )
+}
+
+/// A text argument (the first): a string, or a number as Lua turns it into one; else
+/// the error mlua gives an argument that does not convert.
+// mlua's `BadArgument` holds its cause in an `Arc`, whatever the error's threads.
+#[allow(clippy::arc_with_non_send_sync)]
+fn text_arg(lua: &Lua, value: Value) -> mlua::Result<LuaString> {
+    let from = value.type_name();
+    LuaString::from_lua(value, lua).map_err(|_| mlua::Error::BadArgument {
+        to: None,
+        pos: 1,
+        name: None,
+        cause: std::sync::Arc::new(mlua::Error::FromLuaConversionError {
+            from,
+            to: "string".to_string(),
+            message: None,
+        }),
+    })
 }
 
 #[cfg(test)]

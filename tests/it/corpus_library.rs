@@ -277,9 +277,12 @@ fn functions_of_one_text_refuse_a_corpus_saying_how_to_take_a_document() {
     }
     let error = error_of(&env, "grep({{text = 'a'}, 42}, 'a')");
     assert!(
-        error.contains("document 2 is a number, not a document table or a string"),
+        error.contains("grep: document 2 is a number, not a document table or a string"),
         "{error}"
     );
+    // A bad pattern over a corpus blames the caller's line, as over one text.
+    let error = error_of(&env, "grep(context, '[')");
+    assert!(error.contains("input:1: malformed pattern"), "{error}");
 }
 
 #[test]
@@ -354,7 +357,7 @@ fn doc_search_refuses_bad_arguments_with_clear_errors() {
         ),
         (
             "doc_search('a', 1, {'x', true})",
-            "doc_search: document 2 is not a document table or a string",
+            "doc_search: document 2 is a boolean, not a document table or a string",
         ),
         (
             "doc_search('a', 1, 'one text')",

@@ -425,3 +425,61 @@ fn a_corpus_loaded_as_the_context_is_searched_by_the_library_and_doc_search() {
         "guides/setup.md:2: Set the cache path.\n--\nnotes.txt:2: The cache is SQLite.\n4\tnotes.txt\n"
     );
 }
+
+#[test]
+fn doc_search_builds_its_index_under_the_memory_and_time_limits() {
+    use crate::support::sandbox::is_limit;
+    use rlm_registry::environment::{ExecError, LimitKind};
+    // Every word distinct: the index holds far more than the limit allows.
+    let documents = (0..4)
+        .map(|d| {
+            let text: String = (0..400_000).map(|i| format!("w{d}x{i} ")).collect();
+            Document::text(format!("{d}.txt"), text)
+        })
+        .collect();
+    let limits = Limits {
+        memory_bytes: 64 * 1024 * 1024,
+        ..Limits::default()
+    };
+    let env = Environment::new(Registry::baked().clone(), limits).unwrap();
+    Context::Corpus(Corpus {
+        documents,
+        skipped: 0,
+    })
+    .load_into(&env)
+    .unwrap();
+    let failure = env.execute("print(pcall(doc_search, 'w1x5'))").unwrap_err();
+    assert!(is_limit(&failure, LimitKind::Memory), "{failure:?}");
+    // The environment goes on, and a corpus that fits is searched.
+    assert_eq!(
+        run(&env, "print(doc_search('b', 1, {'a', 'b'})[1].doc)"),
+        "2\n"
+    );
+    let limits = Limits {
+        time: std::time::Duration::from_millis(300),
+        ..Limits::default()
+    };
+    let env = Environment::new(Registry::baked().clone(), limits).unwrap();
+    let text: String = (0..500_000).map(|i| format!("word{} ", i % 1000)).collect();
+    // 64 MB: longer than the limit to index even in an optimised build.
+    let documents = (0..16)
+        .map(|d| Document::text(format!("{d}.txt"), text.as_str()))
+        .collect();
+    Context::Corpus(Corpus {
+        documents,
+        skipped: 0,
+    })
+    .load_into(&env)
+    .unwrap();
+    let failure = env.execute("doc_search('word5')").unwrap_err();
+    assert!(
+        matches!(
+            failure,
+            ExecError::Limit {
+                kind: LimitKind::Time,
+                ..
+            }
+        ),
+        "{failure:?}"
+    );
+}

@@ -4,6 +4,10 @@
 -- where the pure-Lua code below runs instead.
 local native = _text_primitives
 
+-- The documents of a corpus: the sandbox's primitive, which model code cannot replace,
+-- or the library's `doc_list` in a bare Lua VM.
+local documents = native and native.doc_list or function(corpus) return doc_list(corpus) end
+
 -- The largest end position in [floor, stop] that does not cut a UTF-8 character in two
 -- (the end of the text when `stop` is past it), or nil when there is none.
 local function utf8_safe_end(text, stop, floor)
@@ -27,7 +31,7 @@ local function chunks_of(text, chunk_one)
     return chunk_one(text)
   end
   local chunks, where = {}, {}
-  for _, document in ipairs(doc_list(text)) do
+  for _, document in ipairs(documents(text)) do
     for _, chunk in ipairs(chunk_one(document.text)) do
       chunks[#chunks + 1] = chunk
       where[#where + 1] = {doc = document.doc, name = document.name}

@@ -1,5 +1,9 @@
 -- Documents: the one reading of a corpus that the text functions share.
 
+-- The sandbox's Rust primitives (the same results, much faster); nil in a bare Lua VM,
+-- where the pure-Lua code below runs instead.
+local native = _text_primitives
+
 --- The documents of any context as `{doc, name, text}` tables, for one loop over all.
 --- `doc` is the document's index, `name` its name, `text` its text (the same string, not
 --- a copy): for a corpus (a list of document tables, as `context` is for a folder), a
@@ -19,6 +23,7 @@ function doc_list(corpus)
   if type(corpus) ~= "table" then
     error("doc_list: expected a text or a list of documents, got " .. type(corpus), 2)
   end
+  if native then return native.doc_list(corpus) end
   local documents = {}
   for i, document in ipairs(corpus) do
     if type(document) == "table" then

@@ -4,6 +4,10 @@
 -- where the pure-Lua code below runs instead.
 local native = _text_primitives
 
+-- The documents of a corpus: the sandbox's primitive, which model code cannot replace,
+-- or the library's `doc_list` in a bare Lua VM.
+local documents = native and native.doc_list or function(corpus) return doc_list(corpus) end
+
 -- Calls `visit(index, line)` for every line of `text`; "\r\n" and "\n" both end a line,
 -- and a final newline does not start an extra empty line.
 local function each_line(text, visit)
@@ -67,7 +71,7 @@ end
 function lines(text)
   if type(text) ~= "table" then return lines_of(text) end
   local result = {}
-  for _, document in ipairs(doc_list(text)) do
+  for _, document in ipairs(documents(text)) do
     local these = lines_of(document.text)
     table.move(these, 1, #these, #result + 1, result)
   end
@@ -86,7 +90,7 @@ end
 function line_count(text)
   if type(text) ~= "table" then return count_lines(text) end
   local count = 0
-  for _, document in ipairs(doc_list(text)) do
+  for _, document in ipairs(documents(text)) do
     count = count + count_lines(document.text)
   end
   return count

@@ -4,6 +4,10 @@
 -- where the pure-Lua code below runs instead.
 local native = _text_primitives
 
+-- The documents of a corpus: the sandbox's primitive, which model code cannot replace,
+-- or the library's `doc_list` in a bare Lua VM.
+local documents = native and native.doc_list or function(corpus) return doc_list(corpus) end
+
 -- Finds matches of `pattern` line by line; each match carries `context` lines around it.
 -- `plain` is true, false or "regex". Over a corpus, the matches of every document in
 -- order, each with the document's `doc` and `name`.
@@ -17,7 +21,7 @@ local function collect_matches(text, pattern, context, plain)
   end
   if type(text) == "table" then
     local all = {}
-    for _, document in ipairs(doc_list(text)) do
+    for _, document in ipairs(documents(text)) do
       for _, match in ipairs(collect_matches(document.text, pattern, context, plain)) do
         match.doc, match.name = document.doc, document.name
         all[#all + 1] = match
@@ -179,7 +183,7 @@ function find_all(text, needle, regex)
     return positions_of(text, needle, regex)
   end
   local found = {}
-  for _, document in ipairs(doc_list(text)) do
+  for _, document in ipairs(documents(text)) do
     for _, pos in ipairs(positions_of(document.text, needle, regex)) do
       found[#found + 1] = {doc = document.doc, name = document.name, pos = pos}
     end

@@ -327,6 +327,8 @@ builtins! {
         "--- Pieces between separators, merged up to a size.\n---@param text string The text\n---@param separator string The separator\n---@param max_size? integer The most bytes per chunk\n---@return string[] chunks The chunks, in order\nfunction _text_primitives.chunk_by_separator(text, separator, max_size) end";
     ChunkBySize => "_text_primitives.chunk_by_size", Primitives, Core,
         "--- Chunks of at most `size` bytes, never cutting a UTF-8 character, sharing `overlap` bytes.\n---@param text string The text\n---@param size integer The most bytes per chunk\n---@param overlap integer Bytes shared by consecutive chunks\n---@return string[] chunks The chunks, in order\nfunction _text_primitives.chunk_by_size(text, size, overlap) end";
+    DocList => "_text_primitives.doc_list", Primitives, Core,
+        "--- The documents of a corpus as `{doc, name, text}` tables, as `doc_list` gives them.\n---@param corpus table A list of documents or of strings\n---@return table[] documents One table per document, in order\nfunction _text_primitives.doc_list(corpus) end";
     SortBy => "_text_primitives.sort_by", Primitives, Core,
         "--- A list sorted by a key (a field name or a function), stable; nil, nil, false when the list needs the Lua path.\n---@param list table The list\n---@param key any The key\n---@param reverse boolean Descending order\n---@return table|nil sorted The sorted list\nfunction _text_primitives.sort_by(list, key, reverse) end";
     Count => "_text_primitives.count", Primitives, Core,

@@ -297,6 +297,7 @@ pub(crate) enum Primitive {
     ChunkByLines,
     ChunkBySeparator,
     ChunkBySize,
+    DocList,
     /// One of `collections`' primitives.
     Collection(super::collections::Primitive),
 }
@@ -403,6 +404,7 @@ pub(crate) fn primitive(
                 )
             })
         }
+        Primitive::DocList => lua.create_function(|lua, corpus: Table| doc_list(lua, &corpus)),
         Primitive::Collection(which) => super::collections::primitive(lua, guard, which),
     }
 }
@@ -463,6 +465,24 @@ fn grep_function(
             result_table(lua, &searched, context, &mut meter)
         },
     )
+}
+
+/// `doc_list(corpus)`: a `{doc, name, text}` table per document (`text` "" for one
+/// without text).
+fn doc_list(lua: &Lua, corpus: &Table) -> mlua::Result<Table> {
+    let corpus = documents("doc_list", corpus)?;
+    let list = lua.create_table_with_capacity(corpus.len(), 0)?;
+    for (i, document) in corpus.into_iter().enumerate() {
+        let entry = lua.create_table_with_capacity(0, 3)?;
+        entry.raw_set("doc", i + 1)?;
+        entry.raw_set("name", document.name)?;
+        match document.text {
+            Some(text) => entry.raw_set("text", text)?,
+            None => entry.raw_set("text", "")?,
+        }
+        list.raw_set(i + 1, entry)?;
+    }
+    Ok(list)
 }
 
 /// A text argument (the first): a string, or a number as Lua turns it into one; else

@@ -483,3 +483,16 @@ fn doc_search_builds_its_index_under_the_memory_and_time_limits() {
         "{failure:?}"
     );
 }
+
+#[test]
+fn the_library_over_a_corpus_does_not_depend_on_a_global_the_code_may_replace() {
+    let env = env_with("corpus");
+    run(&env, "doc_list = 'my own variable'");
+    assert_eq!(
+        run(
+            &env,
+            "print(line_count(context), word_count(context), #grep(context, 'ERROR'), #find_all(context, 'ERROR'), #chunk_by_lines(context, 2), #lines(context))"
+        ),
+        "15\t22\t4\t4\t9\t15\n"
+    );
+}

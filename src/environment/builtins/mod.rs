@@ -330,6 +330,7 @@ impl Installer<'_> {
             BuiltinId::ChunkByLines => primitive(Primitive::ChunkByLines),
             BuiltinId::ChunkBySeparator => primitive(Primitive::ChunkBySeparator),
             BuiltinId::ChunkBySize => primitive(Primitive::ChunkBySize),
+            BuiltinId::DocList => primitive(Primitive::DocList),
             BuiltinId::SortBy => primitive(Primitive::Collection(Collection::SortBy)),
             BuiltinId::Count => primitive(Primitive::Collection(Collection::Count)),
             BuiltinId::GroupBy => primitive(Primitive::Collection(Collection::GroupBy)),

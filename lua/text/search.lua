@@ -161,8 +161,8 @@ end
 --- With `regex`, `needle` is a regular expression (`re` syntax) and the starts of its
 --- non-overlapping matches are reported.
 --- Over a corpus (a list of documents or of strings) each occurrence is a table
---- `{doc = <document index>, name = <its name>, pos = <start in that document>}`, in
---- document order.
+--- `{doc = <document index>, name = <its name>, pos = <start in that document>,
+--- line = <its line there>}`, in document order.
 ---
 --- ```lua
 --- find_all("abcabc", "bc") --> {2, 5}
@@ -171,7 +171,7 @@ end
 ---@param text string|table The text to search, or a corpus
 ---@param needle string The substring to find (must not be empty)
 ---@param regex? boolean Read `needle` as a regular expression (default false)
----@return table positions 1-based byte offsets where `needle` starts; over a corpus, `{doc, name, pos}` tables
+---@return table positions 1-based byte offsets where `needle` starts; over a corpus, `{doc, name, pos, line}` tables
 function find_all(text, needle, regex)
   if needle == "" then
     error("find_all: needle must not be empty", 2)
@@ -184,8 +184,16 @@ function find_all(text, needle, regex)
   end
   local found = {}
   for _, document in ipairs(documents(text)) do
-    for _, pos in ipairs(positions_of(document.text, needle, regex)) do
-      found[#found + 1] = {doc = document.doc, name = document.name, pos = pos}
+    local body = document.text
+    -- Positions come in order: each line's newlines are counted once.
+    local line, counted = 1, 1
+    for _, pos in ipairs(positions_of(body, needle, regex)) do
+      while true do
+        local newline = string.find(body, "\n", counted, true)
+        if not newline or newline >= pos then break end
+        line, counted = line + 1, newline + 1
+      end
+      found[#found + 1] = {doc = document.doc, name = document.name, pos = pos, line = line}
     end
   end
   return found

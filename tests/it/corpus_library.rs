@@ -193,23 +193,24 @@ fn the_single_text_forms_are_unchanged() {
 }
 
 #[test]
-fn find_all_over_a_corpus_gives_doc_name_and_position() {
+fn find_all_over_a_corpus_gives_doc_name_position_and_line() {
     let out = both(
         r#"
         for _, c in ipairs({corpus, strings}) do
           local expected = {}
           for i, d in ipairs(c) do
             for _, p in ipairs(find_all(text_of(d), "ERROR")) do
-              expected[#expected + 1] = {doc = i, name = type(d) == "table" and d.name or nil, pos = p}
+              local line = line_count(text_of(d):sub(1, p))
+              expected[#expected + 1] = {doc = i, name = type(d) == "table" and d.name or nil, pos = p, line = line}
             end
           end
           same(find_all(c, "ERROR"), expected, "find_all")
         end
         local found = find_all(corpus, "ERROR")
-        print(#found, found[3].doc, found[3].name, found[3].pos)
+        print(#found, found[3].doc, found[3].name, found[3].pos, found[3].line)
         "#,
     );
-    assert_eq!(out, "4\t4\td.log\t3\n");
+    assert_eq!(out, "4\t4\td.log\t3\t2\n");
 }
 
 #[test]

@@ -470,7 +470,11 @@ function T.grep_of_a_corpus_says_where_each_match_is()
   check({matches[1].doc, matches[1].name, matches[1].line}, {1, "a.md", 1})
   check({matches[3].doc, matches[3].name, matches[3].line, matches[3].text}, {3, nil, 2, "ERROR y"})
   check(grep_text(CORPUS, "ERROR"), "a.md:1: one ERROR\n--\n3:1: ERROR x\n3:2: ERROR y")
-  check(find_all(CORPUS, "ERROR"), {{doc = 1, name = "a.md", pos = 5}, {doc = 3, pos = 1}, {doc = 3, pos = 9}})
+  check(find_all(CORPUS, "ERROR"), {
+    {doc = 1, name = "a.md", pos = 5, line = 1},
+    {doc = 3, pos = 1, line = 1},
+    {doc = 3, pos = 9, line = 2},
+  })
 end
 
 function T.one_text_functions_refuse_a_corpus()

@@ -78,7 +78,8 @@ impl std::str::FromStr for Scope {
 /// providers are listed in (the prompt, `rlm providers`, `GET /v1/providers`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum BuiltinProvider {
-    /// Output, the final answer, tokens, the session's variables and discovery.
+    /// Output, the final answer, tokens, the session's variables and discovery (of
+    /// functions with `fn_search`, of a corpus's documents with `doc_search`).
     Core,
     /// Regular expressions (`re.*`).
     Re,
@@ -258,6 +259,8 @@ builtins! {
         "--- Searches the functions for a task, best match first. Each result has name, signature, summary and confidence (0..1); then call help(name) for the full documentation.\n---@param query string What you want to do, in words, or a function name\n---@param opts? table Options: max_results (default 5), capability (e.g. \"search\", \"transform\"), source (a registry directory), mode: \"fast\" (BM25, the default), \"balanced\" (an LLM reranks; counts as 1 llm_query call) or \"accurate\" (an LLM also expands the query; 2 calls). The LLM modes need an LLM (an error without one) and fall back to the fast order when the model fails\n---@return table[] results The matches, best first\n---@return table info mode; fallback: why the fast order was used (nil if not); expanded_terms: the phrases the LLM added\nfunction fn_search(query, opts) end";
     Help => "help", Core, Core,
         "--- Returns the documentation of a built-in or registry function; with no name, lists every name.\n---@param name? string The function's name\n---@return string doc The documentation\nfunction help(name) end";
+    DocSearch => "doc_search", Core, Core,
+        "--- Ranks a corpus's documents for a query (BM25), best first.\n--- Words match by their stems (\"caching\" finds \"cache\"); rare words weigh more. The index is built on the first call and kept. Read a hit's text as context[hit.doc].text.\n---@param query string The words to look for\n---@param k? integer How many documents at most (default 10)\n---@param corpus? table Another list of documents or strings to search (default: context)\n---@return table[] hits {doc = <index in the corpus>, name = <its name>, score = <BM25 score>}, best first; documents without a query word are left out\nfunction doc_search(query, k, corpus) end";
     ReFind => "re.find", Re, Core,
         "--- Regular expressions (`re.*`): Python/PCRE-style syntax (\\d \\w \\s \\b, [a-z], (a|b), x{2,5}, (?P<name>...), lazy *?), linear time, no backreferences or look-around. Write patterns in [[long brackets]] to keep backslashes. Offsets are 1-based bytes, like string.find/string.sub. `flags` is a string of: i (ignore case), m (^ and $ at each line), s (. matches newline), x (verbose), U (lazy by default); (?i) inline works too.\n--- Finds the first match: its start and end, then its groups (nil for a group that did not take part).\n---@param text string The text\n---@param pattern string The regular expression\n---@param init? integer Where to start (default 1; negative counts from the end)\n---@param flags? string Flags, e.g. \"i\"\n---@return integer|nil start Start of the match, nil if none\n---@return integer|nil end End of the match (inclusive)\n---@return string ... The groups\nfunction re.find(text, pattern, init, flags) end";
     ReMatch => "re.match", Re, Core,
@@ -317,13 +320,15 @@ builtins! {
     FindAllRegex => "_text_primitives.find_all_regex", Primitives, Core,
         "--- The 1-based start of every non-overlapping match of a regular expression.\n---@param text string The text\n---@param pattern string The regular expression\n---@return integer[] starts The starts, in order\nfunction _text_primitives.find_all_regex(text, pattern) end";
     Grep => "_text_primitives.grep", Primitives, Core,
-        "--- The lines matching a plain string, Lua pattern or regular expression, with context lines, as `grep` gives them.\n---@param text string The text\n---@param pattern string What to match\n---@param context integer Lines of context around each match\n---@param mode string \"plain\", \"pattern\" or \"regex\"\n---@return table[] matches The matches, in order\nfunction _text_primitives.grep(text, pattern, context, mode) end";
+        "--- The lines matching a plain string, Lua pattern or regular expression, with context lines, as `grep` gives them.\n---@param text string|table The text, or a corpus: a list of documents or of strings\n---@param pattern string What to match\n---@param context integer Lines of context around each match\n---@param mode string \"plain\", \"pattern\" or \"regex\"\n---@return table[] matches The matches, in order (with `doc` and `name` over a corpus)\nfunction _text_primitives.grep(text, pattern, context, mode) end";
     ChunkByLines => "_text_primitives.chunk_by_lines", Primitives, Core,
         "--- Chunks of n lines, consecutive chunks sharing `overlap` lines.\n---@param text string The text\n---@param n integer Lines per chunk\n---@param overlap integer Lines shared by consecutive chunks (less than n)\n---@return string[] chunks The chunks, in order\nfunction _text_primitives.chunk_by_lines(text, n, overlap) end";
     ChunkBySeparator => "_text_primitives.chunk_by_separator", Primitives, Core,
         "--- Pieces between separators, merged up to a size.\n---@param text string The text\n---@param separator string The separator\n---@param max_size? integer The most bytes per chunk\n---@return string[] chunks The chunks, in order\nfunction _text_primitives.chunk_by_separator(text, separator, max_size) end";
     ChunkBySize => "_text_primitives.chunk_by_size", Primitives, Core,
         "--- Chunks of at most `size` bytes, never cutting a UTF-8 character, sharing `overlap` bytes.\n---@param text string The text\n---@param size integer The most bytes per chunk\n---@param overlap integer Bytes shared by consecutive chunks\n---@return string[] chunks The chunks, in order\nfunction _text_primitives.chunk_by_size(text, size, overlap) end";
+    DocList => "_text_primitives.doc_list", Primitives, Core,
+        "--- The documents of a corpus as `{doc, name, text}` tables, as `doc_list` gives them.\n---@param corpus table A list of documents or of strings\n---@return table[] documents One table per document, in order\nfunction _text_primitives.doc_list(corpus) end";
     SortBy => "_text_primitives.sort_by", Primitives, Core,
         "--- A list sorted by a key (a field name or a function), stable; nil, nil, false when the list needs the Lua path.\n---@param list table The list\n---@param key any The key\n---@param reverse boolean Descending order\n---@return table|nil sorted The sorted list\nfunction _text_primitives.sort_by(list, key, reverse) end";
     Count => "_text_primitives.count", Primitives, Core,

@@ -17,7 +17,7 @@
 //! asks for lines (empty tables otherwise).
 
 use memchr::memmem;
-use mlua::{Lua, Table, ffi};
+use mlua::{Lua, Table, Value, ffi};
 use regex::bytes::Regex;
 
 use super::meter::{CHECK_BYTES, VALUE_COST, WorkMeter, table_in_one_call};
@@ -251,36 +251,105 @@ fn lines_after(text: &[u8], stop: usize) -> impl Iterator<Item = (usize, usize)>
     })
 }
 
-/// `{ line, text, before, after }` per hit, built in one protected call.
+/// Which document of a corpus a text is: its index and its name, which every match of
+/// the text carries as `doc` and `name`.
+pub(crate) struct Origin<'a> {
+    pub doc: usize,
+    pub name: &'a Value,
+}
+
+/// A text searched, its matching lines and, in a corpus, which document it is.
+pub(crate) struct Searched<'a> {
+    pub text: &'a [u8],
+    pub hits: Vec<MatchedLine>,
+    pub origin: Option<Origin<'a>>,
+}
+
+/// `{ line, text, before, after }` per hit of every text searched, in order (and `doc`,
+/// `name` for a corpus's document), built in one protected call.
 pub(crate) fn result_table(
     lua: &Lua,
-    text: &[u8],
-    hits: &[MatchedLine],
+    searched: &[Searched],
     context: usize,
     meter: &mut WorkMeter,
 ) -> mlua::Result<Table> {
-    let size = std::ffi::c_int::try_from(hits.len()).unwrap_or(0);
-    // SAFETY: `fill` pushes one table and only tables, strings and integers into it.
+    let total: usize = searched.iter().map(|s| s.hits.len()).sum();
+    let size = std::ffi::c_int::try_from(total).unwrap_or(0);
+    // SAFETY: `fill` pushes one table and only tables, strings and numbers into it.
     unsafe {
         table_in_one_call(lua, |state| {
             ffi::lua_createtable(state, size, 0);
-            for (n, hit) in hits.iter().enumerate() {
-                ffi::lua_createtable(state, 0, 4);
-                ffi::lua_pushinteger(state, hit.number as ffi::lua_Integer);
-                ffi::lua_setfield(state, -2, c"line".as_ptr());
-                push_bytes(state, &text[hit.start..hit.end]);
-                ffi::lua_setfield(state, -2, c"text".as_ptr());
-                let before = lines_before(text, hit.start).take(context).count();
-                push_lines(state, text, lines_before(text, hit.start), before, true);
-                ffi::lua_setfield(state, -2, c"before".as_ptr());
-                let after = lines_after(text, hit.stop).take(context).count();
-                push_lines(state, text, lines_after(text, hit.stop), after, false);
-                ffi::lua_setfield(state, -2, c"after".as_ptr());
-                ffi::lua_rawseti(state, -2, n as ffi::lua_Integer + 1);
-                meter.spend(VALUE_COST * (before + after + 4))?;
+            let mut n: ffi::lua_Integer = 0;
+            for Searched { text, hits, origin } in searched {
+                for hit in hits {
+                    push_match(state, text, hit, context, origin.as_ref(), meter)?;
+                    n += 1;
+                    ffi::lua_rawseti(state, -2, n);
+                }
             }
             Ok(())
         })
+    }
+}
+
+/// Pushes one match's table.
+///
+/// # Safety
+/// As [`push_bytes`], with room for three values.
+unsafe fn push_match(
+    state: *mut ffi::lua_State,
+    text: &[u8],
+    hit: &MatchedLine,
+    context: usize,
+    origin: Option<&Origin>,
+    meter: &mut WorkMeter,
+) -> mlua::Result<()> {
+    unsafe {
+        ffi::lua_createtable(state, 0, 6);
+        if let Some(origin) = origin {
+            push_origin(state, origin);
+        }
+        ffi::lua_pushinteger(state, hit.number as ffi::lua_Integer);
+        ffi::lua_setfield(state, -2, c"line".as_ptr());
+        push_bytes(state, &text[hit.start..hit.end]);
+        ffi::lua_setfield(state, -2, c"text".as_ptr());
+        let before = lines_before(text, hit.start).take(context).count();
+        push_lines(state, text, lines_before(text, hit.start), before, true);
+        ffi::lua_setfield(state, -2, c"before".as_ptr());
+        let after = lines_after(text, hit.stop).take(context).count();
+        push_lines(state, text, lines_after(text, hit.stop), after, false);
+        ffi::lua_setfield(state, -2, c"after".as_ptr());
+        meter.spend(VALUE_COST * (before + after + 4))
+    }
+}
+
+/// Sets `doc` and `name` in the table on top of the stack. A name that is neither a
+/// string nor a number is left out, as `nil` would be.
+///
+/// # Safety
+/// As [`push_bytes`], the table on top.
+unsafe fn push_origin(state: *mut ffi::lua_State, origin: &Origin) {
+    unsafe {
+        ffi::lua_pushinteger(state, origin.doc as ffi::lua_Integer);
+        ffi::lua_setfield(state, -2, c"doc".as_ptr());
+        let pushed = match origin.name {
+            Value::String(name) => {
+                push_bytes(state, &name.as_bytes());
+                true
+            }
+            Value::Integer(n) => {
+                ffi::lua_pushinteger(state, *n as ffi::lua_Integer);
+                true
+            }
+            Value::Number(n) => {
+                ffi::lua_pushnumber(state, *n);
+                true
+            }
+            _ => false,
+        };
+        if pushed {
+            ffi::lua_setfield(state, -2, c"name".as_ptr());
+        }
     }
 }
 

@@ -18,6 +18,8 @@
 //!   pattern into a regular expression.
 //! - `re`: the `re` built-in, and the per-environment cache of compiled regular
 //!   expressions, which also keeps `grep`'s translated Lua patterns.
+//! - `corpus`: a corpus (a list of documents or strings) as `grep` and `doc_search` read
+//!   it; `doc_search`: the built-in that ranks a corpus's documents by BM25.
 //! - `grep`, `text`: the library's primitives over a text; `collections/` (with
 //!   `sort.rs`, `sort_by`'s keys and sort): those over Lua tables.
 //! - `limits`: the limits and the [`Guard`](limits::Guard); `meter`: the
@@ -27,6 +29,8 @@
 use std::borrow::Cow;
 
 pub(crate) mod collections;
+pub(crate) mod corpus;
+pub(crate) mod doc_search;
 pub(crate) mod grep;
 pub(crate) mod lauxlib;
 pub(crate) mod limits;

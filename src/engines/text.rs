@@ -21,9 +21,10 @@
 use std::rc::Rc;
 
 use memchr::memmem;
-use mlua::{Lua, LuaString, Table};
+use mlua::{FromLua, Lua, LuaString, Table, Value};
 
-use super::grep::{LineMatcher, matching_lines, result_table};
+use super::corpus::documents;
+use super::grep::{LineMatcher, Origin, Searched, matching_lines, result_table};
 use super::limits::Guard;
 use super::meter::{CHECK_BYTES, VALUE_COST, WorkMeter, string_sequence};
 use super::patterns;
@@ -296,6 +297,7 @@ pub(crate) enum Primitive {
     ChunkByLines,
     ChunkBySeparator,
     ChunkBySize,
+    DocList,
     /// One of `collections`' primitives.
     Collection(super::collections::Primitive),
 }
@@ -402,11 +404,14 @@ pub(crate) fn primitive(
                 )
             })
         }
+        Primitive::DocList => lua.create_function(|lua, corpus: Table| doc_list(lua, &corpus)),
         Primitive::Collection(which) => super::collections::primitive(lua, guard, which),
     }
 }
 
-/// `grep(text, pattern, context, mode)`, mode `"plain"`, `"pattern"` or `"regex"`.
+/// `grep(text, pattern, context, mode)`, mode `"plain"`, `"pattern"` or `"regex"`; `text`
+/// may be a corpus, whose documents are searched in order, each match then carrying
+/// `doc` and `name`.
 fn grep_function(
     lua: &Lua,
     guard: &Rc<Guard>,
@@ -415,7 +420,7 @@ fn grep_function(
     let guard = Rc::clone(guard);
     let cache = Rc::clone(cache);
     lua.create_function(
-        move |lua, (text, pattern, context, mode): (LuaString, LuaString, i64, String)| {
+        move |lua, (text, pattern, context, mode): (Value, LuaString, i64, String)| {
             let mut meter = WorkMeter::new(lua, &guard);
             let pattern_bytes = pattern.as_bytes();
             // As in `string.find`, a pattern without special characters is plain text.
@@ -426,11 +431,76 @@ fn grep_function(
                 "regex" => LineMatcher::Regex(cache.get("grep", &pattern_bytes, "")?),
                 _ => LineMatcher::pattern(&pattern_bytes, &cache),
             };
-            let text = text.as_bytes();
-            let hits = matching_lines(&text, &matcher, &mut meter)?;
-            result_table(lua, &text, &hits, count(context), &mut meter)
+            let context = count(context);
+            let corpus = match &text {
+                Value::Table(corpus) => documents("grep", corpus)?,
+                _ => {
+                    let text = text_arg(lua, text)?;
+                    let text = text.as_bytes();
+                    let hits = matching_lines(&text, &matcher, &mut meter)?;
+                    let searched = Searched {
+                        text: &text,
+                        hits,
+                        origin: None,
+                    };
+                    return result_table(lua, &[searched], context, &mut meter);
+                }
+            };
+            let texts: Vec<_> = corpus
+                .iter()
+                .map(|document| document.text.as_ref().map(LuaString::as_bytes))
+                .collect();
+            let mut searched = Vec::with_capacity(corpus.len());
+            for (i, (document, text)) in corpus.iter().zip(&texts).enumerate() {
+                let text: &[u8] = text.as_deref().unwrap_or_default();
+                searched.push(Searched {
+                    text,
+                    hits: matching_lines(text, &matcher, &mut meter)?,
+                    origin: Some(Origin {
+                        doc: i + 1,
+                        name: &document.name,
+                    }),
+                });
+            }
+            result_table(lua, &searched, context, &mut meter)
         },
     )
+}
+
+/// `doc_list(corpus)`: a `{doc, name, text}` table per document (`text` "" for one
+/// without text).
+fn doc_list(lua: &Lua, corpus: &Table) -> mlua::Result<Table> {
+    let corpus = documents("doc_list", corpus)?;
+    let list = lua.create_table_with_capacity(corpus.len(), 0)?;
+    for (i, document) in corpus.into_iter().enumerate() {
+        let entry = lua.create_table_with_capacity(0, 3)?;
+        entry.raw_set("doc", i + 1)?;
+        entry.raw_set("name", document.name)?;
+        match document.text {
+            Some(text) => entry.raw_set("text", text)?,
+            None => entry.raw_set("text", "")?,
+        }
+        list.raw_set(i + 1, entry)?;
+    }
+    Ok(list)
+}
+
+/// A text argument (the first): a string, or a number as Lua turns it into one; else
+/// the error mlua gives an argument that does not convert.
+// mlua's `BadArgument` holds its cause in an `Arc`, whatever the error's threads.
+#[allow(clippy::arc_with_non_send_sync)]
+fn text_arg(lua: &Lua, value: Value) -> mlua::Result<LuaString> {
+    let from = value.type_name();
+    LuaString::from_lua(value, lua).map_err(|_| mlua::Error::BadArgument {
+        to: None,
+        pos: 1,
+        name: None,
+        cause: std::sync::Arc::new(mlua::Error::FromLuaConversionError {
+            from,
+            to: "string".to_string(),
+            message: None,
+        }),
+    })
 }
 
 #[cfg(test)]

@@ -28,6 +28,7 @@
 //! # Ok::<(), rlm_registry::LoadError>(())
 //! ```
 
+pub mod bm25;
 mod explain;
 #[cfg(feature = "runtime")]
 pub mod llm_modes;

@@ -210,6 +210,10 @@ lua_tests!(
         char_count_counts_ascii_characters,
         char_count_counts_utf8_characters_not_bytes,
         char_count_counts_invalid_utf8_byte_by_byte,
+        doc_list_reads_every_kind_of_context,
+        counts_of_a_corpus_are_totals,
+        grep_of_a_corpus_says_where_each_match_is,
+        one_text_functions_refuse_a_corpus,
     ]
 );
 
@@ -254,12 +258,14 @@ lua_tests!(
         chunk_by_size_rejects_size_below_four,
         chunk_by_size_rejects_overlap_outside_zero_to_half_size,
         argument_errors_blame_the_caller,
+        chunks_of_a_corpus_stay_within_their_document,
     ]
 );
 
 /// Names the library exposes; all must be global functions once the chunks are loaded.
 const PUBLIC: &[&str] = &[
     "lines",
+    "doc_list",
     "line_count",
     "line_range",
     "head",

@@ -28,6 +28,8 @@ mod conventions;
 mod corpus;
 #[cfg(feature = "cli")]
 mod corpus_formats;
+#[cfg(all(feature = "runtime", feature = "text", feature = "chunking"))]
+mod corpus_library;
 #[cfg(feature = "runtime")]
 mod csv;
 mod docs_links;

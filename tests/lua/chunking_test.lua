@@ -314,4 +314,20 @@ function T.argument_errors_blame_the_caller()
   end
 end
 
+-- corpora ------------------------------------------------------------------------------
+
+function T.chunks_of_a_corpus_stay_within_their_document()
+  local corpus = {{name = "a", text = "1\n2\n3"}, "4\n5"}
+  local chunks, where = chunk_by_lines(corpus, 2)
+  check(chunks, {"1\n2", "3", "4\n5"})
+  check(where, {{doc = 1, name = "a"}, {doc = 1, name = "a"}, {doc = 2}})
+  chunks, where = chunk_by_size({"abcdef", "gh"}, 4)
+  check(chunks, {"abcd", "ef", "gh"})
+  check(where[3].doc, 2)
+  chunks, where = chunk_by_separator({"p1\n\np2", "p3"}, "\n\n")
+  check(chunks, {"p1", "p2", "p3"})
+  check(where[2].doc, 1)
+  check(select("#", chunk_by_lines("a", 1)), 1, "one text: one result, as before")
+end
+
 return T

@@ -438,4 +438,49 @@ function T.char_count_counts_invalid_utf8_byte_by_byte()
   check(char_count("\x80\x80é"), 3, "stray continuation bytes count one each")
 end
 
+-- corpora: a list of documents (or of strings) given where a text goes ----------------
+
+local CORPUS = {
+  {name = "a.md", text = "one ERROR\ntwo\n"},
+  {name = "pic.png", kind = "image"},
+  "ERROR x\nERROR y",
+}
+
+function T.doc_list_reads_every_kind_of_context()
+  check(doc_list("t"), {{doc = 1, text = "t"}})
+  check(doc_list(CORPUS), {
+    {doc = 1, name = "a.md", text = "one ERROR\ntwo\n"},
+    {doc = 2, name = "pic.png", text = ""},
+    {doc = 3, text = "ERROR x\nERROR y"},
+  })
+  check_error(function() doc_list(42) end, "expected a text or a list of documents, got number")
+  check_error(function() doc_list({"a", true}) end, "document 2 is a boolean")
+end
+
+function T.counts_of_a_corpus_are_totals()
+  check(line_count(CORPUS), 4)
+  check(word_count(CORPUS), 7)
+  check(char_count({"é", "ab"}), 3)
+  check(#lines(CORPUS), 4)
+end
+
+function T.grep_of_a_corpus_says_where_each_match_is()
+  local matches = grep(CORPUS, "ERROR")
+  check(#matches, 3)
+  check({matches[1].doc, matches[1].name, matches[1].line}, {1, "a.md", 1})
+  check({matches[3].doc, matches[3].name, matches[3].line, matches[3].text}, {3, nil, 2, "ERROR y"})
+  check(grep_text(CORPUS, "ERROR"), "a.md:1: one ERROR\n--\n3:1: ERROR x\n3:2: ERROR y")
+  check(find_all(CORPUS, "ERROR"), {
+    {doc = 1, name = "a.md", pos = 5, line = 1},
+    {doc = 3, pos = 1, line = 1},
+    {doc = 3, pos = 9, line = 2},
+  })
+end
+
+function T.one_text_functions_refuse_a_corpus()
+  check_error(function() head(CORPUS) end, "head: takes one text, not a corpus")
+  check_error(function() tail(CORPUS, 1) end, "tail: takes one text, not a corpus")
+  check_error(function() line_range(CORPUS, 1, 2) end, "line_range: takes one text, not a corpus")
+end
+
 return T

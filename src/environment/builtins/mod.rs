@@ -47,8 +47,8 @@ use crate::catalog::Catalog;
 use crate::conventions::TEXT_PRIMITIVES_GLOBAL;
 use crate::conventions::builtins::{BUILTIN_VALUES, BuiltinId, BuiltinProvider, BuiltinValueId};
 use crate::engines::collections::Primitive as Collection;
-use crate::engines::re;
 use crate::engines::text::{self, Primitive};
+use crate::engines::{doc_search, re};
 use crate::providers::HostHandler;
 pub(crate) use core::{Giver, give_answer};
 pub(crate) use state::{BuiltinState, Host};
@@ -297,6 +297,7 @@ impl Installer<'_> {
             BuiltinId::StoreSummarize => Ok(self.session_variables()?.1),
             BuiltinId::FnSearch => discovery::fn_search(lua, state, Arc::clone(catalog)),
             BuiltinId::Help => discovery::help(lua, Arc::clone(catalog)),
+            BuiltinId::DocSearch => doc_search::function(lua, &tripwire.guard),
             BuiltinId::ReFind => re(re::Implementation::Find),
             BuiltinId::ReMatch => re(re::Implementation::Match),
             BuiltinId::ReGmatch => re(re::Implementation::Gmatch),
@@ -333,6 +334,7 @@ impl Installer<'_> {
             BuiltinId::ChunkByLines => primitive(Primitive::ChunkByLines),
             BuiltinId::ChunkBySeparator => primitive(Primitive::ChunkBySeparator),
             BuiltinId::ChunkBySize => primitive(Primitive::ChunkBySize),
+            BuiltinId::DocList => primitive(Primitive::DocList),
             BuiltinId::SortBy => primitive(Primitive::Collection(Collection::SortBy)),
             BuiltinId::Count => primitive(Primitive::Collection(Collection::Count)),
             BuiltinId::GroupBy => primitive(Primitive::Collection(Collection::GroupBy)),

@@ -19,24 +19,36 @@ pub fn is_stop_word(word: &str) -> bool {
     STOP_WORDS.binary_search(&word).is_ok()
 }
 
+/// `word` lower-cased: `word` itself when it has nothing to lower (the usual case, no
+/// allocation), else written into `buffer`.
+///
+/// ```
+/// use rlm_registry::search::tokenize::lowercase;
+///
+/// let mut buffer = String::new();
+/// assert_eq!(lowercase("cache", &mut buffer), "cache");
+/// assert_eq!(lowercase("SQLite", &mut buffer), "sqlite");
+/// assert_eq!(lowercase("Éclair", &mut buffer), "éclair");
+/// ```
+pub fn lowercase<'w>(word: &'w str, buffer: &'w mut String) -> &'w str {
+    if word
+        .bytes()
+        .all(|b| !b.is_ascii_uppercase() && b.is_ascii())
+    {
+        return word;
+    }
+    buffer.clear();
+    buffer.extend(word.chars().flat_map(char::to_lowercase));
+    buffer
+}
+
 /// Calls `emit` with every lower-cased word of `text`, identifiers split on `_`, on
 /// camelCase (`wordCount`) and on acronym boundaries (`HTTPRequest` → http, request).
 ///
 /// Runs on every query, so it allocates only for words that need lower-casing.
 pub fn for_each_word(text: &str, mut emit: impl FnMut(&str)) {
     let mut lower = String::new();
-    let mut emit_lower = |word: &str| {
-        if word
-            .bytes()
-            .all(|b| !b.is_ascii_uppercase() && b.is_ascii())
-        {
-            emit(word);
-        } else {
-            lower.clear();
-            lower.extend(word.chars().flat_map(char::to_lowercase));
-            emit(&lower);
-        }
-    };
+    let mut emit_lower = |word: &str| emit(lowercase(word, &mut lower));
     for run in text.split(|c: char| !c.is_alphanumeric()) {
         let mut start = 0;
         let mut prev: Option<char> = None;

@@ -252,7 +252,7 @@ pub(crate) fn describe_context(context: &Context) -> String {
 /// Document names listed in a corpus's description, at most.
 const LISTED_NAMES: usize = 3;
 /// A listed name's characters, at most.
-const NAME_CHARS: usize = 60;
+const NAME_CHARS: usize = 40;
 
 /// A corpus in a few lines whatever its size: the documents by kind, their sizes, a few
 /// names, the fields of a document (those some have, such as `mime`, only then), how to
@@ -279,7 +279,7 @@ fn describe_corpus(corpus: &Corpus) -> String {
         names.push("…".to_string());
     }
     format!(
-        "`context` is a corpus: a Lua list of {} documents{}, {} bytes, {tokens} in all; a document has {} to {} bytes. Each is a table `{{{}}}`; names: {}. Go through them with `for i, doc in ipairs(context) do … doc.text … end`. `doc_search(query [, k])` ranks the documents by BM25 and returns `{{doc, name, score}}` entries.",
+        "`context` is a corpus: a Lua list of {} documents{}, {} bytes, {tokens} in all; a document has {} to {} bytes. Each is a table `{{{}}}`; names: {}. Loop with `for i, doc in ipairs(context) do … doc.text … end`; `grep`, counts and chunking take the whole corpus. `doc_search(query [, k])` ranks documents by BM25: `{{doc, name, score}}` entries.{}",
         thousands(documents.len() as u64),
         corpus_notes(corpus),
         thousands(total as u64),
@@ -287,6 +287,11 @@ fn describe_corpus(corpus: &Corpus) -> String {
         thousands(sizes.max().unwrap_or(0) as u64),
         document_fields(documents),
         names.join(", "),
+        if documents.iter().any(|d| d.image.is_some()) {
+            " Images: `llm_query(prompt, {images = {doc}})`."
+        } else {
+            ""
+        },
     )
 }
 
@@ -790,7 +795,7 @@ mod tests {
             "{small}"
         );
         assert!(
-            small.contains("`reports/2026/quarter-0/a-rather-long-file-name-0.md`")
+            small.contains("`reports/2026/quarter-0/a-rather-long-fil…`")
                 && small.contains("`{name, text, kind, bytes}`"),
             "{small}"
         );
@@ -799,9 +804,9 @@ mod tests {
             large.contains(
                 "10,000 documents (8,600 text, 1,000 pdf, 400 image; 10 with an `error`, no text; 2 binary files left out)"
             ) && large.contains("`{name, text, kind, bytes[, mime][, error]}`")
-                && large.contains(", …. Go through")
+                && large.contains(", …. Loop with")
                 && large.ends_with(
-                    "`doc_search(query [, k])` ranks the documents by BM25 and returns `{doc, name, score}` entries."
+                    "`doc_search(query [, k])` ranks documents by BM25: `{doc, name, score}` entries. Images: `llm_query(prompt, {images = {doc}})`."
                 ),
             "{large}"
         );

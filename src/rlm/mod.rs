@@ -90,6 +90,7 @@ mod agent;
 mod budget;
 mod builder;
 mod context;
+mod corpus_description;
 mod live;
 mod parse;
 mod prompt;

@@ -154,25 +154,32 @@ pub fn validate(value: &Value, ty: &LuaType, path: &str) -> Result<(), (String, 
             {
                 return Ok(());
             }
-            let literals: Option<Vec<String>> = alternatives
+            let words: Vec<String> = alternatives.iter().map(expected_of).collect();
+            match alternatives
                 .iter()
-                .map(|a| match a {
-                    LuaType::Literal(l) => Some(format!("{l:?}")),
-                    _ => None,
-                })
-                .collect();
-            match literals {
-                Some(literals) => mismatch(&format!("one of {}", literals.join(", "))),
-                None => mismatch(&format!(
-                    "one of {}",
-                    alternatives
-                        .iter()
-                        .map(|a| a.schema().to_string())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )),
+                .all(|a| matches!(a, LuaType::Literal(_)))
+            {
+                true => mismatch(&format!("one of {}", words.join(", "))),
+                false => mismatch(&words.join(", or ")),
             }
         }
+    }
+}
+
+/// What a value of `ty` is, in the words of a mismatch: `a string`, `"fast"`, or the
+/// type's JSON Schema where words would not be shorter.
+fn expected_of(ty: &LuaType) -> String {
+    match ty {
+        LuaType::Nil => "null".into(),
+        LuaType::String => "a string".into(),
+        LuaType::Number => "a number".into(),
+        LuaType::Integer => "an integer".into(),
+        LuaType::Boolean => "a boolean".into(),
+        LuaType::Literal(literal) => format!("{literal:?}"),
+        LuaType::Table => "an object or an array".into(),
+        LuaType::Array(_) => "an array".into(),
+        LuaType::Map(_) | LuaType::Record(_) => "an object".into(),
+        other => other.schema().to_string(),
     }
 }
 

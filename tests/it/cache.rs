@@ -193,7 +193,7 @@ fn a_hit_spends_no_budget() {
     let out = ask(
         &server,
         &cache,
-        &["Q", "--max-llm-calls", "2", "--max-tokens", "4000"],
+        &["Q", "--max-llm-calls", "2", "--max-tokens", "4500"],
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(stdout(&out), "the colour is teal\n");

@@ -166,7 +166,7 @@ fn list_json_describes_each_function() {
         .expect("grep is baked");
     assert_eq!(grep["signature"], "grep(text, pattern, context?, plain?)");
     assert_eq!(grep["params"][0]["name"], "text");
-    assert_eq!(grep["params"][0]["type"], "string");
+    assert_eq!(grep["params"][0]["type"], "string|table");
     assert_eq!(grep["params"][2]["optional"], true);
     assert_eq!(grep["returns"][0]["type"], "table[]");
     assert_eq!(grep["returns"][0]["name"], "matches");
@@ -303,7 +303,7 @@ fn prompt_tokens_prints_the_size_of_each_part() {
     assert_eq!(out.status.code(), Some(0));
     let text = stdout(&out);
     assert!(
-        text.contains("compact listing, 47 registry functions"),
+        text.contains("compact listing, 48 registry functions"),
         "{text}"
     );
     let row = |name: &str| -> u64 {

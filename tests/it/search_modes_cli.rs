@@ -44,7 +44,7 @@ fn text(bytes: &[u8]) -> String {
 #[test]
 fn balanced_json_follows_the_model_and_names_the_mode() {
     let dir = registry_dir();
-    let server = OpenAiServer::always(Behavior::reply("[\"shout\", \"reverse_text\"]"));
+    let server = OpenAiServer::always(Behavior::reply("[\"token_count\", \"reverse_text\"]"));
     let out = rlm_search(
         &server,
         dir.path(),
@@ -62,7 +62,7 @@ fn balanced_json_follows_the_model_and_names_the_mode() {
         .iter()
         .map(|r| r["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names[..2], ["shout", "reverse_text"]);
+    assert_eq!(names[..2], ["token_count", "reverse_text"]);
     assert_eq!(names.len(), 3);
     assert_eq!(server.requests()[0].json().unwrap()["model"], "cli-model");
 }

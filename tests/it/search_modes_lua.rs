@@ -28,7 +28,7 @@ fn run(env: &Environment, code: &str) -> String {
 #[test]
 fn fn_search_balanced_follows_the_model_and_charges_the_session() {
     let server = OpenAiServer::always(Behavior::reply_with_usage(
-        "[\"reverse_text\", \"shout\"]",
+        "[\"reverse_text\", \"token_count\"]",
         40,
         10,
     ));
@@ -41,7 +41,7 @@ print(info.mode, info.fallback, #info.expanded_terms, token_budget())"#,
     );
     assert_eq!(
         out,
-        "3\treverse_text\tshout\ttrue\ttrue\nbalanced\tnil\t0\t950\n"
+        "3\treverse_text\ttoken_count\ttrue\ttrue\nbalanced\tnil\t0\t950\n"
     );
     assert_eq!(server.request_count(), 1);
 }
@@ -79,7 +79,7 @@ print(#r == #fast, r[1].name == fast[1].name, info.fallback:match("^the LLM call
 
 #[test]
 fn fn_search_llm_modes_count_against_the_llm_call_limit() {
-    let server = OpenAiServer::always(Behavior::reply("[\"shout\"]"));
+    let server = OpenAiServer::always(Behavior::reply("[\"reverse_text\"]"));
     let env = env(
         &server,
         Limits {
@@ -93,7 +93,7 @@ fn fn_search_llm_modes_count_against_the_llm_call_limit() {
             &env,
             "print(fn_search('text', {mode = 'balanced'})[1].name)"
         ),
-        "shout\n"
+        "reverse_text\n"
     );
     // Accurate needs two: the limit, which pcall cannot swallow; no request sent.
     let before = server.request_count();

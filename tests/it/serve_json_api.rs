@@ -65,7 +65,7 @@ async fn json_api_function_routes_answer_and_explain_errors() {
         assert_eq!(status, 400);
         assert_eq!(
             bad_args["error"],
-            "invalid arguments for `word_count`: $.text: expected one of {\"type\":\"string\"}, {\"type\":[\"object\",\"array\"]}, got 3"
+            "invalid arguments for `word_count`: $.text: expected a string, or an object or an array, got 3"
         );
         let (status, malformed) = post("/v1/functions/word_count", r#"{"text": "#).await;
         assert_eq!(status, 400);

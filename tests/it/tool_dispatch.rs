@@ -137,7 +137,7 @@ fn dispatch_sends_errors_back_to_the_model() {
     assert_eq!(text("h"), "error: disk on fire");
     assert_eq!(
         text("s"),
-        "error: invalid arguments for `word_count`: $.text: expected a string, got 5"
+        "error: invalid arguments for `word_count`: $.text: expected a string, or an object or an array, got 5"
     );
     assert!(
         text("l").starts_with("error: `chunk_by_lines` failed:"),

@@ -120,9 +120,9 @@ class Environment:
     The functions are the baked library's, with `paths` layered on top (or only theirs
     with `baked=False`), or those of `registry`; `config` is an rlm.toml enabling
     providers. Each execution may run `time_limit` seconds, print `output_limit` bytes
-    (1 MiB by default), and the state may use `memory_limit_mb` MiB. `llm` is what
-    `llm_query` and `llm_query_batched` call; without it they raise a Lua error.
-    `tools` are Python functions the code may call by their names, their arguments and
+    (1 MiB by default), and the state may use `memory_limit_mb` MiB besides the context
+    (which does not count). `llm` is what `llm_query` and `llm_query_batched` call;
+    without it they raise a Lua error. `tools` are Python functions the code may call by their names, their arguments and
     results crossing as JSON. `sub_agent(prompt, context)` runs a child agent for
     `rlm_query` and `rlm_query_batched` (concurrently, from several threads) and returns
     its answer; without it, `rlm_query` is a plain `llm` call.

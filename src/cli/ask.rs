@@ -52,7 +52,7 @@ pub(crate) struct AskArgs {
     /// Wall-clock seconds one code block may run, waiting on sub-calls included.
     #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_BLOCK_TIME_LIMIT.as_secs_f64())]
     time_limit: f64,
-    /// Memory each agent's Lua state may use, in MiB (the context included).
+    /// Memory each agent's Lua state may use, in MiB, besides the context (which does not count).
     #[arg(long, value_name = "MIB", default_value_t = 512)]
     memory_limit: usize,
     /// Bytes of code output fed back to the model per turn; the rest is cut with a note.

@@ -22,7 +22,7 @@ pub(crate) struct RunArgs {
     /// Wall-clock seconds one execution may run.
     #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
     time_limit: f64,
-    /// Memory the Lua state may use, in MiB (the context included).
+    /// Memory the Lua state may use, in MiB, besides the context (which does not count).
     #[arg(long, value_name = "MIB", default_value_t = 512)]
     memory_limit: usize,
     /// The model `llm_query` calls.

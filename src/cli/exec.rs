@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use clap::Args;
 
-use rlm_registry::environment::{Environment, Limits};
+use rlm_registry::corpus;
+use rlm_registry::environment::{Environment, ExecError, Limits};
 use rlm_registry::llm::LlmClient;
 
 use super::setup::{ContextArgs, Stdin, Terminal, limits};
@@ -72,16 +73,21 @@ fn execute(args: &RunArgs, code: &[u8], stdin_taken: bool) -> Output {
         Ok(llm) => llm,
         Err(output) => return output,
     };
-    let context = match args.context.gather(
-        &args.source,
-        if stdin_taken {
-            Stdin::Code
-        } else {
-            Stdin::Free
+    // One plain file is read straight into the Lua string: held once, not twice.
+    let lone_file = corpus::lone_text_file(&args.context.paths);
+    let context = match lone_file {
+        Some(_) => None,
+        None => match args.context.gather(
+            &args.source,
+            if stdin_taken {
+                Stdin::Code
+            } else {
+                Stdin::Free
+            },
+        ) {
+            Ok(context) => context,
+            Err(output) => return output,
         },
-    ) {
-        Ok(context) => context,
-        Err(output) => return output,
     };
     with_catalog(&args.source, |catalog| {
         let built = Environment::builder(Arc::clone(catalog.registry()))
@@ -94,9 +100,12 @@ fn execute(args: &RunArgs, code: &[u8], stdin_taken: bool) -> Output {
             Ok(env) => env,
             Err(error) => return Output::failure(EXIT_VIOLATIONS, format!("error: {error}\n")),
         };
-        if let Some(context) = context
-            && let Err(error) = context.move_into(&env)
-        {
+        let loaded = match (&lone_file, context) {
+            (Some((path, len)), _) => load_file(&env, path, *len),
+            (None, Some(context)) => context.move_into(&env),
+            (None, None) => Ok(()),
+        };
+        if let Err(error) = loaded {
             return Output::failure(
                 EXIT_VIOLATIONS,
                 format!("error: cannot load the context: {error}\n"),
@@ -111,5 +120,13 @@ fn execute(args: &RunArgs, code: &[u8], stdin_taken: bool) -> Output {
                 code: EXIT_VIOLATIONS,
             },
         }
+    })
+}
+
+/// Reads the file at `path`, `len` bytes long, into `env`'s `context`.
+fn load_file(env: &Environment, path: &Path, len: u64) -> Result<(), ExecError> {
+    let len = usize::try_from(len).unwrap_or(usize::MAX);
+    env.set_context_with(len, |bytes| {
+        std::fs::File::open(path).and_then(|mut file| file.read_exact(bytes))
     })
 }

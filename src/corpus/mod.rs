@@ -239,6 +239,41 @@ impl CorpusError {
     }
 }
 
+/// The one plain file that `paths` name, with its size, when [`gather`] would make them
+/// that file's text (one path, a regular file, text or binary by its name and first
+/// bytes, not a `.jsonl` file): the file can then be read straight where it is needed
+/// ([`Environment::set_context_with`](crate::environment::Environment::set_context_with))
+/// rather than gathered into memory first.
+///
+/// ```
+/// use rlm_registry::corpus::lone_text_file;
+///
+/// let dir = tempfile::tempdir()?;
+/// let log = dir.path().join("app.log");
+/// std::fs::write(&log, "a\nb\n")?;
+/// assert_eq!(lone_text_file(&[log.clone()]), Some((log.clone(), 4)));
+/// assert_eq!(lone_text_file(&[dir.path().into()]), None); // a folder is a corpus
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn lone_text_file(paths: &[PathBuf]) -> Option<(PathBuf, u64)> {
+    let [only] = paths else { return None };
+    let metadata = std::fs::metadata(only).ok()?;
+    let jsonl = only
+        .extension()
+        .is_some_and(|extension| extension.eq_ignore_ascii_case("jsonl"));
+    if only.as_os_str() == STDIN || !metadata.is_file() || jsonl {
+        return None;
+    }
+    let mut head = Vec::with_capacity(8 * 1024);
+    std::fs::File::open(only)
+        .ok()?
+        .take(8 * 1024)
+        .read_to_end(&mut head)
+        .ok()?;
+    matches!(format::detect(only, &head), Format::Text | Format::Binary)
+        .then(|| (only.clone(), metadata.len()))
+}
+
 /// Gathers `paths` (files, folders, quoted globs, `-` for standard input): one plain
 /// file stays its text, anything else is a corpus (see the [module docs](self)).
 pub fn gather(paths: &[PathBuf]) -> Result<Gathered, CorpusError> {

@@ -94,6 +94,58 @@ impl Environment {
         })
     }
 
+    /// Sets `context` to a string of `len` bytes that `fill` writes straight into the Lua
+    /// string's own memory: a file read this way is held once, where reading it into
+    /// Rust and handing Lua the bytes would hold it twice while it loads (2 GB for a
+    /// 1 GB log). An error of `fill` is the load's, and `context` is then unset.
+    ///
+    /// ```
+    /// use std::io::Read;
+    /// use rlm_registry::{Registry, environment::{Environment, Limits}};
+    ///
+    /// let env = Environment::new(Registry::baked().clone(), Limits::default())?;
+    /// let text = "line\n".repeat(10_000);
+    /// env.set_context_with(text.len(), |bytes| text.as_bytes().read_exact(bytes))?;
+    /// assert_eq!(env.execute("print(#context, context:sub(1, 4))")?.output, "50000\tline\n");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn set_context_with(
+        &self,
+        len: usize,
+        fill: impl FnOnce(&mut [u8]) -> std::io::Result<()>,
+    ) -> Result<(), ExecError> {
+        if len <= SMALL_CONTEXT {
+            // Short strings are interned (shared): these are made from a copy.
+            let mut bytes = vec![0; len];
+            return match fill(&mut bytes) {
+                Ok(()) => self.set_context(bytes),
+                Err(error) => Err(self.classify(read_error(error))),
+            };
+        }
+        self.load_context(|lua| {
+            let string = zeroed_string(lua, len)?;
+            let mut filled = Ok(());
+            // SAFETY: the string is new and long (so not interned, and no one else holds
+            // it), its hash not yet computed (Lua hashes long strings when first used as a
+            // key); its bytes are written through the pointer C gives, before any Lua code
+            // sees them, and no Rust reference to them exists meanwhile.
+            unsafe {
+                lua.exec_raw::<()>(&string, |state| {
+                    let mut size = 0usize;
+                    let data = mlua::ffi::lua_tolstring(state, -1, &mut size);
+                    if !data.is_null() && size == len {
+                        let bytes =
+                            std::slice::from_raw_parts_mut(data.cast::<u8>().cast_mut(), size);
+                        filled = fill(bytes);
+                    }
+                    mlua::ffi::lua_pop(state, 1);
+                })?;
+            }
+            filled.map_err(read_error)?;
+            Ok(Value::String(string))
+        })
+    }
+
     /// Makes the new `context` with `make`, with no memory ceiling while it is made, and
     /// sets what it took beside the memory limit.
     fn load_context(
@@ -129,4 +181,41 @@ impl Environment {
             (Ok(_), Ok(_)) => Ok(()),
         }
     }
+}
+
+/// Contexts up to this size are made from a copy ([`Environment::set_context_with`]):
+/// well above Lua's longest interned string (40 bytes), and too small for the copy to
+/// matter.
+const SMALL_CONTEXT: usize = 64 * 1024;
+
+/// A Lua string of `len` zero bytes, copied from an anonymous mapping never written: its
+/// pages are the kernel's shared zero page, so the copy's source takes no memory.
+fn zeroed_string(lua: &Lua, len: usize) -> mlua::Result<mlua::LuaString> {
+    // SAFETY: a fresh private read-only mapping, unmapped below and read only in between.
+    let zeros = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            -1,
+            0,
+        )
+    };
+    if zeros == libc::MAP_FAILED {
+        return Err(mlua::Error::MemoryError(format!(
+            "cannot map {len} bytes for the context: {}",
+            std::io::Error::last_os_error()
+        )));
+    }
+    // SAFETY: `zeros` maps `len` readable bytes until the munmap below.
+    let made = lua.create_string(unsafe { std::slice::from_raw_parts(zeros.cast::<u8>(), len) });
+    // SAFETY: the mapping made above, no longer used.
+    unsafe { libc::munmap(zeros, len) };
+    made
+}
+
+/// A failed read of the context, as the load's error.
+fn read_error(error: std::io::Error) -> mlua::Error {
+    mlua::Error::RuntimeError(format!("cannot read the context: {error}"))
 }

@@ -482,3 +482,40 @@ fn chunks_and_documents_larger_than_the_memory_limit_load_too() {
         "2\tb\t1048576\n"
     );
 }
+
+#[test]
+fn a_context_written_in_place_is_the_bytes_given_and_outside_the_limit() {
+    use std::io::Read;
+    let env = env(one_mib());
+    let text: Vec<u8> = (0..6 * 1024 * 1024)
+        .map(|i| b"abcdefghij\n"[i % 11])
+        .collect();
+    env.set_context_with(text.len(), |bytes| text.as_slice().read_exact(bytes))
+        .unwrap();
+    assert_eq!(
+        output(&env, "print(#context, context:sub(1, 12), context:sub(-3))"),
+        "6291456\tabcdefghij\na\tdef\n"
+    );
+    assert_eq!(output(&env, "print(line_count(context))"), "571951\n");
+    // Long strings are not interned: another string of the same bytes is its own.
+    assert_eq!(output(&env, "print(('x'):rep(3) == 'xxx')"), "true\n");
+    let error = error(&env, "local copy = context:upper()");
+    assert!(is_limit(&error, LimitKind::Memory), "{error:?}");
+}
+
+#[test]
+fn a_failed_in_place_read_is_an_error_and_leaves_no_context() {
+    let env = env(Limits::default());
+    let failed = env.set_context_with(1024 * 1024, |_| {
+        Err(std::io::Error::other("the disk went away"))
+    });
+    let message = failed.unwrap_err().message().to_string();
+    assert!(
+        message.contains("cannot read the context: the disk went away"),
+        "{message}"
+    );
+    assert_eq!(output(&env, "print(context)"), "nil\n");
+    let small = env.set_context_with(10, |_| Err(std::io::Error::other("short")));
+    assert!(small.is_err());
+    assert_eq!(output(&env, "print(1 + 1)"), "2\n");
+}

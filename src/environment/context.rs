@@ -14,8 +14,8 @@ use crate::conventions::CONTEXT_GLOBAL;
 
 impl Environment {
     /// Sets the global `context` to `text` (any bytes: Lua strings need not be UTF-8).
-    /// What it takes does not count against the memory limit (see the [module
-    /// docs](self)).
+    /// What it takes does not count against the memory limit: the context is the user's
+    /// data; a copy of it made by the code counts, as any allocation of the code's.
     ///
     /// ```
     /// use rlm_registry::{Registry, environment::{Environment, Limits}};

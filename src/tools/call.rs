@@ -8,7 +8,10 @@
 //! let caller = ToolCaller::new(Registry::baked().clone(), Limits::default())?;
 //! assert_eq!(caller.call("word_count", &json!({"text": "a b c"}))?, json!(3));
 //! let error = caller.call("word_count", &json!({"text": 3})).unwrap_err();
-//! assert_eq!(error.to_string(), "invalid arguments for `word_count`: $.text: expected a string, got 3");
+//! assert_eq!(
+//!     error.to_string(),
+//!     "invalid arguments for `word_count`: $.text: expected a string, or an object or an array, got 3"
+//! );
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 

@@ -82,11 +82,12 @@ mod tests {
         let corpus = b"{\"docid\": \"d1\", \"text\": \"one\", \"url\": \"u\"}\n\
             {\"id\": 7, \"contents\": \"two\"}\n\n\
             {\"title\": \"T\", \"content\": \"three\"}\n\
+            {\"name\": \"N\", \"text\": \"five\"}\n\
             {\"content\": \"four\"}\n";
         assert!(is_corpus(Path::new("c.jsonl"), corpus));
         let documents = records("c.jsonl", corpus);
         let names: Vec<&str> = documents.iter().map(|d| d.name.as_str()).collect();
-        assert_eq!(names, ["d1", "7", "T", "c.jsonl:4"]);
+        assert_eq!(names, ["d1", "7", "T", "N", "c.jsonl:5"]);
         assert_eq!(documents[1].text, b"two");
         let meta = documents[0].meta.as_ref().unwrap();
         assert_eq!(meta["url"], "u");

@@ -13,28 +13,22 @@ const TEXT_FIELDS: [&str; 3] = ["text", "contents", "content"];
 /// The fields a record's name may be in, in the order they are tried.
 const NAME_FIELDS: [&str; 4] = ["docid", "id", "title", "name"];
 
-/// Whether `bytes`, the file at `path`, is a JSONL corpus: a `.jsonl` file with at least
-/// one line, every non-blank line an object with a string text field.
-pub(super) fn is_corpus(path: &Path, bytes: &[u8]) -> bool {
+/// The documents of `bytes`, the file at `path` named `file`, when it is a JSONL corpus:
+/// a `.jsonl` file (see [`records`]).
+pub(super) fn corpus_of(path: &Path, file: &str, bytes: &[u8]) -> Option<Vec<Document>> {
     let jsonl = path
         .extension()
         .is_some_and(|extension| extension.eq_ignore_ascii_case("jsonl"));
-    jsonl && holds_records(bytes)
+    jsonl.then(|| records(file, bytes)).flatten()
 }
 
-/// Whether `bytes` has at least one line and every non-blank line is an object with a
-/// string text field.
-pub(super) fn holds_records(bytes: &[u8]) -> bool {
-    let mut lines = records_of(bytes).peekable();
-    lines.peek().is_some() && lines.all(|record| record.is_some_and(|r| text_of(&r).is_some()))
-}
-
-/// The documents of a JSONL corpus `bytes` (checked by [`is_corpus`]), a record without a
-/// name named `file:LINE`.
-pub(super) fn records(file: &str, bytes: &[u8]) -> Vec<Document> {
-    records_of(bytes)
+/// The documents of `bytes`, one per line, each line parsed once — or `None` unless
+/// there is at least one line and every non-blank line is an object with a string text
+/// field. A record without a name is named `file:LINE`.
+pub(super) fn records(file: &str, bytes: &[u8]) -> Option<Vec<Document>> {
+    let documents: Option<Vec<Document>> = records_of(bytes)
         .enumerate()
-        .filter_map(|(i, record)| {
+        .map(|(i, record)| {
             let mut record = record?;
             let (field, text) = text_of(&record)?;
             let text = text.to_string();
@@ -52,7 +46,8 @@ pub(super) fn records(file: &str, bytes: &[u8]) -> Vec<Document> {
                 ..Document::text(name, text)
             })
         })
-        .collect()
+        .collect();
+    documents.filter(|documents| !documents.is_empty())
 }
 
 /// Each non-blank line parsed as an object (`None` for a line that is not one).
@@ -84,8 +79,7 @@ mod tests {
             {\"title\": \"T\", \"content\": \"three\"}\n\
             {\"name\": \"N\", \"text\": \"five\"}\n\
             {\"content\": \"four\"}\n";
-        assert!(is_corpus(Path::new("c.jsonl"), corpus));
-        let documents = records("c.jsonl", corpus);
+        let documents = corpus_of(Path::new("c.jsonl"), "c.jsonl", corpus).unwrap();
         let names: Vec<&str> = documents.iter().map(|d| d.name.as_str()).collect();
         assert_eq!(names, ["d1", "7", "T", "N", "c.jsonl:5"]);
         assert_eq!(documents[1].text, b"two");
@@ -99,12 +93,11 @@ mod tests {
 
     #[test]
     fn other_jsonl_stays_text() {
-        assert!(!is_corpus(
-            Path::new("c.jsonl"),
-            b"{\"a\": 1}\n{\"text\": \"x\"}\n"
-        ));
-        assert!(!is_corpus(Path::new("c.jsonl"), b"[1, 2]\n"));
-        assert!(!is_corpus(Path::new("c.jsonl"), b""));
-        assert!(!is_corpus(Path::new("c.json"), b"{\"text\": \"x\"}\n"));
+        let is_corpus =
+            |path: &str, bytes: &[u8]| corpus_of(Path::new(path), path, bytes).is_some();
+        assert!(!is_corpus("c.jsonl", b"{\"a\": 1}\n{\"text\": \"x\"}\n"));
+        assert!(!is_corpus("c.jsonl", b"[1, 2]\n"));
+        assert!(!is_corpus("c.jsonl", b""));
+        assert!(!is_corpus("c.json", b"{\"text\": \"x\"}\n"));
     }
 }

@@ -196,8 +196,8 @@ impl Corpus {
     /// assert!(Corpus::from_jsonl("t", b"plain text").is_none());
     /// ```
     pub fn from_jsonl(name: &str, bytes: &[u8]) -> Option<Corpus> {
-        jsonl::holds_records(bytes).then(|| Corpus {
-            documents: jsonl::records(name, bytes),
+        jsonl::records(name, bytes).map(|documents| Corpus {
+            documents,
             skipped: 0,
         })
     }
@@ -299,13 +299,20 @@ pub fn gather_with(
         }
         if only.is_file() {
             let bytes = read_file(only)?;
-            let plain = matches!(format::detect(only, &bytes), Format::Text | Format::Binary);
-            if plain && !jsonl::is_corpus(only, &bytes) {
-                return Ok(Gathered::Text(bytes));
+            let name = only.display().to_string();
+            if let Some(documents) = jsonl::corpus_of(only, &name, &bytes) {
+                return Ok(Gathered::Corpus(Corpus {
+                    documents,
+                    skipped: 0,
+                }));
             }
-            let mut corpus = Corpus::default();
-            add_bytes(&mut corpus, only, only.display().to_string(), bytes);
-            return Ok(Gathered::Corpus(corpus));
+            return Ok(match format::detect(only, &bytes) {
+                Format::Text | Format::Binary => Gathered::Text(bytes),
+                format => Gathered::Corpus(Corpus {
+                    documents: vec![format::document(name, bytes, format)],
+                    skipped: 0,
+                }),
+            });
         }
     }
     let mut corpus = Corpus::default();
@@ -332,8 +339,8 @@ fn add_file(corpus: &mut Corpus, path: &Path, name: String) -> Result<(), Corpus
 
 /// [`add_file`] with the file's `bytes` read.
 fn add_bytes(corpus: &mut Corpus, path: &Path, name: String, bytes: Vec<u8>) {
-    if jsonl::is_corpus(path, &bytes) {
-        corpus.documents.extend(jsonl::records(&name, &bytes));
+    if let Some(documents) = jsonl::corpus_of(path, &name, &bytes) {
+        corpus.documents.extend(documents);
         return;
     }
     match format::detect(path, &bytes) {

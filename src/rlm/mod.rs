@@ -89,6 +89,7 @@
 mod agent;
 mod budget;
 mod builder;
+mod compaction;
 mod context;
 mod corpus_description;
 mod live;
@@ -108,6 +109,8 @@ pub use builder::{
     DEFAULT_BLOCK_TIME_LIMIT, DEFAULT_MAX_CONSECUTIVE_ERRORS, DEFAULT_MAX_DEPTH,
     DEFAULT_MAX_ITERATIONS, DEFAULT_OUTPUT_BYTES, Rlm,
 };
+pub(crate) use compaction::elided_marker;
+pub use compaction::{CompactAt, DEFAULT_COMPACT_AT, ELIDED_BEYOND_TOKENS};
 pub use context::Context;
 pub use prompt::PromptPart;
 pub use prompt_mode::{AUTO_COMPACT_ABOVE_TOKENS, PromptMode};

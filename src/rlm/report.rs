@@ -12,6 +12,7 @@ use crate::llm::{LlmError, Message, Request};
 use crate::tokens;
 
 use super::budget::{BudgetExceeded, UsageReport};
+use super::compaction::CompactAt;
 use super::prompt_mode::PromptMode;
 use crate::text_format::{cut_chars, first_line, thousands};
 
@@ -181,6 +182,11 @@ pub struct WindowExceeded {
     /// The server's refusal, if the request was sent; `None` when a window check kept
     /// it from being sent.
     pub server: Option<LlmError>,
+    /// The agent's turn whose request it was: 1 for its first.
+    pub turn: u32,
+    /// The share of the window at which the conversation is compacted; `None` when
+    /// compaction was off.
+    pub compact_at: Option<CompactAt>,
 }
 
 impl WindowExceeded {
@@ -237,6 +243,8 @@ impl WindowExceeded {
             window: served_window.or(window),
             prompt_mode,
             server,
+            turn: 1,
+            compact_at: None,
         })
     }
 }
@@ -248,10 +256,11 @@ impl fmt::Display for WindowExceeded {
         } else {
             "the root agent".to_string()
         };
-        write!(
-            f,
-            "the first request of {whose} does not fit the model's context window"
-        )?;
+        match self.turn {
+            0 | 1 => write!(f, "the first request of {whose}")?,
+            turn => write!(f, "the request of turn {turn} of {whose}")?,
+        }
+        f.write_str(" does not fit the model's context window")?;
         if let Some(window) = self.window {
             write!(f, " (the window is {} tokens)", thousands(window))?;
         }
@@ -279,6 +288,12 @@ impl fmt::Display for WindowExceeded {
             thousands(self.request_tokens),
             thousands(self.reply_reserve)
         )?;
+        if self.turn > 1 {
+            return f.write_str(match self.compact_at {
+                None => "The conversation grew with each turn and compaction is off: leave it on (--compact-at 0.85, the default, summarises the conversation before it reaches 85% of the window), or give the model's real window with --context-window.",
+                Some(_) => "Even compacted, the conversation does not fit: a turn's output alone is too long. Fix: a lower --compact-at, a smaller --output-bytes, or a model with a larger window (--context-window).",
+            });
+        }
         if self.prompt_mode == PromptMode::Compact {
             f.write_str("Fix: a smaller registry (--no-baked, fewer --path directories), a shorter question, or a model with a larger window.")
         } else {

@@ -127,6 +127,8 @@ use crate::environment::Limits;
 use crate::llm::{Completion, ImageRecord, LlmError, Message, ReasoningEffort, Request};
 
 use super::budget::Budgets;
+use super::compaction::CompactAt;
+pub use super::compaction::Compaction;
 use super::context::Context;
 
 /// One line of a trace, tagged by its `event` field.
@@ -140,6 +142,8 @@ pub enum Record {
     Start(Start),
     /// One of an agent's turns ended.
     Turn(Turn),
+    /// An agent's conversation was summarised and restarted to fit the window.
+    Compaction(Compaction),
     /// An event this version does not know (a later version may write more): read and
     /// skipped, never written.
     #[serde(other)]
@@ -152,6 +156,7 @@ impl Record {
         match self {
             Record::Start(start) => start.at_ms,
             Record::Turn(turn) => turn.at_ms,
+            Record::Compaction(compaction) => compaction.at_ms,
             Record::Unknown => None,
         }
     }
@@ -232,6 +237,10 @@ pub struct RunLimits {
     /// The model's context window in tokens, if it was given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_window: Option<u64>,
+    /// The share of the window at which a conversation is compacted; `None` when
+    /// compaction was off (and in a trace written before it existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compact_at: Option<CompactAt>,
     /// The limits of each code block.
     pub block: BlockLimits,
     /// What the whole run may spend.
@@ -414,6 +423,11 @@ pub struct Turn {
     /// of the run that first asked, and cost this one nothing). Written only when true.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cached: bool,
+    /// The earlier turns whose feedback this turn's request held as a short marker, not
+    /// whole (a run without a known window keeps only the latest outputs whole); left
+    /// out when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub elided: Vec<u32>,
     /// When the line was written, in milliseconds since the run began.
     #[serde(default)]
     pub at_ms: Option<u64>,

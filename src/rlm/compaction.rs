@@ -20,6 +20,7 @@ use serde_json::{Value as Json, json};
 
 use crate::environment::{ContextWindow, Environment, reply_reserve, request_tokens};
 use crate::llm::{Completion, Message, Request, Role};
+use crate::text_format::{cut_chars, first_line, thousands};
 use crate::tokens;
 
 use super::agent::Agent;
@@ -387,6 +388,10 @@ impl Agent {
             }
         };
         record.run_tokens = self.ledger.tokens_used();
+        if let Some(live) = &self.config.live {
+            // Best effort, as every live line: a closed stderr must not stop the run.
+            let _ = live.write(&live_line(&record, self.depth));
+        }
         if let Some(recorder) = &self.config.recorder {
             recorder
                 .record(Record::Compaction(record))
@@ -426,6 +431,27 @@ impl Agent {
             }
         }
     }
+}
+
+/// `compacted after turn 2 · 9,421 → 3,406 tokens`, indented by depth, for the live view.
+fn live_line(record: &Compaction, depth: usize) -> String {
+    let indent = "    ".repeat(depth);
+    let agent = match depth {
+        0 => String::new(),
+        _ => format!("[agent {}] ", record.agent),
+    };
+    let outcome = match &record.error {
+        Some(error) => format!("failed: {}", cut_chars(first_line(error), 160)),
+        None => format!(
+            "{} → {} tokens",
+            thousands(record.tokens_before),
+            thousands(record.tokens_after)
+        ),
+    };
+    format!(
+        "{indent}{agent}compacted after turn {} · {outcome}\n",
+        record.turn
+    )
 }
 
 /// Makes `messages` smaller: leaves out the oldest pair after the system prompt and the

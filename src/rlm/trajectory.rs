@@ -12,7 +12,11 @@
 //! conversation begins with, and each `turn` line only what that turn added, so a trace
 //! grows linearly with the number of turns. The conversation an agent sent at turn N is
 //! its `start` messages followed, for each of its earlier turns, by the `reply` (as an
-//! `assistant` message) and the `feedback` (as a `user` message).
+//! `assistant` message) and the `feedback` (as a `user` message), with two exceptions:
+//! after a [`Compaction`] line the conversation starts again from the `start` messages,
+//! the compaction's `reply` (`assistant`) and its `note` (`user`); and the feedback of a
+//! turn listed in turn N's `elided` was sent as a marker
+//! ([`Agent::messages_at`](crate::trace::Agent::messages_at) rebuilds both).
 //!
 //! A child's lines are written as they happen: its `start` and turns come before the line
 //! of the parent turn that called it, and the children of one `rlm_query_batched` call
@@ -68,7 +72,7 @@
 //! |---|---|
 //! | `agent`, `depth` | as on the agent's `start` line |
 //! | `turn` | 1-based, per agent |
-//! | `messages_sent` | how many messages went to the model: 2, plus 2 per earlier turn |
+//! | `messages_sent` | how many messages went to the model: 2, plus 2 per earlier turn (4 plus 2 per turn since the last compaction) |
 //! | `reply` | the model's reply, the assistant message this turn adds (`null` if the call failed or a budget refused it) |
 //! | `code_blocks` | the code found in the reply |
 //! | `outputs` | per block, a [`Block`]: `block` (1-based), `status` (`ok`, `error`, `limit`, `not run`), the full `output`, the `error`, `elapsed_ms`, and `sub_calls` (below; left out when the block made none) |
@@ -80,7 +84,26 @@
 //! | `finish_reason` | why the model stopped writing the reply, as the server said (`length`: cut at the token limit); left out when it said nothing |
 //! | `run_tokens` | tokens spent by the whole run so far, every agent and sub-call included (an answer from the call cache spends none) |
 //! | `cached` | `true` when the reply came from the call cache (`--cache`) rather than the server; absent otherwise |
+//! | `elided` | the earlier turns whose feedback this request held as a marker (no known window; see `Rlm::compact_at`); absent when none |
 //! | `at_ms` | when the line was written, in milliseconds since the run began |
+//!
+//! # `compaction`
+//!
+//! Written between two turns of an agent whose conversation was summarised to fit the
+//! model's window ([`Rlm::compact_at`](super::Rlm::compact_at)); its fields are those of
+//! [`Compaction`]:
+//!
+//! ```json
+//! {"event": "compaction", "agent": "0", "depth": 0, "turn": 2, "messages_before": 6,
+//!  "tokens_before": 9421, "messages_summarized": 4, "reply": "Summary: …",
+//!  "note": "Your conversation was compacted (1 time) …", "tokens_after": 3406,
+//!  "prompt_tokens": 6344, "completion_tokens": 212, "llm_ms": 840, "run_tokens": 15230,
+//!  "at_ms": 5120}
+//! ```
+//!
+//! A replay plays its `reply` back as the answer to the request for the summary, at its
+//! place among the agent's turns: an agent's turn replies and summaries are one tape, in
+//! the order the run asked for them.
 //!
 //! # Sub-calls
 //!

@@ -7,7 +7,7 @@
 use crate::support;
 
 use rlm_registry::rlm::trajectory::Record;
-use rlm_registry::rlm::{CompactAt, Replay, Rlm, RlmError};
+use rlm_registry::rlm::{CompactAt, Replay, RlmError};
 use rlm_registry::trace::{Trace, show};
 use serde_json::Value;
 use support::openai_server::{Behavior, OpenAiServer};
@@ -58,17 +58,24 @@ fn window_server(last: u32) -> OpenAiServer {
     OpenAiServer::always(model(last).within_window(WINDOW))
 }
 
-/// A 12-turn run under an 8k window, traced: the result and the trace.
-fn twelve_turns(server: &OpenAiServer, compact: bool) -> (Result<String, RlmError>, String, Rlm) {
-    let trace = Shared::default();
-    let mut rlm = rlm(server, 12).context_window(WINDOW).trace(trace.clone());
+/// A 12-turn run under an 8k window, traced: the answer with the usage summary, the
+/// trace, and the live view.
+fn twelve_turns(
+    server: &OpenAiServer,
+    compact: bool,
+) -> (Result<String, RlmError>, String, String) {
+    let (trace, live) = (Shared::default(), Shared::default());
+    let mut rlm = rlm(server, 12)
+        .context_window(WINDOW)
+        .trace(trace.clone())
+        .live_view(live.clone());
     if !compact {
         rlm = rlm.compact_at(None);
     }
     let report = rlm.run_report("Print your words each turn.", None, None);
     let usage = report.usage.to_string();
     let result = report.result.map(|answer| format!("{answer}\n{usage}"));
-    (result, trace.text(), rlm)
+    (result, trace.text(), live.text())
 }
 
 fn records(trace: &str) -> Vec<Record> {
@@ -279,9 +286,10 @@ fn a_child_agent_compacts_alike() {
 }
 
 #[test]
-fn the_usage_summary_and_the_trace_view_show_compactions() {
+fn the_usage_summary_the_live_view_and_the_trace_view_show_compactions() {
     let server = window_server(4);
-    let (result, trace, _) = twelve_turns(&server, true);
+    let (result, trace, live) = twelve_turns(&server, true);
+    assert!(live.contains("compacted after turn 2 · "), "{live}");
     let shown = result.unwrap();
     let summary_tokens = 10 + 5;
     assert!(
@@ -330,27 +338,25 @@ fn compact_at_takes_a_share_of_the_window_or_off() {
 #[cfg(feature = "cli")]
 mod cli {
     use super::*;
-    use crate::support::cli::{llm_args, rlm_command};
+    use crate::support::cli::{ask_in, llm_args, rlm_command};
+    use std::process::Output;
 
-    fn rlm_ask(
-        dir: &std::path::Path,
-        server: &OpenAiServer,
-        args: &[&str],
-    ) -> std::process::Output {
-        rlm_command()
-            .current_dir(dir)
-            .args([
-                "ask",
-                "Print your words each turn.",
-                "-q",
-                "--max-iterations",
-                "12",
-            ])
-            .args(["--context-window", "8192"])
-            .args(args)
-            .args(llm_args(&server.base_url(), "test-model"))
-            .output()
-            .expect("rlm runs")
+    /// `rlm ask` of the 12-turn run under an 8k window, with `args`.
+    fn rlm_ask(dir: &std::path::Path, server: &OpenAiServer, args: &[&str]) -> Output {
+        let question = [
+            "Print your words each turn.",
+            "-q",
+            "--max-iterations",
+            "12",
+        ];
+        let window = ["--context-window", "8192"];
+        let all: Vec<&str> = question
+            .iter()
+            .chain(&window)
+            .chain(args)
+            .copied()
+            .collect();
+        ask_in(dir, &server.base_url(), &all)
     }
 
     #[test]

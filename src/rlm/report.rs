@@ -289,9 +289,10 @@ impl fmt::Display for WindowExceeded {
             thousands(self.reply_reserve)
         )?;
         if self.turn > 1 {
-            return f.write_str(match self.compact_at {
-                None => "The conversation grew with each turn and compaction is off: leave it on (--compact-at 0.85, the default, summarises the conversation before it reaches 85% of the window), or give the model's real window with --context-window.",
-                Some(_) => "Even compacted, the conversation does not fit: a turn's output alone is too long. Fix: a lower --compact-at, a smaller --output-bytes, or a model with a larger window (--context-window).",
+            return f.write_str(match (self.compact_at, &self.server) {
+                (None, _) => "The conversation grew with each turn and compaction is off: leave it on (--compact-at 0.85, the default, summarises the conversation before it reaches 85% of the window), or give the model's real window with --context-window.",
+                (Some(_), Some(_)) => "The conversation grew with each turn: give the model's window with --context-window, so that it is compacted before it gets there (--compact-at, 0.85 of the window by default).",
+                (Some(_), None) => "Even compacted, the conversation does not fit: a turn's output alone is too long. Fix: a lower --compact-at, a smaller --output-bytes, or a model with a larger window (--context-window).",
             });
         }
         if self.prompt_mode == PromptMode::Compact {

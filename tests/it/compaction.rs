@@ -147,6 +147,28 @@ fn every_request_is_checked_and_without_compaction_turn_3_does_not_fit() {
 }
 
 #[test]
+fn a_later_request_the_server_refuses_is_a_window_error_asking_for_the_window() {
+    let server = window_server(12);
+    let error = rlm(&server, 12)
+        .run("Print your words each turn.", None)
+        .unwrap_err();
+    let RlmError::ContextWindow(exceeded) = &error else {
+        panic!("{error:?}");
+    };
+    assert_eq!((exceeded.turn, exceeded.window), (3, Some(WINDOW)));
+    assert!(exceeded.server.is_some(), "sent, and refused");
+    let message = error.to_string();
+    assert!(
+        message.contains("the request of turn 3 of the root agent does not fit the model's context window (the window is 8,192 tokens): the server refused it"),
+        "{message}"
+    );
+    assert!(
+        message.contains("give the model's window with --context-window"),
+        "{message}"
+    );
+}
+
+#[test]
 fn the_model_gets_the_summary_request_then_the_restarted_conversation() {
     let server = window_server(4);
     let (result, _, _) = twelve_turns(&server, true);

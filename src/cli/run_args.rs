@@ -53,9 +53,9 @@ pub(crate) struct LlmArgs {
 #[derive(Args, Debug, Clone, Default)]
 pub(crate) struct WindowArgs {
     /// The model's context window in tokens (`8k`, `32768`; default: RLM_CONTEXT_WINDOW,
-    /// else `[model] context_window` in rlm.toml, else unknown). A first request (the
-    /// root's or a child's) or a `llm_query` prompt that would not fit, with 1,024 tokens
-    /// kept for the reply, is not sent: the error names the tokens and the fix.
+    /// else `[model] context_window` in rlm.toml, else unknown). A request (the root's or
+    /// a child's, each turn's) or a `llm_query` prompt that would not fit, with 1,024
+    /// tokens kept for the reply, is not sent: the error names the tokens and the fix.
     #[arg(long, value_name = "TOKENS", value_parser = window_tokens)]
     pub context_window: Option<u64>,
     /// Compact the conversation before a request would pass this share of the window

@@ -19,8 +19,9 @@
 //! The system prompt lists every function by its signature and one-line summary by
 //! default ([`PromptMode::Compact`]: under 3,000 tokens with the baked registry) and
 //! points the model to `help` and `fn_search`; [`PromptMode::Full`] documents each in
-//! full. [`Rlm::context_window`] keeps a first request that would not fit from being
-//! sent, [`Rlm::answer_protocol`] chooses how the prompt teaches the model to end the run
+//! full. [`Rlm::context_window`] keeps a request that would not fit from being sent
+//! ([`Rlm::compact_at`] compacts the conversation before it gets there),
+//! [`Rlm::answer_protocol`] chooses how the prompt teaches the model to end the run
 //! (`FINAL` or the reference RLM's `answer` table; both always work), and
 //! [`Rlm::answer_schema`] makes the answer a JSON value checked against a schema.
 //!

@@ -94,9 +94,10 @@ pub enum RlmError {
     Context(ExecError),
     /// The trace could not be written.
     Trace(io::Error),
-    /// An agent's first request does not fit the model's context window: a window check
-    /// refused it before sending, or the server did. The message names the system
-    /// prompt's tokens, the window and what to change.
+    /// An agent's request (its first, or a later one its conversation grew into) does not
+    /// fit the model's context window: a window check refused it before sending, or the
+    /// server did. The message names the system prompt's tokens, the window and what to
+    /// change.
     ContextWindow(Box<WindowExceeded>),
     /// Every answer the root agent gave was refused by its schema, up to the iteration
     /// cap.
@@ -161,16 +162,17 @@ impl std::error::Error for RlmError {
     }
 }
 
-/// An agent's first request that does not fit the model's context window
-/// ([`RlmError::ContextWindow`]): how large it was, the window, and what refused it.
+/// An agent's request that does not fit the model's context window
+/// ([`RlmError::ContextWindow`]): how large it was, the window, what refused it, and at
+/// which turn.
 #[derive(Debug)]
 pub struct WindowExceeded {
     /// The agent: `0` for the root, `0.1` for its first child, ….
     pub agent: String,
     /// The agent's system prompt, in `o200k_base` tokens.
     pub system_prompt_tokens: u64,
-    /// The whole first request (system prompt, question, the chat format's overhead), in
-    /// `o200k_base` tokens.
+    /// The whole request (system prompt, question, the turns so far, the chat format's
+    /// overhead), in `o200k_base` tokens.
     pub request_tokens: u64,
     /// The tokens kept for the reply.
     pub reply_reserve: u64,

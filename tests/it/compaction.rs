@@ -7,7 +7,7 @@
 use crate::support;
 
 use rlm_registry::rlm::trajectory::Record;
-use rlm_registry::rlm::{CompactAt, Replay, RlmError};
+use rlm_registry::rlm::{CompactAt, Replay, RlmError, TraceFormat};
 use rlm_registry::trace::{Trace, show};
 use serde_json::Value;
 use support::openai_server::{Behavior, OpenAiServer};
@@ -271,6 +271,35 @@ fn a_replay_of_a_compacted_run_is_identical_and_sends_nothing() {
     let edited = trace.replace("\"compact_at\":0.85", "\"compact_at\":0.3");
     let report = Replay::from_jsonl(&edited).unwrap().run().unwrap();
     assert!(!report.is_identical());
+}
+
+#[test]
+fn the_reference_format_shows_the_restarted_conversation() {
+    let server = window_server(4);
+    let trace = Shared::default();
+    rlm(&server, 12)
+        .context_window(WINDOW)
+        .trace_format(TraceFormat::Rlm)
+        .trace(trace.clone())
+        .run("Print your words each turn.", None)
+        .unwrap();
+    let lines: Vec<Value> = trace
+        .text()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let prompts: Vec<usize> = lines
+        .iter()
+        .filter(|line| line["type"] == "iteration")
+        .map(|line| line["prompt"].as_array().unwrap().len())
+        .collect();
+    assert_eq!(prompts, vec![2, 4, 4, 6], "restarted before turn 3");
+    let third = &lines
+        .iter()
+        .filter(|l| l["type"] == "iteration")
+        .nth(2)
+        .unwrap()["prompt"];
+    assert_eq!(third[2]["content"], SUMMARY);
 }
 
 #[test]

@@ -8,7 +8,7 @@ use crate::support;
 
 use rlm_registry::rlm::trajectory::Record;
 use rlm_registry::rlm::{CompactAt, Replay, RlmError, TraceFormat};
-use rlm_registry::trace::{Trace, show};
+use rlm_registry::trace::{ExportOptions, Trace, export_rlm, show};
 use serde_json::Value;
 use support::openai_server::{Behavior, OpenAiServer};
 use support::rlm_loop::*;
@@ -300,6 +300,18 @@ fn the_reference_format_shows_the_restarted_conversation() {
         .nth(2)
         .unwrap()["prompt"];
     assert_eq!(third[2]["content"], SUMMARY);
+
+    // `rlm trace export` of the events trace says the same.
+    let server = window_server(4);
+    let (_, events, _) = twelve_turns(&server, true);
+    let exported = export_rlm(&Trace::parse(&events).unwrap(), &ExportOptions::default());
+    let prompts: Vec<usize> = exported
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .filter(|line| line["type"] == "iteration")
+        .map(|line| line["prompt"].as_array().unwrap().len())
+        .collect();
+    assert_eq!(prompts, vec![2, 4, 4, 6]);
 }
 
 #[test]

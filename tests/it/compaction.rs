@@ -8,7 +8,7 @@ use crate::support;
 
 use rlm_registry::rlm::trajectory::Record;
 use rlm_registry::rlm::{CompactAt, Replay, RlmError, TraceFormat};
-use rlm_registry::trace::{ExportOptions, Trace, export_rlm, show};
+use rlm_registry::trace::{ExportOptions, Trace, export_rlm, html, show};
 use serde_json::Value;
 use support::openai_server::{Behavior, OpenAiServer};
 use support::rlm_loop::*;
@@ -359,7 +359,13 @@ fn the_usage_summary_the_live_view_and_the_trace_view_show_compactions() {
         shown.contains(&format!("compactions: 1 ({summary_tokens} tokens)")),
         "{shown}"
     );
-    let view = show(&Trace::parse(&trace).unwrap());
+    let parsed = Trace::parse(&trace).unwrap();
+    let page = html(&parsed, "run.jsonl");
+    assert!(
+        page.contains(&format!("\"compacted\":[[2,\"{SUMMARY}\","))
+        "the page restarts the conversation after turn 2"
+    );
+    let view = show(&parsed);
     assert!(view.contains("Compactions: 1 (15 tokens)"), "{view}");
     assert!(view.contains("compacted after turn 2 · "), "{view}");
     assert!(view.contains(&format!("≡ {SUMMARY}")), "{view}");

@@ -362,7 +362,7 @@ fn the_usage_summary_the_live_view_and_the_trace_view_show_compactions() {
     let parsed = Trace::parse(&trace).unwrap();
     let page = html(&parsed, "run.jsonl");
     assert!(
-        page.contains(&format!("\"compacted\":[[2,\"{SUMMARY}\","))
+        page.contains(&format!("\"compacted\":[[2,\"{SUMMARY}\",")),
         "the page restarts the conversation after turn 2"
     );
     let view = show(&parsed);

@@ -16,8 +16,8 @@ use super::context_length::{self, Refusal};
 use super::error::snippet;
 use super::image::WireMessages;
 use super::{
-    Completion, Llm, LlmConfig, LlmError, Message, ModelInfo, ReasoningEffort, Request, ToolCall,
-    ToolCompletion, Usage, batch,
+    Completion, Cost, Llm, LlmConfig, LlmError, Message, ModelInfo, ReasoningEffort, Request,
+    ToolCall, ToolCompletion, Usage, batch,
 };
 
 /// The largest response body read; beyond, the call fails (chat completions are far
@@ -624,6 +624,7 @@ fn parse_completion(bytes: &[u8]) -> Result<Completion, Failure> {
         attempts: 1,
         elapsed: Duration::ZERO,
         cached: false,
+        cost: usage_cost(usage),
     })
 }
 
@@ -705,6 +706,15 @@ fn usage_tokens(usage: Option<&Value>, name: &str) -> u64 {
         .and_then(|usage| usage.get(name))
         .and_then(Value::as_u64)
         .unwrap_or(0)
+}
+
+/// `usage.cost` in US dollars, as OpenRouter reports it: `None` when the server sends
+/// none, or sends something that is not an amount (a string, a negative number), so that
+/// a price table, if any, counts the call instead.
+fn usage_cost(usage: Option<&Value>) -> Option<Cost> {
+    let cost = usage?.get("cost")?;
+    let usd = cost.as_f64().filter(|_| cost.is_number())?;
+    Cost::from_usd(usd).ok()
 }
 
 /// A string field of a JSON object, if present.

@@ -4,10 +4,14 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
+use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::environment::Budget;
+use crate::environment::{Budget, Interrupt};
+
+use super::builder::Config;
 use crate::llm::{
     BatchResults, Completion, Cost, Llm, LlmError, LlmLayer, Price, Request, Usage, UsageSnapshot,
     call_cost,
@@ -278,6 +282,9 @@ impl fmt::Display for UsageReport {
     }
 }
 
+/// How often a call in flight looks whether its run was cancelled.
+const CANCEL_POLL: Duration = Duration::from_millis(20);
+
 /// The run's shared account: what the budgets allow, what has been spent, by depth.
 pub(crate) struct Ledger {
     budgets: Budgets,
@@ -286,6 +293,8 @@ pub(crate) struct Ledger {
     price: Option<Price>,
     /// The model as the run names it, for the message when a cost cannot be known.
     model: String,
+    /// When given, a call in flight is given up once it is interrupted.
+    cancel: Option<Interrupt>,
     started: Instant,
     /// Calls reserved so far (a refused reservation is given back).
     calls: AtomicU64,
@@ -306,18 +315,16 @@ pub(crate) struct Ledger {
 }
 
 impl Ledger {
-    /// A fresh account for a run whose agents go down to `max_depth`, counting the cost
-    /// of `model`'s calls at `price` where the server reports none.
-    pub fn new(
-        budgets: Budgets,
-        max_depth: usize,
-        price: Option<Price>,
-        model: String,
-    ) -> Arc<Ledger> {
+    /// A fresh account for a run of `config`: its budgets, for agents down to its
+    /// `max_depth`, counting the cost of its model's calls at its price where the server
+    /// reports none, and giving up on calls in flight when it is cancelled.
+    pub fn for_run(config: &Config) -> Arc<Ledger> {
+        let model = config.llm.model_info().map(|m| m.model).unwrap_or_default();
         Arc::new(Ledger {
-            budgets,
-            price,
+            budgets: config.budgets,
+            price: config.price,
             model,
+            cancel: config.cancel.clone(),
             started: Instant::now(),
             calls: AtomicU64::new(0),
             tokens: AtomicU64::new(0),
@@ -326,7 +333,7 @@ impl Ledger {
             committed_cost: AtomicU64::new(0),
             cost_unknown: AtomicBool::new(false),
             turns: Mutex::default(),
-            depths: (0..=max_depth).map(|_| Usage::new()).collect(),
+            depths: (0..=config.max_depth).map(|_| Usage::new()).collect(),
         })
     }
 
@@ -362,7 +369,7 @@ impl Ledger {
     pub fn complete(
         &self,
         depth: usize,
-        llm: &dyn Llm,
+        llm: &Arc<dyn Llm>,
         request: Request,
     ) -> Result<Result<Completion, LlmError>, BudgetExceeded> {
         let reservation = match self.reserve(&request) {
@@ -373,9 +380,36 @@ impl Ledger {
                 return Ok(Ok(hit));
             }
         };
-        let mut result = llm.complete(request);
+        let mut result = self.send(llm, request);
         self.record(depth, reservation, &mut result);
         Ok(result)
+    }
+
+    /// Sends `request`; in a run that can be cancelled, from a thread of its own, so
+    /// that a cancellation gives up on it at once ([`LlmError::Interrupted`]) while the
+    /// server answers to nobody.
+    fn send(&self, llm: &Arc<dyn Llm>, request: Request) -> Result<Completion, LlmError> {
+        let Some(cancel) = &self.cancel else {
+            return llm.complete(request);
+        };
+        if cancel.is_interrupted() {
+            return Err(LlmError::Interrupted);
+        }
+        let (answer, answered) = mpsc::channel();
+        let llm = Arc::clone(llm);
+        thread::spawn(move || answer.send(llm.complete(request)));
+        loop {
+            match answered.recv_timeout(CANCEL_POLL) {
+                Ok(result) => return result,
+                Err(RecvTimeoutError::Timeout) if !cancel.is_interrupted() => {}
+                Err(RecvTimeoutError::Timeout) => return Err(LlmError::Interrupted),
+                Err(RecvTimeoutError::Disconnected) => {
+                    return Err(LlmError::Config(
+                        "the model call ended without an answer".to_string(),
+                    ));
+                }
+            }
+        }
     }
 
     /// Checks every budget and holds `request`'s worst case and one call against them
@@ -615,7 +649,7 @@ impl LlmLayer for Metered {
 
     fn call(&self, request: Request) -> Result<Completion, LlmError> {
         self.ledger
-            .complete(self.depth, &*self.inner, request)
+            .complete(self.depth, &self.inner, request)
             .map_err(|e| LlmError::BudgetExhausted(e.to_string()))?
     }
 

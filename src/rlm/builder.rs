@@ -63,7 +63,7 @@ pub(super) struct Config {
     /// The model's price: what a call costs when the server reports no cost.
     pub(super) price: Option<Price>,
     /// Stops the run at its next safe point when cancelled.
-    pub(super) cancel: Interrupt,
+    pub(super) cancel: Option<Interrupt>,
     pub(super) prompt_mode: PromptMode,
     pub(super) answer_protocol: AnswerProtocol,
     /// The root agent's answer schema (a child's comes with its `rlm_query` call).
@@ -121,7 +121,7 @@ impl Rlm {
                 },
                 budgets: Budgets::default(),
                 price: None,
-                cancel: Interrupt::default(),
+                cancel: None,
                 prompt_mode: PromptMode::default(),
                 answer_protocol: AnswerProtocol::default(),
                 answer_schema: None,
@@ -216,7 +216,7 @@ impl Rlm {
     /// stopper.join().unwrap();
     /// ```
     pub fn cancel_on(mut self, cancel: Interrupt) -> Rlm {
-        self.config.cancel = cancel;
+        self.config.cancel = Some(cancel);
         self
     }
 
@@ -612,8 +612,7 @@ impl Rlm {
             .as_ref()
             .map(|sink| Arc::new(Recorder::start(Arc::clone(sink), &config.trace_format)));
         let config = Arc::new(config);
-        let model = config.llm.model_info().map(|m| m.model).unwrap_or_default();
-        let ledger = Ledger::new(config.budgets, config.max_depth, config.price, model);
+        let ledger = Ledger::for_run(&config);
         let agent = Agent::root(config, Arc::clone(&ledger));
         let (result, turns) = agent.run(question, context.as_ref(), user);
         let (result, value) = match result {

@@ -62,7 +62,9 @@ impl Agent {
             Ok(env) => env,
             Err(error) => return (Err(RlmError::Setup(error.to_string())), 0),
         };
-        env.set_interrupt(self.config.cancel.clone());
+        if let Some(cancel) = &self.config.cancel {
+            env.set_interrupt(cancel.clone());
+        }
         if let Some(context) = context
             && let Err(error) = context.load_into(&env)
         {
@@ -87,7 +89,7 @@ impl Agent {
         }
         let mut state = LoopState::default();
         for turn in 1..=config.max_iterations {
-            if self.config.cancel.is_interrupted() {
+            if self.cancelled() {
                 return (Err(RlmError::Interrupted), turn - 1);
             }
             self.ledger.start_turn(&self.id, turn);
@@ -144,7 +146,7 @@ impl Agent {
         };
         // A turn a cancellation cut short is not written: its trace ends with the last
         // whole turn, and a resumed run asks this one again.
-        if self.config.cancel.is_interrupted() {
+        if self.cancelled() {
             return Ok(Outcome::Fail(RlmError::Interrupted));
         }
         match &outcome {
@@ -178,7 +180,7 @@ impl Agent {
         }
         let result = self
             .ledger
-            .complete(self.depth, &*self.turn_model(), request)
+            .complete(self.depth, &self.turn_model(), request)
             .map_err(RlmError::Budget)?;
         record.llm_ms = millis(started.elapsed());
         let completion = result.map_err(|error| match &first {
@@ -192,6 +194,14 @@ impl Agent {
         record.cached = completion.cached;
         record.cost = completion.cost;
         Ok(completion)
+    }
+
+    /// Whether the run was cancelled.
+    fn cancelled(&self) -> bool {
+        self.config
+            .cancel
+            .as_ref()
+            .is_some_and(|cancel| cancel.is_interrupted())
     }
 
     /// Refuses the first `request` when its tokens and the reply's reserve do not fit the

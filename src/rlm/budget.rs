@@ -372,14 +372,7 @@ impl Ledger {
         llm: &Arc<dyn Llm>,
         request: Request,
     ) -> Result<Result<Completion, LlmError>, BudgetExceeded> {
-        let reservation = match self.reserve(&request) {
-            Ok(reservation) => reservation,
-            Err(refused) => {
-                let hit = llm.cached_answer(&request).ok_or(refused)?;
-                self.record_hit(depth, &hit);
-                return Ok(Ok(hit));
-            }
-        };
+        let reservation = self.reserve_or_cached(llm.as_ref(), &request)?;
         let mut result = self.send(llm, request);
         self.record(depth, reservation, &mut result);
         Ok(result)
@@ -456,6 +449,22 @@ impl Ledger {
         Ok(reservation)
     }
 
+    /// [`Ledger::reserve`], or when a budget refuses `request` and the call cache holds
+    /// its answer, a hold of nothing: the call then goes through to the cache, and is
+    /// counted as the cached answer it is.
+    pub fn reserve_or_cached(
+        &self,
+        llm: &dyn Llm,
+        request: &Request,
+    ) -> Result<Reservation, BudgetExceeded> {
+        self.reserve(request).or_else(|refused| {
+            llm.cached_answer(request).ok_or(refused)?;
+            // The call `record` gives back for a cached answer.
+            self.calls.fetch_add(1, Ordering::SeqCst);
+            Ok(Reservation::default())
+        })
+    }
+
     /// The most `request` may spend: its prompt and the longest reply it allows
     /// ([`Request::reply_reserve`]), in tokens and at the model's price. Counted only
     /// under a budget that needs it (the count reads the whole conversation).
@@ -477,12 +486,6 @@ impl Ledger {
             .fetch_sub(reservation.tokens, Ordering::SeqCst);
         self.committed_cost
             .fetch_sub(reservation.cost.nanos(), Ordering::SeqCst);
-    }
-
-    /// Records a cached answer given without a reservation: it spends nothing.
-    fn record_hit(&self, depth: usize, hit: &Completion) {
-        self.usage_at(depth)
-            .record_cached(hit.prompt_tokens, hit.completion_tokens);
     }
 
     fn usage_at(&self, depth: usize) -> &Usage {
@@ -662,41 +665,32 @@ impl LlmLayer for Metered {
     }
 }
 
-/// A batch's request, before it is sent: its reservation, or its answer already.
-enum Slot {
-    Reserved(Reservation),
-    Answered(Result<Completion, LlmError>),
-}
-
 impl Metered {
     /// Reserves every request of a batch before any is sent, so that however many go out
-    /// together, those that do fit the budgets; a refused one is answered from the call
-    /// cache if it can be, else fails in place with the budget's message; the rest go
-    /// out together through `send` (the inner client keeps its own concurrency).
+    /// together, those that do fit the budgets (or that the call cache answers); a
+    /// refused one fails in place with the budget's message; the rest go out together
+    /// through `send` (the inner client keeps its own concurrency).
     fn complete_reserved(
         &self,
         requests: Vec<Request>,
         send: impl FnOnce(Vec<Request>) -> Vec<Result<Completion, LlmError>>,
     ) -> Vec<Result<Completion, LlmError>> {
-        let mut slots: Vec<Slot> = Vec::with_capacity(requests.len());
+        let mut slots: Vec<Result<Reservation, LlmError>> = Vec::with_capacity(requests.len());
         let mut allowed = Vec::new();
         for request in requests {
-            match self.ledger.reserve(&request) {
+            match self.ledger.reserve_or_cached(self.inner.as_ref(), &request) {
                 Ok(reservation) => {
-                    slots.push(Slot::Reserved(reservation));
+                    slots.push(Ok(reservation));
                     allowed.push(request);
                 }
-                Err(e) => slots.push(Slot::Answered(self.refused(&request, e))),
+                Err(e) => slots.push(Err(LlmError::BudgetExhausted(e.to_string()))),
             }
         }
         let mut answers = send(allowed).into_iter();
         slots
             .into_iter()
             .map(|slot| {
-                let reservation = match slot {
-                    Slot::Reserved(reservation) => reservation,
-                    Slot::Answered(answer) => return answer,
-                };
+                let reservation = slot?;
                 let mut result = answers.next().unwrap_or_else(|| {
                     Err(LlmError::Config(
                         "the model returned fewer answers than prompts".to_string(),
@@ -706,16 +700,5 @@ impl Metered {
                 result
             })
             .collect()
-    }
-
-    /// The answer to a request the budgets refused: the cache's, or the refusal.
-    fn refused(&self, request: &Request, refusal: BudgetExceeded) -> Result<Completion, LlmError> {
-        match self.inner.cached_answer(request) {
-            Some(hit) => {
-                self.ledger.record_hit(self.depth, &hit);
-                Ok(hit)
-            }
-            None => Err(LlmError::BudgetExhausted(refusal.to_string())),
-        }
     }
 }

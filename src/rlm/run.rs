@@ -113,6 +113,10 @@ impl Agent {
                     messages.push(Message::user(feedback));
                 }
                 Outcome::Final(answer) => return (Ok(answer), turn),
+                // The cut turn was not written: the whole ones were those before it.
+                Outcome::Fail(RlmError::Interrupted) => {
+                    return (Err(RlmError::Interrupted), turn - 1);
+                }
                 Outcome::Fail(error) => return (Err(error), turn),
             }
         }

@@ -58,15 +58,6 @@ impl LlmLayer for Logged {
     ) -> BatchResults {
         self.logged_in_order(requests, send)
     }
-
-    /// A cached answer given in place of a call a budget refused is still the block's
-    /// call: logged, so that a replay answers it again.
-    fn answer_from_cache(&self, request: &Request) -> Option<Completion> {
-        let hit = self.inner.cached_answer(request)?;
-        let result = Ok(hit);
-        self.log.lock().push(self.entry(&asked(request), &result));
-        result.ok()
-    }
 }
 
 impl Logged {

@@ -137,7 +137,17 @@ impl BuiltinState {
             .get()
             .saturating_add(self.tokens_reserved.get());
         let left = budget.saturating_sub(committed);
+        // A call the cache answers spends nothing: it goes through whatever is left.
+        let cached = || {
+            self.host
+                .llm
+                .as_ref()
+                .is_some_and(|llm| llm.cached_answer(request).is_some())
+        };
         if worst > left {
+            if cached() {
+                return Ok(0);
+            }
             return Err(format!(
                 "{}: {}",
                 builtin.name(),

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use crate::conventions::AnswerProtocol;
 use crate::environment::{AnswerSchema, Limits};
-use crate::llm::Llm;
+use crate::llm::{Llm, Price};
 use crate::providers::Providers;
 use crate::registry::Registry;
 use crate::rlm::{Budgets, Context, PromptMode, Rlm};
@@ -44,6 +44,9 @@ pub struct EvalOptions {
     pub context_window: u64,
     /// Budgets of each (task, method) run.
     pub budgets: Budgets,
+    /// The model's price: the loop's cost where the server reports none, and what a cost
+    /// budget reserves.
+    pub price: Option<Price>,
     /// The registry of the `rlm` method (`rlm-bare` gets an empty one).
     pub registry: Arc<Registry>,
     /// The providers of the loop's methods (the built-ins when `None`).
@@ -63,6 +66,7 @@ impl Default for EvalOptions {
             answer_protocol: AnswerProtocol::default(),
             context_window: 128_000,
             budgets: Budgets::default(),
+            price: None,
             registry: Arc::new(Registry::baked().clone()),
             providers: None,
             limits: None,
@@ -329,6 +333,9 @@ impl Runner {
             .answer_protocol(options.answer_protocol)
             .context_window(options.context_window)
             .budgets(options.budgets);
+        if let Some(price) = options.price {
+            rlm = rlm.price(price);
+        }
         if let Some(schema) = &task.schema {
             match AnswerSchema::new(schema.clone()) {
                 Ok(schema) => rlm = rlm.answer_schema(schema),

@@ -23,6 +23,7 @@ const INHERITED_SETTINGS: &[&str] = &[
     "RLM_PROMPT_MODE",
     "RLM_MAX_REPLY_TOKENS",
     "RLM_REASONING_EFFORT",
+    "RLM_MAX_COST",
 ];
 
 /// A `Command` for `rlm`, in the crate's directory, with no inherited settings.

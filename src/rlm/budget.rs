@@ -390,7 +390,10 @@ impl Ledger {
         }
         let (answer, answered) = mpsc::channel();
         let llm = Arc::clone(llm);
-        thread::spawn(move || answer.send(llm.complete(request)));
+        thread::spawn(move || {
+            // Nobody listens once the run gave up on the call: the answer is dropped.
+            let _ = answer.send(llm.complete(request));
+        });
         loop {
             match answered.recv_timeout(CANCEL_POLL) {
                 Ok(result) => return result,

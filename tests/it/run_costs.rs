@@ -32,7 +32,7 @@ fn printed(server: &OpenAiServer) -> Vec<String> {
     bodies(server)
         .iter()
         .skip(1)
-        .map(|body| last_message(body))
+        .map(last_message)
         .collect()
 }
 

@@ -390,7 +390,7 @@ impl RunSetup {
                 .max_cost
                 .map(|usd| {
                     Cost::from_usd(usd).map_err(|why| SetupError {
-                        message: format!("--max-cost {usd}: {why}"),
+                        message: format!("max_cost (--max-cost) {usd}: {why}"),
                     })
                 })
                 .transpose()?,

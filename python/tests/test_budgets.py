@@ -45,13 +45,19 @@ def test_a_negative_or_nan_max_cost_is_refused(bad: float):
 
 
 CHILD = """
-import sys, time
+import sys, threading, time
 sys.path.insert(0, {tests!r})
 from openai_server import ScriptedServer
 from rlm_registry import ask
 
-with ScriptedServer(["```lua\\nwhile true do end\\n```"]) as server:
+def ready():
+    # The first turn was asked: its reply is an endless block.
+    while not server.requests:
+        time.sleep(0.01)
     print("ready", flush=True)
+
+with ScriptedServer(["```lua\\nwhile true do end\\n```"]) as server:
+    threading.Thread(target=ready, daemon=True).start()
     try:
         ask("?", "x", model="m", base_url=server.base_url, trace={trace!r})
     except KeyboardInterrupt:
@@ -68,7 +74,7 @@ def test_ctrl_c_raises_keyboard_interrupt_within_a_second_and_leaves_the_trace(t
     )
     assert child.stdout is not None
     assert child.stdout.readline().strip() == "ready"
-    time.sleep(1.0)  # the run is in its endless block
+    time.sleep(0.5)  # the run is in its endless block
     sent = time.monotonic()
     child.send_signal(signal.SIGINT)
     line = child.stdout.readline().split()

@@ -29,11 +29,7 @@ fn usd(amount: f64) -> Cost {
 
 /// What each turn's code printed, from the feedback of the requests that followed.
 fn printed(server: &OpenAiServer) -> Vec<String> {
-    bodies(server)
-        .iter()
-        .skip(1)
-        .map(last_message)
-        .collect()
+    bodies(server).iter().skip(1).map(last_message).collect()
 }
 
 const SHOW_BUDGET: &str = "local b = budget()\nprint('left', b.tokens, b.calls, b.iterations, b.cost, b.depth, b.max_depth, b.seconds == nil)";

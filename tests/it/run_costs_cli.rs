@@ -8,18 +8,12 @@ use rlm_registry::rlm::trajectory::Record;
 use serde_json::json;
 
 use crate::support;
-use crate::support::cli::{llm_args, rlm_command, stderr, stdout};
+use crate::support::cli::{llm_args, rlm_ask_in, rlm_command, stderr, stdout};
 use support::openai_server::{Behavior, OpenAiServer};
 use support::rlm_loop::*;
 
 fn ask_in(dir: &std::path::Path, server: &OpenAiServer, args: &[&str]) -> Output {
-    rlm_command()
-        .current_dir(dir)
-        .arg("ask")
-        .args(args)
-        .args(llm_args(&server.base_url(), "test-model"))
-        .output()
-        .expect("rlm runs")
+    rlm_ask_in(dir, &server.base_url(), args)
 }
 
 #[test]

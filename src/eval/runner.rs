@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use crate::conventions::AnswerProtocol;
 use crate::environment::{AnswerSchema, Limits};
-use crate::llm::{Llm, Price};
+use crate::llm::{Cost, Llm, Price, call_cost};
 use crate::providers::Providers;
 use crate::registry::Registry;
 use crate::rlm::{Budgets, Context, PromptMode, Rlm};
@@ -248,6 +248,7 @@ impl Runner {
             model_calls: 0,
             cached_calls: 0,
             cached_tokens: 0,
+            cost: None,
             seconds: 0.0,
             error: None,
             trace: None,
@@ -308,6 +309,7 @@ impl Runner {
                     prompt: completion.prompt_tokens,
                     completion: completion.completion_tokens,
                 }];
+                result.cost = call_cost(&completion, self.options.price).map(Cost::usd);
                 result.answer = Some(direct_answer(&completion));
             }
             Err(error) => result.error = Some(error.to_string()),
@@ -373,6 +375,7 @@ impl Runner {
         result.model_calls = total.calls;
         result.cached_calls = total.cached_calls;
         result.cached_tokens = total.cached_tokens;
+        result.cost = (total.cost > Cost::ZERO).then(|| total.cost.usd());
         match report.result {
             Ok(answer) => result.answer = Some(answer),
             Err(error) => result.error = Some(error.to_string()),

@@ -237,4 +237,33 @@ fn rlm_eval_prices_its_cost_column_from_the_price_table_and_the_flags_override_i
     );
     let out = eval(&["--price-in", "-1"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+
+    // A server that reports the cost: its figure, whatever the prices.
+    let costing = OpenAiServer::always(Behavior::Completion {
+        message: json!({"role": "assistant", "content": "42"}),
+        finish_reason: "stop".to_string(),
+        usage: json!({"prompt_tokens": 10, "completion_tokens": 5, "cost": 0.25}),
+    });
+    let out = rlm_command()
+        .current_dir(dir.path())
+        .args([
+            "eval",
+            "--tasks",
+            "tasks.jsonl",
+            "--methods",
+            "direct,rlm",
+            "--no-cache",
+        ])
+        .args(["--out", "reported", "--max-iterations", "2"])
+        .args(llm_args(&costing.base_url(), "test-model"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let summary = stdout(&out);
+    assert!(
+        summary.contains("| direct | 1 | 1.000 ± 0.000 | 15 | 0.2500 |"),
+        "{summary}"
+    );
+    let results = std::fs::read_to_string(dir.path().join("reported/results.jsonl")).unwrap();
+    assert!(results.contains("\"cost\":0.25"), "{results}");
 }

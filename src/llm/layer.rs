@@ -86,7 +86,8 @@ pub trait LlmLayer: Send + Sync {
     ) -> BatchResults;
 
     /// [`Llm::cached_answer`]: the inner model's, unless the layer holds answers itself
-    /// (a cache) or must see every answer (a log).
+    /// (a cache). A look only: the answer still comes through [`LlmLayer::call`], so a
+    /// layer that logs calls sees it then.
     fn answer_from_cache(&self, request: &Request) -> Option<Completion> {
         self.inner().cached_answer(request)
     }

@@ -33,6 +33,12 @@ fn a_price_table_in_rlm_toml_counts_the_cost_in_the_usage_summary_and_the_trace(
         "{}",
         stderr(&out)
     );
+    // The live view gives the run's cost so far on each turn's line.
+    assert!(
+        stderr(&out).contains("· 15 tokens · $0.0100\n"),
+        "{}",
+        stderr(&out)
+    );
     let trace = std::fs::read_to_string(dir.path().join("t.jsonl")).unwrap();
     let last: serde_json::Value = serde_json::from_str(trace.lines().last().unwrap()).unwrap();
     assert_eq!(

@@ -176,13 +176,20 @@ pub(super) fn ask(args: &AskArgs) -> Output {
 /// SIGINT ended (128 + 2).
 const EXIT_INTERRUPTED: u8 = 130;
 
-/// A cancellation that Ctrl-C (SIGINT) and SIGTERM set. Where a handler is already set
-/// (a host embedding the CLI), the run goes on without one: it can still be stopped, only
-/// not gracefully.
+/// A cancellation that Ctrl-C (SIGINT) and SIGTERM set; a second one ends the process
+/// at once, for a run that does not stop (a batch of sub-calls in flight is waited for).
+/// Where a handler is already set (a host embedding the CLI), the run goes on without
+/// one: it can still be stopped, only not gracefully.
 fn cancel_on_signals() -> Interrupt {
     let cancel = Interrupt::new();
     let on_signal = cancel.clone();
-    if let Err(error) = ctrlc::set_handler(move || on_signal.interrupt()) {
+    let handler = move || {
+        if on_signal.is_interrupted() {
+            std::process::exit(i32::from(EXIT_INTERRUPTED));
+        }
+        on_signal.interrupt();
+    };
+    if let Err(error) = ctrlc::set_handler(handler) {
         tracing::debug!("Ctrl-C will not stop the run gracefully: {error}");
     }
     cancel

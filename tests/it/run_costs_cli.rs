@@ -273,3 +273,43 @@ fn rlm_eval_prices_its_cost_column_from_the_price_table_and_the_flags_override_i
     let results = std::fs::read_to_string(dir.path().join("reported/results.jsonl")).unwrap();
     assert!(results.contains("\"cost\":0.25"), "{results}");
 }
+
+#[test]
+fn a_second_ctrl_c_ends_rlm_ask_at_once_while_a_batch_is_in_flight() {
+    let server = OpenAiServer::start(
+        vec![lua("print(#llm_query_batched({'a', 'b'}))")],
+        Behavior::reply("slow").after(Duration::from_secs(10)),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let child = rlm_command()
+        .current_dir(dir.path())
+        .arg("ask")
+        .arg("Q")
+        .args(llm_args(&server.base_url(), "test-model"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let waiting = Instant::now();
+    while server.request_count() < 3 && waiting.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let interrupt = || {
+        let kill = std::process::Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(kill.success());
+    };
+    interrupt();
+    std::thread::sleep(Duration::from_millis(300));
+    let sent = Instant::now();
+    interrupt();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        sent.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        sent.elapsed()
+    );
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+}

@@ -253,6 +253,10 @@ class Answer:
     @property
     def seconds(self) -> float: ...
     @property
+    def cost(self) -> float | None:
+        """What the run cost in US dollars, where known (the server's `usage.cost`, else
+        the model's price in `config`'s `[prices]`); else `None`."""
+    @property
     def trace(self) -> str | None:
         """The trace file written, if one was asked for."""
 

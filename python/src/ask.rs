@@ -9,7 +9,7 @@ use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 
 use rlm_registry::environment::{AnswerSchema, Interrupt};
-use rlm_registry::llm::{Completion, Llm, LlmError, Request};
+use rlm_registry::llm::{Completion, Cost, Llm, LlmError, Request};
 use rlm_registry::rlm::{
     Context, DEFAULT_BLOCK_TIME_LIMIT, DEFAULT_OUTPUT_BYTES, Rlm, TraceFormat,
 };
@@ -231,6 +231,7 @@ pub fn ask<'py>(
             reasoning_tokens: usage.reasoning_tokens,
             llm_calls: usage.calls,
             seconds: report.usage.elapsed.as_secs_f64(),
+            cost: (usage.cost > Cost::ZERO).then(|| usage.cost.usd()),
             trace: trace.map(|path| path.display().to_string()),
         };
         match report.result {
@@ -411,6 +412,9 @@ pub struct Answer {
     llm_calls: u64,
     /// Wall time of the run.
     seconds: f64,
+    /// What the run cost in US dollars, where known (the server's `usage.cost`, else the
+    /// model's price in `config`'s `[prices]`); else `None`.
+    cost: Option<f64>,
     /// The trace file written, if one was asked for.
     trace: Option<String>,
 }

@@ -36,6 +36,8 @@ def test_max_cost_lets_a_run_within_it_finish(tmp_path: Path):
     with ScriptedServer([lua("FINAL('done')")]) as server:
         answer = ask("?", "x", model="m", base_url=server.base_url, config=config, max_cost=1.0)
     assert answer.answer == "done"
+    # 100 prompt and 10 completion tokens, at $1 per million each.
+    assert answer.cost == pytest.approx(0.00011)
 
 
 @pytest.mark.parametrize("bad", [-1.0, float("nan"), float("inf")])

@@ -712,8 +712,7 @@ fn usage_tokens(usage: Option<&Value>, name: &str) -> u64 {
 /// none, or sends something that is not an amount (a string, a negative number), so that
 /// a price table, if any, counts the call instead.
 fn usage_cost(usage: Option<&Value>) -> Option<Cost> {
-    let cost = usage?.get("cost")?;
-    let usd = cost.as_f64().filter(|_| cost.is_number())?;
+    let usd = usage?.get("cost")?.as_f64()?;
     Cost::from_usd(usd).ok()
 }
 
@@ -746,6 +745,24 @@ mod tests {
         );
         assert_eq!(completion.model.as_deref(), Some("m"));
         assert_eq!(completion.finish_reason.as_deref(), Some("stop"));
+    }
+
+    #[test]
+    fn reads_the_servers_cost_only_when_it_is_an_amount() {
+        let cost = |value: &str| {
+            let body = format!(
+                r#"{{"choices":[{{"message":{{"content":"4"}}}}],"usage":{{"prompt_tokens":1,"cost":{value}}}}}"#
+            );
+            parse_completion(body.as_bytes())
+                .ok()
+                .and_then(|c| c.cost)
+                .map(Cost::usd)
+        };
+        assert_eq!(cost("0.0025"), Some(0.0025));
+        assert_eq!(cost("0"), Some(0.0));
+        for ignored in ["\"0.01\"", "-1", "null", "{\"total\": 1}", "[1]"] {
+            assert_eq!(cost(ignored), None, "{ignored}");
+        }
     }
 
     #[test]

@@ -127,7 +127,8 @@ impl Price {
     pub fn cost(&self, prompt_tokens: u64, completion_tokens: u64) -> Cost {
         let usd =
             (prompt_tokens as f64 * self.input + completion_tokens as f64 * self.output) / 1e6;
-        Cost::from_usd(usd).unwrap_or(Cost::ZERO)
+        // Past what a dollar amount can hold, the most there is: never less than the truth.
+        Cost::from_usd(usd).unwrap_or(Cost::from_nanos(u64::MAX))
     }
 }
 
@@ -196,6 +197,12 @@ mod tests {
         assert_eq!(cost.nanos(), 123_000);
         assert!(serde_json::from_str::<Cost>("-1").is_err());
         assert!(serde_json::from_str::<Cost>("\"x\"").is_err());
+    }
+
+    #[test]
+    fn a_cost_past_any_amount_is_the_largest_not_nothing() {
+        let price = Price::new(f64::MAX, 0.0).unwrap();
+        assert_eq!(price.cost(u64::MAX, 0), Cost::from_nanos(u64::MAX));
     }
 
     #[test]

@@ -374,7 +374,7 @@ impl Ledger {
     ) -> Result<Result<Completion, LlmError>, BudgetExceeded> {
         let reservation = self.reserve_or_cached(llm.as_ref(), &request)?;
         let mut result = self.send(llm, request);
-        self.record(depth, reservation, &mut result);
+        self.record_costed(depth, reservation, &mut result);
         Ok(result)
     }
 
@@ -495,20 +495,20 @@ impl Ledger {
         &self.depths[depth.min(self.depths.len().saturating_sub(1))]
     }
 
-    /// Records what a call made at `depth` spent, its reservation replaced by that; the
-    /// completion's `cost` becomes what the run counted for it.
+    /// Records what a call made at `depth` spent, its reservation replaced by that: the
+    /// cost the run counted for it, if known (none for a cached answer).
     pub fn record(
         &self,
         depth: usize,
         reservation: Reservation,
-        result: &mut Result<Completion, LlmError>,
-    ) {
+        result: &Result<Completion, LlmError>,
+    ) -> Option<Cost> {
         let usage = self.usage_at(depth);
+        let mut cost = None;
         match result {
             // A cached answer was paid for by an earlier run: it spends no budget.
             Ok(completion) if completion.cached => {
                 usage.record_cached(completion.prompt_tokens, completion.completion_tokens);
-                completion.cost = None;
                 self.calls.fetch_sub(1, Ordering::SeqCst);
             }
             Ok(completion) => {
@@ -522,8 +522,8 @@ impl Ledger {
                 // Added before the reservation is given back, so that what is committed
                 // never reads lower than what is spent and in flight.
                 self.committed.fetch_add(spent, Ordering::SeqCst);
-                completion.cost = call_cost(completion, self.price);
-                self.spend(usage, completion.cost);
+                cost = call_cost(completion, self.price);
+                self.spend(usage, cost);
             }
             Err(error) => {
                 for _ in 0..error.attempts() {
@@ -533,6 +533,21 @@ impl Ledger {
             }
         }
         self.give_back(&reservation);
+        cost
+    }
+
+    /// Records what a call spent ([`Ledger::record`]) and writes the cost the run
+    /// counted for it into its completion, for the trace.
+    fn record_costed(
+        &self,
+        depth: usize,
+        reservation: Reservation,
+        result: &mut Result<Completion, LlmError>,
+    ) {
+        let cost = self.record(depth, reservation, result);
+        if let Ok(completion) = result {
+            completion.cost = cost;
+        }
     }
 
     /// Counts a call's cost; one not known breaks a cost budget's account.
@@ -699,7 +714,8 @@ impl Metered {
                         "the model returned fewer answers than prompts".to_string(),
                     ))
                 });
-                self.ledger.record(self.depth, reservation, &mut result);
+                self.ledger
+                    .record_costed(self.depth, reservation, &mut result);
                 result
             })
             .collect()

@@ -390,3 +390,26 @@ fn a_run_cancelled_before_it_starts_sends_nothing() {
     assert!(matches!(report.result, Err(RlmError::Interrupted)));
     assert_eq!(server.request_count(), 0);
 }
+
+#[test]
+fn a_replay_of_a_run_under_a_cost_budget_spends_the_recorded_costs_again() {
+    use rlm_registry::rlm::Replay;
+    let server = OpenAiServer::always(lua_costing("print('more')", json!(0.4)));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("trace.jsonl");
+    let report = rlm(&server, 10)
+        .budgets(Budgets::default().with_max_cost(usd(1.0)))
+        .trace_file(&path)
+        .unwrap()
+        .run_report("Q", None, None);
+    assert!(matches!(
+        report.result,
+        Err(RlmError::Budget(BudgetExceeded::Cost { .. }))
+    ));
+    let replayed = Replay::from_file(&path).unwrap().run().unwrap();
+    assert!(replayed.is_identical(), "{:?}", replayed.divergence);
+    assert_eq!(
+        replayed.turns, 4,
+        "three answered, the fourth refused as recorded"
+    );
+}

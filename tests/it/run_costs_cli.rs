@@ -136,6 +136,17 @@ fn a_server_cost_that_is_not_a_number_is_ignored() {
 
 #[test]
 fn ctrl_c_stops_rlm_ask_within_a_second_with_exit_130_and_a_whole_trace() {
+    stopped_by("-INT");
+}
+
+#[test]
+fn sigterm_stops_rlm_ask_as_ctrl_c_does() {
+    stopped_by("-TERM");
+}
+
+/// Runs `rlm ask` into an endless block, sends it `signal`, and checks it stopped within
+/// a second or two with exit 130, the usage, the resume hint and a whole trace.
+fn stopped_by(signal: &str) {
     let server = OpenAiServer::start(
         vec![lua("x = 1\nprint('turn 1')"), lua("while true do end")],
         lua("FINAL('never')"),
@@ -158,7 +169,7 @@ fn ctrl_c_stops_rlm_ask_within_a_second_with_exit_130_and_a_whole_trace() {
     std::thread::sleep(Duration::from_millis(200));
     let sent = Instant::now();
     let kill = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
+        .args([signal, &child.id().to_string()])
         .status()
         .unwrap();
     assert!(kill.success());

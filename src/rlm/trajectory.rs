@@ -6,7 +6,8 @@
 //! # Lines
 //!
 //! A trace is one JSON object per line, each flushed as it is written, so a crash loses
-//! nothing already written. Each line is a [`Record`], tagged by its `event` field: a
+//! nothing already written; a cancelled run ([`Rlm::cancel_on`](super::Rlm::cancel_on))
+//! leaves out the turn it cut short, so its trace ends with whole turns. Each line is a [`Record`], tagged by its `event` field: a
 //! [`Start`] line when an agent begins, a [`Turn`] line when one of its turns ends. No
 //! line repeats an earlier one: the `start` line holds the two messages the agent's
 //! conversation begins with, and each `turn` line only what that turn added, so a trace

@@ -152,34 +152,8 @@ fn stopped_by(signal: &str) {
         lua("FINAL('never')"),
     );
     let dir = tempfile::tempdir().unwrap();
-    let child = rlm_command()
-        .current_dir(dir.path())
-        .arg("ask")
-        .args(["Q", "--trace", "t.jsonl"])
-        .args(llm_args(&server.base_url(), "test-model"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Wait for the second turn's endless block.
-    let waiting = Instant::now();
-    while server.request_count() < 2 && waiting.elapsed() < Duration::from_secs(20) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    std::thread::sleep(Duration::from_millis(200));
-    let sent = Instant::now();
-    let kill = std::process::Command::new("kill")
-        .args([signal, &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(kill.success());
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        sent.elapsed() < Duration::from_secs(2),
-        "{:?}",
-        sent.elapsed()
-    );
-    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    // Sent once the second turn's endless block runs.
+    let (out, dir) = asked_then_signalled(dir, &server, &["Q", "--trace", "t.jsonl"], 2, &[signal]);
     let err = stderr(&out);
     assert!(err.contains("error: interrupted"), "{err}");
     assert!(err.contains("rlm ask --resume t.jsonl"), "{err}");
@@ -291,36 +265,47 @@ fn a_second_ctrl_c_ends_rlm_ask_at_once_while_a_batch_is_in_flight() {
         vec![lua("print(#llm_query_batched({'a', 'b'}))")],
         Behavior::reply("slow").after(Duration::from_secs(10)),
     );
+    // Sent once the batch's two calls are in flight.
     let dir = tempfile::tempdir().unwrap();
+    asked_then_signalled(dir, &server, &["Q"], 3, &["-INT", "-INT"]);
+}
+
+/// Runs `rlm ask ARGS` in `dir` until `server` has had `requests`, then sends it each of
+/// `signals` 300 ms apart; checks that it ended within a second or two of the last with
+/// exit 130, and gives what it wrote, and the folder.
+fn asked_then_signalled(
+    dir: tempfile::TempDir,
+    server: &OpenAiServer,
+    args: &[&str],
+    requests: usize,
+    signals: &[&str],
+) -> (Output, tempfile::TempDir) {
     let child = rlm_command()
         .current_dir(dir.path())
         .arg("ask")
-        .arg("Q")
+        .args(args)
         .args(llm_args(&server.base_url(), "test-model"))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     let waiting = Instant::now();
-    while server.request_count() < 3 && waiting.elapsed() < Duration::from_secs(20) {
+    while server.request_count() < requests && waiting.elapsed() < Duration::from_secs(20) {
         std::thread::sleep(Duration::from_millis(20));
     }
-    let interrupt = || {
+    let mut sent = Instant::now();
+    for signal in signals {
+        std::thread::sleep(Duration::from_millis(300));
+        sent = Instant::now();
         let kill = std::process::Command::new("kill")
-            .args(["-INT", &child.id().to_string()])
+            .args([*signal, &child.id().to_string()])
             .status()
             .unwrap();
         assert!(kill.success());
-    };
-    interrupt();
-    std::thread::sleep(Duration::from_millis(300));
-    let sent = Instant::now();
-    interrupt();
+    }
     let out = child.wait_with_output().unwrap();
-    assert!(
-        sent.elapsed() < Duration::from_secs(2),
-        "{:?}",
-        sent.elapsed()
-    );
+    let took = sent.elapsed();
+    assert!(took < Duration::from_secs(2), "{took:?}");
     assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    (out, dir)
 }

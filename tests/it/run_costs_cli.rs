@@ -16,14 +16,16 @@ fn ask_in(dir: &std::path::Path, server: &OpenAiServer, args: &[&str]) -> Output
     rlm_ask_in(dir, &server.base_url(), args)
 }
 
+/// A folder holding an `rlm.toml` of `toml`.
+fn with_config(toml: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("rlm.toml"), toml).unwrap();
+    dir
+}
+
 #[test]
 fn a_price_table_in_rlm_toml_counts_the_cost_in_the_usage_summary_and_the_trace() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("rlm.toml"),
-        "[prices.\"test-model\"]\ninput = 1000.0\noutput = 0.0\n",
-    )
-    .unwrap();
+    let dir = with_config("[prices.\"test-model\"]\ninput = 1000.0\noutput = 0.0\n");
     let server = OpenAiServer::start(vec![lua("print(1)")], lua("FINAL('done')"));
     let out = ask_in(dir.path(), &server, &["Q", "--trace", "t.jsonl"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -49,12 +51,9 @@ fn a_price_table_in_rlm_toml_counts_the_cost_in_the_usage_summary_and_the_trace(
 
 #[test]
 fn max_cost_refuses_a_call_that_does_not_fit_naming_the_flag() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("rlm.toml"),
+    let dir = with_config(
         "[budgets]\nmax_cost = 0.001\n[prices.\"test-model\"]\ninput = 1.0\noutput = 1.0\n",
-    )
-    .unwrap();
+    );
     let server = OpenAiServer::always(lua("FINAL('never')"));
     let out = ask_in(dir.path(), &server, &["Q"]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
@@ -108,8 +107,7 @@ fn a_malformed_price_table_names_the_file_and_the_key() {
         ("[prices.\"m\"]\ninput = \"cheap\"\noutput = 1.0\n", "input"),
         ("[budgets]\nmax_cost = -0.5\n", "[budgets] max_cost"),
     ] {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("rlm.toml"), toml).unwrap();
+        let dir = with_config(toml);
         let out = ask_in(dir.path(), &server, &["Q"]);
         let err = stderr(&out);
         assert_ne!(out.status.code(), Some(0), "{toml}");
@@ -173,12 +171,7 @@ fn stopped_by(signal: &str) {
 #[test]
 fn rlm_eval_prices_its_cost_column_from_the_price_table_and_the_flags_override_it() {
     use rlm_registry::eval::{Scorer, Task};
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("rlm.toml"),
-        "[prices.\"test-model\"]\ninput = 1000.0\noutput = 0.0\n",
-    )
-    .unwrap();
+    let dir = with_config("[prices.\"test-model\"]\ninput = 1000.0\noutput = 0.0\n");
     let task = Task {
         id: "q0".into(),
         question: "What is it?".into(),

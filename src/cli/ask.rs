@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use clap::{Args, ValueEnum};
 
-use rlm_registry::environment::AnswerSchema;
-use rlm_registry::rlm::{DEFAULT_BLOCK_TIME_LIMIT, DEFAULT_OUTPUT_BYTES};
+use rlm_registry::environment::{AnswerSchema, Interrupt};
+use rlm_registry::rlm::{DEFAULT_BLOCK_TIME_LIMIT, DEFAULT_OUTPUT_BYTES, RlmError};
 use rlm_registry::setup::Defaults;
 
 use super::ask_trace::{TraceRequest, Traces};
@@ -128,6 +128,7 @@ pub(super) fn ask(args: &AskArgs) -> Output {
         if !args.quiet {
             rlm = rlm.live_view(std::io::stderr());
         }
+        rlm = rlm.cancel_on(cancel_on_signals());
         let report = rlm.run_report(&args.question, context, Some(Arc::new(Terminal)));
         // Problems writing the page go to stderr even with --quiet; the exit code stays
         // the run's.
@@ -159,9 +160,50 @@ pub(super) fn ask(args: &AskArgs) -> Output {
                     code: 0,
                 }
             }
+            Err(RlmError::Interrupted) => Output::failure(
+                EXIT_INTERRUPTED,
+                format!(
+                    "{summary}error: interrupted\n{}",
+                    resume_hint(args.trace.as_deref())
+                ),
+            ),
             Err(error) => Output::failure(EXIT_VIOLATIONS, format!("{summary}error: {error}\n")),
         }
     })
+}
+
+/// The exit code of a run stopped by Ctrl-C or SIGTERM, as shells give a process that
+/// SIGINT ended (128 + 2).
+const EXIT_INTERRUPTED: u8 = 130;
+
+/// A cancellation that Ctrl-C (SIGINT) and SIGTERM set; a second one ends the process
+/// at once, for a run that does not stop (a batch of sub-calls in flight is waited for).
+/// Where a handler is already set (a host embedding the CLI), the run goes on without
+/// one: it can still be stopped, only not gracefully.
+fn cancel_on_signals() -> Interrupt {
+    let cancel = Interrupt::new();
+    let on_signal = cancel.clone();
+    let handler = move || {
+        if on_signal.is_interrupted() {
+            std::process::exit(i32::from(EXIT_INTERRUPTED));
+        }
+        on_signal.interrupt();
+    };
+    if let Err(error) = ctrlc::set_handler(handler) {
+        tracing::debug!("Ctrl-C will not stop the run gracefully: {error}");
+    }
+    cancel
+}
+
+/// How to go on with an interrupted run: from its trace, when one was written.
+fn resume_hint(trace: Option<&std::path::Path>) -> String {
+    match trace {
+        Some(trace) => format!(
+            "hint: the trace holds every whole turn; go on with `rlm ask --resume {}`\n",
+            trace.display()
+        ),
+        None => "hint: with --trace FILE, an interrupted run can be resumed with `rlm ask --resume FILE`\n".to_string(),
+    }
 }
 
 /// The schema of `--schema FILE`; a file that cannot be read, or is not a JSON Schema, is

@@ -400,12 +400,12 @@ impl Agent {
         outcome
     }
 
-    /// The call for the summary, within the run's budgets.
+    /// The call for the summary, within the run's budgets, as a turn's call is made.
     fn ask_for_summary(&self, request: Request) -> Result<Completion, RlmError> {
-        let reservation = self.ledger.reserve(&request).map_err(RlmError::Budget)?;
-        let result = self.turn_model().complete(request);
-        self.ledger.record(self.depth, reservation, &result);
-        result.map_err(RlmError::Llm)
+        self.ledger
+            .complete(self.depth, &self.turn_model(), request)
+            .map_err(RlmError::Budget)?
+            .map_err(RlmError::Llm)
     }
 
     /// The request for a summary of `messages`: the request is added to the last

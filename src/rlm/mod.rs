@@ -89,6 +89,7 @@
 
 mod agent;
 mod budget;
+mod budget_view;
 mod builder;
 mod compaction;
 mod context;

@@ -140,6 +140,7 @@ fn reply_entry(turn: &Turn) -> Entry {
             completion.finish_reason.clone_from(&turn.finish_reason);
             completion.reasoning.clone_from(&turn.reasoning);
             completion.reasoning_tokens = turn.reasoning_tokens;
+            completion.cost = turn.cost;
             Ok(completion)
         }
         None => Err(turn
@@ -160,6 +161,7 @@ fn call_entry(call: &SubCall) -> Entry {
             let mut completion = Completion::new(answer.clone())
                 .with_tokens(call.prompt_tokens, call.completion_tokens);
             completion.reasoning.clone_from(&call.reasoning);
+            completion.cost = call.cost;
             Ok(completion)
         }
         None => Err(call.error.clone().unwrap_or_default()),

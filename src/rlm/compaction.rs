@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value as Json, json};
 
 use crate::environment::{ContextWindow, Environment, reply_reserve, request_tokens};
-use crate::llm::{Completion, Message, Request, Role};
+use crate::llm::{Completion, Cost, Message, Request, Role};
 use crate::text_format::{cut_chars, first_line, thousands};
 use crate::tokens;
 
@@ -174,6 +174,9 @@ pub struct Compaction {
     /// The summary came from the call cache.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cached: bool,
+    /// What the call for the summary cost in US dollars, where known; left out when not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<Cost>,
     /// When the line was written, in milliseconds since the run began.
     #[serde(default)]
     pub at_ms: Option<u64>,
@@ -192,6 +195,7 @@ impl Compaction {
                 let mut completion = Completion::new(reply.clone())
                     .with_tokens(self.prompt_tokens, self.completion_tokens);
                 completion.reasoning.clone_from(&self.reasoning);
+                completion.cost = self.cost;
                 Ok(completion)
             }
             None => Err(self
@@ -374,6 +378,7 @@ impl Agent {
                 record.prompt_tokens = completion.prompt_tokens;
                 record.completion_tokens = completion.completion_tokens;
                 record.cached = completion.cached;
+                record.cost = completion.cost;
                 record.reasoning = completion.reasoning;
                 record.note = conversation.restart(completion.content.clone());
                 record.reply = Some(completion.content);

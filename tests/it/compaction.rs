@@ -393,6 +393,32 @@ fn a_failed_summary_ends_the_run_with_the_servers_error_on_the_record() {
 }
 
 #[test]
+fn the_summary_calls_cost_is_on_its_record() {
+    let summary = Behavior::Completion {
+        message: serde_json::json!({"role": "assistant", "content": SUMMARY}),
+        finish_reason: "stop".to_string(),
+        usage: serde_json::json!({"prompt_tokens": 6000, "completion_tokens": 40, "cost": 0.25}),
+    };
+    let server = OpenAiServer::always(
+        Behavior::ByPrompt(vec![
+            (ASKS_FOR_SUMMARY.to_string(), summary),
+            (String::new(), lua(&turn_code(3))),
+        ])
+        .within_window(WINDOW),
+    );
+    let (result, trace, _) = twelve_turns(&server, true);
+    result.unwrap();
+    let costs: Vec<String> = records(&trace)
+        .into_iter()
+        .filter_map(|record| match record {
+            Record::Compaction(c) => Some(serde_json::to_value(c.cost).unwrap().to_string()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(costs, vec!["0.25"]);
+}
+
+#[test]
 fn compact_at_takes_a_share_of_the_window_or_off() {
     assert_eq!(CompactAt::parse(" OFF "), Ok(None));
     assert_eq!(

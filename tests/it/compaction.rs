@@ -433,7 +433,7 @@ fn compact_at_takes_a_share_of_the_window_or_off() {
 #[cfg(feature = "cli")]
 mod cli {
     use super::*;
-    use crate::support::cli::{ask_in, llm_args, rlm_command};
+    use crate::support::cli::{llm_args, rlm_ask_in, rlm_command};
     use std::process::Output;
 
     /// `rlm ask` of the 12-turn run under an 8k window, with `args`.
@@ -451,7 +451,7 @@ mod cli {
             .chain(args)
             .copied()
             .collect();
-        ask_in(dir, &server.base_url(), &all)
+        rlm_ask_in(dir, &server.base_url(), &all)
     }
 
     #[test]

@@ -90,17 +90,6 @@ pub fn llm_args(base_url: &str, model: &str) -> [String; 4] {
     ]
 }
 
-/// `rlm ask ARGS…` run in `dir` against the server at `base_url` (model `test-model`).
-pub fn ask_in(dir: &std::path::Path, base_url: &str, args: &[&str]) -> Output {
-    rlm_command()
-        .current_dir(dir)
-        .arg("ask")
-        .args(args)
-        .args(llm_args(base_url, "test-model"))
-        .output()
-        .expect("rlm runs")
-}
-
 /// What it wrote on standard output (bytes that are not UTF-8 shown as U+FFFD).
 pub fn stdout(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()

@@ -77,6 +77,7 @@ impl Recorder {
                 start.setup.started_unix_ms = Some(self.started_unix_ms);
             }
             Record::Turn(turn) => turn.at_ms = at_ms,
+            Record::Compaction(compaction) => compaction.at_ms = at_ms,
             Record::Unknown => {}
         }
         let Some(converter) = &self.converter else {

@@ -13,7 +13,11 @@
 //! conversation begins with, and each `turn` line only what that turn added, so a trace
 //! grows linearly with the number of turns. The conversation an agent sent at turn N is
 //! its `start` messages followed, for each of its earlier turns, by the `reply` (as an
-//! `assistant` message) and the `feedback` (as a `user` message).
+//! `assistant` message) and the `feedback` (as a `user` message), with two exceptions:
+//! after a [`Compaction`] line the conversation starts again from the `start` messages,
+//! the compaction's `reply` (`assistant`) and its `note` (`user`); and the feedback of a
+//! turn listed in turn N's `elided` was sent as a marker
+//! ([`Agent::messages_at`](crate::trace::Agent::messages_at) rebuilds both).
 //!
 //! A child's lines are written as they happen: its `start` and turns come before the line
 //! of the parent turn that called it, and the children of one `rlm_query_batched` call
@@ -69,7 +73,7 @@
 //! |---|---|
 //! | `agent`, `depth` | as on the agent's `start` line |
 //! | `turn` | 1-based, per agent |
-//! | `messages_sent` | how many messages went to the model: 2, plus 2 per earlier turn |
+//! | `messages_sent` | how many messages went to the model: 2, plus 2 per earlier turn (4 plus 2 per turn since the last compaction) |
 //! | `reply` | the model's reply, the assistant message this turn adds (`null` if the call failed or a budget refused it) |
 //! | `code_blocks` | the code found in the reply |
 //! | `outputs` | per block, a [`Block`]: `block` (1-based), `status` (`ok`, `error`, `limit`, `not run`), the full `output`, the `error`, `elapsed_ms`, and `sub_calls` (below; left out when the block made none) |
@@ -83,7 +87,26 @@
 //! | `cached` | `true` when the reply came from the call cache (`--cache`) rather than the server; absent otherwise |
 //! | `cost` | what this turn's model call cost in US dollars: the server's `usage.cost`, else the price table's (`[prices]` in `rlm.toml`); absent when not known or cached |
 //! | `run_cost` | what the whole run had cost when the turn ended, in US dollars; absent when the run knows no cost (no price, no `usage.cost`, no `--max-cost`) |
+//! | `elided` | the earlier turns whose feedback this request held as a marker (no known window; see `Rlm::compact_at`); absent when none |
 //! | `at_ms` | when the line was written, in milliseconds since the run began |
+//!
+//! # `compaction`
+//!
+//! Written between two turns of an agent whose conversation was summarised to fit the
+//! model's window ([`Rlm::compact_at`](super::Rlm::compact_at)); its fields are those of
+//! [`Compaction`]:
+//!
+//! ```json
+//! {"event": "compaction", "agent": "0", "depth": 0, "turn": 2, "messages_before": 6,
+//!  "tokens_before": 9421, "messages_summarized": 4, "reply": "Summary: …",
+//!  "note": "Your conversation was compacted (1 time) …", "tokens_after": 3406,
+//!  "prompt_tokens": 6344, "completion_tokens": 212, "llm_ms": 840, "run_tokens": 15230,
+//!  "at_ms": 5120}
+//! ```
+//!
+//! A replay plays its `reply` back as the answer to the request for the summary, at its
+//! place among the agent's turns: an agent's turn replies and summaries are one tape, in
+//! the order the run asked for them.
 //!
 //! # Sub-calls
 //!
@@ -131,6 +154,8 @@ use crate::environment::Limits;
 use crate::llm::{Completion, Cost, ImageRecord, LlmError, Message, ReasoningEffort, Request};
 
 use super::budget::Budgets;
+use super::compaction::CompactAt;
+pub use super::compaction::Compaction;
 use super::context::Context;
 
 /// One line of a trace, tagged by its `event` field.
@@ -144,6 +169,8 @@ pub enum Record {
     Start(Start),
     /// One of an agent's turns ended.
     Turn(Turn),
+    /// An agent's conversation was summarised and restarted to fit the window.
+    Compaction(Compaction),
     /// An event this version does not know (a later version may write more): read and
     /// skipped, never written.
     #[serde(other)]
@@ -156,6 +183,7 @@ impl Record {
         match self {
             Record::Start(start) => start.at_ms,
             Record::Turn(turn) => turn.at_ms,
+            Record::Compaction(compaction) => compaction.at_ms,
             Record::Unknown => None,
         }
     }
@@ -236,6 +264,10 @@ pub struct RunLimits {
     /// The model's context window in tokens, if it was given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_window: Option<u64>,
+    /// The share of the window at which a conversation is compacted; `None` when
+    /// compaction was off (and in a trace written before it existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compact_at: Option<CompactAt>,
     /// The limits of each code block.
     pub block: BlockLimits,
     /// What the whole run may spend.
@@ -429,6 +461,11 @@ pub struct Turn {
     /// the run knows no cost (no price, no `usage.cost`, no `--max-cost`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_cost: Option<Cost>,
+    /// The earlier turns whose feedback this turn's request held as a short marker, not
+    /// whole (a run without a known window keeps only the latest outputs whole); left
+    /// out when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub elided: Vec<u32>,
     /// When the line was written, in milliseconds since the run began.
     #[serde(default)]
     pub at_ms: Option<u64>,

@@ -408,8 +408,13 @@ impl Ledger {
         let (answer, answered) = mpsc::channel();
         let llm = Arc::clone(llm);
         thread::spawn(move || {
+            let result = llm.complete(request);
+            // Let go of the model before answering: the run may end at once, and the last
+            // owner of a layer (the cache's counters are written when it is dropped) must
+            // not be a thread the process does not wait for.
+            drop(llm);
             // Nobody listens once the run gave up on the call: the answer is dropped.
-            let _ = answer.send(llm.complete(request));
+            let _ = answer.send(result);
         });
         loop {
             match answered.recv_timeout(CANCEL_POLL) {

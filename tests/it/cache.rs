@@ -458,10 +458,12 @@ fn cache_stats_and_clear_read_and_empty_the_file() {
     assert!(text.contains("entries  3 ("), "{text}");
     assert!(text.contains("hits     3 (50% of lookups)"), "{text}");
     assert!(text.contains("misses   3\n"), "{text}");
-    assert!(
-        text.contains("oldest   0 s ago") || text.contains("oldest   1 s ago"),
-        "{text}"
-    );
+    // Whole seconds, and two runs before it on a loaded machine: a few seconds at most.
+    let oldest = text
+        .lines()
+        .find_map(|line| line.strip_prefix("oldest   ")?.strip_suffix(" s ago"))
+        .and_then(|seconds| seconds.parse::<u64>().ok());
+    assert!(oldest.is_some_and(|seconds| seconds <= 5), "{text}");
 
     // RLM_CACHE names the file when no argument does.
     let cleared = rlm_command()

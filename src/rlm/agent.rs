@@ -17,7 +17,7 @@ use super::builder::Config;
 use super::context::Context;
 use super::prompt;
 use super::sub_calls::{CallLog, Logged};
-use super::trajectory::{BatchSlot, ContextDigest, Setup};
+use super::trajectory::{BatchSlot, ContextDigest, RegistryDigest, Setup};
 
 /// One agent of a run: the root, or a child at `depth`.
 pub(super) struct Agent {
@@ -128,6 +128,11 @@ impl Agent {
         Arc::new(Logged {
             inner: model,
             log: Arc::clone(&self.calls),
+            progress: self
+                .config
+                .recorder
+                .as_ref()
+                .map(|recorder| (Arc::clone(recorder), self.id.clone())),
         })
     }
 
@@ -198,6 +203,8 @@ impl Agent {
             limits: Some(config.run_limits(&self.limits())),
             context: context.map(ContextDigest::of),
             batch: self.batch,
+            context_paths: config.context_paths.clone().filter(|_| self.depth == 0),
+            registry: (self.depth == 0).then(|| RegistryDigest::of(&config.registry)),
         }
     }
 }

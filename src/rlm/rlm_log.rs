@@ -138,7 +138,7 @@ impl RlmLog {
         match record {
             Record::Start(start) => self.start(start),
             Record::Turn(turn) => lines.extend(self.turn(turn)),
-            Record::Unknown => {}
+            _ => {}
         }
         lines
     }

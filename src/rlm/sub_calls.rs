@@ -7,16 +7,24 @@ use std::sync::{Arc, Mutex};
 
 use crate::llm::{BatchResults, Completion, Llm, LlmError, LlmLayer, Request};
 
-use super::trajectory::SubCall;
+use super::recorder::Recorder;
+use super::trajectory::{CallRecord, Record, SubCall};
 
 /// The calls of one agent since they were last taken: its environment runs one block at a
 /// time, so what is taken after a block is that block's.
 #[derive(Default)]
 pub(super) struct CallLog {
     calls: Mutex<Vec<SubCall>>,
+    /// The turn and block running now, for the `call` lines.
+    at: Mutex<(u32, usize)>,
 }
 
 impl CallLog {
+    /// The calls from now on are block `block` of turn `turn`'s.
+    pub fn at(&self, turn: u32, block: usize) {
+        *self.at.lock().unwrap_or_else(|p| p.into_inner()) = (turn, block);
+    }
+
     /// The calls logged since the last `take`, in the order they were made.
     pub fn take(&self) -> Vec<SubCall> {
         std::mem::take(&mut *self.lock())
@@ -29,10 +37,13 @@ impl CallLog {
     }
 }
 
-/// A model whose every call is logged in `log`; a batch is logged in its order.
+/// A model whose every call is logged in `log`; a batch is logged in its order. With
+/// `progress` (the run's recorder and the agent's id), each answer is also written to the
+/// trace as it arrives, a `call` line, so that a run killed mid-block keeps it.
 pub(super) struct Logged {
     pub inner: Arc<dyn Llm>,
     pub log: Arc<CallLog>,
+    pub progress: Option<(Arc<Recorder>, String)>,
 }
 
 impl LlmLayer for Logged {
@@ -45,7 +56,9 @@ impl LlmLayer for Logged {
     fn call(&self, request: Request) -> Result<Completion, LlmError> {
         let asked = asked(&request);
         let result = self.inner.complete(request);
-        self.log.lock().push(SubCall::sent(&asked, &result));
+        let call = SubCall::sent(&asked, &result);
+        self.write_progress(&call);
+        self.log.lock().push(call);
         result
     }
 
@@ -68,13 +81,30 @@ impl Logged {
     ) -> Vec<Result<Completion, LlmError>> {
         let asked: Vec<Request> = requests.iter().map(asked).collect();
         let results = send(requests);
-        self.log.lock().extend(
-            asked
-                .iter()
-                .zip(&results)
-                .map(|(asked, result)| SubCall::sent(asked, result)),
-        );
+        let calls: Vec<SubCall> = asked
+            .iter()
+            .zip(&results)
+            .map(|(asked, result)| SubCall::sent(asked, result))
+            .collect();
+        calls.iter().for_each(|call| self.write_progress(call));
+        self.log.lock().extend(calls);
         results
+    }
+
+    /// Writes `call`'s `call` line. A trace that cannot be written fails the turn when
+    /// its `turn` line is written; the call itself is not failed for it.
+    fn write_progress(&self, call: &SubCall) {
+        let Some((recorder, agent)) = &self.progress else {
+            return;
+        };
+        let (turn, block) = *self.log.at.lock().unwrap_or_else(|p| p.into_inner());
+        let _ = recorder.record(Record::Call(CallRecord {
+            agent: agent.clone(),
+            turn,
+            block,
+            call: call.clone(),
+            at_ms: None,
+        }));
     }
 }
 

@@ -100,6 +100,28 @@
 //! [`Replay`](super::Replay) run it again without a server. A call a budget refused was
 //! never sent and is not listed.
 //!
+//! # Progress lines, and resuming
+//!
+//! A turn's `turn` line is written when it ends; two lines are written before, as things
+//! happen, so that a run killed mid-turn keeps what the model already said: a `reply`
+//! line ([`ReplyRecord`]: `agent`, `turn`, `reply`, `reasoning`, `prompt_tokens`,
+//! `completion_tokens`, `reasoning_tokens`, `finish_reason`, `cached`) when the turn's
+//! reply arrives, before its code runs, and a `call` line ([`CallRecord`]: `agent`,
+//! `turn`, `block` and the [`SubCall`]'s fields) when each call of its code is answered,
+//! in the order the answers came. The `turn` line then repeats them: these two kinds are
+//! the one exception to "no line repeats an earlier one", and a reader that only wants the
+//! conversation skips them.
+//!
+//! `rlm ask --resume` appends to the trace it resumes: a `resume` line
+//! ([`ResumeRecord`]: `version`, `agents`, `turns`, `calls` played back, the settings given
+//! again in `overrides`, `resumed_unix_ms`), then the resumed run's lines, none of which
+//! repeats one on file; `at_ms` goes on from the first run's clock. A turn on file that
+//! ended its agent with an error is written again when the resumed run plays it back and
+//! goes on (a larger `--max-iterations`), or asks again (its call had failed): the later
+//! line of a turn number is the one that counts. The root's `start` line records what a
+//! resume checks: `context_paths` (the context's paths as given, absolute) and `registry`
+//! ([`RegistryDigest`]: `sha256`, and `functions`, each name's digest).
+//!
 //! # Older traces
 //!
 //! A reader ignores fields and events it does not know, and every field added since the
@@ -129,6 +151,10 @@ use crate::llm::{Completion, ImageRecord, LlmError, Message, ReasoningEffort, Re
 use super::budget::Budgets;
 use super::context::Context;
 
+mod progress;
+
+pub use progress::{CallRecord, RegistryDigest, ReplyRecord, ResumeRecord};
+
 /// One line of a trace, tagged by its `event` field.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
@@ -140,6 +166,12 @@ pub enum Record {
     Start(Start),
     /// One of an agent's turns ended.
     Turn(Turn),
+    /// A turn's reply arrived (its code has not run yet).
+    Reply(ReplyRecord),
+    /// A model call of a block's code was answered.
+    Call(CallRecord),
+    /// A resumed run begins here.
+    Resume(ResumeRecord),
     /// An event this version does not know (a later version may write more): read and
     /// skipped, never written.
     #[serde(other)]
@@ -152,6 +184,9 @@ impl Record {
         match self {
             Record::Start(start) => start.at_ms,
             Record::Turn(turn) => turn.at_ms,
+            Record::Reply(reply) => reply.at_ms,
+            Record::Call(call) => call.at_ms,
+            Record::Resume(resume) => resume.at_ms,
             Record::Unknown => None,
         }
     }
@@ -214,6 +249,12 @@ pub struct Setup {
     pub context: Option<ContextDigest>,
     /// A child of `rlm_query_batched`: its place in the batch.
     pub batch: Option<BatchSlot>,
+    /// The root's context as given: its paths, absolute (left out when unknown).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context_paths: Option<Vec<String>>,
+    /// The registry the root's code ran with (left out on a child's line).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub registry: Option<RegistryDigest>,
 }
 
 /// Every limit and budget of a run. Each agent records the limits it ran under: the same

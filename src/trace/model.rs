@@ -217,7 +217,7 @@ impl Trace {
             match serde_json::from_str::<Record>(line) {
                 Ok(Record::Start(start)) => trace.start(start),
                 Ok(Record::Turn(turn)) => trace.turn(turn),
-                Ok(Record::Unknown) => trace.events += 1,
+                Ok(_) => trace.events += 1,
                 Err(error) => trace.problems.push(LineProblem {
                     line: i + 1,
                     message: error.to_string(),
@@ -249,7 +249,13 @@ impl Trace {
                 ..Start::default()
             }),
         };
-        self.agents[i].turns.push(turn);
+        let turns = &mut self.agents[i].turns;
+        // A resumed run writes again the turn that ended the first run with an error:
+        // the later line is the turn.
+        match turns.last_mut() {
+            Some(last) if last.turn == turn.turn => *last = turn,
+            _ => turns.push(turn),
+        }
     }
 
     /// Adds an agent, as a child of its parent if the parent is known; its index.

@@ -21,7 +21,7 @@ pub(super) fn first_divergence(recorded: &[Record], replayed: &[Record]) -> Opti
         .find_map(|record| match record {
             Record::Start(start) => compare_start(start, by_agent.get(start.agent.as_str())),
             Record::Turn(turn) => compare_turn(turn, by_agent.get(turn.agent.as_str())),
-            Record::Unknown => None,
+            _ => None,
         })
         .or_else(|| beyond_the_record(recorded, replayed))
 }
@@ -38,7 +38,7 @@ fn index(records: &[Record]) -> HashMap<&str, Replayed<'_>> {
                     .turns
                     .insert(turn.turn, turn);
             }
-            Record::Unknown => {}
+            _ => {}
         }
     }
     agents

@@ -179,7 +179,10 @@ fn overrides(args: &AskArgs, recorded: &Setup) -> Vec<String> {
             "model",
             args.run.llm.model.is_some() && args.run.llm.model != recorded.model,
         ),
-        ("base_url", args.run.llm.base_url.is_some()),
+        (
+            "base_url",
+            args.run.llm.base_url.is_some() && args.run.llm.base_url != recorded.base_url,
+        ),
     ];
     differs
         .iter()

@@ -168,7 +168,11 @@ fn the_trace_grows_linearly_and_the_conversation_can_be_rebuilt_from_it() {
         .lines()
         .filter(|line| !line.starts_with(r#"{"event":"reply""#))
         .collect();
-    assert_eq!(text.lines().count(), lines.len() + 6, "a reply line per turn");
+    assert_eq!(
+        text.lines().count(),
+        lines.len() + 6,
+        "a reply line per turn"
+    );
     let system = events[0]["messages"][0]["content"].as_str().unwrap();
     let system_marker =
         serde_json::to_string(&system.chars().take(200).collect::<String>()).unwrap();

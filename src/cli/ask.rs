@@ -42,12 +42,12 @@ pub(crate) struct AskArgs {
     pub(super) context: ContextArgs,
     #[command(flatten)]
     pub(super) run: RunFlags,
-    /// Turns of each agent before giving up [default: 10].
+    /// Turns of each agent before giving up (default: 10).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub(super) max_iterations: Option<u32>,
     /// How deep `rlm_query` children may go. An agent at this depth is not offered
     /// `rlm_query` (calling it is an error naming its scope) and uses `llm_query`; 0: no
-    /// children [default: 1].
+    /// children (default: 1).
     #[arg(long, value_name = "N")]
     pub(super) max_depth: Option<usize>,
     /// Write the trajectory to FILE as JSON lines (a start line per agent, then one per turn), flushed as it goes.
@@ -64,15 +64,15 @@ pub(crate) struct AskArgs {
     /// No live view, warnings or usage summary on stderr: only the answer, or the error.
     #[arg(short, long)]
     pub(super) quiet: bool,
-    /// Wall-clock seconds one code block may run, waiting on sub-calls included [default: 300].
+    /// Wall-clock seconds one code block may run, waiting on sub-calls included (default: 300).
     #[arg(long, value_name = "SECONDS")]
     pub(super) time_limit: Option<f64>,
     /// Memory each agent's Lua state may use, in MiB, besides the context (which does not
-    /// count) [default: 512].
+    /// count) (default: 512).
     #[arg(long, value_name = "MIB")]
     pub(super) memory_limit: Option<usize>,
     /// Bytes of code output fed back to the model per turn; the rest is cut with a note
-    /// [default: 10000].
+    /// (default: 10000).
     #[arg(long, value_name = "BYTES")]
     pub(super) output_bytes: Option<usize>,
     /// A JSON Schema file the answer must match. The prompt shows it; the model's

@@ -452,3 +452,56 @@ fn a_child_agent_killed_mid_way_is_rebuilt_and_goes_on() {
     let turns: Vec<u32> = child.turns.iter().map(|t| t.turn).collect();
     assert_eq!(turns, [1, 2, 3], "the child's turns, each once");
 }
+
+#[test]
+fn rlm_eval_killed_mid_task_resumes_the_task_from_its_trace() {
+    use rlm_registry::eval::{Scorer, Task};
+    let dir = tempfile::tempdir().unwrap();
+    let task = Task {
+        id: "t1".into(),
+        question: "What colour?".into(),
+        context: Some(CONTEXT.into()),
+        context_file: None,
+        answer: "quick late 3".into(),
+        scorer: Scorer::Exact,
+        family: None,
+        size: None,
+        schema: None,
+        corpus: false,
+    };
+    let tasks = dir.path().join("tasks.jsonl");
+    rlm_registry::eval::write_tasks(std::fs::File::create(&tasks).unwrap(), &[task]).unwrap();
+    let out = dir.path().join("out");
+    let eval = |server: &OpenAiServer| {
+        let mut command = rlm_command();
+        command
+            .args([
+                "eval",
+                "--methods",
+                "rlm",
+                "--tasks",
+                tasks.to_str().unwrap(),
+            ])
+            .args(["--out", out.to_str().unwrap()])
+            .args(llm_args(&server.base_url(), "scripted"));
+        command
+    };
+    let script = slow_sub_call_script();
+    let first = OpenAiServer::start(script.clone(), Behavior::status(500));
+    interrupt_when(
+        eval(&first),
+        &out.join("traces/t1.rlm.jsonl"),
+        |line| line.contains(r#""event":"call""#),
+        (&first, 4),
+        "KILL",
+    );
+    let rest = vec![Behavior::reply("late"), script[4].clone()];
+    let second = OpenAiServer::start(rest, Behavior::status(500));
+    let finished = eval(&second).output().unwrap();
+    assert_eq!(finished.status.code(), Some(0), "{}", stderr(&finished));
+    let results = std::fs::read_to_string(out.join("results.jsonl")).unwrap();
+    let result: serde_json::Value = serde_json::from_str(results.trim()).unwrap();
+    assert_eq!(result["answer"], "quick late 3", "{result}");
+    assert_eq!(result["score"], 1.0);
+    assert_eq!(second.request_count(), 2, "no request repeated");
+}

@@ -186,8 +186,7 @@ impl Resume {
         context: Option<Context>,
         user: Option<Arc<dyn User>>,
     ) -> Result<Report, ResumeError> {
-        self.check_context(context.as_ref())?;
-        self.check_registry(rlm.registry())?;
+        self.check(&rlm, context.as_ref())?;
         if let Some(answer) = self.finished() {
             return Ok(self.finished_report(answer));
         }
@@ -210,6 +209,13 @@ impl Resume {
             .trace(file)
             .resuming(Arc::new(tapes), Arc::new(resuming));
         Ok(rlm.run_report(self.question(), context, user))
+    }
+
+    /// Whether [`run`](Resume::run) would go on with `rlm`'s registry and `context`:
+    /// the recorded ones, unless forced.
+    pub fn check(&self, rlm: &Rlm, context: Option<&Context>) -> Result<(), ResumeError> {
+        self.check_context(context)?;
+        self.check_registry(rlm.registry())
     }
 
     fn check_context(&self, given: Option<&Context>) -> Result<(), ResumeError> {

@@ -505,3 +505,18 @@ fn rlm_eval_killed_mid_task_resumes_the_task_from_its_trace() {
     assert_eq!(result["score"], 1.0);
     assert_eq!(second.request_count(), 2, "no request repeated");
 }
+
+#[test]
+fn a_resumed_trace_replays_identical() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = five_turns();
+    let trace = interrupted(dir.path(), &script, 4);
+    resumed(&trace, &script[4..], 10);
+    let report = rlm_registry::rlm::Replay::from_file(&trace)
+        .unwrap()
+        .context(Context::from(CONTEXT))
+        .run()
+        .unwrap();
+    assert!(report.is_identical(), "{:?}", report.divergence);
+    assert_eq!((report.turns, report.sub_calls), (5, 1));
+}

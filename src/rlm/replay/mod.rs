@@ -120,7 +120,7 @@ impl Replay {
     /// that is not (another file, a trace cut short) is an error, and so is a trace whose
     /// root agent has no ending (the run was still going).
     pub fn from_jsonl(text: &str) -> Result<Replay, ReplayError> {
-        let records = parse(text)?;
+        let records = superseded_left_out(parse(text)?);
         let root = root_start(&records).ok_or(ReplayError::NoRoot)?;
         let last_turn = records.iter().rev().find_map(|record| match record {
             Record::Turn(turn) if turn.agent == root.agent => Some(turn),
@@ -259,6 +259,27 @@ fn with_limits(rlm: Rlm, limits: &RunLimits) -> Rlm {
         Some(window) => rlm.context_window(window),
         None => rlm,
     }
+}
+
+/// `records` without a turn that a later line of the same agent and turn number replaces:
+/// a resumed run writes again the turn that ended the first run, and the later line is
+/// the turn.
+fn superseded_left_out(records: Vec<Record>) -> Vec<Record> {
+    let mut last = std::collections::HashMap::new();
+    for (i, record) in records.iter().enumerate() {
+        if let Record::Turn(turn) = record {
+            last.insert((turn.agent.clone(), turn.turn), i);
+        }
+    }
+    records
+        .into_iter()
+        .enumerate()
+        .filter(|(i, record)| match record {
+            Record::Turn(turn) => last.get(&(turn.agent.clone(), turn.turn)) == Some(i),
+            _ => true,
+        })
+        .map(|(_, record)| record)
+        .collect()
 }
 
 fn root_start(records: &[Record]) -> Option<&Start> {

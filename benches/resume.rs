@@ -70,24 +70,22 @@ fn main() {
     let script: Vec<Behavior> = (1..=TURNS).map(|k| reply(k).after(delay)).collect();
 
     // The first run: 14 turns, then the server refuses turn 15.
-    let first = OpenAiServer::start(
-        script[..INTERRUPTED_AT - 1].to_vec(),
-        Behavior::status(400),
-    );
+    let first = OpenAiServer::start(script[..INTERRUPTED_AT - 1].to_vec(), Behavior::status(400));
     let started = Instant::now();
-    let report = rlm(&first)
-        .trace_file(&trace)
-        .expect("a trace")
-        .run_report("How many errors?", Some(context()), None);
+    let report = rlm(&first).trace_file(&trace).expect("a trace").run_report(
+        "How many errors?",
+        Some(context()),
+        None,
+    );
     let first_run = started.elapsed();
-    assert!(report.result.is_err(), "interrupted at turn {INTERRUPTED_AT}");
+    assert!(
+        report.result.is_err(),
+        "interrupted at turn {INTERRUPTED_AT}"
+    );
     let first_requests = first.request_count();
 
     // The resume: turns 1 to 14 played back, then live.
-    let second = OpenAiServer::start(
-        script[INTERRUPTED_AT - 1..].to_vec(),
-        Behavior::status(500),
-    );
+    let second = OpenAiServer::start(script[INTERRUPTED_AT - 1..].to_vec(), Behavior::status(500));
     let started = Instant::now();
     let resumed = Resume::from_file(&trace)
         .expect("a trace")
@@ -97,10 +95,16 @@ fn main() {
     let answer = resumed.result.expect("an answer");
     let requests = second.requests();
     let to_first_live = requests[0].received_at.duration_since(started);
-    assert_eq!(requests.len(), TURNS - INTERRUPTED_AT + 1, "no turn asked twice");
+    assert_eq!(
+        requests.len(),
+        TURNS - INTERRUPTED_AT + 1,
+        "no turn asked twice"
+    );
 
     let ratio = to_first_live.as_secs_f64() / first_run.as_secs_f64();
-    println!("resume of a {TURNS}-turn run interrupted at turn {INTERRUPTED_AT}, server delay {delay:?}");
+    println!(
+        "resume of a {TURNS}-turn run interrupted at turn {INTERRUPTED_AT}, server delay {delay:?}"
+    );
     println!("| | time | model requests |");
     println!("|---|---:|---:|");
     println!(
@@ -118,5 +122,7 @@ fn main() {
         resumed_run.as_secs_f64() * 1000.0,
         requests.len()
     );
-    println!("time to the first live request / the first run's 14 turns: {ratio:.3} (answer {answer})");
+    println!(
+        "time to the first live request / the first run's 14 turns: {ratio:.3} (answer {answer})"
+    );
 }

@@ -7,12 +7,15 @@ use std::sync::Arc;
 
 use clap::{Args, ValueEnum};
 
-use rlm_registry::environment::AnswerSchema;
+use rlm_registry::catalog::Catalog;
+use rlm_registry::environment::{AnswerSchema, Limits};
+use rlm_registry::llm::Llm;
 use rlm_registry::rlm::{
     DEFAULT_BLOCK_TIME_LIMIT, DEFAULT_MAX_DEPTH, DEFAULT_MAX_ITERATIONS, DEFAULT_OUTPUT_BYTES,
-    Report,
+    Report, Rlm,
 };
 use rlm_registry::setup::Defaults;
+use rlm_registry::setup::RunSetup;
 
 use super::ask_trace::{TraceRequest, Traces};
 use super::run_args::{RunFlags, model};
@@ -90,6 +93,11 @@ pub(super) struct Chosen {
     pub time_limit: f64,
     pub memory_limit: usize,
     pub output_bytes: usize,
+    /// The limits of a block, from the time and memory limits.
+    pub limits: Limits,
+    /// The context's paths, to record.
+    pub context_paths: Vec<PathBuf>,
+    pub schema: Option<AnswerSchema>,
 }
 
 impl Chosen {
@@ -103,6 +111,25 @@ impl Chosen {
                 .unwrap_or(DEFAULT_BLOCK_TIME_LIMIT.as_secs_f64()),
             memory_limit: args.memory_limit.unwrap_or(DEFAULT_MEMORY_MIB),
             output_bytes: args.output_bytes.unwrap_or(DEFAULT_OUTPUT_BYTES),
+            limits: Limits::default(),
+            context_paths: Vec::new(),
+            schema: None,
+        }
+    }
+
+    /// The RLM of `setup` asking `llm`, with `catalog`'s registry and providers, under
+    /// these settings.
+    pub(super) fn rlm(self, setup: &RunSetup, llm: Arc<dyn Llm>, catalog: &Catalog) -> Rlm {
+        let rlm = setup
+            .rlm(llm, Arc::clone(catalog.registry()), self.max_iterations)
+            .providers(Arc::clone(catalog.providers()))
+            .max_depth(self.max_depth)
+            .limits(self.limits)
+            .output_bytes(self.output_bytes)
+            .context_paths(self.context_paths);
+        match self.schema {
+            Some(schema) => rlm.answer_schema(schema),
+            None => rlm,
         }
     }
 }
@@ -150,16 +177,13 @@ pub(super) fn ask(args: &AskArgs) -> Output {
     };
     warnings_on_stderr(args.quiet);
     with_catalog(&args.source, |catalog| {
-        let mut rlm = setup
-            .rlm(llm, Arc::clone(catalog.registry()), chosen.max_iterations)
-            .providers(Arc::clone(catalog.providers()))
-            .max_depth(chosen.max_depth)
-            .limits(limits)
-            .output_bytes(chosen.output_bytes)
-            .context_paths(context_paths);
-        if let Some(schema) = schema {
-            rlm = rlm.answer_schema(schema);
+        let mut rlm = Chosen {
+            limits,
+            context_paths,
+            schema,
+            ..chosen
         }
+        .rlm(&setup, llm, catalog);
         let request = TraceRequest {
             file: args.trace.as_deref(),
             rlm_format: args.trace_format == TraceFormatArg::Rlm,

@@ -54,16 +54,13 @@ pub(super) fn resume(args: &AskArgs, trace: &Path) -> Output {
     };
     warnings_on_stderr(args.quiet);
     with_catalog(&args.source, |catalog| {
-        let mut rlm = setup
-            .rlm(llm, Arc::clone(catalog.registry()), chosen.max_iterations)
-            .providers(Arc::clone(catalog.providers()))
-            .max_depth(chosen.max_depth)
-            .limits(limits)
-            .output_bytes(chosen.output_bytes)
-            .context_paths(paths);
-        if let Some(schema) = schema {
-            rlm = rlm.answer_schema(schema);
+        let mut rlm = Chosen {
+            limits,
+            context_paths: paths,
+            schema,
+            ..chosen
         }
+        .rlm(&setup, llm, catalog);
         if !args.quiet {
             rlm = rlm.live_view(std::io::stderr());
         }
@@ -91,6 +88,7 @@ fn chosen(args: &AskArgs, recorded: &Setup) -> Chosen {
             .memory_limit
             .unwrap_or(limits.block.memory_bytes / (1024 * 1024)),
         output_bytes: args.output_bytes.unwrap_or(limits.output_bytes),
+        ..defaults
     }
 }
 

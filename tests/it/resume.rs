@@ -520,3 +520,44 @@ fn a_resumed_trace_replays_identical() {
     assert!(report.is_identical(), "{:?}", report.divergence);
     assert_eq!((report.turns, report.sub_calls), (5, 1));
 }
+
+#[test]
+fn what_the_run_spent_before_counts_against_its_budget_and_a_larger_one_goes_on() {
+    use rlm_registry::rlm::Budgets;
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("run.jsonl");
+    let script = five_turns();
+    let calls = |n| Budgets::default().with_llm_calls(n);
+    let first = OpenAiServer::start(script[..3].to_vec(), Behavior::status(500));
+    let report = rlm_of(&first, 10)
+        .budgets(calls(3))
+        .trace_file(&trace)
+        .unwrap()
+        .run_report("What colour?", Some(Context::from(CONTEXT)), None);
+    assert!(report.result.is_err(), "turn 3 is over the budget");
+    assert_eq!(first.request_count(), 3);
+    // The same budget: spent already, so nothing is sent.
+    let same = OpenAiServer::start(script[3..].to_vec(), Behavior::status(500));
+    let report = Resume::from_file(&trace)
+        .unwrap()
+        .run(
+            rlm_of(&same, 10).budgets(calls(3)),
+            Some(Context::from(CONTEXT)),
+            None,
+        )
+        .unwrap();
+    assert!(report.result.unwrap_err().to_string().contains("budget"));
+    assert_eq!(same.request_count(), 0);
+    // A larger one: the three calls on file count, three more are sent.
+    let report = Resume::from_file(&trace)
+        .unwrap()
+        .run(
+            rlm_of(&same, 10).budgets(calls(6)),
+            Some(Context::from(CONTEXT)),
+            None,
+        )
+        .unwrap();
+    assert_eq!(report.result.unwrap(), "blue 4");
+    assert_eq!(same.request_count(), 3);
+    assert_eq!(report.usage.total().calls, 6, "the whole run's calls");
+}

@@ -81,6 +81,8 @@ pub(crate) struct Resuming {
 pub struct Resume {
     path: PathBuf,
     records: Arc<Vec<Record>>,
+    /// The root agent's `start` line.
+    root: Arc<Start>,
     /// Bytes of the file up to its last whole line.
     whole: u64,
     /// The last line is whole but for its newline.
@@ -110,15 +112,17 @@ impl Resume {
         let bytes = std::fs::read(path).map_err(read_error)?;
         let (records, whole) = parse(&bytes)?;
         let newline = whole > 0 && bytes.get(whole as usize - 1) != Some(&b'\n');
-        if !records
+        let root = records
             .iter()
-            .any(|r| matches!(r, Record::Start(s) if s.agent == "0"))
-        {
-            return Err(ResumeError::NoRoot);
-        }
+            .find_map(|r| match r {
+                Record::Start(start) if start.agent == "0" => Some(start.clone()),
+                _ => None,
+            })
+            .ok_or(ResumeError::NoRoot)?;
         Ok(Resume {
             path: path.to_path_buf(),
             records: Arc::new(records),
+            root: Arc::new(root),
             whole,
             newline,
             force: false,
@@ -141,13 +145,7 @@ impl Resume {
 
     /// The root agent's `start` line.
     pub fn root(&self) -> &Start {
-        self.records
-            .iter()
-            .find_map(|r| match r {
-                Record::Start(start) if start.agent == "0" => Some(start),
-                _ => None,
-            })
-            .unwrap_or_else(|| unreachable!("checked when read"))
+        &self.root
     }
 
     /// The question the run answers.

@@ -194,6 +194,8 @@ fn call_entry(call: &SubCall) -> Entry {
             let mut completion = Completion::new(answer.clone())
                 .with_tokens(call.prompt_tokens, call.completion_tokens);
             completion.reasoning.clone_from(&call.reasoning);
+            // Paid for by an earlier run: played back, it spends no budget again.
+            completion.cached = call.cached;
             Ok(completion)
         }
         None => Err(call.error.clone().unwrap_or_default()),

@@ -57,6 +57,7 @@ fn reply_of(turn: &Turn) -> Option<Completion> {
     completion.finish_reason.clone_from(&turn.finish_reason);
     completion.reasoning.clone_from(&turn.reasoning);
     completion.reasoning_tokens = turn.reasoning_tokens;
+    completion.cached = turn.cached;
     Some(completion)
 }
 

@@ -80,6 +80,7 @@ impl ReplyRecord {
         completion.reasoning.clone_from(&self.reasoning);
         completion.reasoning_tokens = self.reasoning_tokens;
         completion.finish_reason.clone_from(&self.finish_reason);
+        completion.cached = self.cached;
         completion
     }
 }

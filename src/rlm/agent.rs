@@ -16,7 +16,7 @@ use super::budget::{Ledger, Metered};
 use super::builder::Config;
 use super::context::Context;
 use super::prompt;
-use super::sub_calls::{CallLog, Logged};
+use super::sub_calls::{CallLog, Logged, Progress};
 use super::trajectory::{BatchSlot, ContextDigest, RegistryDigest, Setup};
 
 /// One agent of a run: the root, or a child at `depth`.
@@ -126,14 +126,26 @@ impl Agent {
             return model;
         }
         Arc::new(Logged {
-            inner: model,
+            inner: self.with_progress(model),
             log: Arc::clone(&self.calls),
-            progress: self
-                .config
-                .recorder
-                .as_ref()
-                .map(|recorder| (Arc::clone(recorder), self.id.clone())),
         })
+    }
+
+    /// `model` writing each answer to the trace as it arrives. Not in a replay, whose
+    /// tapes answer a batch in its order, one request after the other.
+    fn with_progress(&self, model: Arc<dyn Llm>) -> Arc<dyn Llm> {
+        let config = &self.config;
+        match &config.recorder {
+            Some(recorder) if config.replay.is_none() || config.resuming.is_some() => {
+                Arc::new(Progress {
+                    inner: model,
+                    log: Arc::clone(&self.calls),
+                    recorder: Arc::clone(recorder),
+                    agent: self.id.clone(),
+                })
+            }
+            _ => model,
+        }
     }
 
     /// The environment: the metered model, the child agent unless at the depth limit,

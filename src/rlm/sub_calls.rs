@@ -5,7 +5,9 @@
 
 use std::sync::{Arc, Mutex};
 
-use crate::llm::{BatchResults, Completion, Llm, LlmError, LlmLayer, Request};
+use crate::llm::{
+    BatchResults, Completion, Llm, LlmError, LlmLayer, ModelInfo, Request, run_batch,
+};
 
 use super::recorder::Recorder;
 use super::trajectory::{CallRecord, Record, SubCall};
@@ -37,13 +39,55 @@ impl CallLog {
     }
 }
 
-/// A model whose every call is logged in `log`; a batch is logged in its order. With
-/// `progress` (the run's recorder and the agent's id), each answer is also written to the
-/// trace as it arrives, a `call` line, so that a run killed mid-block keeps it.
+/// A model whose every call is logged in `log`; a batch is logged in its order.
 pub(super) struct Logged {
     pub inner: Arc<dyn Llm>,
     pub log: Arc<CallLog>,
-    pub progress: Option<(Arc<Recorder>, String)>,
+}
+
+/// A model whose every answer is written to the trace as it arrives, a `call` line, so
+/// that a run killed mid-block keeps it. A batch is sent one request at a time, at most
+/// the batch's concurrency at once, so that each answer is written when it comes, not
+/// when the slowest of the batch does.
+pub(super) struct Progress {
+    pub inner: Arc<dyn Llm>,
+    pub log: Arc<CallLog>,
+    pub recorder: Arc<Recorder>,
+    pub agent: String,
+}
+
+impl Llm for Progress {
+    fn complete(&self, request: Request) -> Result<Completion, LlmError> {
+        let asked = asked(&request);
+        let result = self.inner.complete(request);
+        let (turn, block) = *self.log.at.lock().unwrap_or_else(|p| p.into_inner());
+        // A trace that cannot be written fails the turn when its `turn` line is written;
+        // the call is not failed for it.
+        let _ = self.recorder.record(Record::Call(CallRecord {
+            agent: self.agent.clone(),
+            turn,
+            block,
+            call: SubCall::sent(&asked, &result),
+            at_ms: None,
+        }));
+        result
+    }
+
+    fn complete_batch(&self, requests: Vec<Request>) -> BatchResults {
+        run_batch(self, requests, self.inner.max_concurrency())
+    }
+
+    fn complete_batch_at(&self, requests: Vec<Request>, max_concurrency: usize) -> BatchResults {
+        run_batch(self, requests, max_concurrency)
+    }
+
+    fn max_concurrency(&self) -> usize {
+        self.inner.max_concurrency()
+    }
+
+    fn model_info(&self) -> Option<ModelInfo> {
+        self.inner.model_info()
+    }
 }
 
 impl LlmLayer for Logged {
@@ -56,9 +100,7 @@ impl LlmLayer for Logged {
     fn call(&self, request: Request) -> Result<Completion, LlmError> {
         let asked = asked(&request);
         let result = self.inner.complete(request);
-        let call = SubCall::sent(&asked, &result);
-        self.write_progress(&call);
-        self.log.lock().push(call);
+        self.log.lock().push(SubCall::sent(&asked, &result));
         result
     }
 
@@ -81,30 +123,13 @@ impl Logged {
     ) -> Vec<Result<Completion, LlmError>> {
         let asked: Vec<Request> = requests.iter().map(asked).collect();
         let results = send(requests);
-        let calls: Vec<SubCall> = asked
-            .iter()
-            .zip(&results)
-            .map(|(asked, result)| SubCall::sent(asked, result))
-            .collect();
-        calls.iter().for_each(|call| self.write_progress(call));
-        self.log.lock().extend(calls);
+        self.log.lock().extend(
+            asked
+                .iter()
+                .zip(&results)
+                .map(|(asked, result)| SubCall::sent(asked, result)),
+        );
         results
-    }
-
-    /// Writes `call`'s `call` line. A trace that cannot be written fails the turn when
-    /// its `turn` line is written; the call itself is not failed for it.
-    fn write_progress(&self, call: &SubCall) {
-        let Some((recorder, agent)) = &self.progress else {
-            return;
-        };
-        let (turn, block) = *self.log.at.lock().unwrap_or_else(|p| p.into_inner());
-        let _ = recorder.record(Record::Call(CallRecord {
-            agent: agent.clone(),
-            turn,
-            block,
-            call: call.clone(),
-            at_ms: None,
-        }));
     }
 }
 

@@ -561,3 +561,53 @@ fn what_the_run_spent_before_counts_against_its_budget_and_a_larger_one_goes_on(
     assert_eq!(same.request_count(), 3);
     assert_eq!(report.usage.total().calls, 6, "the whole run's calls");
 }
+
+/// Answers a batch's prompts by their words, `slow one` after `slow`, and anything else
+/// with the final turn.
+fn batch_answers(slow: Duration) -> Behavior {
+    Behavior::ByPrompt(vec![
+        ("alpha".into(), Behavior::reply("A")),
+        ("beta".into(), Behavior::reply("B")),
+        ("slow one".into(), Behavior::reply("C").after(slow)),
+        (String::new(), lua("FINAL(r[1] .. r[2] .. r[3])")),
+    ])
+}
+
+#[test]
+fn a_batch_killed_with_one_prompt_out_asks_only_that_one_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let batch = lua("r = llm_query_batched({'alpha', 'beta', 'slow one'})\nprint(#r)");
+    let first = OpenAiServer::start(vec![batch], batch_answers(Duration::from_secs(4)));
+    let trace = dir.path().join("run.jsonl");
+    interrupt_when(
+        ask(&first, dir.path(), &[]),
+        &trace,
+        |line| line.contains(r#""content":"beta""#) && line.contains(r#""event":"call""#),
+        (&first, 4),
+        "KILL",
+    );
+    let text = std::fs::read_to_string(&trace).unwrap();
+    assert!(
+        text.contains(r#""content":"alpha""#),
+        "each answer of the batch is written as it comes"
+    );
+    let second = OpenAiServer::always(batch_answers(Duration::ZERO));
+    let out = resume_cli(&second, dir.path(), &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "ABC\n");
+    let asked: Vec<String> = second
+        .requests()
+        .iter()
+        .map(|r| r.json().unwrap()["messages"].to_string())
+        .collect();
+    assert_eq!(
+        asked.len(),
+        2,
+        "the slow prompt and the last turn: {asked:?}"
+    );
+    assert!(
+        !asked
+            .iter()
+            .any(|a| a.contains("\"alpha\"") || a.contains("\"beta\""))
+    );
+}

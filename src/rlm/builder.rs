@@ -365,8 +365,9 @@ impl Rlm {
     /// Writes the trajectory of each run to `writer` as JSON lines, flushed one by one: a
     /// `start` line per agent (its system prompt and question, and what the run was:
     /// model, server, limits, start time, version, context digest), then a line per turn
-    /// with only what the turn added, so the trace grows linearly with the run. The format
-    /// is [`trajectory`](super::trajectory)'s.
+    /// with only what the turn added, so the trace grows linearly with the run; a `reply`
+    /// line and a `call` line per sub-call are written as they arrive, before the turn
+    /// ends. The format is [`trajectory`](super::trajectory)'s.
     ///
     /// ```
     /// use std::io::Write;
@@ -401,8 +402,9 @@ impl Rlm {
     ///     text.lines().map(|line| serde_json::from_str(line).unwrap()).collect();
     /// assert_eq!(events[0]["event"], "start");
     /// assert_eq!(events[0]["messages"][0]["role"], "system");
-    /// assert_eq!(events[1]["event"], "turn");
-    /// assert_eq!(events[1]["final"], "done");
+    /// assert_eq!(events[1]["event"], "reply", "written as the reply arrives");
+    /// assert_eq!(events[2]["event"], "turn");
+    /// assert_eq!(events[2]["final"], "done");
     /// ```
     pub fn trace(mut self, writer: impl Write + Send + 'static) -> Rlm {
         self.config.trace = Some(Arc::new(Sink::new(Box::new(writer))));

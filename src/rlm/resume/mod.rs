@@ -435,3 +435,23 @@ mod tests {
         assert!(parse(foreign.as_bytes()).is_err());
     }
 }
+
+#[cfg(test)]
+mod clock_tests {
+    use super::super::budget::{BudgetExceeded, Budgets, Ledger};
+    use std::time::Duration;
+
+    #[test]
+    fn a_resumed_run_counts_its_wall_time_from_its_first_start() {
+        let budgets = Budgets::default().with_wall_time(Duration::from_secs(60));
+        let spent = Ledger::resumed(budgets, 1, Duration::from_secs(61));
+        assert!(matches!(
+            spent.check(),
+            Err(BudgetExceeded::WallTime { .. })
+        ));
+        let left = Ledger::resumed(budgets, 1, Duration::from_secs(20));
+        assert!(left.check().is_ok());
+        let remaining = left.remaining_time().unwrap();
+        assert!(remaining <= Duration::from_secs(40), "{remaining:?}");
+    }
+}

@@ -253,6 +253,10 @@ class Answer:
     @property
     def seconds(self) -> float: ...
     @property
+    def cost(self) -> float | None:
+        """What the run cost in US dollars, where known (the server's `usage.cost`, else
+        the model's price in `config`'s `[prices]`); else `None`."""
+    @property
     def trace(self) -> str | None:
         """The trace file written, if one was asked for."""
 
@@ -281,6 +285,7 @@ def ask(
     max_tokens: int | None = None,
     max_llm_calls: int | None = None,
     max_time: float | None = None,
+    max_cost: float | None = None,
     prompt_mode: Literal["full", "compact", "auto"] | None = None,
     context_window: int | None = None,
     answer_protocol: Literal["final", "answer"] | None = None,
@@ -304,8 +309,11 @@ def ask(
     runs and never goes back to it; the trace keeps it. `context_window` refuses a
     first request that would not fit; `answer_protocol` chooses how the prompt teaches
     the model to end (both ways always work); `schema`, a JSON Schema (a dict or JSON
-    text), types the answer (`Answer.value`). Raises `LimitError`, `LlmError` or
-    `LuaError` when the run ends without an answer."""
+    text), types the answer (`Answer.value`). `max_cost` caps the run's spending in US
+    dollars (`RLM_MAX_COST`, `[budgets] max_cost`): the server's `usage.cost`, else the
+    model's price in `config`'s `[prices]`. Ctrl-C cancels the run and raises
+    `KeyboardInterrupt` within a second, its trace ending with the last whole turn.
+    Raises `LimitError`, `LlmError` or `LuaError` when the run ends without an answer."""
 
 def system_prompt(
     context: _Context | None = None,

@@ -2,13 +2,14 @@
 //! the prompt it starts from.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, mpsc};
+use std::time::Duration;
 
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 
-use rlm_registry::environment::AnswerSchema;
-use rlm_registry::llm::{Completion, Llm, LlmError, Request};
+use rlm_registry::environment::{AnswerSchema, Interrupt};
+use rlm_registry::llm::{Completion, Cost, Llm, LlmError, Request};
 use rlm_registry::rlm::{
     Context, DEFAULT_BLOCK_TIME_LIMIT, DEFAULT_OUTPUT_BYTES, Rlm, TraceFormat,
 };
@@ -121,13 +122,13 @@ impl Source<'_> {
     paths = Vec::new(), baked = true, registry = None, config = None,
     time_limit = DEFAULT_BLOCK_TIME_LIMIT.as_secs_f64(), memory_limit_mb = 512,
     output_bytes = DEFAULT_OUTPUT_BYTES, max_tokens = None, max_llm_calls = None,
-    max_time = None, prompt_mode = None, context_window = None,
+    max_time = None, max_cost = None, prompt_mode = None, context_window = None,
     answer_protocol = None, llm_concurrency = None, max_reply_tokens = None,
     reasoning_effort = None, schema = None, verbose = false
 ), text_signature = "(question, context=None, *, model=None, base_url=None, api_key=None, \
     max_iterations=10, max_depth=1, trace=None, trace_format='events', paths=(), baked=True, \
     registry=None, config=None, time_limit=300.0, memory_limit_mb=512, output_bytes=10000, \
-    max_tokens=None, max_llm_calls=None, max_time=None, prompt_mode=None, \
+    max_tokens=None, max_llm_calls=None, max_time=None, max_cost=None, prompt_mode=None, \
     context_window=None, answer_protocol=None, llm_concurrency=None, max_reply_tokens=None, \
     reasoning_effort=None, schema=None, verbose=False)")]
 #[allow(clippy::too_many_arguments)]
@@ -152,6 +153,7 @@ pub fn ask<'py>(
     max_tokens: Option<u64>,
     max_llm_calls: Option<u64>,
     max_time: Option<f64>,
+    max_cost: Option<f64>,
     prompt_mode: Option<String>,
     context_window: Option<u64>,
     answer_protocol: Option<String>,
@@ -184,6 +186,7 @@ pub fn ask<'py>(
                 max_tokens,
                 max_llm_calls,
                 max_time,
+                max_cost,
                 ..RunSettings::default()
             },
             schema: schema.as_ref().map(schema_of).transpose()?,
@@ -212,14 +215,7 @@ pub fn ask<'py>(
         if verbose {
             rlm = rlm.live_view(std::io::stderr());
         }
-        let question = question.to_string();
-        let report = py
-            .detach(move || {
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    rlm.run_report(&question, context, None)
-                }))
-            })
-            .map_err(|payload| internal_error(&panic_message(payload.as_ref())))?;
+        let report = run_interruptibly(py, rlm, question.to_string(), context)?;
         let usage = report.usage.total();
         let value = report
             .value
@@ -235,6 +231,7 @@ pub fn ask<'py>(
             reasoning_tokens: usage.reasoning_tokens,
             llm_calls: usage.calls,
             seconds: report.usage.elapsed.as_secs_f64(),
+            cost: (usage.cost > Cost::ZERO).then(|| usage.cost.usd()),
             trace: trace.map(|path| path.display().to_string()),
         };
         match report.result {
@@ -253,6 +250,54 @@ pub fn ask<'py>(
         }
     })
 }
+
+/// Runs `rlm` on its own thread, the GIL released, while this thread looks for Python's
+/// signals: Ctrl-C cancels the run (which stops at its next safe point, its trace whole)
+/// and raises `KeyboardInterrupt` within a second.
+fn run_interruptibly(
+    py: Python<'_>,
+    rlm: Rlm,
+    question: String,
+    context: Option<Context>,
+) -> PyResult<rlm_registry::rlm::Report> {
+    let cancel = Interrupt::new();
+    let rlm = rlm.cancel_on(cancel.clone());
+    let (done, mut report) = mpsc::channel();
+    std::thread::spawn(move || {
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            rlm.run_report(&question, context, None)
+        }));
+        let _ = done.send(outcome);
+    });
+    loop {
+        // The receiver goes to the thread that waits without the GIL, and comes back.
+        let waited;
+        (waited, report) = py.detach(move || (report.recv_timeout(SIGNAL_POLL), report));
+        match waited {
+            Ok(outcome) => {
+                return outcome.map_err(|payload| internal_error(&panic_message(payload.as_ref())));
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                return Err(internal_error("the run's thread ended without a report"));
+            }
+        }
+        if let Err(signal) = py.check_signals() {
+            cancel.interrupt();
+            // The run stops at its next safe point: waited for briefly, so that its
+            // trace ends with the last whole turn before the exception is raised.
+            py.detach(move || {
+                let _ = report.recv_timeout(CANCEL_GRACE);
+            });
+            return Err(signal);
+        }
+    }
+}
+
+/// How often the waiting thread looks for Ctrl-C.
+const SIGNAL_POLL: Duration = Duration::from_millis(50);
+/// How long a cancelled run is given to stop before `KeyboardInterrupt` is raised.
+const CANCEL_GRACE: Duration = Duration::from_millis(500);
 
 /// The system prompt `ask` starts from, for `context`.
 #[pyfunction]
@@ -367,6 +412,9 @@ pub struct Answer {
     llm_calls: u64,
     /// Wall time of the run.
     seconds: f64,
+    /// What the run cost in US dollars, where known (the server's `usage.cost`, else the
+    /// model's price in `config`'s `[prices]`); else `None`.
+    cost: Option<f64>,
     /// The trace file written, if one was asked for.
     trace: Option<String>,
 }

@@ -7,7 +7,7 @@ use std::any::Any;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use pyo3::create_exception;
-use pyo3::exceptions::{PyException, PyOSError, PyTypeError};
+use pyo3::exceptions::{PyException, PyKeyboardInterrupt, PyOSError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 
@@ -161,6 +161,12 @@ pub(crate) fn run_error(py: Python<'_>, error: RlmError) -> PyErr {
         ) => limit("tokens", message),
         RlmError::Budget(BudgetExceeded::LlmCalls { .. }) => limit("llm_calls", message),
         RlmError::Budget(BudgetExceeded::WallTime { .. }) => limit("wall_time", message),
+        RlmError::Budget(
+            BudgetExceeded::Cost { .. }
+            | BudgetExceeded::CostWouldExceed { .. }
+            | BudgetExceeded::CostUnknown { .. },
+        ) => limit("cost", message),
+        RlmError::Interrupted => PyKeyboardInterrupt::new_err(message),
         RlmError::Llm(_) | RlmError::NoCode { .. } | RlmError::ContextWindow(_) => {
             LlmError::new_err(message)
         }

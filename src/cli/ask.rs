@@ -8,11 +8,11 @@ use std::sync::Arc;
 use clap::{Args, ValueEnum};
 
 use rlm_registry::catalog::Catalog;
-use rlm_registry::environment::{AnswerSchema, Limits};
+use rlm_registry::environment::{AnswerSchema, Interrupt, Limits};
 use rlm_registry::llm::Llm;
 use rlm_registry::rlm::{
     DEFAULT_BLOCK_TIME_LIMIT, DEFAULT_MAX_DEPTH, DEFAULT_MAX_ITERATIONS, DEFAULT_OUTPUT_BYTES,
-    Report, Rlm,
+    Report, Rlm, RlmError,
 };
 use rlm_registry::setup::Defaults;
 use rlm_registry::setup::RunSetup;
@@ -197,12 +197,13 @@ pub(super) fn ask(args: &AskArgs) -> Output {
         if !args.quiet {
             rlm = rlm.live_view(std::io::stderr());
         }
+        rlm = rlm.cancel_on(cancel_on_signals());
         let question = args.question.as_deref().unwrap_or_default();
         let report = rlm.run_report(question, context, Some(Arc::new(Terminal)));
         // Problems writing the page go to stderr even with --quiet; the exit code stays
         // the run's.
         let trace_notes = traces.finish();
-        finish(report, args.quiet, trace_notes)
+        finish(report, args.quiet, trace_notes, args.trace.as_deref())
     })
 }
 
@@ -222,8 +223,13 @@ pub(super) fn warnings_on_stderr(quiet: bool) {
 }
 
 /// The answer on stdout, or the error; `notes` and, unless `quiet`, the usage summary on
-/// stderr.
-pub(super) fn finish(report: Report, quiet: bool, notes: String) -> Output {
+/// stderr. An interrupted run is told how to go on from its `trace`.
+pub(super) fn finish(
+    report: Report,
+    quiet: bool,
+    notes: String,
+    trace: Option<&std::path::Path>,
+) -> Output {
     let summary = if quiet {
         notes
     } else {
@@ -241,6 +247,10 @@ pub(super) fn finish(report: Report, quiet: bool, notes: String) -> Output {
     };
     match report.result {
         Ok(answer) => answered(answer, summary),
+        Err(RlmError::Interrupted) => Output::failure(
+            EXIT_INTERRUPTED,
+            format!("{summary}error: interrupted\n{}", resume_hint(trace)),
+        ),
         Err(error) => Output::failure(EXIT_VIOLATIONS, format!("{summary}error: {error}\n")),
     }
 }
@@ -254,6 +264,40 @@ pub(super) fn answered(mut answer: String, stderr: String) -> Output {
         stdout: answer.into(),
         stderr,
         code: 0,
+    }
+}
+
+/// The exit code of a run stopped by Ctrl-C or SIGTERM, as shells give a process that
+/// SIGINT ended (128 + 2).
+const EXIT_INTERRUPTED: u8 = 130;
+
+/// A cancellation that Ctrl-C (SIGINT) and SIGTERM set; a second one ends the process
+/// at once, for a run that does not stop (a batch of sub-calls in flight is waited for).
+/// Where a handler is already set (a host embedding the CLI), the run goes on without
+/// one: it can still be stopped, only not gracefully.
+pub(super) fn cancel_on_signals() -> Interrupt {
+    let cancel = Interrupt::new();
+    let on_signal = cancel.clone();
+    let handler = move || {
+        if on_signal.is_interrupted() {
+            std::process::exit(i32::from(EXIT_INTERRUPTED));
+        }
+        on_signal.interrupt();
+    };
+    if let Err(error) = ctrlc::set_handler(handler) {
+        tracing::debug!("Ctrl-C will not stop the run gracefully: {error}");
+    }
+    cancel
+}
+
+/// How to go on with an interrupted run: from its trace, when one was written.
+fn resume_hint(trace: Option<&std::path::Path>) -> String {
+    match trace {
+        Some(trace) => format!(
+            "hint: the trace holds every whole turn; go on with `rlm ask --resume {}`\n",
+            trace.display()
+        ),
+        None => "hint: with --trace FILE, an interrupted run can be resumed with `rlm ask --resume FILE`\n".to_string(),
     }
 }
 

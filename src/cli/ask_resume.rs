@@ -8,7 +8,9 @@ use rlm_registry::environment::AnswerSchema;
 use rlm_registry::rlm::{Context, Resume, trajectory::Setup};
 use rlm_registry::setup::{Defaults, RunSettings};
 
-use super::ask::{AskArgs, Chosen, answered, finish, read_schema, warnings_on_stderr};
+use super::ask::{
+    AskArgs, Chosen, answered, cancel_on_signals, finish, read_schema, warnings_on_stderr,
+};
 use super::run_args::{Given, model};
 use super::setup::{ContextArgs, Stdin, Terminal, limits};
 use super::{EXIT_USAGE, Output, with_catalog};
@@ -64,9 +66,10 @@ pub(super) fn resume(args: &AskArgs, trace: &Path) -> Output {
         if !args.quiet {
             rlm = rlm.live_view(std::io::stderr());
         }
+        rlm = rlm.cancel_on(cancel_on_signals());
         let resume = resume.force(args.force).overrides(overrides);
         match resume.run(rlm, context, Some(Arc::new(Terminal))) {
-            Ok(report) => finish(report, args.quiet, String::new()),
+            Ok(report) => finish(report, args.quiet, String::new(), Some(trace)),
             Err(error) => usage(format!("--resume {}: {error}", trace.display())),
         }
     })

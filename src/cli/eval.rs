@@ -12,6 +12,7 @@ use rlm_registry::eval::{
     self, EvalMethod, EvalOptions, FAMILIES, Family, Prices, Progress, RESULTS_FILE, Runner, Size,
     Task,
 };
+use rlm_registry::llm::Price;
 use rlm_registry::setup::{CacheLocation, Defaults};
 
 use super::run_args::{RunFlags, model};
@@ -84,12 +85,14 @@ struct RunArgs {
     /// Tasks run at once.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
     jobs: u32,
-    /// Price per million prompt tokens, for the cost column.
-    #[arg(long, value_name = "PRICE", default_value_t = 0.0)]
-    price_in: f64,
-    /// Price per million completion tokens.
-    #[arg(long, value_name = "PRICE", default_value_t = 0.0)]
-    price_out: f64,
+    /// Price per million prompt tokens, for the cost column (default: the model's
+    /// `[prices]` entry in rlm.toml, else 0).
+    #[arg(long, value_name = "PRICE", allow_negative_numbers = true)]
+    price_in: Option<f64>,
+    /// Price per million completion tokens (default: the model's `[prices]` entry in
+    /// rlm.toml, else 0).
+    #[arg(long, value_name = "PRICE", allow_negative_numbers = true)]
+    price_out: Option<f64>,
     /// Turns of each agent before giving up.
     #[arg(long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
     max_iterations: u32,
@@ -215,13 +218,6 @@ fn evaluate(args: &RunArgs) -> Output {
         Ok(loaded) => loaded,
         Err(output) => return output,
     };
-    if !(args.price_in >= 0.0 && args.price_out >= 0.0) {
-        return usage("--price-in and --price-out must be non-negative numbers");
-    }
-    let prices = Prices {
-        input: args.price_in,
-        output: args.price_out,
-    };
     // The cache lives in the output directory unless told otherwise: a run in a new
     // directory with `--cache` pointing at an old one's file replays its answers.
     if let Err(error) = std::fs::create_dir_all(&args.out) {
@@ -234,6 +230,19 @@ fn evaluate(args: &RunArgs) -> Output {
     let setup = match args.run.setup(&args.source, &defaults) {
         Ok(setup) => setup,
         Err(output) => return output,
+    };
+    // One price table for the cost column and `--max-cost`; the flags override it.
+    let table = setup.price().unwrap_or_default();
+    let price = match Price::new(
+        args.price_in.unwrap_or(table.input),
+        args.price_out.unwrap_or(table.output),
+    ) {
+        Ok(price) => price,
+        Err(_) => return usage("--price-in and --price-out must be non-negative numbers"),
+    };
+    let prices = Prices {
+        input: price.input,
+        output: price.output,
     };
     let llm = match model(&setup) {
         Ok(llm) => llm,
@@ -249,6 +258,7 @@ fn evaluate(args: &RunArgs) -> Output {
             answer_protocol: setup.answer_protocol,
             context_window: setup.context_window.unwrap_or(DEFAULT_EVAL_WINDOW),
             budgets: setup.budgets,
+            price: Some(price).filter(|price| *price != Price::default()),
             registry: Arc::clone(catalog.registry()),
             providers: Some(Arc::clone(catalog.providers())),
             limits: None,

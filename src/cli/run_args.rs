@@ -89,6 +89,11 @@ pub(crate) struct BudgetArgs {
     /// else unlimited).
     #[arg(long, value_name = "SECONDS")]
     pub max_time: Option<f64>,
+    /// Stop once the run has cost this many US dollars (default: RLM_MAX_COST, else
+    /// `[budgets] max_cost`, else unlimited): the server's `usage.cost`, else the model's
+    /// `[prices]` in rlm.toml. With a price, each call reserves its worst case first.
+    #[arg(long, value_name = "USD", allow_negative_numbers = true)]
+    pub max_cost: Option<f64>,
 }
 
 /// A parser of the names `T`'s `FromStr` takes, offering `choices` (name, help) in the
@@ -198,6 +203,7 @@ impl Given<'_> {
             settings.max_tokens = budgets.max_tokens;
             settings.max_llm_calls = budgets.max_llm_calls;
             settings.max_time = budgets.max_time;
+            settings.max_cost = budgets.max_cost;
         }
         if let Some(cache) = self.cache {
             cache.write(&mut settings);

@@ -251,6 +251,8 @@ builtins! {
         "--- Splits a text into pieces of at most n tokens; consecutive pieces share `overlap` tokens.\n---@param text string The text\n---@param n integer The most tokens per piece\n---@param overlap? integer Tokens shared by consecutive pieces (default 0, less than n)\n---@return string[] pieces The pieces, in order\nfunction token_split(text, n, overlap) end";
     TokenBudget => "token_budget", Core, Core,
         "--- Returns how many tokens the session may still spend on sub-model calls (math.huge if unlimited).\n---@return number remaining The remaining tokens\nfunction token_budget() end";
+    Budget => "budget", Core, Core,
+        "--- Returns what is left of the run's budgets. Its fields, each nil if unlimited: tokens, calls, seconds, cost (US dollars), iterations (your turns after this one); and depth, max_depth (yours, and the deepest a child may go).\n---@return table left The budgets left\nfunction budget() end";
     StoreList => "store_list", Core, Core,
         "--- Lists the globals your code has set, with the name, type, size and a short preview of each. These are this session's variables, not the keys saved with the store provider's store_set.\n---@return table[] variables One table per variable, sorted by name\nfunction store_list() end";
     StoreSummarize => "store_summarize", Core, Core,

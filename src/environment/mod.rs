@@ -76,7 +76,7 @@ use mlua::{Function, Lua, Value};
 
 use crate::engines::{patterns, re};
 
-pub use budget::Budget;
+pub use budget::{Budget, BudgetLeft, BudgetView};
 pub use globals::{GlobalError, GlobalValue};
 use limits::Tripwire;
 pub use limits::{Interrupt, LimitKind, Limits, OutputObserver};

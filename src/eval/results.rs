@@ -46,6 +46,10 @@ pub struct TaskResult {
     /// The tokens those cached answers cost when first asked: what the cache saved.
     #[serde(default)]
     pub cached_tokens: u64,
+    /// What the run cost in US dollars, where it knew (the server's `usage.cost`, else
+    /// the model's price); left out when not known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<f64>,
     /// Wall time, in seconds.
     pub seconds: f64,
     /// Why there is no answer, or why it could not be scored.
@@ -144,6 +148,7 @@ mod tests {
             model_calls: 2,
             cached_calls: 0,
             cached_tokens: 0,
+            cost: None,
             seconds: 0.5,
             error: None,
             trace: None,

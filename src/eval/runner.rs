@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use crate::conventions::AnswerProtocol;
 use crate::environment::{AnswerSchema, Limits};
-use crate::llm::Llm;
+use crate::llm::{Cost, Llm, Price, call_cost};
 use crate::providers::Providers;
 use crate::registry::Registry;
 use crate::rlm::{Budgets, Context, PromptMode, Resume, Rlm};
@@ -44,6 +44,9 @@ pub struct EvalOptions {
     pub context_window: u64,
     /// Budgets of each (task, method) run.
     pub budgets: Budgets,
+    /// The model's price: the loop's cost where the server reports none, and what a cost
+    /// budget reserves.
+    pub price: Option<Price>,
     /// The registry of the `rlm` method (`rlm-bare` gets an empty one).
     pub registry: Arc<Registry>,
     /// The providers of the loop's methods (the built-ins when `None`).
@@ -63,6 +66,7 @@ impl Default for EvalOptions {
             answer_protocol: AnswerProtocol::default(),
             context_window: 128_000,
             budgets: Budgets::default(),
+            price: None,
             registry: Arc::new(Registry::baked().clone()),
             providers: None,
             limits: None,
@@ -244,6 +248,7 @@ impl Runner {
             model_calls: 0,
             cached_calls: 0,
             cached_tokens: 0,
+            cost: None,
             seconds: 0.0,
             error: None,
             trace: None,
@@ -304,6 +309,7 @@ impl Runner {
                     prompt: completion.prompt_tokens,
                     completion: completion.completion_tokens,
                 }];
+                result.cost = call_cost(&completion, self.options.price).map(Cost::usd);
                 result.answer = Some(direct_answer(&completion));
             }
             Err(error) => result.error = Some(error.to_string()),
@@ -329,6 +335,9 @@ impl Runner {
             .answer_protocol(options.answer_protocol)
             .context_window(options.context_window)
             .budgets(options.budgets);
+        if let Some(price) = options.price {
+            rlm = rlm.price(price);
+        }
         if let Some(schema) = &task.schema {
             match AnswerSchema::new(schema.clone()) {
                 Ok(schema) => rlm = rlm.answer_schema(schema),
@@ -376,6 +385,7 @@ impl Runner {
         result.model_calls = total.calls;
         result.cached_calls = total.cached_calls;
         result.cached_tokens = total.cached_tokens;
+        result.cost = (total.cost > Cost::ZERO).then(|| total.cost.usd());
         match report.result {
             Ok(answer) => result.answer = Some(answer),
             Err(error) => result.error = Some(error.to_string()),

@@ -16,11 +16,14 @@ pub struct Prices {
 }
 
 impl Prices {
-    /// The cost of one result.
+    /// The cost of one result: what its run counted (the server's `usage.cost`, else
+    /// the model's price), else its tokens at these prices.
     pub fn cost(&self, result: &TaskResult) -> f64 {
-        (result.prompt_tokens() as f64 * self.input
-            + result.completion_tokens() as f64 * self.output)
-            / 1e6
+        result.cost.unwrap_or_else(|| {
+            (result.prompt_tokens() as f64 * self.input
+                + result.completion_tokens() as f64 * self.output)
+                / 1e6
+        })
     }
 }
 
@@ -177,6 +180,7 @@ mod tests {
             model_calls: 1,
             cached_calls: 0,
             cached_tokens: 0,
+            cost: None,
             seconds: 2.0,
             error: error.then(|| "boom".into()),
             trace: None,

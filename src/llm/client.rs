@@ -16,8 +16,8 @@ use super::context_length::{self, Refusal};
 use super::error::snippet;
 use super::image::WireMessages;
 use super::{
-    Completion, Llm, LlmConfig, LlmError, Message, ModelInfo, ReasoningEffort, Request, ToolCall,
-    ToolCompletion, Usage, batch,
+    Completion, Cost, Llm, LlmConfig, LlmError, Message, ModelInfo, ReasoningEffort, Request,
+    ToolCall, ToolCompletion, Usage, batch,
 };
 
 /// The largest response body read; beyond, the call fails (chat completions are far
@@ -624,6 +624,7 @@ fn parse_completion(bytes: &[u8]) -> Result<Completion, Failure> {
         attempts: 1,
         elapsed: Duration::ZERO,
         cached: false,
+        cost: usage_cost(usage),
     })
 }
 
@@ -707,6 +708,14 @@ fn usage_tokens(usage: Option<&Value>, name: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// `usage.cost` in US dollars, as OpenRouter reports it: `None` when the server sends
+/// none, or sends something that is not an amount (a string, a negative number), so that
+/// a price table, if any, counts the call instead.
+fn usage_cost(usage: Option<&Value>) -> Option<Cost> {
+    let usd = usage?.get("cost")?.as_f64()?;
+    Cost::from_usd(usd).ok()
+}
+
 /// A string field of a JSON object, if present.
 fn string_field(object: &Value, name: &str) -> Option<String> {
     object.get(name).and_then(Value::as_str).map(str::to_string)
@@ -736,6 +745,24 @@ mod tests {
         );
         assert_eq!(completion.model.as_deref(), Some("m"));
         assert_eq!(completion.finish_reason.as_deref(), Some("stop"));
+    }
+
+    #[test]
+    fn reads_the_servers_cost_only_when_it_is_an_amount() {
+        let cost = |value: &str| {
+            let body = format!(
+                r#"{{"choices":[{{"message":{{"content":"4"}}}}],"usage":{{"prompt_tokens":1,"cost":{value}}}}}"#
+            );
+            parse_completion(body.as_bytes())
+                .ok()
+                .and_then(|c| c.cost)
+                .map(Cost::usd)
+        };
+        assert_eq!(cost("0.0025"), Some(0.0025));
+        assert_eq!(cost("0"), Some(0.0));
+        for ignored in ["\"0.01\"", "-1", "null", "{\"total\": 1}", "[1]"] {
+            assert_eq!(cost(ignored), None, "{ignored}");
+        }
     }
 
     #[test]

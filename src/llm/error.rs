@@ -102,6 +102,9 @@ pub enum LlmError {
     /// assert_eq!(error.attempts(), 0);
     /// ```
     Callback(String),
+    /// The run was cancelled while the call was in flight: its answer, if one comes, is
+    /// dropped.
+    Interrupted,
 }
 
 impl LlmError {
@@ -109,7 +112,10 @@ impl LlmError {
     /// [`LlmError::BudgetExhausted`] and [`LlmError::Callback`]).
     pub fn attempts(&self) -> u32 {
         match self {
-            LlmError::Config(_) | LlmError::BudgetExhausted(_) | LlmError::Callback(_) => 0,
+            LlmError::Config(_)
+            | LlmError::BudgetExhausted(_)
+            | LlmError::Callback(_)
+            | LlmError::Interrupted => 0,
             LlmError::Status { attempts, .. }
             | LlmError::ContextLength { attempts, .. }
             | LlmError::Timeout { attempts, .. }
@@ -183,6 +189,7 @@ impl fmt::Display for LlmError {
             LlmError::Config(message) => write!(f, "LLM configuration error: {message}"),
             LlmError::BudgetExhausted(reason) => write!(f, "LLM call not made: {reason}"),
             LlmError::Callback(message) => f.write_str(message),
+            LlmError::Interrupted => f.write_str("interrupted: the run was cancelled"),
             LlmError::Status {
                 status,
                 body,

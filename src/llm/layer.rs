@@ -84,6 +84,13 @@ pub trait LlmLayer: Send + Sync {
         requests: Vec<Request>,
         send: impl FnOnce(Vec<Request>) -> BatchResults,
     ) -> BatchResults;
+
+    /// [`Llm::cached_answer`]: the inner model's, unless the layer holds answers itself
+    /// (a cache). A look only: the answer still comes through [`LlmLayer::call`], so a
+    /// layer that logs calls sees it then.
+    fn answer_from_cache(&self, request: &Request) -> Option<Completion> {
+        self.inner().cached_answer(request)
+    }
 }
 
 /// Every layer is an [`Llm`]: the calls go through its hooks, the rest to its inner model.
@@ -108,6 +115,10 @@ impl<L: LlmLayer> Llm for L {
 
     fn model_info(&self) -> Option<ModelInfo> {
         self.inner().model_info()
+    }
+
+    fn cached_answer(&self, request: &Request) -> Option<Completion> {
+        self.answer_from_cache(request)
     }
 }
 

@@ -323,6 +323,10 @@ pub struct Completion {
     /// Answered by a [`CallCache`](super::CallCache), not the server: its tokens were
     /// spent by an earlier run and cost this one nothing.
     pub cached: bool,
+    /// What the call cost in US dollars: the server's `usage.cost` when it reports one
+    /// (OpenRouter does), else what a run's price table makes of the tokens; `None` when
+    /// neither is known, and for a cached answer, which cost this run nothing.
+    pub cost: Option<super::Cost>,
 }
 
 impl Completion {

@@ -48,6 +48,7 @@ mod error;
 mod image;
 mod layer;
 mod message;
+mod price;
 mod thinking;
 mod tool_calls;
 mod usage;
@@ -71,6 +72,7 @@ pub use image::{
 };
 pub use layer::{BatchResults, LlmLayer};
 pub use message::{Completion, DEFAULT_REPLY_RESERVE, Message, Request, Role};
+pub use price::{Cost, Price, PriceTable, call_cost};
 pub use thinking::{Thinking, split_thinking};
 pub use tool_calls::{ToolCall, ToolCompletion};
 pub use usage::{Usage, UsageSnapshot};
@@ -147,6 +149,26 @@ pub trait Llm: Send + Sync {
     /// default) when the implementation cannot say, as a scripted fake cannot.
     /// [`LlmClient`] answers from its configuration, never with the API key.
     fn model_info(&self) -> Option<ModelInfo> {
+        None
+    }
+
+    /// The answer a call cache holds for `request`, if any, without asking the model:
+    /// what a budget too small for a fresh call still lets through, since a cached answer
+    /// spends nothing. `None` (the default) for a model with no cache in front of it.
+    ///
+    /// ```
+    /// use rlm_registry::llm::{Completion, Llm, LlmError, Request};
+    ///
+    /// struct Echo;
+    /// impl Llm for Echo {
+    ///     fn complete(&self, request: Request) -> Result<Completion, LlmError> {
+    ///         Ok(Completion::new(request.messages[0].text()))
+    ///     }
+    /// }
+    /// assert!(Echo.cached_answer(&"hi".into()).is_none());
+    /// ```
+    fn cached_answer(&self, request: &Request) -> Option<Completion> {
+        let _ = request;
         None
     }
 }

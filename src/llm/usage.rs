@@ -3,6 +3,8 @@
 use std::ops::{Add, Sub};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use super::Cost;
+
 /// Running totals of LLM use, safe to update from many threads at once. A client adds
 /// to its `Usage` on every call; share one `Arc<Usage>` between clients (see
 /// [`LlmClient::with_usage`](super::LlmClient::with_usage)) so that the sub-calls of a
@@ -29,6 +31,7 @@ pub struct Usage {
     reasoning_tokens: AtomicU64,
     cached_calls: AtomicU64,
     cached_tokens: AtomicU64,
+    cost_nanos: AtomicU64,
 }
 
 /// A point-in-time copy of a [`Usage`]. Snapshots subtract, to measure one stretch:
@@ -64,6 +67,9 @@ pub struct UsageSnapshot {
     /// The tokens those cached answers cost when they were first asked: what the cache
     /// saved.
     pub cached_tokens: u64,
+    /// What the calls cost, where it is known: the server's reported cost, or the price
+    /// table's (see [`Completion::cost`](super::Completion::cost)).
+    pub cost: Cost,
 }
 
 impl UsageSnapshot {
@@ -93,6 +99,7 @@ impl Add for UsageSnapshot {
             reasoning_tokens: self.reasoning_tokens.saturating_add(other.reasoning_tokens),
             cached_calls: self.cached_calls.saturating_add(other.cached_calls),
             cached_tokens: self.cached_tokens.saturating_add(other.cached_tokens),
+            cost: self.cost + other.cost,
         }
     }
 }
@@ -114,6 +121,7 @@ impl Sub for UsageSnapshot {
                 .saturating_sub(earlier.reasoning_tokens),
             cached_calls: self.cached_calls.saturating_sub(earlier.cached_calls),
             cached_tokens: self.cached_tokens.saturating_sub(earlier.cached_tokens),
+            cost: self.cost.saturating_sub(earlier.cost),
         }
     }
 }
@@ -174,6 +182,21 @@ impl Usage {
         );
     }
 
+    /// Adds what a call already counted cost.
+    ///
+    /// ```
+    /// use rlm_registry::llm::{Cost, Usage};
+    ///
+    /// let usage = Usage::new();
+    /// usage.record_cost(Cost::from_usd(0.002)?);
+    /// usage.record_cost(Cost::from_usd(0.001)?);
+    /// assert_eq!(usage.snapshot().cost.to_string(), "$0.0030");
+    /// # Ok::<(), String>(())
+    /// ```
+    pub fn record_cost(&self, cost: Cost) {
+        self.cost_nanos.fetch_add(cost.nanos(), Ordering::Relaxed);
+    }
+
     /// Counts one HTTP request sent (the first attempt or a retry).
     pub fn record_attempt(&self) {
         self.attempts.fetch_add(1, Ordering::Relaxed);
@@ -191,6 +214,7 @@ impl Usage {
             reasoning_tokens: self.reasoning_tokens.load(Ordering::Relaxed),
             cached_calls: self.cached_calls.load(Ordering::Relaxed),
             cached_tokens: self.cached_tokens.load(Ordering::Relaxed),
+            cost: Cost::from_nanos(self.cost_nanos.load(Ordering::Relaxed)),
         }
     }
 }

@@ -25,7 +25,7 @@
 //!
 //! ```
 //!
-//! The run's sections, `[model]`, `[cache]` and `[budgets]`, are read by
+//! The run's sections, `[model]`, `[cache]`, `[budgets]` and `[prices]`, are read by
 //! [`FileSettings`](crate::setup::FileSettings); a section neither knows is an error.
 //!
 //! Unknown providers or keys, wrong types and invalid values are errors with the file,
@@ -151,6 +151,8 @@ struct RawFile {
     _cache: Option<IgnoredAny>,
     #[serde(rename = "budgets")]
     _budgets: Option<IgnoredAny>,
+    #[serde(rename = "prices")]
+    _prices: Option<IgnoredAny>,
     #[serde(rename = "context")]
     _context: Option<IgnoredAny>,
 }

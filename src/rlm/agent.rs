@@ -13,6 +13,7 @@ use crate::environment::{
 use crate::llm::{ImagePart, Llm};
 
 use super::budget::{Ledger, Metered};
+use super::budget_view::AgentBudget;
 use super::builder::Config;
 use super::context::Context;
 use super::prompt;
@@ -128,6 +129,7 @@ impl Agent {
         Arc::new(Logged {
             inner: self.with_progress(model),
             log: Arc::clone(&self.calls),
+            price: self.config.price,
         })
     }
 
@@ -164,6 +166,13 @@ impl Agent {
                 ledger: Arc::clone(&self.ledger),
                 depth: self.depth,
             }));
+        builder = builder.budget_view(Arc::new(AgentBudget {
+            ledger: Arc::clone(&self.ledger),
+            id: self.id.clone(),
+            depth: self.depth,
+            max_depth: config.max_depth,
+            max_iterations: config.max_iterations,
+        }));
         if let Some(tokens) = self.ledger.remaining_tokens() {
             builder = builder.token_budget_of(Budget::RunTokens, tokens);
         }

@@ -1,14 +1,20 @@
 //! Budgets shared by every agent of a run (the root and all its `rlm_query` children),
 //! and the usage of the run per depth.
 
+use std::collections::HashMap;
 use std::fmt;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::environment::Budget;
+use crate::environment::{Budget, Interrupt};
+
+use super::builder::Config;
 use crate::llm::{
-    BatchResults, Completion, Llm, LlmError, LlmLayer, Request, Usage, UsageSnapshot,
+    BatchResults, Completion, Cost, Llm, LlmError, LlmLayer, Price, Request, Usage, UsageSnapshot,
+    call_cost,
 };
 use crate::text_format::thousands;
 
@@ -29,15 +35,31 @@ use crate::text_format::thousands;
 /// `llm_query_batched`, children), the run stays within its budget as long as replies
 /// stay within their estimate.
 ///
+/// A cost budget ([`Budgets::max_cost`]) is held the same way when the model's price is
+/// known ([`Rlm::price`](super::Rlm::price)): the worst case's prompt tokens at the input
+/// price and its longest reply at the output price; once answered, the reservation
+/// becomes the call's cost, the server's `usage.cost` when it reports one, else the
+/// price's. Without a price the cost of a call is not known before it is answered, so the
+/// budget is checked against what was spent before each call (calls in flight may go past
+/// it by their own cost); and a call whose cost cannot be known at all (no price, no
+/// `usage.cost`) stops the run's next call, since the budget could no longer be kept.
+///
+/// A call a budget refuses is still answered when the call cache holds its answer
+/// ([`Llm::cached_answer`]): a cached answer spends nothing.
+///
 /// ```
 /// use std::time::Duration;
+/// use rlm_registry::llm::Cost;
 /// use rlm_registry::rlm::Budgets;
 ///
 /// let budgets = Budgets::default()
 ///     .with_total_tokens(200_000)
 ///     .with_llm_calls(100)
-///     .with_wall_time(Duration::from_secs(600));
+///     .with_wall_time(Duration::from_secs(600))
+///     .with_max_cost(Cost::from_usd(0.50)?);
 /// assert_eq!(budgets.llm_calls, Some(100));
+/// assert_eq!(budgets.max_cost.map(Cost::usd), Some(0.5));
+/// # Ok::<(), String>(())
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Budgets {
@@ -47,6 +69,8 @@ pub struct Budgets {
     pub llm_calls: Option<u64>,
     /// Wall time from the start of the run.
     pub wall_time: Option<Duration>,
+    /// US dollars, as the server reports them or the price table counts them.
+    pub max_cost: Option<Cost>,
 }
 
 impl Budgets {
@@ -65,6 +89,12 @@ impl Budgets {
     /// Sets the wall-time budget.
     pub fn with_wall_time(mut self, time: Duration) -> Budgets {
         self.wall_time = Some(time);
+        self
+    }
+
+    /// Sets the cost budget.
+    pub fn with_max_cost(mut self, cost: Cost) -> Budgets {
+        self.max_cost = Some(cost);
         self
     }
 }
@@ -99,6 +129,31 @@ pub enum BudgetExceeded {
         /// The budget.
         limit: Duration,
     },
+    /// [`Budgets::max_cost`]: `spent` of `limit`.
+    Cost {
+        /// The budget.
+        limit: Cost,
+        /// What the run had spent when it was stopped.
+        spent: Cost,
+    },
+    /// [`Budgets::max_cost`]: the call's worst-case cost, `needed`, does not fit the
+    /// `left` of `limit` that neither spent dollars nor calls in flight hold.
+    CostWouldExceed {
+        /// The budget.
+        limit: Cost,
+        /// What was left for the call.
+        left: Cost,
+        /// The call's worst case at the model's price.
+        needed: Cost,
+    },
+    /// [`Budgets::max_cost`]: an earlier call's cost is not known (the server reported
+    /// none and no price is set for `model`), so the budget cannot be kept.
+    CostUnknown {
+        /// The budget.
+        limit: Cost,
+        /// The model without a price, as the run names it.
+        model: String,
+    },
 }
 
 impl fmt::Display for BudgetExceeded {
@@ -121,6 +176,19 @@ impl fmt::Display for BudgetExceeded {
                 "the run has taken longer than {:.1} s",
                 limit.as_secs_f64()
             )),
+            BudgetExceeded::Cost { limit, spent } => {
+                Budget::RunCost.spent(&format!("{spent} of {limit} spent"))
+            }
+            BudgetExceeded::CostWouldExceed {
+                limit,
+                left,
+                needed,
+            } => Budget::RunCost.refuses_cost(*needed, *left, *limit),
+            BudgetExceeded::CostUnknown { limit, model } => format!(
+                "not sent: {} of {limit} cannot be kept: the server reported no cost for a call and no price is set for the model `{model}`; add `[prices.\"{model}\"] input = …, output = …` (dollars per million tokens) to rlm.toml (the budget is set by {})",
+                Budget::RunCost.name(),
+                Budget::RunCost.setting()
+            ),
         })
     }
 }
@@ -177,6 +245,9 @@ fn usage_line(f: &mut fmt::Formatter<'_>, label: &str, usage: &UsageSnapshot) ->
             thousands(usage.reasoning_tokens)
         )?;
     }
+    if usage.cost > Cost::ZERO {
+        write!(f, ", {}", usage.cost)?;
+    }
     if usage.failed_calls > 0 {
         write!(f, ", {} failed", thousands(usage.failed_calls))?;
     }
@@ -211,9 +282,19 @@ impl fmt::Display for UsageReport {
     }
 }
 
+/// How often a call in flight looks whether its run was cancelled.
+const CANCEL_POLL: Duration = Duration::from_millis(20);
+
 /// The run's shared account: what the budgets allow, what has been spent, by depth.
 pub(crate) struct Ledger {
     budgets: Budgets,
+    /// The model's price, when known: a call's cost when the server reports none, and
+    /// the worst case a cost budget reserves.
+    price: Option<Price>,
+    /// The model as the run names it, for the message when a cost cannot be known.
+    model: String,
+    /// When given, a call in flight is given up once it is interrupted.
+    cancel: Option<Interrupt>,
     started: Instant,
     /// Calls reserved so far (a refused reservation is given back).
     calls: AtomicU64,
@@ -222,27 +303,45 @@ pub(crate) struct Ledger {
     /// `tokens` plus the reservations of the calls in flight: what a new reservation
     /// must fit beside.
     committed: AtomicU64,
+    /// Nanodollars the calls answered cost, where known.
+    cost: AtomicU64,
+    /// `cost` plus the reservations of the calls in flight.
+    committed_cost: AtomicU64,
+    /// A call answered under a cost budget whose cost is not known.
+    cost_unknown: AtomicBool,
+    /// The turn each agent is at, by id: what `budget()` counts its iterations from.
+    turns: Mutex<HashMap<String, u32>>,
     depths: Vec<Usage>,
 }
 
 impl Ledger {
-    /// A fresh account for a run whose agents go down to `max_depth`.
-    pub fn new(budgets: Budgets, max_depth: usize) -> Arc<Ledger> {
+    /// A fresh account for a run of `config`: its budgets, for agents down to its
+    /// `max_depth`, counting the cost of its model's calls at its price where the server
+    /// reports none, and giving up on calls in flight when it is cancelled.
+    pub fn for_run(config: &Config) -> Arc<Ledger> {
+        let model = config.llm.model_info().map(|m| m.model).unwrap_or_default();
         Arc::new(Ledger {
-            budgets,
+            budgets: config.budgets,
+            price: config.price,
+            model,
+            cancel: config.cancel.clone(),
             started: Instant::now(),
             calls: AtomicU64::new(0),
             tokens: AtomicU64::new(0),
             committed: AtomicU64::new(0),
-            depths: (0..=max_depth).map(|_| Usage::new()).collect(),
+            cost: AtomicU64::new(0),
+            committed_cost: AtomicU64::new(0),
+            cost_unknown: AtomicBool::new(false),
+            turns: Mutex::default(),
+            depths: (0..=config.max_depth).map(|_| Usage::new()).collect(),
         })
     }
 
     /// An account for a resumed run that had already run for `elapsed`: its wall-time
     /// budget counts from the run's first start (its tokens and calls are counted again
     /// as the record is played back).
-    pub fn resumed(budgets: Budgets, max_depth: usize, elapsed: Duration) -> Arc<Ledger> {
-        let mut ledger = Ledger::new(budgets, max_depth);
+    pub fn resumed(config: &Config, elapsed: Duration) -> Arc<Ledger> {
+        let mut ledger = Ledger::for_run(config);
         if let Some(ledger) = Arc::get_mut(&mut ledger)
             && let Some(started) = ledger.started.checked_sub(elapsed)
         {
@@ -251,7 +350,7 @@ impl Ledger {
         ledger
     }
 
-    /// Checks the time and token budgets.
+    /// Checks the time, token and cost budgets.
     pub fn check(&self) -> Result<(), BudgetExceeded> {
         if let Some(limit) = self.budgets.wall_time
             && self.started.elapsed() >= limit
@@ -264,27 +363,91 @@ impl Ledger {
                 return Err(BudgetExceeded::Tokens { limit, used });
             }
         }
+        if let Some(limit) = self.budgets.max_cost {
+            let spent = self.cost_spent();
+            if spent >= limit {
+                return Err(BudgetExceeded::Cost { limit, spent });
+            }
+            if self.cost_unknown.load(Ordering::SeqCst) {
+                let model = self.model.clone();
+                return Err(BudgetExceeded::CostUnknown { limit, model });
+            }
+        }
         Ok(())
+    }
+
+    /// Answers `request` through `llm` within the budgets: reserved, sent, and counted at
+    /// `depth`, its cost filled in. A call no budget lets through is still answered when
+    /// the call cache holds its answer, which spends nothing; otherwise the refusal.
+    pub fn complete(
+        &self,
+        depth: usize,
+        llm: &Arc<dyn Llm>,
+        request: Request,
+    ) -> Result<Result<Completion, LlmError>, BudgetExceeded> {
+        let reservation = self.reserve_or_cached(llm.as_ref(), &request)?;
+        let mut result = self.send(llm, request);
+        self.record_costed(depth, reservation, &mut result);
+        Ok(result)
+    }
+
+    /// Sends `request`; in a run that can be cancelled, from a thread of its own, so
+    /// that a cancellation gives up on it at once ([`LlmError::Interrupted`]) while the
+    /// server answers to nobody.
+    fn send(&self, llm: &Arc<dyn Llm>, request: Request) -> Result<Completion, LlmError> {
+        let Some(cancel) = &self.cancel else {
+            return llm.complete(request);
+        };
+        if cancel.is_interrupted() {
+            return Err(LlmError::Interrupted);
+        }
+        let (answer, answered) = mpsc::channel();
+        let llm = Arc::clone(llm);
+        thread::spawn(move || {
+            // Nobody listens once the run gave up on the call: the answer is dropped.
+            let _ = answer.send(llm.complete(request));
+        });
+        loop {
+            match answered.recv_timeout(CANCEL_POLL) {
+                Ok(result) => return result,
+                Err(RecvTimeoutError::Timeout) if !cancel.is_interrupted() => {}
+                Err(RecvTimeoutError::Timeout) => return Err(LlmError::Interrupted),
+                Err(RecvTimeoutError::Disconnected) => {
+                    return Err(LlmError::Config(
+                        "the model call ended without an answer".to_string(),
+                    ));
+                }
+            }
+        }
     }
 
     /// Checks every budget and holds `request`'s worst case and one call against them
     /// until [`Ledger::record`] counts what it really spent.
     pub fn reserve(&self, request: &Request) -> Result<Reservation, BudgetExceeded> {
         self.check()?;
-        let reservation = Reservation {
-            tokens: self.worst_case(request),
-        };
+        let reservation = self.worst_case(request);
         if let Some(limit) = self.budgets.total_tokens {
             let needed = reservation.tokens;
-            self.committed
-                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |committed| {
-                    (committed.saturating_add(needed) <= limit).then_some(committed + needed)
-                })
-                .map_err(|committed| BudgetExceeded::TokensWouldExceed {
+            hold(&self.committed, needed, limit).map_err(|committed| {
+                BudgetExceeded::TokensWouldExceed {
                     limit,
                     left: limit.saturating_sub(committed),
                     needed,
-                })?;
+                }
+            })?;
+        }
+        if let Some(limit) = self.budgets.max_cost {
+            let needed = reservation.cost;
+            let held = hold(&self.committed_cost, needed.nanos(), limit.nanos());
+            if let Err(committed) = held {
+                self.committed
+                    .fetch_sub(reservation.tokens, Ordering::SeqCst);
+                return Err(BudgetExceeded::CostWouldExceed {
+                    limit,
+                    left: limit.saturating_sub(Cost::from_nanos(committed)),
+                    needed,
+                });
+            }
         }
         if let Some(limit) = self.budgets.llm_calls {
             let reserved = self
@@ -293,8 +456,7 @@ impl Ledger {
                     (calls < limit).then_some(calls + 1)
                 });
             if reserved.is_err() {
-                self.committed
-                    .fetch_sub(reservation.tokens, Ordering::SeqCst);
+                self.give_back(&reservation);
                 return Err(BudgetExceeded::LlmCalls { limit });
             }
         } else {
@@ -303,25 +465,59 @@ impl Ledger {
         Ok(reservation)
     }
 
-    /// The most tokens `request` may spend: its prompt and the longest reply it allows
-    /// ([`Request::reply_reserve`]). Counted only under a token budget (the count reads
-    /// the whole conversation).
-    fn worst_case(&self, request: &Request) -> u64 {
-        if self.budgets.total_tokens.is_none() {
-            return 0;
-        }
-        let prompt = crate::environment::request_tokens(request);
-        prompt.saturating_add(request.reply_reserve())
+    /// [`Ledger::reserve`], or when a budget refuses `request` and the call cache holds
+    /// its answer, a hold of nothing: the call then goes through to the cache, and is
+    /// counted as the cached answer it is.
+    pub fn reserve_or_cached(
+        &self,
+        llm: &dyn Llm,
+        request: &Request,
+    ) -> Result<Reservation, BudgetExceeded> {
+        self.reserve(request).or_else(|refused| {
+            llm.cached_answer(request).ok_or(refused)?;
+            // The call `record` gives back for a cached answer.
+            self.calls.fetch_add(1, Ordering::SeqCst);
+            Ok(Reservation::default())
+        })
     }
 
-    /// Records what a call made at `depth` spent, its reservation replaced by that.
+    /// The most `request` may spend: its prompt and the longest reply it allows
+    /// ([`Request::reply_reserve`]), in tokens and at the model's price. Counted only
+    /// under a budget that needs it (the count reads the whole conversation).
+    fn worst_case(&self, request: &Request) -> Reservation {
+        let priced = self.budgets.max_cost.and(self.price);
+        if self.budgets.total_tokens.is_none() && priced.is_none() {
+            return Reservation::default();
+        }
+        let prompt = crate::environment::request_tokens(request);
+        let reply = request.reply_reserve();
+        Reservation {
+            tokens: prompt.saturating_add(reply),
+            cost: priced.map_or(Cost::ZERO, |price| price.cost(prompt, reply)),
+        }
+    }
+
+    fn give_back(&self, reservation: &Reservation) {
+        self.committed
+            .fetch_sub(reservation.tokens, Ordering::SeqCst);
+        self.committed_cost
+            .fetch_sub(reservation.cost.nanos(), Ordering::SeqCst);
+    }
+
+    fn usage_at(&self, depth: usize) -> &Usage {
+        &self.depths[depth.min(self.depths.len().saturating_sub(1))]
+    }
+
+    /// Records what a call made at `depth` spent, its reservation replaced by that: the
+    /// cost the run counted for it, if known (none for a cached answer).
     pub fn record(
         &self,
         depth: usize,
         reservation: Reservation,
         result: &Result<Completion, LlmError>,
-    ) {
-        let usage = &self.depths[depth.min(self.depths.len() - 1)];
+    ) -> Option<Cost> {
+        let usage = self.usage_at(depth);
+        let mut cost = None;
         match result {
             // A cached answer was paid for by an earlier run: it spends no budget.
             Ok(completion) if completion.cached => {
@@ -339,6 +535,8 @@ impl Ledger {
                 // Added before the reservation is given back, so that what is committed
                 // never reads lower than what is spent and in flight.
                 self.committed.fetch_add(spent, Ordering::SeqCst);
+                cost = call_cost(completion, self.price);
+                self.spend(usage, cost);
             }
             Err(error) => {
                 for _ in 0..error.attempts() {
@@ -347,12 +545,47 @@ impl Ledger {
                 usage.record_failure();
             }
         }
-        self.committed
-            .fetch_sub(reservation.tokens, Ordering::SeqCst);
+        self.give_back(&reservation);
+        cost
+    }
+
+    /// Records what a call spent ([`Ledger::record`]) and writes the cost the run
+    /// counted for it into its completion, for the trace.
+    fn record_costed(
+        &self,
+        depth: usize,
+        reservation: Reservation,
+        result: &mut Result<Completion, LlmError>,
+    ) {
+        let cost = self.record(depth, reservation, result);
+        if let Ok(completion) = result {
+            completion.cost = cost;
+        }
+    }
+
+    /// Counts a call's cost; one not known breaks a cost budget's account.
+    fn spend(&self, usage: &Usage, cost: Option<Cost>) {
+        match cost {
+            Some(cost) => {
+                usage.record_cost(cost);
+                self.cost.fetch_add(cost.nanos(), Ordering::SeqCst);
+                self.committed_cost
+                    .fetch_add(cost.nanos(), Ordering::SeqCst);
+            }
+            None if self.budgets.max_cost.is_some() => {
+                self.cost_unknown.store(true, Ordering::SeqCst);
+            }
+            None => {}
+        }
     }
 
     pub fn tokens_used(&self) -> u64 {
         self.tokens.load(Ordering::SeqCst)
+    }
+
+    /// What the calls answered so far cost, where known.
+    pub fn cost_spent(&self) -> Cost {
+        Cost::from_nanos(self.cost.load(Ordering::SeqCst))
     }
 
     pub fn remaining_tokens(&self) -> Option<u64> {
@@ -367,6 +600,45 @@ impl Ledger {
             .map(|limit| limit.saturating_sub(self.started.elapsed()))
     }
 
+    /// Model calls left under the call budget.
+    pub fn remaining_calls(&self) -> Option<u64> {
+        let made = self.calls.load(Ordering::SeqCst);
+        self.budgets
+            .llm_calls
+            .map(|limit| limit.saturating_sub(made))
+    }
+
+    /// What the run has cost so far, when it knows a cost at all (a price, a cost
+    /// budget, or a server that reported one).
+    pub fn run_cost(&self) -> Option<Cost> {
+        let spent = self.cost_spent();
+        let known = self.price.is_some() || self.budgets.max_cost.is_some();
+        (known || spent > Cost::ZERO).then_some(spent)
+    }
+
+    /// Dollars left under the cost budget.
+    pub fn remaining_cost(&self) -> Option<Cost> {
+        self.budgets
+            .max_cost
+            .map(|limit| limit.saturating_sub(self.cost_spent()))
+    }
+
+    /// Notes that `agent` begins turn `turn`.
+    pub fn start_turn(&self, agent: &str, turn: u32) {
+        self.turns_lock().insert(agent.to_string(), turn);
+    }
+
+    /// The turn `agent` is at (0 before its first).
+    pub fn turn_of(&self, agent: &str) -> u32 {
+        self.turns_lock().get(agent).copied().unwrap_or(0)
+    }
+
+    fn turns_lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, u32>> {
+        self.turns
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
     pub fn report(&self) -> UsageReport {
         UsageReport {
             by_depth: self.depths.iter().map(Usage::snapshot).collect(),
@@ -375,11 +647,23 @@ impl Ledger {
     }
 }
 
+/// Adds `needed` to `committed` when the sum stays within `limit`; else what was
+/// committed. A call with nothing to hold (no price known) still finds a spent budget
+/// spent.
+fn hold(committed: &AtomicU64, needed: u64, limit: u64) -> Result<u64, u64> {
+    committed.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |committed| {
+        let total = committed.saturating_add(needed);
+        (total <= limit && committed < limit.max(1)).then_some(total)
+    })
+}
+
 /// One call's hold on the budgets, from [`Ledger::reserve`] to [`Ledger::record`]: the
-/// tokens of its worst case.
+/// tokens and the cost of its worst case.
 #[must_use]
+#[derive(Default)]
 pub(crate) struct Reservation {
     tokens: u64,
+    cost: Cost,
 }
 
 /// The model as an environment at `depth` sees it: every call reserves its worst case
@@ -398,13 +682,9 @@ impl LlmLayer for Metered {
     }
 
     fn call(&self, request: Request) -> Result<Completion, LlmError> {
-        let reservation = self
-            .ledger
-            .reserve(&request)
-            .map_err(|e| LlmError::BudgetExhausted(e.to_string()))?;
-        let result = self.inner.complete(request);
-        self.ledger.record(self.depth, reservation, &result);
-        result
+        self.ledger
+            .complete(self.depth, &self.inner, request)
+            .map_err(|e| LlmError::BudgetExhausted(e.to_string()))?
     }
 
     fn batch(
@@ -418,9 +698,9 @@ impl LlmLayer for Metered {
 
 impl Metered {
     /// Reserves every request of a batch before any is sent, so that however many go out
-    /// together, those that do fit the budgets; the refused ones fail in place with the
-    /// budget's message, the rest go out together through `send` (the inner client keeps
-    /// its own concurrency).
+    /// together, those that do fit the budgets (or that the call cache answers); a
+    /// refused one fails in place with the budget's message; the rest go out together
+    /// through `send` (the inner client keeps its own concurrency).
     fn complete_reserved(
         &self,
         requests: Vec<Request>,
@@ -429,7 +709,7 @@ impl Metered {
         let mut slots: Vec<Result<Reservation, LlmError>> = Vec::with_capacity(requests.len());
         let mut allowed = Vec::new();
         for request in requests {
-            match self.ledger.reserve(&request) {
+            match self.ledger.reserve_or_cached(self.inner.as_ref(), &request) {
                 Ok(reservation) => {
                     slots.push(Ok(reservation));
                     allowed.push(request);
@@ -442,12 +722,13 @@ impl Metered {
             .into_iter()
             .map(|slot| {
                 let reservation = slot?;
-                let result = answers.next().unwrap_or_else(|| {
+                let mut result = answers.next().unwrap_or_else(|| {
                     Err(LlmError::Config(
                         "the model returned fewer answers than prompts".to_string(),
                     ))
                 });
-                self.ledger.record(self.depth, reservation, &result);
+                self.ledger
+                    .record_costed(self.depth, reservation, &mut result);
                 result
             })
             .collect()

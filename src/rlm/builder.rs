@@ -10,8 +10,8 @@ use std::time::Duration;
 use crate::Registry;
 use crate::catalog::Catalog;
 use crate::conventions::AnswerProtocol;
-use crate::environment::{AnswerSchema, Limits, User};
-use crate::llm::{CacheStore, Cached, Llm};
+use crate::environment::{AnswerSchema, Interrupt, Limits, User};
+use crate::llm::{CacheStore, Cached, Llm, Price};
 use crate::providers::{AgentScope, Providers};
 
 use super::agent::Agent;
@@ -61,6 +61,10 @@ pub(super) struct Config {
     pub(super) max_consecutive_errors: u32,
     pub(super) limits: Limits,
     pub(super) budgets: Budgets,
+    /// The model's price: what a call costs when the server reports no cost.
+    pub(super) price: Option<Price>,
+    /// Stops the run at its next safe point when cancelled.
+    pub(super) cancel: Option<Interrupt>,
     pub(super) prompt_mode: PromptMode,
     pub(super) answer_protocol: AnswerProtocol,
     /// The root agent's answer schema (a child's comes with its `rlm_query` call).
@@ -122,6 +126,8 @@ impl Rlm {
                     ..Limits::default()
                 },
                 budgets: Budgets::default(),
+                price: None,
+                cancel: None,
                 prompt_mode: PromptMode::default(),
                 answer_protocol: AnswerProtocol::default(),
                 answer_schema: None,
@@ -185,6 +191,67 @@ impl Rlm {
     /// Budgets shared by every agent of a run (default: unlimited).
     pub fn budgets(mut self, budgets: Budgets) -> Rlm {
         self.config.budgets = budgets;
+        self
+    }
+
+    /// Stops every run of this RLM at its next safe point once `cancel` is interrupted:
+    /// before an agent's next turn, or inside a running block (which stops with an
+    /// `interrupted` limit). The turn a cancellation cuts short is not written to the
+    /// trace, so the trace ends with whole turns; the run ends with
+    /// [`RlmError::Interrupted`]. `rlm ask` cancels on Ctrl-C (SIGINT) and SIGTERM.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use rlm_registry::Registry;
+    /// use rlm_registry::environment::Interrupt;
+    /// use rlm_registry::llm::{Completion, Llm, LlmError, Request};
+    /// use rlm_registry::rlm::{Rlm, RlmError};
+    ///
+    /// struct Looping;
+    /// impl Llm for Looping {
+    ///     fn complete(&self, _request: Request) -> Result<Completion, LlmError> {
+    ///         Ok(Completion::new("```lua\nwhile true do end\n```"))
+    ///     }
+    /// }
+    ///
+    /// let cancel = Interrupt::new();
+    /// let rlm = Rlm::new(Arc::new(Looping), Registry::empty(), 5).cancel_on(cancel.clone());
+    /// let stopper = std::thread::spawn(move || {
+    ///     std::thread::sleep(std::time::Duration::from_millis(100));
+    ///     cancel.interrupt();
+    /// });
+    /// assert!(matches!(rlm.run("Q", None), Err(RlmError::Interrupted)));
+    /// stopper.join().unwrap();
+    /// ```
+    pub fn cancel_on(mut self, cancel: Interrupt) -> Rlm {
+        self.config.cancel = Some(cancel);
+        self
+    }
+
+    /// The model's price per million tokens: what a call costs when the server reports
+    /// no `usage.cost`, and what a cost budget ([`Budgets::max_cost`]) reserves for a
+    /// call before it is sent. Shown in the usage summary and the trace (`cost`,
+    /// `run_cost`).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use rlm_registry::Registry;
+    /// use rlm_registry::llm::{Completion, Llm, LlmError, Price, Request};
+    /// use rlm_registry::rlm::Rlm;
+    ///
+    /// struct Answers;
+    /// impl Llm for Answers {
+    ///     fn complete(&self, _request: Request) -> Result<Completion, LlmError> {
+    ///         Ok(Completion::new("```lua\nFINAL('done')\n```").with_tokens(1_000_000, 0))
+    ///     }
+    /// }
+    ///
+    /// let rlm = Rlm::new(Arc::new(Answers), Registry::empty(), 5).price(Price::new(0.15, 0.6)?);
+    /// assert_eq!(rlm.run_report("Q", None, None).usage.total().cost.usd(), 0.15);
+    /// # Ok::<(), String>(())
+    /// ```
+    pub fn price(mut self, price: Price) -> Rlm {
+        self.config.price = Some(price);
         self
     }
 
@@ -518,6 +585,12 @@ impl Rlm {
         self
     }
 
+    /// The settings every agent of a run shares, for the tests of the modules beside.
+    #[cfg(test)]
+    pub(super) fn settings(&self) -> &Config {
+        &self.config
+    }
+
     /// The registry the code runs with.
     pub fn registry(&self) -> &Registry {
         &self.config.registry
@@ -613,8 +686,8 @@ impl Rlm {
         });
         let config = Arc::new(config);
         let ledger = match &resuming {
-            Some(r) => Ledger::resumed(config.budgets, config.max_depth, r.elapsed),
-            None => Ledger::new(config.budgets, config.max_depth),
+            Some(r) => Ledger::resumed(&config, r.elapsed),
+            None => Ledger::for_run(&config),
         };
         let agent = Agent::root(config, Arc::clone(&ledger));
         let (result, turns) = agent.run(question, context.as_ref(), user);
@@ -680,6 +753,7 @@ impl Config {
             prompt_mode: self.prompt_mode,
             answer_protocol: self.answer_protocol,
             schema,
+            budgeted: self.budgets != Budgets::default(),
         }
     }
 }

@@ -33,7 +33,11 @@ impl Agent {
         if data.cached {
             head.push_str(" · cached");
         }
-        head.push_str(&format!(" · {} tokens\n", thousands(data.run_tokens)));
+        head.push_str(&format!(" · {} tokens", thousands(data.run_tokens)));
+        if let Some(cost) = data.run_cost {
+            head.push_str(&format!(" · {cost}"));
+        }
+        head.push('\n');
         if let Some(code) = data.code_blocks.first() {
             head.push_str(&format!("{indent}  │ {}\n", summary_line(code)));
         }

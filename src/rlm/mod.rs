@@ -89,6 +89,7 @@
 
 mod agent;
 mod budget;
+mod budget_view;
 mod builder;
 mod context;
 mod corpus_description;

@@ -45,6 +45,9 @@ pub(crate) struct Settings {
     pub answer_protocol: AnswerProtocol,
     /// The schema the agent's answer must match, if any.
     pub schema: Option<AnswerSchema>,
+    /// The run has a budget (tokens, calls, time or cost): the prompt points at
+    /// `budget()`.
+    pub budgeted: bool,
 }
 
 /// One part of the system prompt, as [`Rlm::prompt_parts`](super::Rlm::prompt_parts)
@@ -109,6 +112,9 @@ fn schema_section(schema: &AnswerSchema) -> String {
     )
 }
 
+/// The role's last sentence under a budget.
+const BUDGETED: &str = " The run has budgets: `budget()` tells what is left (tokens, calls, seconds, cost, iterations); plan your calls to fit.";
+
 /// The agent's place in the tree.
 fn role(settings: &Settings) -> String {
     let mut text = String::new();
@@ -153,7 +159,11 @@ pub(crate) fn system_prompt_parts(
         parts.push(part("answer schema", schema_section(schema)));
     }
     parts.push(part("context", format!("## The context\n\n{context}")));
-    parts.push(part("role", format!("## Your role\n\n{}", role(settings))));
+    let mut role = role(settings);
+    if settings.budgeted {
+        role.push_str(BUDGETED);
+    }
+    parts.push(part("role", format!("## Your role\n\n{role}")));
     let compact = settings.prompt_mode.is_compact_for(catalog.registry());
     let host = if compact {
         catalog.host_prompt_compact()
@@ -473,6 +483,7 @@ mod tests {
             max_depth: 1,
             prompt_mode: PromptMode::Full,
             answer_protocol: AnswerProtocol::Final,
+            budgeted: false,
             schema: None,
         }
     }

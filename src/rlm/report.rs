@@ -105,6 +105,9 @@ pub enum RlmError {
         /// Why the last answer was refused, as the model read it.
         last_refusal: String,
     },
+    /// The run was cancelled ([`Rlm::cancel_on`](super::Rlm::cancel_on)) and stopped at a
+    /// safe point: every turn written to the trace is whole.
+    Interrupted,
 }
 
 impl fmt::Display for RlmError {
@@ -140,6 +143,7 @@ impl fmt::Display for RlmError {
                 if *max_iterations == 1 { "" } else { "s" },
                 cut_chars(&last_refusal.replace('\n', " "), 600)
             ),
+            RlmError::Interrupted => f.write_str("interrupted"),
         }
     }
 }

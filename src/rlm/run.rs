@@ -62,6 +62,9 @@ impl Agent {
             Ok(env) => env,
             Err(error) => return (Err(RlmError::Setup(error.to_string())), 0),
         };
+        if let Some(cancel) = &self.config.cancel {
+            env.set_interrupt(cancel.clone());
+        }
         if let Some(context) = context
             && let Err(error) = context.load_into(&env)
         {
@@ -86,6 +89,10 @@ impl Agent {
         }
         let mut state = LoopState::default();
         for turn in 1..=config.max_iterations {
+            if self.cancelled() {
+                return (Err(RlmError::Interrupted), turn - 1);
+            }
+            self.ledger.start_turn(&self.id, turn);
             if turn >= WARN_FROM_ITERATION {
                 tracing::warn!(
                     agent = %self.id,
@@ -106,6 +113,10 @@ impl Agent {
                     messages.push(Message::user(feedback));
                 }
                 Outcome::Final(answer) => return (Ok(answer), turn),
+                // The cut turn was not written: the whole ones were those before it.
+                Outcome::Fail(RlmError::Interrupted) => {
+                    return (Err(RlmError::Interrupted), turn - 1);
+                }
                 Outcome::Fail(error) => return (Err(error), turn),
             }
         }
@@ -137,6 +148,11 @@ impl Agent {
             Ok(completion) => self.respond(turn, env, completion, state, &mut record),
             Err(error) => Outcome::Fail(error),
         };
+        // A turn a cancellation cut short is not written: its trace ends with the last
+        // whole turn, and a resumed run asks this one again.
+        if self.cancelled() {
+            return Ok(Outcome::Fail(RlmError::Interrupted));
+        }
         match &outcome {
             Outcome::Continue(feedback) => record.feedback = Some(feedback.clone()),
             Outcome::Final(answer) => record.final_answer = Some(answer.text.clone()),
@@ -166,9 +182,10 @@ impl Agent {
         if let Some(first) = &first {
             self.check_window(first)?;
         }
-        let reservation = self.ledger.reserve(&request).map_err(RlmError::Budget)?;
-        let result = self.turn_model().complete(request);
-        self.ledger.record(self.depth, reservation, &result);
+        let result = self
+            .ledger
+            .complete(self.depth, &self.turn_model(), request)
+            .map_err(RlmError::Budget)?;
         record.llm_ms = millis(started.elapsed());
         let completion = result.map_err(|error| match &first {
             Some(first) if error.is_context_length() => self.too_long(first, error),
@@ -179,6 +196,7 @@ impl Agent {
         record.reasoning_tokens = completion.reasoning_tokens;
         record.finish_reason.clone_from(&completion.finish_reason);
         record.cached = completion.cached;
+        record.cost = completion.cost;
         self.record_reply(turn, &completion)
             .map_err(RlmError::Trace)?;
         Ok(completion)
@@ -193,6 +211,14 @@ impl Agent {
             }
             None => Ok(()),
         }
+    }
+
+    /// Whether the run was cancelled.
+    fn cancelled(&self) -> bool {
+        self.config
+            .cancel
+            .as_ref()
+            .is_some_and(|cancel| cancel.is_interrupted())
     }
 
     /// Refuses the first `request` when its tokens and the reply's reserve do not fit the
@@ -383,6 +409,7 @@ impl Agent {
     /// Writes the turn to the trace and the live view.
     fn write(&self, mut record: Turn, started: Instant) -> io::Result<()> {
         record.run_tokens = self.ledger.tokens_used();
+        record.run_cost = self.ledger.run_cost();
         record.elapsed_ms = millis(started.elapsed());
         if let Some(live) = &self.config.live {
             // The live view is best effort: a closed stderr must not stop the run.

@@ -6,7 +6,8 @@
 use std::sync::{Arc, Mutex};
 
 use crate::llm::{
-    BatchResults, Completion, Llm, LlmError, LlmLayer, ModelInfo, Request, run_batch,
+    BatchResults, Completion, Llm, LlmError, LlmLayer, ModelInfo, Price, Request, call_cost,
+    run_batch,
 };
 
 use super::recorder::Recorder;
@@ -43,6 +44,8 @@ impl CallLog {
 pub(super) struct Logged {
     pub inner: Arc<dyn Llm>,
     pub log: Arc<CallLog>,
+    /// The model's price, for the cost of a call whose server reports none.
+    pub price: Option<Price>,
 }
 
 /// A model whose every answer is written to the trace as it arrives, a `call` line, so
@@ -100,7 +103,7 @@ impl LlmLayer for Logged {
     fn call(&self, request: Request) -> Result<Completion, LlmError> {
         let asked = asked(&request);
         let result = self.inner.complete(request);
-        self.log.lock().push(SubCall::sent(&asked, &result));
+        self.log.lock().push(self.entry(&asked, &result));
         result
     }
 
@@ -114,6 +117,16 @@ impl LlmLayer for Logged {
 }
 
 impl Logged {
+    /// The record of a call, with what it cost this run where known.
+    fn entry(&self, asked: &Request, result: &Result<Completion, LlmError>) -> SubCall {
+        let mut call = SubCall::sent(asked, result);
+        call.cost = result
+            .as_ref()
+            .ok()
+            .and_then(|completion| call_cost(completion, self.price));
+        call
+    }
+
     /// Sends a batch through `send` and logs it in the batch's order, not the order its
     /// answers came in: a replay answers it in that order.
     fn logged_in_order(
@@ -127,7 +140,7 @@ impl Logged {
             asked
                 .iter()
                 .zip(&results)
-                .map(|(asked, result)| SubCall::sent(asked, result)),
+                .map(|(asked, result)| self.entry(asked, result)),
         );
         results
     }

@@ -6,7 +6,8 @@
 //! # Lines
 //!
 //! A trace is one JSON object per line, each flushed as it is written, so a crash loses
-//! nothing already written. Each line is a [`Record`], tagged by its `event` field: a
+//! nothing already written; a cancelled run ([`Rlm::cancel_on`](super::Rlm::cancel_on))
+//! leaves out the turn it cut short, so its trace ends with whole turns. Each line is a [`Record`], tagged by its `event` field: a
 //! [`Start`] line when an agent begins, a [`Turn`] line when one of its turns ends. No
 //! line repeats an earlier one: the `start` line holds the two messages the agent's
 //! conversation begins with, and each `turn` line only what that turn added, so a trace
@@ -80,6 +81,8 @@
 //! | `finish_reason` | why the model stopped writing the reply, as the server said (`length`: cut at the token limit); left out when it said nothing |
 //! | `run_tokens` | tokens spent by the whole run so far, every agent and sub-call included (an answer from the call cache spends none) |
 //! | `cached` | `true` when the reply came from the call cache (`--cache`) rather than the server; absent otherwise |
+//! | `cost` | what this turn's model call cost in US dollars: the server's `usage.cost`, else the price table's (`[prices]` in `rlm.toml`); absent when not known or cached |
+//! | `run_cost` | what the whole run had cost when the turn ended, in US dollars; absent when the run knows no cost (no price, no `usage.cost`, no `--max-cost`) |
 //! | `at_ms` | when the line was written, in milliseconds since the run began |
 //!
 //! # Sub-calls
@@ -87,7 +90,8 @@
 //! Each block's `sub_calls` are the model calls its code made, in the order it made them:
 //! `llm_query`, each prompt of `llm_query_batched` in the batch's order, `fn_search`'s
 //! LLM modes, and a `rlm_query` that fell back to a plain call. A [`SubCall`] holds the
-//! request's `messages` as sent, and the `answer` (or the `error`) with its tokens:
+//! request's `messages` as sent, and the `answer` (or the `error`) with its tokens (and its
+//! `cost` in US dollars, where known):
 //!
 //! ```json
 //! {"block": 1, "status": "ok", "output": "4\n", "error": null, "elapsed_ms": 3,
@@ -146,7 +150,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::environment::Limits;
-use crate::llm::{Completion, ImageRecord, LlmError, Message, ReasoningEffort, Request};
+use crate::llm::{Completion, Cost, ImageRecord, LlmError, Message, ReasoningEffort, Request};
 
 use super::budget::Budgets;
 use super::context::Context;
@@ -303,6 +307,9 @@ pub struct RunBudgets {
     pub llm_calls: Option<u64>,
     /// Wall time from the start of the run.
     pub wall_time_ms: Option<u64>,
+    /// US dollars (`--max-cost`); left out when unlimited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_cost: Option<Cost>,
 }
 
 /// What identifies an agent's context without holding it: a replay checks it is given
@@ -455,6 +462,14 @@ pub struct Turn {
     /// of the run that first asked, and cost this one nothing). Written only when true.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cached: bool,
+    /// What this turn's model call cost in US dollars, where known (the server's
+    /// `usage.cost`, else the price table's); left out when not known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<Cost>,
+    /// What the whole run had cost when this turn ended, in US dollars; left out when
+    /// the run knows no cost (no price, no `usage.cost`, no `--max-cost`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_cost: Option<Cost>,
     /// When the line was written, in milliseconds since the run began.
     #[serde(default)]
     pub at_ms: Option<u64>,
@@ -559,6 +574,9 @@ pub struct SubCall {
     /// `true` when the answer came from the call cache rather than the server.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cached: bool,
+    /// What the call cost in US dollars, where known; left out when not known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<Cost>,
     /// The images sent with the prompt (`opts.images`): each one's name, MIME type,
     /// size and SHA-256, never its bytes (left out of the JSON when none).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -577,6 +595,7 @@ impl SubCall {
                 prompt_tokens: completion.prompt_tokens,
                 completion_tokens: completion.completion_tokens,
                 cached: completion.cached,
+                cost: completion.cost,
                 images: Vec::new(),
             },
             Err(error) => SubCall {
@@ -587,6 +606,7 @@ impl SubCall {
                 prompt_tokens: 0,
                 completion_tokens: 0,
                 cached: false,
+                cost: None,
                 images: Vec::new(),
             },
         }
@@ -676,6 +696,7 @@ impl From<&Budgets> for RunBudgets {
             total_tokens: budgets.total_tokens,
             llm_calls: budgets.llm_calls,
             wall_time_ms: budgets.wall_time.map(millis),
+            max_cost: budgets.max_cost,
         }
     }
 }

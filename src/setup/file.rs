@@ -1,4 +1,4 @@
-//! The run's sections of `rlm.toml`: `[model]`, `[cache]`, `[budgets]` and `[context]`. The file's
+//! The run's sections of `rlm.toml`: `[model]`, `[cache]`, `[budgets]`, `[prices]` and `[context]`. The file's
 //! other sections belong to the providers ([`crate::providers::Config`]); each reader
 //! takes its own sections and both refuse a section neither knows.
 //!
@@ -21,11 +21,17 @@
 //! max_tokens = 200000
 //! max_llm_calls = 100
 //! max_time = 600             # seconds
+//! max_cost = 0.50            # US dollars: the server's usage.cost, else the prices below
+//!
+//! [prices."gpt-4o-mini"]     # US dollars per million tokens, per model: --max-cost and
+//! input = 0.15               # rlm eval's cost columns read this one table
+//! output = 0.60
 //!
 //! [context]                  # what exec, run, ask, serve and replay study without --context
 //! paths = ["docs/", "notes.md"] # relative to this file's directory
 //! ```
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
@@ -34,7 +40,7 @@ use toml::Spanned;
 
 use super::CacheLocation;
 use crate::conventions::AnswerProtocol;
-use crate::llm::ReasoningEffort;
+use crate::llm::{Cost, Price, PriceTable, ReasoningEffort};
 use crate::providers::ConfigError;
 use crate::rlm::PromptMode;
 
@@ -79,6 +85,10 @@ pub struct FileSettings {
     pub max_llm_calls: Option<u64>,
     /// `[budgets] max_time`, in seconds.
     pub max_time: Option<f64>,
+    /// `[budgets] max_cost`, in US dollars.
+    pub max_cost: Option<Cost>,
+    /// `[prices."<model>"]`: each model's price per million tokens.
+    pub prices: PriceTable,
     /// `[context] paths`, each resolved against the file's directory (`-`, standard
     /// input, as written): the context when no `--context` is given.
     pub context: Option<Vec<PathBuf>>,
@@ -93,6 +103,8 @@ struct RawFile {
     cache: RawCache,
     #[serde(default)]
     budgets: RawBudgets,
+    #[serde(default)]
+    prices: BTreeMap<String, Spanned<RawPrice>>,
     context: Option<RawContext>,
     // The providers' sections, read by `providers::Config`.
     #[serde(rename = "providers")]
@@ -127,6 +139,14 @@ struct RawBudgets {
     max_tokens: Option<Spanned<u64>>,
     max_llm_calls: Option<Spanned<u64>>,
     max_time: Option<Spanned<f64>>,
+    max_cost: Option<Spanned<f64>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPrice {
+    input: f64,
+    output: f64,
 }
 
 #[derive(Deserialize)]
@@ -185,6 +205,21 @@ impl FileSettings {
             }
             other => other.map(Spanned::into_inner),
         };
+        let max_cost = match raw.budgets.max_cost {
+            Some(cost) => Some(
+                Cost::from_usd(*cost.get_ref())
+                    .map_err(|why| error(cost.span(), format!("[budgets] max_cost: {why}")))?,
+            ),
+            None => None,
+        };
+        let mut prices = PriceTable::default();
+        for (model, price) in raw.prices {
+            let span = price.span();
+            let RawPrice { input, output } = price.into_inner();
+            let price = Price::new(input, output)
+                .map_err(|why| error(span, format!("[prices.\"{model}\"] {why}")))?;
+            prices = prices.with(model, price);
+        }
         let concurrency = positive(raw.model.concurrency, "[model] concurrency")?;
         let max_reply_tokens = match raw.model.max_reply_tokens {
             Some(n) if u32::try_from(*n.get_ref()).is_err() => {
@@ -212,6 +247,8 @@ impl FileSettings {
             max_tokens: positive(raw.budgets.max_tokens, "[budgets] max_tokens")?,
             max_llm_calls: positive(raw.budgets.max_llm_calls, "[budgets] max_llm_calls")?,
             max_time,
+            max_cost,
+            prices,
             context: raw.context.map(|context| {
                 context
                     .paths

@@ -28,6 +28,8 @@
 //! | call cache | `--cache`, `--no-cache` | `RLM_CACHE` | `[cache] path` | none |
 //! | cache size | `--cache-max-mb` | — | `[cache] max_mb` | 1024 MiB |
 //! | budgets | `--max-tokens`, `--max-llm-calls`, `--max-time` | — | `[budgets]` | unlimited |
+//! | cost budget | `--max-cost` | `RLM_MAX_COST` | `[budgets] max_cost` | unlimited |
+//! | prices | — | — | `[prices."<model>"]` | none |
 //! | context | `--context` (all of them, or none) | — | `[context] paths` | none |
 //!
 //! ```
@@ -54,9 +56,9 @@ pub use file::FileSettings;
 use crate::Registry;
 use crate::conventions::AnswerProtocol;
 use crate::llm::{
-    CacheStore, Cached, DEFAULT_CACHE_MAX_MB, ENV_API_KEY, ENV_BASE_URL, ENV_MODEL,
-    ENV_OPENAI_API_KEY, ENV_OPENAI_BASE_URL, ENV_TIMEOUT_SECS, Llm, LlmClient, LlmConfig,
-    ReasoningEffort, open_cache,
+    CacheStore, Cached, Cost, DEFAULT_CACHE_MAX_MB, ENV_API_KEY, ENV_BASE_URL, ENV_MODEL,
+    ENV_OPENAI_API_KEY, ENV_OPENAI_BASE_URL, ENV_TIMEOUT_SECS, Llm, LlmClient, LlmConfig, Price,
+    PriceTable, ReasoningEffort, open_cache,
 };
 use crate::rlm::{Budgets, PromptMode, Rlm};
 
@@ -74,6 +76,8 @@ pub const ENV_ANSWER_PROTOCOL: &str = "RLM_ANSWER_PROTOCOL";
 pub const ENV_PROMPT_MODE: &str = "RLM_PROMPT_MODE";
 /// The variable naming the call cache when `--cache` is not given.
 pub const ENV_CACHE: &str = "RLM_CACHE";
+/// The variable giving the run's cost budget, in US dollars.
+pub const ENV_MAX_COST: &str = "RLM_MAX_COST";
 
 /// Where the call cache lives: a file, or a server's URL.
 ///
@@ -165,6 +169,8 @@ pub struct RunSettings {
     pub max_llm_calls: Option<u64>,
     /// `--max-time`, in seconds.
     pub max_time: Option<f64>,
+    /// `--max-cost`, in US dollars.
+    pub max_cost: Option<f64>,
 }
 
 /// An entry point's own defaults, where it differs from the crate's.
@@ -193,6 +199,8 @@ pub struct RunSetup {
     pub prompt_mode: PromptMode,
     /// What one run may spend.
     pub budgets: Budgets,
+    /// `rlm.toml`'s price table: what calls cost where the server reports no cost.
+    pub prices: PriceTable,
 }
 
 /// A setting that cannot be used: which, from where, and why.
@@ -377,6 +385,22 @@ impl RunSetup {
                 })
             })
             .transpose()?;
+        let max_cost = layered(
+            given
+                .max_cost
+                .map(|usd| {
+                    Cost::from_usd(usd).map_err(|why| SetupError {
+                        message: format!("max_cost (--max-cost) {usd}: {why}"),
+                    })
+                })
+                .transpose()?,
+            vars.parsed(ENV_MAX_COST, |text| {
+                text.parse::<f64>()
+                    .map_err(|_| format!("`{text}` is not a number of dollars"))
+                    .and_then(Cost::from_usd)
+            })?,
+            file.max_cost,
+        );
         Ok(RunSetup {
             llm,
             cache: cache.map(|location| (location, cache_mb.saturating_mul(1 << 20))),
@@ -387,7 +411,9 @@ impl RunSetup {
                 total_tokens: layered(given.max_tokens, None, file.max_tokens),
                 llm_calls: layered(given.max_llm_calls, None, file.max_llm_calls),
                 wall_time: max_time,
+                max_cost,
             },
+            prices: file.prices.clone(),
         })
     }
 
@@ -421,13 +447,30 @@ impl RunSetup {
         }
     }
 
-    /// An [`Rlm`] asking `llm`, with this setup's window, answer protocol, prompt mode
-    /// and budgets; the caller adds what is its own (providers, limits, traces).
+    /// The price of this setup's model in the price table, if listed.
+    ///
+    /// ```
+    /// use rlm_registry::setup::{Defaults, FileSettings, RunSettings, RunSetup};
+    ///
+    /// let file = FileSettings::parse("[model]\nname = \"m\"\n[prices.m]\ninput = 1.0\noutput = 2.0\n", "rlm.toml", ".")?;
+    /// let setup = RunSetup::resolve(&RunSettings::default(), &file, |_| None, &Defaults::default())?;
+    /// assert_eq!(setup.price().map(|p| p.output), Some(2.0));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn price(&self) -> Option<Price> {
+        self.prices.get(&self.llm.model)
+    }
+
+    /// An [`Rlm`] asking `llm`, with this setup's window, answer protocol, prompt mode,
+    /// budgets and price; the caller adds what is its own (providers, limits, traces).
     pub fn rlm(&self, llm: Arc<dyn Llm>, registry: Arc<Registry>, max_iterations: u32) -> Rlm {
-        let rlm = Rlm::new(llm, registry, max_iterations)
+        let mut rlm = Rlm::new(llm, registry, max_iterations)
             .prompt_mode(self.prompt_mode)
             .answer_protocol(self.answer_protocol)
             .budgets(self.budgets);
+        if let Some(price) = self.price() {
+            rlm = rlm.price(price);
+        }
         match self.context_window {
             Some(window) => rlm.context_window(window),
             None => rlm,

@@ -186,14 +186,25 @@ fn a_hit_spends_no_budget() {
     let server = three_call_server();
     let dir = tempfile::tempdir().unwrap();
     let cache = dir.path().join("cache.sqlite");
-    assert_eq!(ask(&server, &cache, &["Q"]).status.code(), Some(0));
-    // Two calls would stop a run of three calls that were sent; a hit gives back the
-    // call it reserved. The token budget holds one call's worst case at a time (a budget
-    // reserves before the cache is asked), and the hits spend none of it.
+    // Under a budget the prompt says so (`budget()`): both runs have one, so that they
+    // send the same requests.
+    let first = ask(&server, &cache, &["Q", "--max-time", "3600"]);
+    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    // Two calls would stop a run of three calls that were sent, and 20 tokens do not
+    // hold one fresh call's worst case: the hits are answered all the same, and spend
+    // none of either.
     let out = ask(
         &server,
         &cache,
-        &["Q", "--max-llm-calls", "2", "--max-tokens", "4500"],
+        &[
+            "Q",
+            "--max-llm-calls",
+            "2",
+            "--max-tokens",
+            "20",
+            "--max-time",
+            "3600",
+        ],
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(stdout(&out), "the colour is teal\n");

@@ -263,27 +263,17 @@ fn llm_query_does_not_send_a_prompt_too_long_for_the_window() {
 #[cfg(feature = "cli")]
 mod cli {
     use super::*;
-    use crate::support::cli::{llm_args, rlm_command};
-
-    fn rlm_ask_in(
-        dir: &std::path::Path,
-        server: &OpenAiServer,
-        args: &[&str],
-    ) -> std::process::Output {
-        rlm_command()
-            .current_dir(dir)
-            .arg("ask")
-            .args(args)
-            .args(llm_args(&server.base_url(), "test-model"))
-            .output()
-            .expect("rlm runs")
-    }
+    use crate::support::cli::rlm_ask_in;
 
     #[test]
     fn ask_checks_the_window_from_the_flag_or_rlm_toml() {
         let dir = tempfile::tempdir().unwrap();
         let server = OpenAiServer::always(lua("FINAL('never')"));
-        let out = rlm_ask_in(dir.path(), &server, &["Q", "--context-window", "1k"]);
+        let out = rlm_ask_in(
+            dir.path(),
+            &server.base_url(),
+            &["Q", "--context-window", "1k"],
+        );
         assert_eq!(out.status.code(), Some(1));
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(
@@ -297,15 +287,23 @@ mod cli {
             "[model]\ncontext_window = 1000\n",
         )
         .unwrap();
-        let out = rlm_ask_in(dir.path(), &server, &["Q", "-q"]);
+        let out = rlm_ask_in(dir.path(), &server.base_url(), &["Q", "-q"]);
         assert_eq!(out.status.code(), Some(1));
         assert!(String::from_utf8_lossy(&out.stderr).contains("so it was not sent"));
         // The flag wins over the file.
         let server = OpenAiServer::always(lua("FINAL('fits')"));
-        let out = rlm_ask_in(dir.path(), &server, &["Q", "-q", "--context-window", "32k"]);
+        let out = rlm_ask_in(
+            dir.path(),
+            &server.base_url(),
+            &["Q", "-q", "--context-window", "32k"],
+        );
         assert_eq!(String::from_utf8_lossy(&out.stdout), "fits\n");
 
-        let out = rlm_ask_in(dir.path(), &server, &["Q", "--context-window", "0"]);
+        let out = rlm_ask_in(
+            dir.path(),
+            &server.base_url(),
+            &["Q", "--context-window", "0"],
+        );
         assert_eq!(out.status.code(), Some(2), "a usage error");
     }
 }

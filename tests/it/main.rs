@@ -94,6 +94,10 @@ mod rlm_loop_trace;
 mod rlm_test;
 mod room_sizes;
 #[cfg(feature = "runtime")]
+mod run_costs;
+#[cfg(feature = "cli")]
+mod run_costs_cli;
+#[cfg(feature = "runtime")]
 mod sandbox;
 #[cfg(feature = "cli")]
 mod search;

@@ -276,3 +276,20 @@ pub(super) fn token_budget(lua: &Lua, state: Rc<BuiltinState>) -> mlua::Result<F
         })
     })
 }
+
+/// `budget()`: a table of what is left, a field left out (nil) where there is no budget.
+pub(super) fn budget(lua: &Lua, state: Rc<BuiltinState>, depth: usize) -> mlua::Result<Function> {
+    lua.create_function(move |lua, ()| {
+        let left = state.budget_left(depth);
+        let table = lua.create_table()?;
+        let count = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+        table.raw_set("tokens", left.tokens.map(count))?;
+        table.raw_set("calls", left.calls.map(count))?;
+        table.raw_set("seconds", left.seconds)?;
+        table.raw_set("cost", left.cost)?;
+        table.raw_set("iterations", left.iterations)?;
+        table.raw_set("depth", left.depth)?;
+        table.raw_set("max_depth", left.max_depth)?;
+        Ok(table)
+    })
+}

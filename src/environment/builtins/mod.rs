@@ -293,6 +293,7 @@ impl Installer<'_> {
             BuiltinId::TokenTruncate => core::token_truncate(lua),
             BuiltinId::TokenSplit => core::token_split(lua),
             BuiltinId::TokenBudget => core::token_budget(lua, state),
+            BuiltinId::Budget => core::budget(lua, state, catalog.scope().depth),
             BuiltinId::StoreList => Ok(self.session_variables()?.0),
             BuiltinId::StoreSummarize => Ok(self.session_variables()?.1),
             BuiltinId::FnSearch => discovery::fn_search(lua, state, Arc::clone(catalog)),

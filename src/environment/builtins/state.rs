@@ -10,7 +10,7 @@ use super::images::ContextImages;
 use super::{SubAgent, User};
 use crate::conventions::builtins::BuiltinId;
 use crate::environment::answer_schema::AnswerSchema;
-use crate::environment::budget::Budget;
+use crate::environment::budget::{Budget, BudgetLeft, BudgetView};
 use crate::environment::limits::{LimitKind, Tripwire};
 use crate::environment::window::{ContextWindow, reply_reserve, request_tokens};
 use crate::llm::{Completion, Llm, LlmError, Request};
@@ -32,6 +32,8 @@ pub(crate) struct Host {
     /// The model's context window in tokens, if known: a sub-call that would not fit is
     /// not sent.
     pub context_window: Option<u64>,
+    /// What `budget()` reports, when a run gives it.
+    pub budget_view: Option<Arc<dyn BudgetView>>,
 }
 
 /// The state the built-ins share with their environment: its limits, what the host
@@ -72,6 +74,19 @@ impl BuiltinState {
         self.host
             .token_budget
             .map(|budget| budget.saturating_sub(self.tokens_spent.get()))
+    }
+
+    /// What `budget()` reports for code at `depth`: the host's view, else the session's
+    /// own token budget.
+    pub(super) fn budget_left(&self, depth: usize) -> BudgetLeft {
+        match &self.host.budget_view {
+            Some(view) => view.left(),
+            None => BudgetLeft {
+                tokens: self.remaining_tokens(),
+                depth,
+                ..BudgetLeft::default()
+            },
+        }
     }
 
     /// Checks the limits before `calls` sub-model calls.
@@ -122,7 +137,17 @@ impl BuiltinState {
             .get()
             .saturating_add(self.tokens_reserved.get());
         let left = budget.saturating_sub(committed);
+        // A call the cache answers spends nothing: it goes through whatever is left.
+        let cached = || {
+            self.host
+                .llm
+                .as_ref()
+                .is_some_and(|llm| llm.cached_answer(request).is_some())
+        };
         if worst > left {
+            if cached() {
+                return Ok(0);
+            }
             return Err(format!(
                 "{}: {}",
                 builtin.name(),

@@ -119,4 +119,8 @@ impl<L: Llm> LlmLayer for Cached<L> {
         }
         answers.into_iter().flatten().collect()
     }
+
+    fn answer_from_cache(&self, request: &Request) -> Option<Completion> {
+        self.lookup(request, &self.key(request))
+    }
 }

@@ -254,6 +254,7 @@ fn with_limits(rlm: Rlm, limits: &RunLimits) -> Rlm {
             total_tokens: budgets.total_tokens,
             llm_calls: budgets.llm_calls,
             wall_time: budgets.wall_time_ms.map(Duration::from_millis),
+            max_cost: budgets.max_cost,
         });
     match limits.context_window {
         Some(window) => rlm.context_window(window),

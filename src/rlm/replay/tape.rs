@@ -174,6 +174,7 @@ fn reply_entry(turn: &Turn) -> Entry {
             completion.finish_reason.clone_from(&turn.finish_reason);
             completion.reasoning.clone_from(&turn.reasoning);
             completion.reasoning_tokens = turn.reasoning_tokens;
+            completion.cost = turn.cost;
             Ok(completion)
         }
         None => Err(turn
@@ -194,6 +195,7 @@ fn call_entry(call: &SubCall) -> Entry {
             let mut completion = Completion::new(answer.clone())
                 .with_tokens(call.prompt_tokens, call.completion_tokens);
             completion.reasoning.clone_from(&call.reasoning);
+            completion.cost = call.cost;
             // Paid for by an earlier run: played back, it spends no budget again.
             completion.cached = call.cached;
             Ok(completion)

@@ -438,18 +438,31 @@ mod tests {
 
 #[cfg(test)]
 mod clock_tests {
-    use super::super::budget::{BudgetExceeded, Budgets, Ledger};
+    use std::sync::Arc;
     use std::time::Duration;
+
+    use super::super::budget::{BudgetExceeded, Budgets, Ledger};
+    use crate::Registry;
+    use crate::llm::{Completion, Llm, LlmError, Request};
+    use crate::rlm::Rlm;
+
+    struct Unused;
+    impl Llm for Unused {
+        fn complete(&self, _request: Request) -> Result<Completion, LlmError> {
+            Err(LlmError::Callback("not asked".into()))
+        }
+    }
 
     #[test]
     fn a_resumed_run_counts_its_wall_time_from_its_first_start() {
         let budgets = Budgets::default().with_wall_time(Duration::from_secs(60));
-        let spent = Ledger::resumed(budgets, 1, Duration::from_secs(61));
+        let rlm = Rlm::new(Arc::new(Unused), Registry::baked().clone(), 1).budgets(budgets);
+        let spent = Ledger::resumed(rlm.settings(), Duration::from_secs(61));
         assert!(matches!(
             spent.check(),
             Err(BudgetExceeded::WallTime { .. })
         ));
-        let left = Ledger::resumed(budgets, 1, Duration::from_secs(20));
+        let left = Ledger::resumed(rlm.settings(), Duration::from_secs(20));
         assert!(left.check().is_ok());
         let remaining = left.remaining_time().unwrap();
         assert!(remaining <= Duration::from_secs(40), "{remaining:?}");

@@ -58,6 +58,7 @@ fn reply_of(turn: &Turn) -> Option<Completion> {
     completion.reasoning.clone_from(&turn.reasoning);
     completion.reasoning_tokens = turn.reasoning_tokens;
     completion.cached = turn.cached;
+    completion.cost = turn.cost;
     Some(completion)
 }
 

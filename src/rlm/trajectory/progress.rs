@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::Registry;
-use crate::llm::Completion;
+use crate::llm::{Completion, Cost};
 
 use super::SubCall;
 
@@ -42,6 +42,9 @@ pub struct ReplyRecord {
     /// The reply came from the call cache. Written only when true.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cached: bool,
+    /// What the call cost in US dollars, where known; left out when not known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<Cost>,
     /// When the line was written, in milliseconds since the run began.
     #[serde(default)]
     pub at_ms: Option<u64>,
@@ -69,6 +72,7 @@ impl ReplyRecord {
             reasoning_tokens: completion.reasoning_tokens,
             finish_reason: completion.finish_reason.clone(),
             cached: completion.cached,
+            cost: completion.cost,
             at_ms: None,
         }
     }
@@ -81,6 +85,7 @@ impl ReplyRecord {
         completion.reasoning_tokens = self.reasoning_tokens;
         completion.finish_reason.clone_from(&self.finish_reason);
         completion.cached = self.cached;
+        completion.cost = self.cost;
         completion
     }
 }

@@ -23,7 +23,19 @@ const INHERITED_SETTINGS: &[&str] = &[
     "RLM_PROMPT_MODE",
     "RLM_MAX_REPLY_TOKENS",
     "RLM_REASONING_EFFORT",
+    "RLM_MAX_COST",
 ];
+
+/// `rlm ask ARGS` run in `dir`, asking the model `test-model` at `base_url`.
+pub fn rlm_ask_in(dir: &Path, base_url: &str, args: &[&str]) -> Output {
+    rlm_command()
+        .current_dir(dir)
+        .arg("ask")
+        .args(args)
+        .args(llm_args(base_url, "test-model"))
+        .output()
+        .expect("rlm runs")
+}
 
 /// A `Command` for `rlm`, in the crate's directory, with no inherited settings.
 pub fn rlm_command() -> Command {

@@ -131,6 +131,10 @@ fn settings(args: &AskArgs, recorded: &Setup) -> Result<RunSettings, Output> {
             &mut settings.max_time,
             budgets.wall_time_ms.map(|ms| ms as f64 / 1000.0),
         );
+        fill(
+            &mut settings.max_cost,
+            budgets.max_cost.map(|cost| cost.usd()),
+        );
     }
     Ok(settings)
 }
@@ -176,6 +180,12 @@ fn overrides(args: &AskArgs, recorded: &Setup) -> Vec<String> {
                 .is_some_and(|n| Some(n) != limits.budgets.llm_calls),
         ),
         ("max_time", budgets.max_time.is_some()),
+        (
+            "max_cost",
+            budgets
+                .max_cost
+                .is_some_and(|usd| Some(usd) != limits.budgets.max_cost.map(|c| c.usd())),
+        ),
         (
             "model",
             args.run.llm.model.is_some() && args.run.llm.model != recorded.model,

@@ -288,6 +288,7 @@ def ask(
     max_cost: float | None = None,
     prompt_mode: Literal["full", "compact", "auto"] | None = None,
     context_window: int | None = None,
+    compact_at: float | Literal["off"] | None = None,
     answer_protocol: Literal["final", "answer"] | None = None,
     llm_concurrency: int | None = None,
     max_reply_tokens: int | None = None,
@@ -307,7 +308,9 @@ def ask(
     `max_completion_tokens` to a server that asks for it), `reasoning_effort` as
     `reasoning_effort`; neither is sent unless set. A reasoning model's thinking never
     runs and never goes back to it; the trace keeps it. `context_window` refuses a
-    first request that would not fit; `answer_protocol` chooses how the prompt teaches
+    request that would not fit; `compact_at` (`RLM_COMPACT_AT`, default 0.85; `"off"`
+    or 0: never) is the share of it at which the conversation is summarised and
+    restarted, every message kept in the Lua table `history`; `answer_protocol` chooses how the prompt teaches
     the model to end (both ways always work); `schema`, a JSON Schema (a dict or JSON
     text), types the answer (`Answer.value`). `max_cost` caps the run's spending in US
     dollars (`RLM_MAX_COST`, `[budgets] max_cost`): the server's `usage.cost`, else the

@@ -11,7 +11,7 @@ use pyo3::prelude::*;
 use rlm_registry::environment::{AnswerSchema, Interrupt};
 use rlm_registry::llm::{Completion, Cost, Llm, LlmError, Request};
 use rlm_registry::rlm::{
-    Context, DEFAULT_BLOCK_TIME_LIMIT, DEFAULT_OUTPUT_BYTES, Rlm, TraceFormat,
+    CompactAt, Context, DEFAULT_BLOCK_TIME_LIMIT, DEFAULT_OUTPUT_BYTES, Rlm, TraceFormat,
 };
 use rlm_registry::setup::{RunSettings, RunSetup, reply_tokens};
 
@@ -88,6 +88,16 @@ fn named<T: std::str::FromStr<Err = String>>(
         .transpose()
 }
 
+/// `compact_at`: a share of the window (`0.85`), or `"off"` (or 0) for never, as
+/// `--compact-at` takes it.
+fn compact_at_of(value: &Bound<'_, PyAny>) -> PyResult<Option<CompactAt>> {
+    let text = match value.extract::<f64>() {
+        Ok(share) => share.to_string(),
+        Err(_) => value.extract::<String>()?,
+    };
+    CompactAt::parse(&text).map_err(|error| PyValueError::new_err(format!("compact_at: {error}")))
+}
+
 /// `max_reply_tokens`, held to the rule `--max-reply-tokens` and `RLM_MAX_REPLY_TOKENS`
 /// are read by, so that the three refuse the same values with the same words.
 fn reply_limit(tokens: Option<u64>) -> PyResult<Option<u32>> {
@@ -123,14 +133,15 @@ impl Source<'_> {
     time_limit = DEFAULT_BLOCK_TIME_LIMIT.as_secs_f64(), memory_limit_mb = 512,
     output_bytes = DEFAULT_OUTPUT_BYTES, max_tokens = None, max_llm_calls = None,
     max_time = None, max_cost = None, prompt_mode = None, context_window = None,
+    compact_at = None,
     answer_protocol = None, llm_concurrency = None, max_reply_tokens = None,
     reasoning_effort = None, schema = None, verbose = false
 ), text_signature = "(question, context=None, *, model=None, base_url=None, api_key=None, \
     max_iterations=10, max_depth=1, trace=None, trace_format='events', paths=(), baked=True, \
     registry=None, config=None, time_limit=300.0, memory_limit_mb=512, output_bytes=10000, \
     max_tokens=None, max_llm_calls=None, max_time=None, max_cost=None, prompt_mode=None, \
-    context_window=None, answer_protocol=None, llm_concurrency=None, max_reply_tokens=None, \
-    reasoning_effort=None, schema=None, verbose=False)")]
+    context_window=None, compact_at=None, answer_protocol=None, llm_concurrency=None, \
+    max_reply_tokens=None, reasoning_effort=None, schema=None, verbose=False)")]
 #[allow(clippy::too_many_arguments)]
 pub fn ask<'py>(
     py: Python<'py>,
@@ -156,6 +167,7 @@ pub fn ask<'py>(
     max_cost: Option<f64>,
     prompt_mode: Option<String>,
     context_window: Option<u64>,
+    compact_at: Option<Bound<'py, PyAny>>,
     answer_protocol: Option<String>,
     llm_concurrency: Option<usize>,
     max_reply_tokens: Option<u64>,
@@ -181,6 +193,7 @@ pub fn ask<'py>(
                 max_reply_tokens: reply_limit(max_reply_tokens)?,
                 reasoning_effort: named("reasoning_effort", reasoning_effort)?,
                 context_window,
+                compact_at: compact_at.as_ref().map(compact_at_of).transpose()?,
                 prompt_mode: named("prompt_mode", prompt_mode)?,
                 answer_protocol: named("answer_protocol", answer_protocol)?,
                 max_tokens,

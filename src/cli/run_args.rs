@@ -12,7 +12,7 @@ use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 
 use rlm_registry::conventions::AnswerProtocol;
 use rlm_registry::llm::{Llm, LlmClient, ReasoningEffort};
-use rlm_registry::rlm::PromptMode;
+use rlm_registry::rlm::{CompactAt, PromptMode};
 use rlm_registry::setup::{
     Defaults, FileSettings, RunSettings, RunSetup, reply_tokens, window_tokens,
 };
@@ -53,11 +53,26 @@ pub(crate) struct LlmArgs {
 #[derive(Args, Debug, Clone, Default)]
 pub(crate) struct WindowArgs {
     /// The model's context window in tokens (`8k`, `32768`; default: RLM_CONTEXT_WINDOW,
-    /// else `[model] context_window` in rlm.toml, else unknown). A first request (the
-    /// root's or a child's) or a `llm_query` prompt that would not fit, with 1,024 tokens
-    /// kept for the reply, is not sent: the error names the tokens and the fix.
+    /// else `[model] context_window` in rlm.toml, else unknown). A request (the root's or
+    /// a child's, each turn's) or a `llm_query` prompt that would not fit, with 1,024
+    /// tokens kept for the reply, is not sent: the error names the tokens and the fix.
     #[arg(long, value_name = "TOKENS", value_parser = window_tokens)]
     pub context_window: Option<u64>,
+    /// Compact the conversation before a request would pass this share of the window
+    /// (default: RLM_COMPACT_AT, else `[model] compact_at`, else 0.85; `off` or 0: never):
+    /// the model summarises its work, the conversation restarts from the summary, and
+    /// every message stays in the Lua table `history`. Without a known window, older
+    /// outputs are sent as a marker instead (whole in `history`).
+    #[arg(long, value_name = "SHARE|off", value_parser = compact_at)]
+    pub compact_at: Option<CompactAtFlag>,
+}
+
+/// `--compact-at`'s value: a share of the window, or `off` (`None`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CompactAtFlag(Option<CompactAt>);
+
+fn compact_at(text: &str) -> Result<CompactAtFlag, String> {
+    CompactAt::parse(text).map(CompactAtFlag)
 }
 
 /// What the system prompt teaches: how functions are listed and how a run ends.
@@ -186,6 +201,7 @@ impl Given<'_> {
         }
         if let Some(window) = self.window {
             settings.context_window = window.context_window;
+            settings.compact_at = window.compact_at.map(|flag| flag.0);
         }
         if let Some(prompt) = self.prompt {
             settings.prompt_mode = prompt.prompt_mode;

@@ -204,7 +204,7 @@ impl std::error::Error for BudgetExceeded {}
 ///
 /// let root = UsageSnapshot { calls: 3, prompt_tokens: 900, completion_tokens: 90, ..Default::default() };
 /// let child = UsageSnapshot { calls: 2, prompt_tokens: 400, completion_tokens: 40, ..Default::default() };
-/// let report = UsageReport { by_depth: vec![root, child], elapsed: Duration::from_millis(1500) };
+/// let report = UsageReport { by_depth: vec![root, child], elapsed: Duration::from_millis(1500), ..Default::default() };
 /// assert_eq!(report.total().calls, 5);
 /// assert_eq!(report.total().total_tokens(), 1430);
 /// assert!(report.to_string().contains("total    5 calls"));
@@ -216,6 +216,10 @@ pub struct UsageReport {
     pub by_depth: Vec<UsageSnapshot>,
     /// Wall time of the run.
     pub elapsed: Duration,
+    /// Conversations compacted to fit the window, every agent's.
+    pub compactions: u64,
+    /// Of the tokens above, those of the calls for the compactions' summaries.
+    pub compaction_tokens: u64,
 }
 
 impl UsageReport {
@@ -277,6 +281,14 @@ impl fmt::Display for UsageReport {
                 f.write_str("\n")?;
             }
         }
+        if self.compactions > 0 {
+            writeln!(
+                f,
+                "compactions: {} ({} tokens)",
+                thousands(self.compactions),
+                thousands(self.compaction_tokens)
+            )?;
+        }
         usage_line(f, "total", &self.total())?;
         write!(f, " in {:.1} s", self.elapsed.as_secs_f64())
     }
@@ -312,6 +324,9 @@ pub(crate) struct Ledger {
     /// The turn each agent is at, by id: what `budget()` counts its iterations from.
     turns: Mutex<HashMap<String, u32>>,
     depths: Vec<Usage>,
+    /// Compactions, and the tokens of their summaries.
+    compactions: AtomicU64,
+    compaction_tokens: AtomicU64,
 }
 
 impl Ledger {
@@ -334,6 +349,8 @@ impl Ledger {
             cost_unknown: AtomicBool::new(false),
             turns: Mutex::default(),
             depths: (0..=config.max_depth).map(|_| Usage::new()).collect(),
+            compactions: AtomicU64::new(0),
+            compaction_tokens: AtomicU64::new(0),
         })
     }
 
@@ -643,7 +660,15 @@ impl Ledger {
         UsageReport {
             by_depth: self.depths.iter().map(Usage::snapshot).collect(),
             elapsed: self.started.elapsed(),
+            compactions: self.compactions.load(Ordering::SeqCst),
+            compaction_tokens: self.compaction_tokens.load(Ordering::SeqCst),
         }
+    }
+
+    /// Counts a compaction whose summary took `tokens` (already counted as a call).
+    pub fn count_compaction(&self, tokens: u64) {
+        self.compactions.fetch_add(1, Ordering::SeqCst);
+        self.compaction_tokens.fetch_add(tokens, Ordering::SeqCst);
     }
 }
 

@@ -16,6 +16,7 @@ use crate::providers::{AgentScope, Providers};
 
 use super::agent::Agent;
 use super::budget::{Budgets, Ledger};
+use super::compaction::{CompactAt, DEFAULT_COMPACT_AT};
 use super::context::Context;
 use super::prompt::{self, PromptPart};
 use super::prompt_mode::PromptMode;
@@ -70,6 +71,8 @@ pub(super) struct Config {
     /// The root agent's answer schema (a child's comes with its `rlm_query` call).
     pub(super) answer_schema: Option<AnswerSchema>,
     pub(super) context_window: Option<u64>,
+    /// When a conversation is compacted; `None`: never.
+    pub(super) compact_at: Option<CompactAt>,
     pub(super) trace: Option<Arc<Sink>>,
     pub(super) trace_format: TraceFormat,
     /// The trace of one run, on `trace`: set on the run's own copy of the settings.
@@ -98,6 +101,7 @@ impl fmt::Debug for Rlm {
             .field("answer_protocol", &c.answer_protocol)
             .field("answer_schema", &c.answer_schema)
             .field("context_window", &c.context_window)
+            .field("compact_at", &c.compact_at)
             .field("trace", &c.trace.is_some())
             .field("trace_format", &c.trace_format)
             .field("live_view", &c.live.is_some())
@@ -132,6 +136,7 @@ impl Rlm {
                 answer_protocol: AnswerProtocol::default(),
                 answer_schema: None,
                 context_window: None,
+                compact_at: Some(DEFAULT_COMPACT_AT),
                 trace: None,
                 trace_format: TraceFormat::Events,
                 recorder: None,
@@ -426,6 +431,35 @@ impl Rlm {
     /// ```
     pub fn context_window(mut self, tokens: u64) -> Rlm {
         self.config.context_window = Some(tokens);
+        self
+    }
+
+    /// When an agent's conversation is compacted (default: at 85% of the window,
+    /// [`DEFAULT_COMPACT_AT`](crate::rlm::DEFAULT_COMPACT_AT)); `None` never compacts.
+    /// Before a request would pass that share of the [context window](Rlm::context_window),
+    /// the model summarises its work and the conversation restarts from the summary,
+    /// every message staying in the Lua table `history`. Without a known window, older
+    /// outputs are sent as a marker instead (whole in `history`). Off, the whole
+    /// conversation is sent each turn, and a request that does not fit the window is
+    /// refused.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use rlm_registry::{Registry, rlm::{CompactAt, Rlm}};
+    /// # use rlm_registry::llm::{Completion, Llm, LlmError, Request};
+    /// # struct NeverAsked;
+    /// # impl Llm for NeverAsked {
+    /// #     fn complete(&self, _: Request) -> Result<Completion, LlmError> { unreachable!() }
+    /// # }
+    /// let at = CompactAt::parse("0.7")?;
+    /// let rlm = Rlm::new(Arc::new(NeverAsked), Registry::baked().clone(), 5)
+    ///     .context_window(8_192)
+    ///     .compact_at(at);
+    /// assert!(format!("{rlm:?}").contains("compact_at: Some(CompactAt(700000))"));
+    /// # Ok::<(), String>(())
+    /// ```
+    pub fn compact_at(mut self, at: Option<CompactAt>) -> Rlm {
+        self.config.compact_at = at;
         self
     }
 
@@ -731,6 +765,7 @@ impl Config {
             max_consecutive_errors: self.max_consecutive_errors,
             output_bytes: self.output_bytes,
             context_window: self.context_window,
+            compact_at: self.compact_at,
             block: BlockLimits::from(block),
             budgets: RunBudgets::from(&self.budgets),
         }

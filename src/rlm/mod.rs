@@ -19,8 +19,9 @@
 //! The system prompt lists every function by its signature and one-line summary by
 //! default ([`PromptMode::Compact`]: under 3,000 tokens with the baked registry) and
 //! points the model to `help` and `fn_search`; [`PromptMode::Full`] documents each in
-//! full. [`Rlm::context_window`] keeps a first request that would not fit from being
-//! sent, [`Rlm::answer_protocol`] chooses how the prompt teaches the model to end the run
+//! full. [`Rlm::context_window`] keeps a request that would not fit from being sent
+//! ([`Rlm::compact_at`] compacts the conversation before it gets there),
+//! [`Rlm::answer_protocol`] chooses how the prompt teaches the model to end the run
 //! (`FINAL` or the reference RLM's `answer` table; both always work), and
 //! [`Rlm::answer_schema`] makes the answer a JSON value checked against a schema.
 //!
@@ -91,6 +92,7 @@ mod agent;
 mod budget;
 mod budget_view;
 mod builder;
+mod compaction;
 mod context;
 mod corpus_description;
 mod live;
@@ -111,6 +113,8 @@ pub use builder::{
     DEFAULT_BLOCK_TIME_LIMIT, DEFAULT_MAX_CONSECUTIVE_ERRORS, DEFAULT_MAX_DEPTH,
     DEFAULT_MAX_ITERATIONS, DEFAULT_OUTPUT_BYTES, Rlm,
 };
+pub(crate) use compaction::elided_marker;
+pub use compaction::{CompactAt, DEFAULT_COMPACT_AT, ELIDED_BEYOND_TOKENS};
 pub use context::Context;
 pub use prompt::PromptPart;
 pub use prompt_mode::{AUTO_COMPACT_ABOVE_TOKENS, PromptMode};

@@ -457,6 +457,30 @@ pub(crate) fn describe_error(
     text
 }
 
+// ---- A history that fits the window (see `compaction.rs`).
+
+/// What the model is asked when its conversation nears the context window: a summary
+/// that lets it go on without the turns it replaces.
+pub(crate) const SUMMARY_REQUEST: &str = "Your conversation is about to outgrow the model's context window, so it will be replaced by the summary you write now. Write no code: summarise your work so far for yourself, briefly: what you found (with the exact values and where they came from), what you still need to do, and which Lua variables hold what (name, type, contents). Your REPL's globals stay as they are.";
+
+/// The user message that restarts a conversation compacted `times` times, after the
+/// model's summary.
+pub(crate) fn compacted(times: u32) -> String {
+    let plural = if times == 1 { "" } else { "s" };
+    format!(
+        "Your conversation was compacted ({times} time{plural}) to fit the context window: the summary above stands for the turns before. The REPL's globals are intact, and `history` holds every message so far (history[i].role, history[i].content) if you need an earlier output whole. Go on from the summary; do not repeat work already done."
+    )
+}
+
+/// What an older output is sent as when it is left out of the conversation: where the
+/// whole of it is.
+pub(crate) fn elided(turn: u32, index: usize, tokens: u64) -> String {
+    format!(
+        "[The output of turn {turn} ({} tokens) is left out here to save room; it is whole in history[{index}].content.]",
+        thousands(tokens)
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -98,6 +98,7 @@ impl Recorder {
             Record::Reply(reply) => reply.at_ms = at_ms,
             Record::Call(call) => call.at_ms = at_ms,
             Record::Resume(resume) => resume.at_ms = at_ms,
+            Record::Compaction(compaction) => compaction.at_ms = at_ms,
             Record::Unknown => {}
         }
         if let Some(on_file) = &self.on_file

@@ -12,6 +12,7 @@ use crate::llm::{LlmError, Message, Request};
 use crate::tokens;
 
 use super::budget::{BudgetExceeded, UsageReport};
+use super::compaction::CompactAt;
 use super::prompt_mode::PromptMode;
 use crate::text_format::{cut_chars, first_line, thousands};
 
@@ -93,9 +94,10 @@ pub enum RlmError {
     Context(ExecError),
     /// The trace could not be written.
     Trace(io::Error),
-    /// An agent's first request does not fit the model's context window: a window check
-    /// refused it before sending, or the server did. The message names the system
-    /// prompt's tokens, the window and what to change.
+    /// An agent's request (its first, or a later one its conversation grew into) does not
+    /// fit the model's context window: a window check refused it before sending, or the
+    /// server did. The message names the system prompt's tokens, the window and what to
+    /// change.
     ContextWindow(Box<WindowExceeded>),
     /// Every answer the root agent gave was refused by its schema, up to the iteration
     /// cap.
@@ -164,16 +166,17 @@ impl std::error::Error for RlmError {
     }
 }
 
-/// An agent's first request that does not fit the model's context window
-/// ([`RlmError::ContextWindow`]): how large it was, the window, and what refused it.
+/// An agent's request that does not fit the model's context window
+/// ([`RlmError::ContextWindow`]): how large it was, the window, what refused it, and at
+/// which turn.
 #[derive(Debug)]
 pub struct WindowExceeded {
     /// The agent: `0` for the root, `0.1` for its first child, ….
     pub agent: String,
     /// The agent's system prompt, in `o200k_base` tokens.
     pub system_prompt_tokens: u64,
-    /// The whole first request (system prompt, question, the chat format's overhead), in
-    /// `o200k_base` tokens.
+    /// The whole request (system prompt, question, the turns so far, the chat format's
+    /// overhead), in `o200k_base` tokens.
     pub request_tokens: u64,
     /// The tokens kept for the reply.
     pub reply_reserve: u64,
@@ -185,6 +188,11 @@ pub struct WindowExceeded {
     /// The server's refusal, if the request was sent; `None` when a window check kept
     /// it from being sent.
     pub server: Option<LlmError>,
+    /// The agent's turn whose request it was: 1 for its first.
+    pub turn: u32,
+    /// The share of the window at which the conversation is compacted; `None` when
+    /// compaction was off.
+    pub compact_at: Option<CompactAt>,
 }
 
 impl WindowExceeded {
@@ -241,6 +249,8 @@ impl WindowExceeded {
             window: served_window.or(window),
             prompt_mode,
             server,
+            turn: 1,
+            compact_at: None,
         })
     }
 }
@@ -252,10 +262,11 @@ impl fmt::Display for WindowExceeded {
         } else {
             "the root agent".to_string()
         };
-        write!(
-            f,
-            "the first request of {whose} does not fit the model's context window"
-        )?;
+        match self.turn {
+            0 | 1 => write!(f, "the first request of {whose}")?,
+            turn => write!(f, "the request of turn {turn} of {whose}")?,
+        }
+        f.write_str(" does not fit the model's context window")?;
         if let Some(window) = self.window {
             write!(f, " (the window is {} tokens)", thousands(window))?;
         }
@@ -283,6 +294,13 @@ impl fmt::Display for WindowExceeded {
             thousands(self.request_tokens),
             thousands(self.reply_reserve)
         )?;
+        if self.turn > 1 {
+            return f.write_str(match (self.compact_at, &self.server) {
+                (None, _) => "The conversation grew with each turn and compaction is off: leave it on (--compact-at 0.85, the default, summarises the conversation before it reaches 85% of the window), or give the model's real window with --context-window.",
+                (Some(_), Some(_)) => "The conversation grew with each turn: give the model's window with --context-window, so that it is compacted before it gets there (--compact-at, 0.85 of the window by default).",
+                (Some(_), None) => "Even compacted, the conversation does not fit: a turn's output alone is too long. Fix: a lower --compact-at, a smaller --output-bytes, or a model with a larger window (--context-window).",
+            });
+        }
         if self.prompt_mode == PromptMode::Compact {
             f.write_str("Fix: a smaller registry (--no-baked, fewer --path directories), a shorter question, or a model with a larger window.")
         } else {

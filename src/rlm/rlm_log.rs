@@ -24,7 +24,7 @@ use serde_json::{Value, json};
 use crate::conventions::builtins::BuiltinId;
 use crate::llm::Message;
 
-use super::trajectory::{BlockStatus, Record, Setup, Start, Turn};
+use super::trajectory::{BlockStatus, Compaction, Record, Setup, Start, Turn};
 
 /// The format of the trace [`Rlm::trace`](super::Rlm::trace) writes.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -138,6 +138,7 @@ impl RlmLog {
         match record {
             Record::Start(start) => self.start(start),
             Record::Turn(turn) => lines.extend(self.turn(turn)),
+            Record::Compaction(compaction) => self.compaction(compaction),
             _ => {}
         }
         lines
@@ -150,6 +151,17 @@ impl RlmLog {
             ..AgentLog::default()
         };
         self.agents.insert(start.agent.clone(), log);
+    }
+
+    /// The agent's conversation restarts from the summary, as the model was sent it.
+    fn compaction(&mut self, compaction: &Compaction) {
+        let log = self.agents.entry(compaction.agent.clone()).or_default();
+        let Some(summary) = &compaction.reply else {
+            return;
+        };
+        log.messages.truncate(2);
+        log.messages.push(Message::assistant(summary.as_str()));
+        log.messages.push(Message::user(compaction.note.as_str()));
     }
 
     /// An `RLMIteration` for the turn; a root turn is written, a child's kept for its

@@ -15,6 +15,7 @@ use crate::environment::{Environment, ExecError, User};
 use crate::llm::{Completion, ImagePart, LlmError, Message, Request};
 
 use super::agent::Agent;
+use super::compaction::Conversation;
 use super::context::Context;
 use super::parse::{self, PlainFinal, Reply};
 use super::prompt;
@@ -76,7 +77,7 @@ impl Agent {
             context,
             &config.settings(self.depth, self.limits().time, self.schema.clone()),
         );
-        let mut messages = vec![
+        let messages = vec![
             Message::system(system),
             Message::user(prompt::question(
                 question,
@@ -87,6 +88,8 @@ impl Agent {
         if let Err(error) = self.record_start(question, context, &messages) {
             return (Err(RlmError::Trace(error)), 0);
         }
+        let mut conversation = Conversation::new(messages, config.compact_at.is_some());
+        conversation.share(&env);
         let mut state = LoopState::default();
         for turn in 1..=config.max_iterations {
             if self.cancelled() {
@@ -103,14 +106,21 @@ impl Agent {
                     config.max_iterations
                 );
             }
+            let messages = match self.prepare(turn, &env, &mut conversation) {
+                Ok((messages, elided)) => {
+                    state.elided = elided;
+                    messages
+                }
+                Err(error) => return (Err(error), turn.saturating_sub(1)),
+            };
             let outcome = match self.turn(turn, &env, &messages, &mut state) {
                 Ok(outcome) => outcome,
                 Err(error) => return (Err(RlmError::Trace(error)), turn),
             };
             match outcome {
                 Outcome::Continue(feedback) => {
-                    messages.push(Message::assistant(std::mem::take(&mut state.reply)));
-                    messages.push(Message::user(feedback));
+                    conversation.push_turn(turn, std::mem::take(&mut state.reply), feedback);
+                    conversation.share(&env);
                 }
                 Outcome::Final(answer) => return (Ok(answer), turn),
                 // The cut turn was not written: the whole ones were those before it.
@@ -142,6 +152,7 @@ impl Agent {
             depth: self.depth,
             turn,
             messages_sent: messages.len(),
+            elided: std::mem::take(&mut state.elided),
             ..Turn::default()
         };
         let outcome = match self.ask(turn, messages, &mut record, started) {
@@ -162,9 +173,9 @@ impl Agent {
         Ok(outcome)
     }
 
-    /// Asks the model, within the run's budgets; the time and tokens go to `record`. The
-    /// first request is checked against the context window before it is sent, and a
-    /// server's refusal of it as too long is reported the same way.
+    /// Asks the model, within the run's budgets; the time and tokens go to `record`. Each
+    /// request is checked against the context window before it is sent, and a server's
+    /// refusal of one as too long is reported the same way.
     fn ask(
         &self,
         turn: u32,
@@ -172,24 +183,17 @@ impl Agent {
         record: &mut Turn,
         started: Instant,
     ) -> Result<Completion, RlmError> {
-        let mut request = Request::new(messages.to_vec()).with_images(self.images.clone());
-        // As the client sends it: its reply limit is what the window and the budget keep
-        // room for.
-        request.max_tokens = request.max_tokens.or(self.reply_limit());
-        // The first request, kept to describe it if the server finds it too long (a
-        // later one is not: the conversation grows, and cloning it each turn would cost).
-        let first = (turn == 1).then(|| request.clone());
-        if let Some(first) = &first {
-            self.check_window(first)?;
-        }
+        let request = self.request(messages);
+        self.check_window(turn, &request)?;
         let result = self
             .ledger
             .complete(self.depth, &self.turn_model(), request)
             .map_err(RlmError::Budget)?;
         record.llm_ms = millis(started.elapsed());
-        let completion = result.map_err(|error| match &first {
-            Some(first) if error.is_context_length() => self.too_long(first, error),
-            _ => RlmError::Llm(error),
+        let completion = result.map_err(|error| match error.is_context_length() {
+            // Built again only then: cloning every request to describe it would cost.
+            true => self.too_long(turn, &self.request(messages), error),
+            false => RlmError::Llm(error),
         })?;
         record.prompt_tokens = completion.prompt_tokens;
         record.completion_tokens = completion.completion_tokens;
@@ -221,34 +225,50 @@ impl Agent {
             .is_some_and(|cancel| cancel.is_interrupted())
     }
 
-    /// Refuses the first `request` when its tokens and the reply's reserve do not fit the
-    /// configured context window.
-    fn check_window(&self, request: &Request) -> Result<(), RlmError> {
+    /// The request of a turn whose conversation is `messages`, as the client sends it:
+    /// its reply limit is what the window and the budget keep room for.
+    pub(super) fn request(&self, messages: &[Message]) -> Request {
+        let mut request = Request::new(messages.to_vec()).with_images(self.images.clone());
+        request.max_tokens = request.max_tokens.or(self.reply_limit());
+        request
+    }
+
+    /// Refuses the `request` of `turn` when its tokens and the reply's reserve do not fit
+    /// the configured context window.
+    fn check_window(&self, turn: u32, request: &Request) -> Result<(), RlmError> {
         let Some(window) = self.config.context_window else {
             return Ok(());
         };
         let prompt_mode = self.config.prompt_mode;
         WindowExceeded::check(&self.id, request, window, self.reply_limit(), prompt_mode)
-            .map_err(RlmError::ContextWindow)
+            .map_err(|exceeded| RlmError::ContextWindow(self.at_turn(exceeded, turn)))
     }
 
     /// The reply limit the model's client sends with requests that set none.
-    fn reply_limit(&self) -> Option<u32> {
+    pub(super) fn reply_limit(&self) -> Option<u32> {
         self.turn_model()
             .model_info()
             .and_then(|info| info.max_reply_tokens)
     }
 
-    /// The error for a first `request` the `server` refused as too long.
-    fn too_long(&self, request: &Request, server: LlmError) -> RlmError {
-        RlmError::ContextWindow(WindowExceeded::of(
+    /// The error for the `request` of `turn` the `server` refused as too long.
+    fn too_long(&self, turn: u32, request: &Request, server: LlmError) -> RlmError {
+        let exceeded = WindowExceeded::of(
             &self.id,
             request,
             self.config.context_window,
             self.reply_limit(),
             self.config.prompt_mode,
             Some(server),
-        ))
+        );
+        RlmError::ContextWindow(self.at_turn(exceeded, turn))
+    }
+
+    /// `exceeded`, said of `turn`, with whether compaction was on.
+    fn at_turn(&self, mut exceeded: Box<WindowExceeded>, turn: u32) -> Box<WindowExceeded> {
+        exceeded.turn = turn;
+        exceeded.compact_at = self.config.compact_at;
+        exceeded
     }
 
     /// Runs the reply's code, then takes its final answer, ends the run, or gives the
@@ -433,6 +453,8 @@ struct LoopState {
     reply: String,
     /// Why the last answer the schema refused was refused.
     last_refusal: Option<String>,
+    /// The earlier turns whose output the next request leaves out.
+    elided: Vec<u32>,
 }
 
 /// The `o200k_base` tokens of `request`'s messages, with the chat format's overhead.

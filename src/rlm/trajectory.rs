@@ -13,7 +13,11 @@
 //! conversation begins with, and each `turn` line only what that turn added, so a trace
 //! grows linearly with the number of turns. The conversation an agent sent at turn N is
 //! its `start` messages followed, for each of its earlier turns, by the `reply` (as an
-//! `assistant` message) and the `feedback` (as a `user` message).
+//! `assistant` message) and the `feedback` (as a `user` message), with two exceptions:
+//! after a [`Compaction`] line the conversation starts again from the `start` messages,
+//! the compaction's `reply` (`assistant`) and its `note` (`user`); and the feedback of a
+//! turn listed in turn N's `elided` was sent as a marker
+//! ([`Agent::messages_at`](crate::trace::Agent::messages_at) rebuilds both).
 //!
 //! A child's lines are written as they happen: its `start` and turns come before the line
 //! of the parent turn that called it, and the children of one `rlm_query_batched` call
@@ -69,7 +73,7 @@
 //! |---|---|
 //! | `agent`, `depth` | as on the agent's `start` line |
 //! | `turn` | 1-based, per agent |
-//! | `messages_sent` | how many messages went to the model: 2, plus 2 per earlier turn |
+//! | `messages_sent` | how many messages went to the model: 2, plus 2 per earlier turn (4 plus 2 per turn since the last compaction) |
 //! | `reply` | the model's reply, the assistant message this turn adds (`null` if the call failed or a budget refused it) |
 //! | `code_blocks` | the code found in the reply |
 //! | `outputs` | per block, a [`Block`]: `block` (1-based), `status` (`ok`, `error`, `limit`, `not run`), the full `output`, the `error`, `elapsed_ms`, and `sub_calls` (below; left out when the block made none) |
@@ -83,7 +87,26 @@
 //! | `cached` | `true` when the reply came from the call cache (`--cache`) rather than the server; absent otherwise |
 //! | `cost` | what this turn's model call cost in US dollars: the server's `usage.cost`, else the price table's (`[prices]` in `rlm.toml`); absent when not known or cached |
 //! | `run_cost` | what the whole run had cost when the turn ended, in US dollars; absent when the run knows no cost (no price, no `usage.cost`, no `--max-cost`) |
+//! | `elided` | the earlier turns whose feedback this request held as a marker (no known window; see `Rlm::compact_at`); absent when none |
 //! | `at_ms` | when the line was written, in milliseconds since the run began |
+//!
+//! # `compaction`
+//!
+//! Written between two turns of an agent whose conversation was summarised to fit the
+//! model's window ([`Rlm::compact_at`](super::Rlm::compact_at)); its fields are those of
+//! [`Compaction`]:
+//!
+//! ```json
+//! {"event": "compaction", "agent": "0", "depth": 0, "turn": 2, "messages_before": 6,
+//!  "tokens_before": 9421, "messages_summarized": 4, "reply": "Summary: …",
+//!  "note": "Your conversation was compacted (1 time) …", "tokens_after": 3406,
+//!  "prompt_tokens": 6344, "completion_tokens": 212, "llm_ms": 840, "run_tokens": 15230,
+//!  "at_ms": 5120}
+//! ```
+//!
+//! A replay plays its `reply` back as the answer to the request for the summary, at its
+//! place among the agent's turns: an agent's turn replies and summaries are one tape, in
+//! the order the run asked for them.
 //!
 //! # Sub-calls
 //!
@@ -106,25 +129,16 @@
 //!
 //! # Progress lines, and resuming
 //!
-//! A turn's `turn` line is written when it ends; two lines are written before, as things
-//! happen, so that a run killed mid-turn keeps what the model already said: a `reply`
-//! line ([`ReplyRecord`]: `agent`, `turn`, `reply`, `reasoning`, `prompt_tokens`,
-//! `completion_tokens`, `reasoning_tokens`, `finish_reason`, `cached`) when the turn's
-//! reply arrives, before its code runs, and a `call` line ([`CallRecord`]: `agent`,
-//! `turn`, `block` and the [`SubCall`]'s fields) when each call of its code is answered,
-//! in the order the answers came. The `turn` line then repeats them: these two kinds are
-//! the one exception to "no line repeats an earlier one", and a reader that only wants the
-//! conversation skips them.
-//!
-//! `rlm ask --resume` appends to the trace it resumes: a `resume` line
-//! ([`ResumeRecord`]: `version`, `agents`, `turns`, `calls` played back, the settings given
-//! again in `overrides`, `resumed_unix_ms`), then the resumed run's lines, none of which
-//! repeats one on file; `at_ms` goes on from the first run's clock. A turn on file that
-//! ended its agent with an error is written again when the resumed run plays it back and
-//! goes on (a larger `--max-iterations`), or asks again (its call had failed): the later
-//! line of a turn number is the one that counts. The root's `start` line records what a
-//! resume checks: `context_paths` (the context's paths as given, absolute) and `registry`
-//! ([`RegistryDigest`]: `sha256`, and `functions`, each name's digest).
+//! So that a run killed mid-turn keeps what the model said, two lines are written before
+//! the `turn` line, as things happen: a `reply` line ([`ReplyRecord`]) when a reply
+//! arrives, before its code runs, and a `call` line ([`CallRecord`]: `agent`, `turn`,
+//! `block` and a [`SubCall`]'s fields) as each call of its code is answered. The `turn`
+//! line repeats them: they are the one exception to "no line repeats an earlier one".
+//! `rlm ask --resume` appends a `resume` line ([`ResumeRecord`]), then only lines not on
+//! file, `at_ms` going on from the first run's clock; a turn that had ended its agent with
+//! an error is written again when the resumed run goes on from it, and the later line of
+//! a turn number counts. The root's `start` line records what a resume checks:
+//! `context_paths` (absolute) and `registry` ([`RegistryDigest`]).
 //!
 //! # Older traces
 //!
@@ -153,6 +167,8 @@ use crate::environment::Limits;
 use crate::llm::{Completion, Cost, ImageRecord, LlmError, Message, ReasoningEffort, Request};
 
 use super::budget::Budgets;
+use super::compaction::CompactAt;
+pub use super::compaction::Compaction;
 use super::context::Context;
 
 mod progress;
@@ -176,6 +192,8 @@ pub enum Record {
     Call(CallRecord),
     /// A resumed run begins here.
     Resume(ResumeRecord),
+    /// An agent's conversation was summarised and restarted to fit the window.
+    Compaction(Compaction),
     /// An event this version does not know (a later version may write more): read and
     /// skipped, never written.
     #[serde(other)]
@@ -191,6 +209,7 @@ impl Record {
             Record::Reply(reply) => reply.at_ms,
             Record::Call(call) => call.at_ms,
             Record::Resume(resume) => resume.at_ms,
+            Record::Compaction(compaction) => compaction.at_ms,
             Record::Unknown => None,
         }
     }
@@ -277,6 +296,10 @@ pub struct RunLimits {
     /// The model's context window in tokens, if it was given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_window: Option<u64>,
+    /// The share of the window at which a conversation is compacted; `None` when
+    /// compaction was off (and in a trace written before it existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compact_at: Option<CompactAt>,
     /// The limits of each code block.
     pub block: BlockLimits,
     /// What the whole run may spend.
@@ -470,6 +493,11 @@ pub struct Turn {
     /// the run knows no cost (no price, no `usage.cost`, no `--max-cost`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_cost: Option<Cost>,
+    /// The earlier turns whose feedback this turn's request held as a short marker, not
+    /// whole (a run without a known window keeps only the latest outputs whole); left
+    /// out when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub elided: Vec<u32>,
     /// When the line was written, in milliseconds since the run began.
     #[serde(default)]
     pub at_ms: Option<u64>,

@@ -8,6 +8,7 @@
 //! base_url = "http://localhost:8080/v1"
 //! concurrency = 4            # requests sent at once: the server's slots
 //! context_window = 8192      # tokens; a request that would not fit is not sent
+//! compact_at = 0.85          # share of the window at which a conversation is compacted ("off": never)
 //! answer_protocol = "answer" # final or answer: how the prompt teaches ending a run
 //! prompt_mode = "compact"    # full, compact or auto: how the prompt lists functions
 //! max_reply_tokens = 4096    # the most tokens a reply may take (sent as max_tokens)
@@ -42,7 +43,7 @@ use super::CacheLocation;
 use crate::conventions::AnswerProtocol;
 use crate::llm::{Cost, Price, PriceTable, ReasoningEffort};
 use crate::providers::ConfigError;
-use crate::rlm::PromptMode;
+use crate::rlm::{CompactAt, PromptMode};
 
 /// What `rlm.toml` says of a run: every field `None` when the file does not say it.
 ///
@@ -67,6 +68,8 @@ pub struct FileSettings {
     pub concurrency: Option<usize>,
     /// `[model] context_window`, in tokens.
     pub context_window: Option<u64>,
+    /// `[model] compact_at`: a share of the window, `Some(None)` for `"off"` (or 0).
+    pub compact_at: Option<Option<CompactAt>>,
     /// `[model] answer_protocol`.
     pub answer_protocol: Option<AnswerProtocol>,
     /// `[model] prompt_mode`.
@@ -120,10 +123,19 @@ struct RawModel {
     base_url: Option<String>,
     concurrency: Option<Spanned<u64>>,
     context_window: Option<Spanned<u64>>,
+    compact_at: Option<Spanned<RawShare>>,
     answer_protocol: Option<Spanned<String>>,
     prompt_mode: Option<Spanned<String>>,
     max_reply_tokens: Option<Spanned<u64>>,
     reasoning_effort: Option<Spanned<String>>,
+}
+
+/// `compact_at`: a number, or `"off"`.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RawShare {
+    Number(f64),
+    Text(String),
 }
 
 #[derive(Deserialize, Default)]
@@ -235,6 +247,17 @@ impl FileSettings {
             base_url: raw.model.base_url,
             concurrency: concurrency.map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
             context_window: positive(raw.model.context_window, "[model] context_window (tokens)")?,
+            compact_at: raw
+                .model
+                .compact_at
+                .map(|share| {
+                    let parsed = match share.get_ref() {
+                        RawShare::Number(n) => CompactAt::parse(&n.to_string()),
+                        RawShare::Text(text) => CompactAt::parse(text),
+                    };
+                    parsed.map_err(|why| error(share.span(), format!("[model] compact_at: {why}")))
+                })
+                .transpose()?,
             answer_protocol: parsed(raw.model.answer_protocol, error)?,
             prompt_mode: parsed(raw.model.prompt_mode, error)?,
             max_reply_tokens: max_reply_tokens.and_then(|n| u32::try_from(n).ok()),

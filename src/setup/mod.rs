@@ -23,6 +23,7 @@
 //! | reply limit | `--max-reply-tokens` | `RLM_MAX_REPLY_TOKENS` | `[model] max_reply_tokens` | the server's |
 //! | reasoning effort | `--reasoning-effort` | `RLM_REASONING_EFFORT` | `[model] reasoning_effort` | not sent |
 //! | context window | `--context-window` | `RLM_CONTEXT_WINDOW` | `[model] context_window` | unknown |
+//! | compaction | `--compact-at` | `RLM_COMPACT_AT` | `[model] compact_at` | 0.85 of the window |
 //! | answer protocol | `--answer-protocol` | `RLM_ANSWER_PROTOCOL` | `[model] answer_protocol` | final |
 //! | prompt mode | `--prompt-mode` | `RLM_PROMPT_MODE` | `[model] prompt_mode` | compact |
 //! | call cache | `--cache`, `--no-cache` | `RLM_CACHE` | `[cache] path` | none |
@@ -60,7 +61,7 @@ use crate::llm::{
     ENV_OPENAI_API_KEY, ENV_OPENAI_BASE_URL, ENV_TIMEOUT_SECS, Llm, LlmClient, LlmConfig, Price,
     PriceTable, ReasoningEffort, open_cache,
 };
-use crate::rlm::{Budgets, PromptMode, Rlm};
+use crate::rlm::{Budgets, CompactAt, DEFAULT_COMPACT_AT, PromptMode, Rlm};
 
 /// The variable giving the model client's concurrency: requests sent at once.
 pub const ENV_LLM_CONCURRENCY: &str = "RLM_LLM_CONCURRENCY";
@@ -70,6 +71,9 @@ pub const ENV_MAX_REPLY_TOKENS: &str = "RLM_MAX_REPLY_TOKENS";
 pub const ENV_REASONING_EFFORT: &str = "RLM_REASONING_EFFORT";
 /// The variable giving the model's context window, in tokens (`8k`, `32768`).
 pub const ENV_CONTEXT_WINDOW: &str = "RLM_CONTEXT_WINDOW";
+/// The variable giving the share of the window at which a conversation is compacted
+/// (`0.85`; `off` or `0` for never).
+pub const ENV_COMPACT_AT: &str = "RLM_COMPACT_AT";
 /// The variable giving the answer protocol (`final` or `answer`).
 pub const ENV_ANSWER_PROTOCOL: &str = "RLM_ANSWER_PROTOCOL";
 /// The variable giving the prompt mode (`full`, `compact` or `auto`).
@@ -155,6 +159,8 @@ pub struct RunSettings {
     pub reasoning_effort: Option<ReasoningEffort>,
     /// `--context-window`, in tokens.
     pub context_window: Option<u64>,
+    /// `--compact-at`: `Some(None)` is `off`.
+    pub compact_at: Option<Option<CompactAt>>,
     /// `--answer-protocol`.
     pub answer_protocol: Option<AnswerProtocol>,
     /// `--prompt-mode`.
@@ -193,6 +199,8 @@ pub struct RunSetup {
     pub cache: Option<(CacheLocation, u64)>,
     /// The model's context window, in tokens, if known.
     pub context_window: Option<u64>,
+    /// When a conversation is compacted; `None`: never.
+    pub compact_at: Option<CompactAt>,
     /// How the system prompt teaches ending a run.
     pub answer_protocol: AnswerProtocol,
     /// How the system prompt lists the functions.
@@ -354,6 +362,12 @@ impl RunSetup {
             file.context_window,
         )
         .or(defaults.context_window);
+        let compact_at = layered(
+            given.compact_at,
+            vars.parsed(ENV_COMPACT_AT, CompactAt::parse)?,
+            file.compact_at,
+        )
+        .unwrap_or(Some(DEFAULT_COMPACT_AT));
         let answer_protocol = layered(
             given.answer_protocol,
             vars.parsed(ENV_ANSWER_PROTOCOL, str::parse)?,
@@ -405,6 +419,7 @@ impl RunSetup {
             llm,
             cache: cache.map(|location| (location, cache_mb.saturating_mul(1 << 20))),
             context_window,
+            compact_at,
             answer_protocol,
             prompt_mode,
             budgets: Budgets {
@@ -467,7 +482,8 @@ impl RunSetup {
         let mut rlm = Rlm::new(llm, registry, max_iterations)
             .prompt_mode(self.prompt_mode)
             .answer_protocol(self.answer_protocol)
-            .budgets(self.budgets);
+            .budgets(self.budgets)
+            .compact_at(self.compact_at);
         if let Some(price) = self.price() {
             rlm = rlm.price(price);
         }

@@ -84,7 +84,7 @@ fn assumed(trace: &Trace, options: &ExportOptions) -> Assumed {
 }
 
 /// Feeds `agent`'s records in an order the loop could have written them: its start, then
-/// for each turn the children it started, then the turn.
+/// for each turn the children it started, then the turn and the compactions after it.
 fn replay(trace: &Trace, agent: &Agent, emit: &mut impl FnMut(Record)) {
     emit(Record::Start(agent.start()));
     for turn in &agent.turns {
@@ -92,5 +92,10 @@ fn replay(trace: &Trace, agent: &Agent, emit: &mut impl FnMut(Record)) {
             replay(trace, child, emit);
         }
         emit(Record::Turn(turn.clone()));
+        agent
+            .compactions
+            .iter()
+            .filter(|compaction| compaction.turn == turn.turn)
+            .for_each(|compaction| emit(Record::Compaction(compaction.clone())));
     }
 }

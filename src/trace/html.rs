@@ -75,6 +75,12 @@ fn agent_data(agent: &Agent, texts: &mut Texts) -> Value {
         "outcome": agent.outcome(),
         "messages": messages,
         "turns": agent.turns.iter().map(turn_data).collect::<Vec<_>>(),
+        // The conversation restarts after each: `[turn, summary, note]`.
+        "compacted": agent
+            .compactions
+            .iter()
+            .filter_map(|c| Some(json!([c.turn, c.reply.as_deref()?, c.note])))
+            .collect::<Vec<_>>(),
     })
 }
 

@@ -16,7 +16,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::llm::{ImageRecord, Message};
-pub use crate::rlm::trajectory::{Block, BlockStatus, Record, Setup, Start, Turn};
+pub use crate::rlm::trajectory::{Block, BlockStatus, Compaction, Record, Setup, Start, Turn};
 
 /// How an agent ended.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -50,6 +50,8 @@ pub struct Agent {
     pub start_ms: Option<u64>,
     /// Its turns, in order.
     pub turns: Vec<Turn>,
+    /// Its conversation's compactions, in order (each after the turn it names).
+    pub compactions: Vec<Compaction>,
     /// The parent's id (`None` for the root).
     pub parent: Option<String>,
     /// The parent's turn during which this agent was started (that turn may not be in
@@ -81,16 +83,28 @@ impl Agent {
     }
 
     /// The messages sent to the model at turn `n`, rebuilt from the trace: the `start`
-    /// messages, then for each earlier turn its reply (assistant) and feedback (user).
+    /// messages, then for each earlier turn its reply (assistant) and feedback (user);
+    /// after a compaction, the `start` messages, its summary (assistant) and its note
+    /// (user) instead. The outputs turn `n` left out (its `elided`) are the markers the
+    /// model read.
     pub fn messages_at(&self, n: u32) -> Vec<Message> {
+        let elided = self.turn(n).map_or(&[][..], |turn| &turn.elided[..]);
         let mut messages = self.messages.clone();
         for earlier in self.turns.iter().take_while(|t| t.turn < n) {
             messages.push(Message::assistant(
                 earlier.reply_sent_back().unwrap_or_default(),
             ));
-            messages.push(Message::user(
-                earlier.feedback.as_deref().unwrap_or_default(),
-            ));
+            let feedback = earlier.feedback.as_deref().unwrap_or_default();
+            messages.push(Message::user(match elided.contains(&earlier.turn) {
+                true => crate::rlm::elided_marker(earlier.turn, feedback),
+                false => feedback.to_string(),
+            }));
+            let compacted = self.compactions.iter().filter(|c| c.turn == earlier.turn);
+            for summary in compacted.filter_map(|c| Some((c.reply.as_deref()?, &c.note))) {
+                messages.truncate(self.messages.len());
+                messages.push(Message::assistant(summary.0));
+                messages.push(Message::user(summary.1.as_str()));
+            }
         }
         messages
     }
@@ -217,6 +231,7 @@ impl Trace {
             match serde_json::from_str::<Record>(line) {
                 Ok(Record::Start(start)) => trace.start(start),
                 Ok(Record::Turn(turn)) => trace.turn(turn),
+                Ok(Record::Compaction(compaction)) => trace.compaction(compaction),
                 Ok(_) => trace.events += 1,
                 Err(error) => trace.problems.push(LineProblem {
                     line: i + 1,
@@ -240,21 +255,32 @@ impl Trace {
 
     fn turn(&mut self, turn: Turn) {
         self.events += 1;
-        let i = match self.index.get(&turn.agent) {
-            Some(&i) => i,
-            // A turn without a start line (a trace cut at the front): keep it.
-            None => self.add_agent(Start {
-                agent: turn.agent.clone(),
-                depth: turn.depth,
-                ..Start::default()
-            }),
-        };
+        let i = self.agent_index(&turn.agent, turn.depth);
         let turns = &mut self.agents[i].turns;
         // A resumed run writes again the turn that ended the first run with an error:
         // the later line is the turn.
         match turns.last_mut() {
             Some(last) if last.turn == turn.turn => *last = turn,
             _ => turns.push(turn),
+        }
+    }
+
+    fn compaction(&mut self, compaction: Compaction) {
+        self.events += 1;
+        let i = self.agent_index(&compaction.agent, compaction.depth);
+        self.agents[i].compactions.push(compaction);
+    }
+
+    /// The index of agent `id`; one without a start line (a trace cut at the front) is
+    /// added.
+    fn agent_index(&mut self, id: &str, depth: usize) -> usize {
+        match self.index.get(id) {
+            Some(&i) => i,
+            None => self.add_agent(Start {
+                agent: id.to_string(),
+                depth,
+                ..Start::default()
+            }),
         }
     }
 
@@ -287,6 +313,7 @@ impl Trace {
             setup: start.setup,
             start_ms: start.at_ms,
             turns: Vec::new(),
+            compactions: Vec::new(),
             parent,
             spawned_in_turn,
             children: Vec::new(),
@@ -349,8 +376,13 @@ impl Trace {
                 }
             }
         }
+        let compactions = self.agents.iter().flat_map(|a| &a.compactions);
+        let compaction_tokens = compactions.clone().map(Compaction::tokens).sum::<u64>();
+        let turn_tokens = turn_tokens.saturating_add(compaction_tokens);
         let root = self.root();
         Summary {
+            compactions: compactions.count(),
+            compaction_tokens,
             question: root.map(|r| r.question.clone()).unwrap_or_default(),
             outcome: root.map_or(Outcome::Unfinished, Agent::outcome),
             root_turns: root.map_or(0, |r| r.turns.len()),
@@ -393,6 +425,10 @@ pub struct Summary {
     pub model_calls: usize,
     /// The root agent's turns, end to end.
     pub wall_ms: u64,
+    /// Conversations compacted to fit the window, every agent's.
+    pub compactions: usize,
+    /// Tokens of the calls for the compactions' summaries.
+    pub compaction_tokens: u64,
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use super::model::{Agent, Block, Outcome, Summary, Trace, Turn};
+use super::model::{Agent, Block, Compaction, Outcome, Summary, Trace, Turn};
 use super::text::{cut, duration, first_line, first_lines, images_sent_lines, plural, thousands};
 
 /// Lines of code, output and errors shown per block in the tree.
@@ -191,6 +191,8 @@ fn header(trace: &Trace) -> String {
         sub_call_tokens,
         model_calls,
         wall_ms,
+        compactions,
+        compaction_tokens,
     } = trace.summary();
     if trace.agents.is_empty() {
         let mut out = "empty trace: the run has not started an agent yet\n".to_string();
@@ -218,6 +220,12 @@ fn header(trace: &Trace) -> String {
         plural(model_calls, "model call"),
         duration(wall_ms)
     ));
+    if compactions > 0 {
+        out.push_str(&format!(
+            "Compactions: {compactions} ({} tokens)\n",
+            thousands(compaction_tokens)
+        ));
+    }
     problems(trace, &mut out);
     out
 }
@@ -253,6 +261,9 @@ fn agent_tree(trace: &Trace, agent: &Agent, level: usize, out: &mut String) {
     ));
     for turn in &agent.turns {
         turn_lines(turn, level + 1, out);
+        for compaction in agent.compactions.iter().filter(|c| c.turn == turn.turn) {
+            compaction_lines(compaction, level + 1, out);
+        }
         for child in trace.children_of_turn(agent, turn.turn) {
             agent_tree(trace, child, level + 2, out);
         }
@@ -269,6 +280,26 @@ fn agent_tree(trace: &Trace, agent: &Agent, level: usize, out: &mut String) {
 }
 
 /// One turn: a head line, then per block its first lines of code, output and error.
+/// `compacted after turn 3 · 7,100 → 3,480 tokens · 650 tokens`, and the summary's
+/// first lines (or why it failed).
+fn compaction_lines(compaction: &Compaction, level: usize, out: &mut String) {
+    let pad = "  ".repeat(level);
+    out.push_str(&format!(
+        "{pad}compacted after turn {} · {} → {} tokens · {} tokens · {}\n",
+        compaction.turn,
+        thousands(compaction.tokens_before),
+        thousands(compaction.tokens_after),
+        thousands(compaction.tokens()),
+        duration(compaction.llm_ms),
+    ));
+    if let Some(summary) = &compaction.reply {
+        excerpt(summary, OUTPUT_LINES, &format!("{pad}  ≡ "), out);
+    }
+    if let Some(error) = &compaction.error {
+        excerpt(error, ERROR_LINES, &format!("{pad}  ✗ "), out);
+    }
+}
+
 fn turn_lines(turn: &Turn, level: usize, out: &mut String) {
     let pad = "  ".repeat(level);
     let mut head = format!(

@@ -16,6 +16,8 @@ mod cli;
 #[cfg(feature = "cli")]
 mod cli_docs;
 #[cfg(feature = "runtime")]
+mod compaction;
+#[cfg(feature = "runtime")]
 mod config;
 #[cfg(feature = "runtime")]
 mod context;

@@ -141,6 +141,10 @@ fn normalised(trace: &str) -> String {
                     .iter_mut()
                     .for_each(|block| block.elapsed_ms = 0);
             }
+            Record::Compaction(compaction) => {
+                compaction.at_ms = Some(0);
+                compaction.llm_ms = 0;
+            }
             _ => {}
         }
         text.push_str(&serde_json::to_string(&record).expect("serialises"));

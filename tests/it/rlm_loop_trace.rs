@@ -290,6 +290,7 @@ fn the_start_record_says_what_the_run_was_and_never_the_key() {
 
     let expected_limits = json!({
         "max_iterations": 7, "max_depth": 2, "max_consecutive_errors": 4, "output_bytes": 5000,
+        "compact_at": 0.85,
         "block": {"time_ms": 20_000, "memory_bytes": 64 * 1024 * 1024, "output_bytes": 4096,
                   "llm_calls": 9, "recursion_depth": 300},
         "budgets": {"total_tokens": 100_000, "llm_calls": 50, "wall_time_ms": 600_000},
@@ -368,8 +369,8 @@ fn what_the_writer_writes_the_reader_reads_back_equal() {
                 assert_eq!(agent.turn(turn.turn), Some(&turn));
             }
             Record::Reply(_) | Record::Call(_) => {}
-            Record::Resume(_) | Record::Unknown => {
-                panic!("the writer wrote an event a run does not: {line}")
+            Record::Resume(_) | Record::Compaction(_) | Record::Unknown => {
+                panic!("this run wrote no such event: {line}")
             }
         }
     }

@@ -21,6 +21,7 @@ pub(super) fn first_divergence(recorded: &[Record], replayed: &[Record]) -> Opti
         .find_map(|record| match record {
             Record::Start(start) => compare_start(start, by_agent.get(start.agent.as_str())),
             Record::Turn(turn) => compare_turn(turn, by_agent.get(turn.agent.as_str())),
+            // A compaction that did not happen again shows in the turns after it.
             _ => None,
         })
         .or_else(|| beyond_the_record(recorded, replayed))

@@ -255,7 +255,9 @@ fn with_limits(rlm: Rlm, limits: &RunLimits) -> Rlm {
             llm_calls: budgets.llm_calls,
             wall_time: budgets.wall_time_ms.map(Duration::from_millis),
             max_cost: budgets.max_cost,
-        });
+        })
+        // Compacting where the run did: a trace without the field ran without.
+        .compact_at(limits.compact_at);
     match limits.context_window {
         Some(window) => rlm.context_window(window),
         None => rlm,

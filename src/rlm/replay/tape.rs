@@ -72,6 +72,16 @@ impl Tapes {
                         .flat_map(|block| &block.sub_calls)
                         .for_each(|call| tape.calls.push(call_entry(call)));
                 }
+                // The summary was asked for between two turns: its place on the tape
+                // is where the run asked.
+                Record::Compaction(compaction) => {
+                    let tape = agents.entry(compaction.agent.clone()).or_default();
+                    tape.turns.push(Entry {
+                        asked: None,
+                        images: Vec::new(),
+                        answer: compaction.completion(),
+                    });
+                }
                 // A replay plays whole turns; the lines written while one went on repeat
                 // what its `turn` line holds.
                 _ => {}

@@ -12,7 +12,9 @@ use super::super::trajectory::{Record, SubCall, Turn};
 /// code had answered, and whether the turn ended on file.
 #[derive(Default)]
 struct AgentOnFile {
-    replies: BTreeMap<u32, Completion>,
+    /// By turn, then 0 for the turn's reply and 1 for a compaction's summary asked after
+    /// it, which a resumed run also asks its turns' model for.
+    replies: BTreeMap<(u32, u8), Completion>,
     /// The calls a turn's `turn` line lists (the whole turn's, in order).
     turn_calls: BTreeMap<u32, Vec<SubCall>>,
     /// The calls its `call` lines give, for a turn cut short.
@@ -30,11 +32,20 @@ impl AgentOnFile {
             mut turn_calls,
             mut progress_calls,
         } = self;
-        for (expected, (turn, reply)) in (1..).zip(by_turn) {
-            if turn != expected {
+        let mut played = 0;
+        for ((turn, kind), reply) in by_turn {
+            let in_place = match kind {
+                0 => turn == played + 1,
+                _ => turn == played,
+            };
+            if !in_place {
                 break;
             }
             replies.push(reply);
+            if kind != 0 {
+                continue;
+            }
+            played = turn;
             let answered = turn_calls
                 .remove(&turn)
                 .or_else(|| progress_calls.remove(&turn))
@@ -76,7 +87,7 @@ pub(super) fn played_back(records: &[Record]) -> HashMap<String, (Vec<Completion
                     continue;
                 };
                 let agent = agents.entry(turn.agent.clone()).or_default();
-                agent.replies.insert(turn.turn, reply);
+                agent.replies.insert((turn.turn, 0), reply);
                 let calls = turn.outputs.iter().flat_map(|b| b.sub_calls.clone());
                 agent.turn_calls.insert(turn.turn, answered(calls));
             }
@@ -84,13 +95,20 @@ pub(super) fn played_back(records: &[Record]) -> HashMap<String, (Vec<Completion
                 let agent = agents.entry(reply.agent.clone()).or_default();
                 agent
                     .replies
-                    .entry(reply.turn)
+                    .entry((reply.turn, 0))
                     .or_insert_with(|| reply.completion());
             }
             Record::Call(call) => {
                 let agent = agents.entry(call.agent.clone()).or_default();
                 let calls = agent.progress_calls.entry(call.turn).or_default();
                 calls.extend(answered([call.call.clone()]));
+            }
+            // A summary that failed is asked again, as a failed call is.
+            Record::Compaction(compaction) => {
+                if let Ok(summary) = compaction.completion() {
+                    let agent = agents.entry(compaction.agent.clone()).or_default();
+                    agent.replies.insert((compaction.turn, 1), summary);
+                }
             }
             _ => {}
         }

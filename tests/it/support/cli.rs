@@ -24,6 +24,7 @@ const INHERITED_SETTINGS: &[&str] = &[
     "RLM_MAX_REPLY_TOKENS",
     "RLM_REASONING_EFFORT",
     "RLM_MAX_COST",
+    "RLM_COMPACT_AT",
 ];
 
 /// `rlm ask ARGS` run in `dir`, asking the model `test-model` at `base_url`.

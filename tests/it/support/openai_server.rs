@@ -76,6 +76,10 @@ pub enum Behavior {
     /// message, else the last one: answers that do not depend on arrival order, for
     /// requests sent concurrently.
     ByPrompt(Vec<(String, Behavior)>),
+    /// A server with a context window of `tokens`, as llama.cpp: a request whose
+    /// messages count more (`o200k_base`, as a chat) gets llama.cpp's context-length
+    /// error, any other the inner behaviour.
+    Window { tokens: u64, inner: Box<Behavior> },
 }
 
 impl Behavior {
@@ -126,6 +130,33 @@ impl Behavior {
             },
             _ => unreachable!(),
         }
+    }
+
+    /// This behaviour behind a context window of `tokens`.
+    pub fn within_window(self, tokens: u64) -> Behavior {
+        Behavior::Window {
+            tokens,
+            inner: Box::new(self),
+        }
+    }
+
+    /// The behaviour for `request`: a window's refusal or its inner behaviour.
+    fn for_request(self, request: &RecordedRequest) -> Behavior {
+        let Behavior::Window { tokens, inner } = self else {
+            return self;
+        };
+        let counted = request.prompt_tokens();
+        if counted <= tokens {
+            return inner.for_request(request);
+        }
+        let body = json!({"error": {
+            "code": 400,
+            "message": "the request exceeds the available context size. try increasing the context size or enable context shift",
+            "type": "exceed_context_size_error",
+            "n_prompt_tokens": counted,
+            "n_ctx": tokens,
+        }});
+        Behavior::status_with_body(400, &body.to_string())
     }
 
     /// Tool calls `(id, name, arguments JSON)`.
@@ -192,6 +223,18 @@ impl RecordedRequest {
     /// The body as JSON, if it is.
     pub fn json(&self) -> Option<Value> {
         serde_json::from_str(&self.body).ok()
+    }
+
+    /// The `o200k_base` tokens of the request's messages, counted as a chat.
+    pub fn prompt_tokens(&self) -> u64 {
+        let messages = self.json().and_then(|body| body.get("messages").cloned());
+        let messages = messages.as_ref().and_then(Value::as_array);
+        let texts: Vec<String> = messages
+            .into_iter()
+            .flatten()
+            .map(|message| message.get("content").map(text_of).unwrap_or_default())
+            .collect();
+        rlm_registry::tokens::count_chat(texts.iter().map(String::as_str)) as u64
     }
 }
 
@@ -325,6 +368,7 @@ fn handle_connection(mut stream: TcpStream, state: &State, stop: &AtomicBool) {
     let in_flight = state.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
     state.max_in_flight.fetch_max(in_flight, Ordering::SeqCst);
     let last_user = last_user_message(&request);
+    let behavior = behavior.for_request(&request);
     lock(&state.requests).push(request);
     let response = respond(&mut stream, behavior, &last_user, stop);
     // The request stops counting before its answer is written: once the last byte is
@@ -483,6 +527,8 @@ fn respond(
             sleep_unless_stopped(delay, stop);
             return respond(stream, *inner, last_user, stop);
         }
+        // A window inside another behaviour: its refusal was decided on arrival.
+        Behavior::Window { inner, .. } => return respond(stream, *inner, last_user, stop),
         Behavior::Reply {
             content,
             prompt_tokens,

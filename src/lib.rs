@@ -182,6 +182,9 @@ mod doc_pages {
     mod python_to_lua {}
     #[doc = include_str!("../docs/regex-json-csv.md")]
     mod regex_json_csv {}
+    #[cfg(feature = "runtime")]
+    #[doc = include_str!("../docs/resume.md")]
+    mod resume {}
     #[cfg(all(feature = "build", feature = "text"))]
     #[doc = include_str!("../docs/registry.md")]
     mod registry {}

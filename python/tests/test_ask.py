@@ -47,10 +47,12 @@ def test_a_question_is_answered_end_to_end_with_llm_query_reaching_the_server(tm
     (sub_call,) = server.sub_calls()
     assert sub_call["messages"][-1]["content"] == "which service fails most? ERROR gateway timeout"
     assert all(request["model"] == "scripted-model" for request in server.requests)
-    # The trace is the crate's JSONL: a start line, then one per turn.
+    # The trace is the crate's JSONL: a start line, then per turn a reply line when the
+    # reply arrives, a call line per answered sub-call, and the turn line.
     events = [json.loads(line) for line in trace.read_text().splitlines()]
     assert events[0]["event"] == "start"
-    assert [e["event"] for e in events[1:]] == ["turn", "turn", "turn"]
+    kinds = [e["event"] for e in events[1:]]
+    assert kinds == ["reply", "turn", "reply", "call", "turn", "reply", "turn"]
     assert events[-1]["final"] == answer.answer
 
 

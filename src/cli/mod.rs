@@ -9,6 +9,7 @@
 //! terminal); `help_markdown.rs` writes `docs/cli.md` from the clap definitions.
 
 mod ask;
+mod ask_resume;
 mod ask_trace;
 mod cache;
 mod check;

@@ -84,6 +84,17 @@ impl ContextArgs {
     }
 }
 
+impl ContextArgs {
+    /// The paths the context is gathered from (`--context`, else `[context] paths`), to
+    /// be recorded; none without a context.
+    pub(super) fn paths_given(&self, source: &SourceArgs) -> Result<Vec<PathBuf>, Output> {
+        if !self.paths.is_empty() {
+            return Ok(self.paths.clone());
+        }
+        Ok(source.file_settings()?.context.unwrap_or_default())
+    }
+}
+
 /// The context `paths` gather; `given` names where they come from in an error.
 fn gather_paths(paths: &[PathBuf], stdin: Stdin, given: &str) -> Result<Option<Context>, Output> {
     let holder = match stdin {

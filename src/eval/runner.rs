@@ -12,7 +12,7 @@ use crate::environment::{AnswerSchema, Limits};
 use crate::llm::{Cost, Llm, Price, call_cost};
 use crate::providers::Providers;
 use crate::registry::Registry;
-use crate::rlm::{Budgets, Context, PromptMode, Rlm};
+use crate::rlm::{Budgets, Context, PromptMode, Resume, Rlm};
 
 use super::direct::{direct_answer, direct_context, direct_request, direct_trace};
 use super::method::EvalMethod;
@@ -353,14 +353,24 @@ impl Runner {
         if let Some(limits) = &options.limits {
             rlm = rlm.limits(*limits);
         }
-        rlm = match rlm.trace_file(trace) {
-            Ok(rlm) => rlm,
-            Err(error) => {
-                result.error = Some(format!("cannot create {}: {error}", trace.display()));
-                return;
-            }
+        let report = match resumable(trace, &rlm, &context) {
+            // A task whose run was cut short (the eval killed mid-task) goes on from its
+            // trace: what it was told is not asked again.
+            Some(resume) => match resume.run(rlm, Some(context), None) {
+                Ok(report) => report,
+                Err(error) => {
+                    result.error = Some(format!("cannot resume {}: {error}", trace.display()));
+                    return;
+                }
+            },
+            None => match rlm.trace_file(trace) {
+                Ok(rlm) => rlm.run_report(&task.question, Some(context), None),
+                Err(error) => {
+                    result.error = Some(format!("cannot create {}: {error}", trace.display()));
+                    return;
+                }
+            },
         };
-        let report = rlm.run_report(&task.question, Some(context), None);
         result.turns = report.turns;
         result.tokens = report
             .usage
@@ -381,6 +391,16 @@ impl Runner {
             Err(error) => result.error = Some(error.to_string()),
         }
     }
+}
+
+/// The run `trace` records, when it can go on with `rlm` and `context`: a trace left by
+/// an earlier eval that stopped mid-task (a task with a result is not run at all). A trace
+/// that cannot be resumed (another context, another registry, not a trace) is written
+/// again from the start.
+fn resumable(trace: &Path, rlm: &Rlm, context: &Context) -> Option<Resume> {
+    let resume = Resume::from_file(trace).ok()?;
+    resume.check(rlm, Some(context)).ok()?;
+    Some(resume)
 }
 
 /// Locks, ignoring poisoning: a panicking job must not hide the other results.

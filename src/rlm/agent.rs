@@ -17,8 +17,8 @@ use super::budget_view::AgentBudget;
 use super::builder::Config;
 use super::context::Context;
 use super::prompt;
-use super::sub_calls::{CallLog, Logged};
-use super::trajectory::{BatchSlot, ContextDigest, Setup};
+use super::sub_calls::{CallLog, Logged, Progress};
+use super::trajectory::{BatchSlot, ContextDigest, RegistryDigest, Setup};
 
 /// One agent of a run: the root, or a child at `depth`.
 pub(super) struct Agent {
@@ -127,10 +127,27 @@ impl Agent {
             return model;
         }
         Arc::new(Logged {
-            inner: model,
+            inner: self.with_progress(model),
             log: Arc::clone(&self.calls),
             price: self.config.price,
         })
+    }
+
+    /// `model` writing each answer to the trace as it arrives. Not in a replay, whose
+    /// tapes answer a batch in its order, one request after the other.
+    fn with_progress(&self, model: Arc<dyn Llm>) -> Arc<dyn Llm> {
+        let config = &self.config;
+        match &config.recorder {
+            Some(recorder) if config.replay.is_none() || config.resuming.is_some() => {
+                Arc::new(Progress {
+                    inner: model,
+                    log: Arc::clone(&self.calls),
+                    recorder: Arc::clone(recorder),
+                    agent: self.id.clone(),
+                })
+            }
+            _ => model,
+        }
     }
 
     /// The environment: the metered model, the child agent unless at the depth limit,
@@ -207,6 +224,8 @@ impl Agent {
             limits: Some(config.run_limits(&self.limits())),
             context: context.map(ContextDigest::of),
             batch: self.batch,
+            context_paths: config.context_paths.clone().filter(|_| self.depth == 0),
+            registry: (self.depth == 0).then(|| RegistryDigest::of(&config.registry)),
         }
     }
 }

@@ -354,6 +354,19 @@ impl Ledger {
         })
     }
 
+    /// An account for a resumed run that had already run for `elapsed`: its wall-time
+    /// budget counts from the run's first start (its tokens and calls are counted again
+    /// as the record is played back).
+    pub fn resumed(config: &Config, elapsed: Duration) -> Arc<Ledger> {
+        let mut ledger = Ledger::for_run(config);
+        if let Some(ledger) = Arc::get_mut(&mut ledger)
+            && let Some(started) = ledger.started.checked_sub(elapsed)
+        {
+            ledger.started = started;
+        }
+        ledger
+    }
+
     /// Checks the time, token and cost budgets.
     pub fn check(&self) -> Result<(), BudgetExceeded> {
         if let Some(limit) = self.budgets.wall_time

@@ -23,6 +23,7 @@ use super::prompt_mode::PromptMode;
 use super::recorder::{Recorder, Sink};
 use super::replay::Tapes;
 use super::report::{Answer, Report, RlmError};
+use super::resume::Resuming;
 use super::rlm_log::TraceFormat;
 use super::trajectory::{BlockLimits, RunBudgets, RunLimits};
 
@@ -79,6 +80,10 @@ pub(super) struct Config {
     pub(super) live: Option<Arc<Sink>>,
     /// In a replay, the record's answers, which stand for the model of every agent.
     pub(super) replay: Option<Arc<Tapes>>,
+    /// The root's context as given: its paths, absolute, for the trace.
+    pub(super) context_paths: Option<Vec<String>>,
+    /// In a resumed run, the run so far (the tapes are in `replay`).
+    pub(super) resuming: Option<Arc<Resuming>>,
 }
 
 impl fmt::Debug for Rlm {
@@ -101,6 +106,7 @@ impl fmt::Debug for Rlm {
             .field("trace_format", &c.trace_format)
             .field("live_view", &c.live.is_some())
             .field("replaying", &c.replay.is_some())
+            .field("context_paths", &c.context_paths)
             .finish()
     }
 }
@@ -136,6 +142,8 @@ impl Rlm {
                 recorder: None,
                 live: None,
                 replay: None,
+                context_paths: None,
+                resuming: None,
             },
         }
     }
@@ -458,8 +466,9 @@ impl Rlm {
     /// Writes the trajectory of each run to `writer` as JSON lines, flushed one by one: a
     /// `start` line per agent (its system prompt and question, and what the run was:
     /// model, server, limits, start time, version, context digest), then a line per turn
-    /// with only what the turn added, so the trace grows linearly with the run. The format
-    /// is [`trajectory`](super::trajectory)'s.
+    /// with only what the turn added, so the trace grows linearly with the run; a `reply`
+    /// line and a `call` line per sub-call are written as they arrive, before the turn
+    /// ends. The format is [`trajectory`](super::trajectory)'s.
     ///
     /// ```
     /// use std::io::Write;
@@ -494,8 +503,9 @@ impl Rlm {
     ///     text.lines().map(|line| serde_json::from_str(line).unwrap()).collect();
     /// assert_eq!(events[0]["event"], "start");
     /// assert_eq!(events[0]["messages"][0]["role"], "system");
-    /// assert_eq!(events[1]["event"], "turn");
-    /// assert_eq!(events[1]["final"], "done");
+    /// assert_eq!(events[1]["event"], "reply", "written as the reply arrives");
+    /// assert_eq!(events[2]["event"], "turn");
+    /// assert_eq!(events[2]["final"], "done");
     /// ```
     pub fn trace(mut self, writer: impl Write + Send + 'static) -> Rlm {
         self.config.trace = Some(Arc::new(Sink::new(Box::new(writer))));
@@ -564,6 +574,65 @@ impl Rlm {
     pub(super) fn replaying(mut self, tapes: Arc<Tapes>) -> Rlm {
         self.config.replay = Some(tapes);
         self
+    }
+
+    /// Plays `tapes` back, falling through to the model past them, and writes only what
+    /// `resuming` says is not on file.
+    pub(super) fn resuming(mut self, tapes: Arc<Tapes>, resuming: Arc<Resuming>) -> Rlm {
+        self.config.replay = Some(tapes);
+        self.config.resuming = Some(resuming);
+        self.config.trace_format = TraceFormat::Events;
+        self
+    }
+
+    /// The paths the root's context was gathered from (`--context`), recorded absolute
+    /// on its `start` line so that [`Resume`](super::Resume) can gather it again.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use rlm_registry::Registry;
+    /// use rlm_registry::llm::{Completion, Llm, LlmError, Request};
+    /// use rlm_registry::rlm::Rlm;
+    ///
+    /// struct Unused;
+    /// impl Llm for Unused {
+    ///     fn complete(&self, _request: Request) -> Result<Completion, LlmError> {
+    ///         Ok(Completion::new(""))
+    ///     }
+    /// }
+    ///
+    /// let rlm = Rlm::new(Arc::new(Unused), Registry::baked().clone(), 5).context_paths(["notes.md"]);
+    /// assert!(format!("{rlm:?}").contains("notes.md"));
+    /// ```
+    pub fn context_paths<P: AsRef<Path>>(mut self, paths: impl IntoIterator<Item = P>) -> Rlm {
+        let absolute = |path: &Path| {
+            std::path::absolute(path)
+                .unwrap_or_else(|_| path.to_path_buf())
+                .display()
+                .to_string()
+        };
+        let paths = paths.into_iter().map(|p| match p.as_ref().to_str() {
+            Some("-") => "-".to_string(),
+            _ => absolute(p.as_ref()),
+        });
+        self.config.context_paths = Some(paths.collect());
+        self
+    }
+
+    /// The settings every agent of a run shares, for the tests of the modules beside.
+    #[cfg(test)]
+    pub(super) fn settings(&self) -> &Config {
+        &self.config
+    }
+
+    /// The registry the code runs with.
+    pub fn registry(&self) -> &Registry {
+        &self.config.registry
+    }
+
+    /// The model the run asks.
+    pub fn model(&self) -> Arc<dyn Llm> {
+        Arc::clone(&self.config.llm)
     }
 
     /// The iteration cap.
@@ -641,12 +710,19 @@ impl Rlm {
         config.prompt_mode = config.prompt_mode.resolve(&config.registry);
         // Each run has its own clock, and the reference format's converter holds one
         // run's conversations.
-        config.recorder = config
-            .trace
-            .as_ref()
-            .map(|sink| Arc::new(Recorder::start(Arc::clone(sink), &config.trace_format)));
+        let resuming = config.resuming.clone();
+        config.recorder = config.trace.as_ref().map(|sink| {
+            let recorder = Recorder::start(Arc::clone(sink), &config.trace_format);
+            Arc::new(match &resuming {
+                Some(r) => recorder.resumed(r.elapsed, r.started_unix_ms, Arc::clone(&r.on_file)),
+                None => recorder,
+            })
+        });
         let config = Arc::new(config);
-        let ledger = Ledger::for_run(&config);
+        let ledger = match &resuming {
+            Some(r) => Ledger::resumed(&config, r.elapsed),
+            None => Ledger::for_run(&config),
+        };
         let agent = Agent::root(config, Arc::clone(&ledger));
         let (result, turns) = agent.run(question, context.as_ref(), user);
         let (result, value) = match result {

@@ -86,6 +86,7 @@
 //! - `rlm_log`: the trace in the reference RLM's log format ([`TraceFormat::Rlm`]).
 //! - `sub_calls`: the model calls of each block, logged for the trace.
 //! - `replay`: [`Replay`], a recorded run run again from its trace, with no server.
+//! - `resume`: [`Resume`], an interrupted run rebuilt from its trace and gone on with live.
 
 mod agent;
 mod budget;
@@ -101,6 +102,7 @@ mod prompt_mode;
 mod recorder;
 mod replay;
 mod report;
+mod resume;
 mod rlm_log;
 mod run;
 mod sub_calls;
@@ -118,6 +120,7 @@ pub use prompt::PromptPart;
 pub use prompt_mode::{AUTO_COMPACT_ABOVE_TOKENS, PromptMode};
 pub use replay::{Divergence, Replay, ReplayError, ReplayReport};
 pub use report::{Answer, Report, RlmError, WindowExceeded};
+pub use resume::{Resume, ResumeError};
 pub use rlm_log::TraceFormat;
 pub(crate) use rlm_log::{Assumed, RlmLog};
 pub use run::WARN_FROM_ITERATION;

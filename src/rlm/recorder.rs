@@ -7,6 +7,7 @@ use std::io::{self, Write};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
+use super::resume::OnFile;
 use super::rlm_log::{RlmLog, TraceFormat};
 use super::trajectory::{Record, millis};
 
@@ -47,6 +48,8 @@ pub(crate) struct Recorder {
     started: Instant,
     /// The same moment on the wall clock, for the `start` lines.
     started_unix_ms: u64,
+    /// In a resumed run, what the trace already holds: not written again.
+    on_file: Option<Arc<OnFile>>,
 }
 
 impl Recorder {
@@ -64,7 +67,22 @@ impl Recorder {
             converter,
             started: Instant::now(),
             started_unix_ms,
+            on_file: None,
         }
+    }
+
+    /// Goes on recording a run that began `elapsed` ago, at `started_unix_ms`, on a trace
+    /// that already holds `on_file`.
+    pub fn resumed(
+        mut self,
+        elapsed: std::time::Duration,
+        started_unix_ms: u64,
+        on_file: Arc<OnFile>,
+    ) -> Recorder {
+        self.started = Instant::now().checked_sub(elapsed).unwrap_or(self.started);
+        self.started_unix_ms = started_unix_ms;
+        self.on_file = Some(on_file);
+        self
     }
 
     /// Stamps `record` with the run's clock (`at_ms`, and on a `start` line the run's
@@ -77,8 +95,16 @@ impl Recorder {
                 start.setup.started_unix_ms = Some(self.started_unix_ms);
             }
             Record::Turn(turn) => turn.at_ms = at_ms,
+            Record::Reply(reply) => reply.at_ms = at_ms,
+            Record::Call(call) => call.at_ms = at_ms,
+            Record::Resume(resume) => resume.at_ms = at_ms,
             Record::Compaction(compaction) => compaction.at_ms = at_ms,
             Record::Unknown => {}
+        }
+        if let Some(on_file) = &self.on_file
+            && on_file.holds(&record)
+        {
+            return Ok(());
         }
         let Some(converter) = &self.converter else {
             return self.write_line(&record);

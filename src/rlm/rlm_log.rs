@@ -139,7 +139,7 @@ impl RlmLog {
             Record::Start(start) => self.start(start),
             Record::Turn(turn) => lines.extend(self.turn(turn)),
             Record::Compaction(compaction) => self.compaction(compaction),
-            Record::Unknown => {}
+            _ => {}
         }
         lines
     }

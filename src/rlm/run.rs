@@ -20,7 +20,7 @@ use super::context::Context;
 use super::parse::{self, PlainFinal, Reply};
 use super::prompt;
 use super::report::{RlmError, WindowExceeded};
-use super::trajectory::{Block, BlockStatus, Record, Start, Turn, millis};
+use super::trajectory::{Block, BlockStatus, Record, ReplyRecord, Start, Turn, millis};
 
 /// From this iteration on, each turn logs a `tracing` warning.
 pub const WARN_FROM_ITERATION: u32 = 5;
@@ -201,7 +201,20 @@ impl Agent {
         record.finish_reason.clone_from(&completion.finish_reason);
         record.cached = completion.cached;
         record.cost = completion.cost;
+        self.record_reply(turn, &completion)
+            .map_err(RlmError::Trace)?;
         Ok(completion)
+    }
+
+    /// Writes the turn's `reply` line as soon as the reply is in, before its code runs:
+    /// a run killed mid-turn keeps it.
+    fn record_reply(&self, turn: u32, completion: &Completion) -> io::Result<()> {
+        match &self.config.recorder {
+            Some(recorder) => {
+                recorder.record(Record::Reply(ReplyRecord::of(&self.id, turn, completion)))
+            }
+            None => Ok(()),
+        }
     }
 
     /// Whether the run was cancelled.
@@ -375,6 +388,7 @@ impl Agent {
                 }
                 continue;
             }
+            self.calls.at(record.turn, block);
             let (mut ran, feedback) = run_block(env, block, code, room);
             ran.sub_calls = self.calls.take();
             room = room.saturating_sub(ran.output.len());

@@ -5,18 +5,29 @@
 
 use std::sync::{Arc, Mutex};
 
-use crate::llm::{BatchResults, Completion, Llm, LlmError, LlmLayer, Price, Request, call_cost};
+use crate::llm::{
+    BatchResults, Completion, Llm, LlmError, LlmLayer, ModelInfo, Price, Request, call_cost,
+    run_batch,
+};
 
-use super::trajectory::SubCall;
+use super::recorder::Recorder;
+use super::trajectory::{CallRecord, Record, SubCall};
 
 /// The calls of one agent since they were last taken: its environment runs one block at a
 /// time, so what is taken after a block is that block's.
 #[derive(Default)]
 pub(super) struct CallLog {
     calls: Mutex<Vec<SubCall>>,
+    /// The turn and block running now, for the `call` lines.
+    at: Mutex<(u32, usize)>,
 }
 
 impl CallLog {
+    /// The calls from now on are block `block` of turn `turn`'s.
+    pub fn at(&self, turn: u32, block: usize) {
+        *self.at.lock().unwrap_or_else(|p| p.into_inner()) = (turn, block);
+    }
+
     /// The calls logged since the last `take`, in the order they were made.
     pub fn take(&self) -> Vec<SubCall> {
         std::mem::take(&mut *self.lock())
@@ -35,6 +46,51 @@ pub(super) struct Logged {
     pub log: Arc<CallLog>,
     /// The model's price, for the cost of a call whose server reports none.
     pub price: Option<Price>,
+}
+
+/// A model whose every answer is written to the trace as it arrives, a `call` line, so
+/// that a run killed mid-block keeps it. A batch is sent one request at a time, at most
+/// the batch's concurrency at once, so that each answer is written when it comes, not
+/// when the slowest of the batch does.
+pub(super) struct Progress {
+    pub inner: Arc<dyn Llm>,
+    pub log: Arc<CallLog>,
+    pub recorder: Arc<Recorder>,
+    pub agent: String,
+}
+
+impl Llm for Progress {
+    fn complete(&self, request: Request) -> Result<Completion, LlmError> {
+        let asked = asked(&request);
+        let result = self.inner.complete(request);
+        let (turn, block) = *self.log.at.lock().unwrap_or_else(|p| p.into_inner());
+        // A trace that cannot be written fails the turn when its `turn` line is written;
+        // the call is not failed for it.
+        let _ = self.recorder.record(Record::Call(CallRecord {
+            agent: self.agent.clone(),
+            turn,
+            block,
+            call: SubCall::sent(&asked, &result),
+            at_ms: None,
+        }));
+        result
+    }
+
+    fn complete_batch(&self, requests: Vec<Request>) -> BatchResults {
+        run_batch(self, requests, self.inner.max_concurrency())
+    }
+
+    fn complete_batch_at(&self, requests: Vec<Request>, max_concurrency: usize) -> BatchResults {
+        run_batch(self, requests, max_concurrency)
+    }
+
+    fn max_concurrency(&self) -> usize {
+        self.inner.max_concurrency()
+    }
+
+    fn model_info(&self) -> Option<ModelInfo> {
+        self.inner.model_info()
+    }
 }
 
 impl LlmLayer for Logged {

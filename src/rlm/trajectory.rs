@@ -127,6 +127,19 @@
 //! [`Replay`](super::Replay) run it again without a server. A call a budget refused was
 //! never sent and is not listed.
 //!
+//! # Progress lines, and resuming
+//!
+//! So that a run killed mid-turn keeps what the model said, two lines are written before
+//! the `turn` line, as things happen: a `reply` line ([`ReplyRecord`]) when a reply
+//! arrives, before its code runs, and a `call` line ([`CallRecord`]: `agent`, `turn`,
+//! `block` and a [`SubCall`]'s fields) as each call of its code is answered. The `turn`
+//! line repeats them: they are the one exception to "no line repeats an earlier one".
+//! `rlm ask --resume` appends a `resume` line ([`ResumeRecord`]), then only lines not on
+//! file, `at_ms` going on from the first run's clock; a turn that had ended its agent with
+//! an error is written again when the resumed run goes on from it, and the later line of
+//! a turn number counts. The root's `start` line records what a resume checks:
+//! `context_paths` (absolute) and `registry` ([`RegistryDigest`]).
+//!
 //! # Older traces
 //!
 //! A reader ignores fields and events it does not know, and every field added since the
@@ -158,6 +171,10 @@ use super::compaction::CompactAt;
 pub use super::compaction::Compaction;
 use super::context::Context;
 
+mod progress;
+
+pub use progress::{CallRecord, RegistryDigest, ReplyRecord, ResumeRecord};
+
 /// One line of a trace, tagged by its `event` field.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
@@ -169,6 +186,12 @@ pub enum Record {
     Start(Start),
     /// One of an agent's turns ended.
     Turn(Turn),
+    /// A turn's reply arrived (its code has not run yet).
+    Reply(ReplyRecord),
+    /// A model call of a block's code was answered.
+    Call(CallRecord),
+    /// A resumed run begins here.
+    Resume(ResumeRecord),
     /// An agent's conversation was summarised and restarted to fit the window.
     Compaction(Compaction),
     /// An event this version does not know (a later version may write more): read and
@@ -183,6 +206,9 @@ impl Record {
         match self {
             Record::Start(start) => start.at_ms,
             Record::Turn(turn) => turn.at_ms,
+            Record::Reply(reply) => reply.at_ms,
+            Record::Call(call) => call.at_ms,
+            Record::Resume(resume) => resume.at_ms,
             Record::Compaction(compaction) => compaction.at_ms,
             Record::Unknown => None,
         }
@@ -246,6 +272,12 @@ pub struct Setup {
     pub context: Option<ContextDigest>,
     /// A child of `rlm_query_batched`: its place in the batch.
     pub batch: Option<BatchSlot>,
+    /// The root's context as given: its paths, absolute (left out when unknown).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context_paths: Option<Vec<String>>,
+    /// The registry the root's code ran with (left out on a child's line).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub registry: Option<RegistryDigest>,
 }
 
 /// Every limit and budget of a run. Each agent records the limits it ran under: the same

@@ -232,7 +232,7 @@ impl Trace {
                 Ok(Record::Start(start)) => trace.start(start),
                 Ok(Record::Turn(turn)) => trace.turn(turn),
                 Ok(Record::Compaction(compaction)) => trace.compaction(compaction),
-                Ok(Record::Unknown) => trace.events += 1,
+                Ok(_) => trace.events += 1,
                 Err(error) => trace.problems.push(LineProblem {
                     line: i + 1,
                     message: error.to_string(),
@@ -256,7 +256,13 @@ impl Trace {
     fn turn(&mut self, turn: Turn) {
         self.events += 1;
         let i = self.agent_index(&turn.agent, turn.depth);
-        self.agents[i].turns.push(turn);
+        let turns = &mut self.agents[i].turns;
+        // A resumed run writes again the turn that ended the first run with an error:
+        // the later line is the turn.
+        match turns.last_mut() {
+            Some(last) if last.turn == turn.turn => *last = turn,
+            _ => turns.push(turn),
+        }
     }
 
     fn compaction(&mut self, compaction: Compaction) {

@@ -153,7 +153,10 @@ fn the_page_shows_defaults_and_possible_values_and_leaves_out_hidden_commands() 
         "{check}"
     );
     let ask = section(&page, "rlm ask");
-    assert!(ask.contains("- `<QUESTION>`: The question."), "{ask}");
+    assert!(
+        ask.contains("- `[QUESTION]`: The question (none with --resume: it is in the trace)."),
+        "{ask}"
+    );
     assert!(
         ask.contains("  - `compact`: Signatures and one-line summaries"),
         "{ask}"

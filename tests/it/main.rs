@@ -79,6 +79,7 @@ mod recorded_runs;
 mod registry;
 #[cfg(feature = "cli")]
 mod replay;
+mod resume;
 #[cfg(feature = "runtime")]
 mod rlm_loop;
 #[cfg(feature = "runtime")]

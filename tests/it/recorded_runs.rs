@@ -130,6 +130,8 @@ fn normalised(trace: &str) -> String {
                 start.at_ms = Some(0);
                 start.setup.started_unix_ms = Some(0);
                 start.setup.base_url = Some("http://127.0.0.1:0/v1".to_string());
+                // Where the context was on the recording machine.
+                start.setup.context_paths = None;
             }
             Record::Turn(turn) => {
                 turn.at_ms = Some(0);
@@ -143,7 +145,7 @@ fn normalised(trace: &str) -> String {
                 compaction.at_ms = Some(0);
                 compaction.llm_ms = 0;
             }
-            Record::Unknown => {}
+            _ => {}
         }
         text.push_str(&serde_json::to_string(&record).expect("serialises"));
         text.push('\n');

@@ -162,8 +162,17 @@ fn the_trace_grows_linearly_and_the_conversation_can_be_rebuilt_from_it() {
     );
 
     // No line repeats what an earlier line said: the system prompt is on the start line
-    // only, and turn N does not carry turn 1's reply.
-    let lines: Vec<&str> = text.lines().collect();
+    // only, and turn N does not carry turn 1's reply. (The progress lines, `reply` and
+    // `call`, are the documented exception: the `turn` line repeats them.)
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|line| !line.starts_with(r#"{"event":"reply""#))
+        .collect();
+    assert_eq!(
+        text.lines().count(),
+        lines.len() + 6,
+        "a reply line per turn"
+    );
     let system = events[0]["messages"][0]["content"].as_str().unwrap();
     let system_marker =
         serde_json::to_string(&system.chars().take(200).collect::<String>()).unwrap();
@@ -191,7 +200,12 @@ fn the_trace_grows_linearly_and_the_conversation_can_be_rebuilt_from_it() {
         longest < shortest + 100,
         "turn lines grow with the run: {turn_lengths:?}"
     );
-    assert!(text.len() < lines[0].len() + 6 * (longest + 1));
+    let kept: usize = lines.iter().map(|l| l.len() + 1).sum();
+    assert!(kept < lines[0].len() + 6 * (longest + 1));
+    assert!(
+        text.len() < lines[0].len() + 12 * (longest + 1),
+        "a reply line is shorter than its turn line"
+    );
 
     // The conversation of every turn, rebuilt from the trace alone, is what the model got.
     let bodies = bodies(&server);
@@ -354,7 +368,8 @@ fn what_the_writer_writes_the_reader_reads_back_equal() {
                 let agent = read.agent(&turn.agent).unwrap();
                 assert_eq!(agent.turn(turn.turn), Some(&turn));
             }
-            Record::Compaction(_) | Record::Unknown => {
+            Record::Reply(_) | Record::Call(_) => {}
+            Record::Resume(_) | Record::Compaction(_) | Record::Unknown => {
                 panic!("this run wrote no such event: {line}")
             }
         }

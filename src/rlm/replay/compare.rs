@@ -22,7 +22,7 @@ pub(super) fn first_divergence(recorded: &[Record], replayed: &[Record]) -> Opti
             Record::Start(start) => compare_start(start, by_agent.get(start.agent.as_str())),
             Record::Turn(turn) => compare_turn(turn, by_agent.get(turn.agent.as_str())),
             // A compaction that did not happen again shows in the turns after it.
-            Record::Compaction(_) | Record::Unknown => None,
+            _ => None,
         })
         .or_else(|| beyond_the_record(recorded, replayed))
 }
@@ -39,7 +39,7 @@ fn index(records: &[Record]) -> HashMap<&str, Replayed<'_>> {
                     .turns
                     .insert(turn.turn, turn);
             }
-            Record::Compaction(_) | Record::Unknown => {}
+            _ => {}
         }
     }
     agents

@@ -36,7 +36,7 @@ use super::budget::Budgets;
 use super::builder::Rlm;
 use super::context::Context;
 use super::prompt_mode::PromptMode;
-use super::trajectory::{ContextDigest, Record, RunLimits, Start};
+use super::trajectory::{ContextDigest, Record, RunLimits, Setup, Start};
 
 pub use report::{Divergence, ReplayReport};
 pub(crate) use tape::Tapes;
@@ -120,7 +120,7 @@ impl Replay {
     /// that is not (another file, a trace cut short) is an error, and so is a trace whose
     /// root agent has no ending (the run was still going).
     pub fn from_jsonl(text: &str) -> Result<Replay, ReplayError> {
-        let records = parse(text)?;
+        let records = superseded_left_out(parse(text)?);
         let root = root_start(&records).ok_or(ReplayError::NoRoot)?;
         let last_turn = records.iter().rev().find_map(|record| match record {
             Record::Turn(turn) if turn.agent == root.agent => Some(turn),
@@ -199,26 +199,35 @@ impl Replay {
 
     /// An RLM set up as the recorded run was.
     fn rlm(&self, root: &Start, model: Arc<Tapes>) -> Result<Rlm, ReplayError> {
-        let setup = &root.setup;
-        let limits = setup.limits;
-        let max_iterations = limits.map_or(super::DEFAULT_MAX_ITERATIONS, |l| l.max_iterations);
-        let mut rlm = Rlm::new(model, Arc::clone(&self.registry), max_iterations)
-            .providers(Arc::clone(&self.providers))
-            // Parsed as every other source of these settings is; a trace from before
-            // they were recorded gets the defaults it was run with.
-            .prompt_mode(recorded::<PromptMode>(setup.prompt_mode.as_deref()))
-            .answer_protocol(recorded::<AnswerProtocol>(setup.answer_protocol.as_deref()));
-        if let Some(limits) = limits {
-            rlm = with_limits(rlm, &limits);
-        }
-        if let Some(schema) = &setup.answer_schema {
-            let schema = AnswerSchema::new(schema.clone()).map_err(|error| {
-                ReplayError::Setup(format!("the recorded answer schema: {error}"))
-            })?;
-            rlm = rlm.answer_schema(schema);
-        }
-        Ok(rlm)
+        let rlm = recorded_rlm(&root.setup, model, Arc::clone(&self.registry))
+            .map_err(ReplayError::Setup)?;
+        Ok(rlm.providers(Arc::clone(&self.providers)))
     }
+}
+
+/// An RLM asking `llm` with `registry`, set up as the run `setup` records was: its
+/// limits, budgets, prompt mode, answer protocol and schema.
+pub(crate) fn recorded_rlm(
+    setup: &Setup,
+    llm: Arc<dyn crate::llm::Llm>,
+    registry: Arc<Registry>,
+) -> Result<Rlm, String> {
+    let limits = setup.limits;
+    let max_iterations = limits.map_or(super::DEFAULT_MAX_ITERATIONS, |l| l.max_iterations);
+    let mut rlm = Rlm::new(llm, registry, max_iterations)
+        // Parsed as every other source of these settings is; a trace from before
+        // they were recorded gets the defaults it was run with.
+        .prompt_mode(recorded::<PromptMode>(setup.prompt_mode.as_deref()))
+        .answer_protocol(recorded::<AnswerProtocol>(setup.answer_protocol.as_deref()));
+    if let Some(limits) = limits {
+        rlm = with_limits(rlm, &limits);
+    }
+    if let Some(schema) = &setup.answer_schema {
+        let schema = AnswerSchema::new(schema.clone())
+            .map_err(|error| format!("the recorded answer schema: {error}"))?;
+        rlm = rlm.answer_schema(schema);
+    }
+    Ok(rlm)
 }
 
 /// A setting as the trace names it, or its default when the trace has none.
@@ -253,6 +262,27 @@ fn with_limits(rlm: Rlm, limits: &RunLimits) -> Rlm {
         Some(window) => rlm.context_window(window),
         None => rlm,
     }
+}
+
+/// `records` without a turn that a later line of the same agent and turn number replaces:
+/// a resumed run writes again the turn that ended the first run, and the later line is
+/// the turn.
+fn superseded_left_out(records: Vec<Record>) -> Vec<Record> {
+    let mut last = std::collections::HashMap::new();
+    for (i, record) in records.iter().enumerate() {
+        if let Record::Turn(turn) = record {
+            last.insert((turn.agent.clone(), turn.turn), i);
+        }
+    }
+    records
+        .into_iter()
+        .enumerate()
+        .filter(|(i, record)| match record {
+            Record::Turn(turn) => last.get(&(turn.agent.clone(), turn.turn)) == Some(i),
+            _ => true,
+        })
+        .map(|(_, record)| record)
+        .collect()
 }
 
 fn root_start(records: &[Record]) -> Option<&Start> {

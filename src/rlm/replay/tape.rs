@@ -3,6 +3,11 @@
 //! plays them back in order. A request the record does not have (more calls than were
 //! made, a call with another prompt) is answered with an error, which the replay's own
 //! record then shows where it happened.
+//!
+//! A resumed run's tapes ([`Tapes::resumed`]) fall through to the live model instead: a
+//! turn past the end of an agent's tape, and a call whose prompt is not on it, are asked
+//! live; a call on it is matched by its prompt, not its place (the answers of a batch may
+//! have been written in any order).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -15,6 +20,8 @@ use super::super::trajectory::{Record, SubCall, Turn};
 pub(crate) struct Tapes {
     agents: HashMap<String, AgentTape>,
     model: Option<ModelInfo>,
+    /// In a resumed run, the model asked for what the tapes do not hold.
+    live: Option<Arc<dyn Llm>>,
 }
 
 /// One agent's tapes: its turns' replies, and its code's calls.
@@ -75,10 +82,46 @@ impl Tapes {
                         answer: compaction.completion(),
                     });
                 }
-                Record::Unknown => {}
+                // A replay plays whole turns; the lines written while one went on repeat
+                // what its `turn` line holds.
+                _ => {}
             }
         }
-        Tapes { agents, model }
+        Tapes {
+            agents,
+            model,
+            live: None,
+        }
+    }
+
+    /// Tapes of what a resumed run plays back before it goes on with `live`: per agent,
+    /// its turns' replies in order and its code's answered calls.
+    pub fn resumed(
+        agents: HashMap<String, (Vec<Completion>, Vec<SubCall>)>,
+        live: Arc<dyn Llm>,
+    ) -> Tapes {
+        let agents = agents
+            .into_iter()
+            .map(|(agent, (replies, calls))| {
+                let tape = AgentTape::default();
+                replies.into_iter().for_each(|reply| {
+                    tape.turns.push(Entry {
+                        asked: None,
+                        images: Vec::new(),
+                        answer: Ok(reply),
+                    })
+                });
+                calls
+                    .iter()
+                    .for_each(|call| tape.calls.push(call_entry(call)));
+                (agent, tape)
+            })
+            .collect();
+        Tapes {
+            agents,
+            model: live.model_info(),
+            live: Some(live),
+        }
     }
 
     /// The model that plays back `agent`'s turns (none for an agent the record lacks).
@@ -104,6 +147,7 @@ impl Tapes {
         Arc::new(Player {
             tape,
             check_prompts,
+            live: self.live.clone(),
         })
     }
 }
@@ -162,6 +206,8 @@ fn call_entry(call: &SubCall) -> Entry {
                 .with_tokens(call.prompt_tokens, call.completion_tokens);
             completion.reasoning.clone_from(&call.reasoning);
             completion.cost = call.cost;
+            // Paid for by an earlier run: played back, it spends no budget again.
+            completion.cached = call.cached;
             Ok(completion)
         }
         None => Err(call.error.clone().unwrap_or_default()),
@@ -177,10 +223,94 @@ fn call_entry(call: &SubCall) -> Entry {
 struct Player {
     tape: Arc<Tape>,
     check_prompts: bool,
+    /// In a resumed run, the model asked past the tape.
+    live: Option<Arc<dyn Llm>>,
 }
 
 impl Llm for Player {
     fn complete(&self, request: Request) -> Result<Completion, LlmError> {
+        match &self.live {
+            Some(live) => match self.take_resumed(&request) {
+                Some(entry) => entry.answer.map_err(LlmError::Callback),
+                None => live.complete(request),
+            },
+            None => self.replayed(request),
+        }
+    }
+
+    /// In order, one after the other: the tape's order is the batch's. A resumed run
+    /// sends what the tape lacks together, live.
+    fn complete_batch(&self, requests: Vec<Request>) -> Vec<Result<Completion, LlmError>> {
+        self.complete_batch_at(requests, usize::MAX)
+    }
+
+    /// A round of `parallel`'s calls: in order too, whatever the concurrency asked for.
+    fn complete_batch_at(
+        &self,
+        requests: Vec<Request>,
+        max_concurrency: usize,
+    ) -> Vec<Result<Completion, LlmError>> {
+        let Some(live) = &self.live else {
+            return requests.into_iter().map(|r| self.replayed(r)).collect();
+        };
+        let mut answers: Vec<Option<Result<Completion, LlmError>>> = Vec::new();
+        let mut missing = Vec::new();
+        for request in requests {
+            let entry = self.take_resumed(&request);
+            answers.push(entry.map(|entry| entry.answer.map_err(LlmError::Callback)));
+            if answers.last().is_some_and(Option::is_none) {
+                missing.push(request);
+            }
+        }
+        let mut live_answers = match max_concurrency {
+            usize::MAX => live.complete_batch(missing),
+            n => live.complete_batch_at(missing, n),
+        }
+        .into_iter();
+        answers
+            .into_iter()
+            .map(|answer| {
+                answer.unwrap_or_else(|| {
+                    live_answers.next().unwrap_or_else(|| {
+                        Err(LlmError::Config(
+                            "the model returned fewer answers than prompts".to_string(),
+                        ))
+                    })
+                })
+            })
+            .collect()
+    }
+
+    fn model_info(&self) -> Option<ModelInfo> {
+        self.live.as_ref().and_then(|live| live.model_info())
+    }
+
+    fn max_concurrency(&self) -> usize {
+        self.live
+            .as_ref()
+            .map_or(crate::llm::DEFAULT_MAX_CONCURRENCY, |live| {
+                live.max_concurrency()
+            })
+    }
+}
+
+impl Player {
+    /// A resumed run's entry for `request`: the next turn's reply, or the call on the
+    /// tape with the same prompt and images, wherever it is.
+    fn take_resumed(&self, request: &Request) -> Option<Entry> {
+        let mut entries = self.tape.lock();
+        if !self.check_prompts {
+            return entries.pop_front();
+        }
+        let images = request.image_records();
+        let at = entries.iter().position(|entry| {
+            entry.asked.as_ref() == Some(&request.messages) && entry.images == images
+        })?;
+        entries.remove(at)
+    }
+
+    /// A replay's answer to `request`: the tape's next, checked.
+    fn replayed(&self, request: Request) -> Result<Completion, LlmError> {
         let Some(entry) = self.tape.lock().pop_front() else {
             return Err(off_the_record("a call past the end of the record"));
         };
@@ -195,20 +325,6 @@ impl Llm for Player {
             ));
         }
         entry.answer.map_err(LlmError::Callback)
-    }
-
-    /// In order, one after the other: the tape's order is the batch's.
-    fn complete_batch(&self, requests: Vec<Request>) -> Vec<Result<Completion, LlmError>> {
-        requests.into_iter().map(|r| self.complete(r)).collect()
-    }
-
-    /// A round of `parallel`'s calls: in order too, whatever the concurrency asked for.
-    fn complete_batch_at(
-        &self,
-        requests: Vec<Request>,
-        _max_concurrency: usize,
-    ) -> Vec<Result<Completion, LlmError>> {
-        self.complete_batch(requests)
     }
 }
 

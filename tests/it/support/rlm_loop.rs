@@ -84,11 +84,13 @@ impl Shared {
     }
 }
 
-/// Every line of a JSONL trace, parsed.
+/// Every `start` and `turn` line of a JSONL trace, parsed: the lines that tell the run,
+/// without the progress lines (`reply`, `call`) that repeat what a `turn` line holds.
 pub fn events_of(trace: &str) -> Vec<Value> {
     trace
         .lines()
-        .map(|line| serde_json::from_str(line).expect("each line is JSON"))
+        .map(|line| serde_json::from_str::<Value>(line).expect("each line is JSON"))
+        .filter(|event| !matches!(event["event"].as_str(), Some("reply" | "call")))
         .collect()
 }
 

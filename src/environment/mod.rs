@@ -59,6 +59,8 @@ mod context;
 mod errors;
 mod globals;
 mod hook;
+mod journal;
+mod journaled;
 mod lazy;
 mod limits;
 mod load;
@@ -78,6 +80,8 @@ use crate::engines::{patterns, re};
 
 pub use budget::Budget;
 pub use globals::{GlobalError, GlobalValue};
+pub use journal::JournalEntry;
+pub use journaled::{Checkpoint, CheckpointError};
 use limits::Tripwire;
 pub use limits::{Interrupt, LimitKind, Limits, OutputObserver};
 pub use output::escape_output;
@@ -261,6 +265,7 @@ impl Environment {
         // checks the limits as it goes.
         patterns::install(&lua, Rc::clone(&tripwire.guard))?;
         let state = Rc::new(BuiltinState::new(Rc::clone(&tripwire), builder.host));
+        journal::install(&lua, &state.journal, &tripwire)?;
         let catalog = Arc::new(Catalog::new(
             Arc::clone(&builder.registry),
             builder.providers,
@@ -453,14 +458,16 @@ impl Environment {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn execute_named(&self, code: &[u8], chunk_name: &str) -> Result<Execution, ExecError> {
-        self.run(|| {
+        let result = self.run(|| {
             self.lua.load(code).set_name(chunk_name).exec()?;
             self.take_ready_answer()
-        })
-        .map(|()| Execution {
-            output: self.take_output(),
-        })
-        .map_err(|error| self.with_hint(error, code))
+        });
+        self.state.journal.executed(code);
+        result
+            .map(|()| Execution {
+                output: self.take_output(),
+            })
+            .map_err(|error| self.with_hint(error, code))
     }
 
     /// The answer protocol of the reference RLM: once the code has set `answer.ready` to
@@ -620,6 +627,7 @@ impl Environment {
                 .map_err(|error| error.into_lua(""))?;
             self.lua.globals().set(name, value)
         })?;
+        self.state.journal.global_set(name, value);
         self.take_output();
         Ok(())
     }

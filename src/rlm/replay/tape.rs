@@ -2,14 +2,16 @@
 //! answers its code's calls got, and gives each agent of a replayed run a model that
 //! plays them back in order. A request the record does not have (more calls than were
 //! made, a call with another prompt) is answered with an error, which the replay's own
-//! record then shows where it happened.
+//! record then shows where it happened. Each block that ran is handed its recorded
+//! journal (the clock, the random seed, the user's answers, host functions' results).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
 use crate::llm::{Completion, ImageRecord, Llm, LlmError, Message, ModelInfo, Request};
 
-use super::super::trajectory::{Record, SubCall, Turn};
+use super::super::trajectory::{BlockStatus, Record, SubCall, Turn};
+use crate::environment::JournalEntry;
 
 /// Every agent's tapes, from a run's records.
 pub(crate) struct Tapes {
@@ -17,11 +19,13 @@ pub(crate) struct Tapes {
     model: Option<ModelInfo>,
 }
 
-/// One agent's tapes: its turns' replies, and its code's calls.
+/// One agent's tapes: its turns' replies, its code's calls, and the journal of each
+/// block that ran, in order.
 #[derive(Default)]
 struct AgentTape {
     turns: Arc<Tape>,
     calls: Arc<Tape>,
+    journals: Mutex<VecDeque<Vec<JournalEntry>>>,
 }
 
 /// What was answered, in order.
@@ -64,11 +68,21 @@ impl Tapes {
                         .iter()
                         .flat_map(|block| &block.sub_calls)
                         .for_each(|call| tape.calls.push(call_entry(call)));
+                    tape.push_journals(turn);
                 }
                 Record::Unknown => {}
             }
         }
         Tapes { agents, model }
+    }
+
+    /// The journal the next block `agent` runs is given back: the recorded block's, in
+    /// order (empty past the record's end, or for an agent it lacks).
+    pub fn next_journal(&self, agent: &str) -> Vec<JournalEntry> {
+        self.agents
+            .get(agent)
+            .and_then(|tape| lock(&tape.journals).pop_front())
+            .unwrap_or_default()
     }
 
     /// The model that plays back `agent`'s turns (none for an agent the record lacks).
@@ -108,6 +122,23 @@ impl Llm for Tapes {
     fn model_info(&self) -> Option<ModelInfo> {
         self.model.clone()
     }
+}
+
+impl AgentTape {
+    /// The journals of `turn`'s blocks that ran (one that did not run asked nothing).
+    fn push_journals(&self, turn: &Turn) {
+        let ran = turn
+            .outputs
+            .iter()
+            .filter(|b| b.status != BlockStatus::NotRun);
+        lock(&self.journals).extend(ran.map(|block| block.journal.clone()));
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl Tape {

@@ -45,6 +45,8 @@ mod fidelity;
 mod grep;
 #[cfg(feature = "runtime")]
 mod images;
+#[cfg(feature = "cli")]
+mod journal;
 #[cfg(feature = "runtime")]
 mod json;
 #[cfg(feature = "cli")]

@@ -104,6 +104,25 @@ impl Checkpoint {
         Ok(checkpoint)
     }
 
+    /// The checkpoint a session's journal file holds: its header line, then one step a
+    /// line; a torn last line (the process died writing it) is left out.
+    pub(crate) fn from_journal(text: &str) -> Result<Checkpoint, CheckpointError> {
+        let mut lines = text.lines();
+        let header = lines.next().unwrap_or_default();
+        let mut checkpoint = Checkpoint::from_bytes(header.as_bytes())?;
+        let lines: Vec<&str> = lines.filter(|line| !line.trim().is_empty()).collect();
+        for (i, line) in lines.iter().enumerate() {
+            match serde_json::from_str::<Step>(line) {
+                Ok(step) => checkpoint.steps.push(step),
+                Err(_) if i + 1 == lines.len() && !text.ends_with('\n') => break,
+                Err(error) => {
+                    return Err(CheckpointError::Format(format!("line {}: {error}", i + 2)));
+                }
+            }
+        }
+        Ok(checkpoint)
+    }
+
     /// How many steps (executions and globals set) it holds.
     pub fn steps(&self) -> usize {
         self.steps.len()
@@ -179,6 +198,7 @@ impl Environment {
                     let _ = self.execute_bytes(&code);
                 }
                 Step::SetGlobal { name, value } => self.set_global(name, value)?,
+                Step::SetContext { text } => self.set_context_logged(text)?,
             }
         }
         Ok(self.take_journal_divergences())
@@ -215,6 +235,32 @@ impl Environment {
         self.copy_context_to(&fork)?;
         fork.restore(&checkpoint)?;
         Ok(fork)
+    }
+
+    /// [`Environment::set_context`] with `text`, logged as a step of the session, so a
+    /// checkpoint taken before it (a server's session journal) restores it.
+    pub(crate) fn set_context_logged(&self, text: &str) -> Result<(), ExecError> {
+        self.set_context(text)?;
+        self.state.journal.context_set(text);
+        Ok(())
+    }
+
+    /// The first line of a session's journal file: its checkpoint without steps.
+    pub(crate) fn journal_header(&self) -> Result<String, CheckpointError> {
+        let mut header = self.checkpoint()?;
+        header.steps.clear();
+        String::from_utf8(header.to_bytes()).map_err(|e| CheckpointError::Format(e.to_string()))
+    }
+
+    /// The lines of a session's journal file for the steps after the first `from`, and
+    /// how many steps there are now.
+    pub(crate) fn journal_lines_from(&self, from: usize) -> (Vec<String>, usize) {
+        let steps = self.state.journal.steps_from(from);
+        let lines = steps
+            .iter()
+            .filter_map(|step| serde_json::to_string(step).ok())
+            .collect();
+        (lines, from + steps.len())
     }
 
     fn check_restorable(&self, checkpoint: &Checkpoint) -> Result<(), CheckpointError> {

@@ -118,6 +118,8 @@ mod serve_mcp;
 mod serve_security;
 #[cfg(feature = "cli")]
 mod serve_sessions;
+#[cfg(all(feature = "serve", feature = "cli"))]
+mod serve_state_dir;
 #[cfg(feature = "cli")]
 mod serve_stress;
 #[cfg(feature = "cli")]

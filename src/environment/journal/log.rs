@@ -31,6 +31,8 @@ pub(crate) enum Step {
     },
     /// A global set with `set_global`.
     SetGlobal { name: String, value: Json },
+    /// A text context loaded mid-session by a host that logs it (a server's session).
+    SetContext { text: String },
 }
 
 impl Step {
@@ -115,6 +117,18 @@ impl Journal {
             name: name.to_string(),
             value: value.clone(),
         });
+    }
+
+    /// Logs a text context loaded mid-session.
+    pub fn context_set(&self, text: &str) {
+        self.steps.borrow_mut().push(Step::SetContext {
+            text: text.to_string(),
+        });
+    }
+
+    /// The steps from the `from`th on.
+    pub fn steps_from(&self, from: usize) -> Vec<Step> {
+        self.steps.borrow().get(from..).unwrap_or_default().to_vec()
     }
 
     /// The journal of the last execution.

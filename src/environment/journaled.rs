@@ -104,6 +104,7 @@ impl Checkpoint {
         Ok(checkpoint)
     }
 
+    #[cfg(feature = "serve")]
     /// The checkpoint a session's journal file holds: its header line, then one step a
     /// line; a torn last line (the process died writing it) is left out.
     pub(crate) fn from_journal(text: &str) -> Result<Checkpoint, CheckpointError> {
@@ -198,6 +199,11 @@ impl Environment {
                     let _ = self.execute_bytes(&code);
                 }
                 Step::SetGlobal { name, value } => self.set_global(name, value)?,
+                Step::SetGlobalBytes { name, base64 } => {
+                    let bytes = Step::code("", Some(base64)).map_err(CheckpointError::Format)?;
+                    self.set_global_value(name, &super::GlobalValue::String(bytes))
+                        .map_err(|error| CheckpointError::Environment(error.to_string()))?;
+                }
                 Step::SetContext { text } => self.set_context_logged(text)?,
             }
         }
@@ -232,7 +238,9 @@ impl Environment {
         }
         .build()
         .map_err(|error| CheckpointError::Environment(error.to_string()))?;
-        self.copy_context_to(&fork)?;
+        if let Some(copy) = self.context_copy()? {
+            fork.load_context_copy(&copy)?;
+        }
         fork.restore(&checkpoint)?;
         Ok(fork)
     }
@@ -245,6 +253,7 @@ impl Environment {
         Ok(())
     }
 
+    #[cfg(feature = "serve")]
     /// The first line of a session's journal file: its checkpoint without steps.
     pub(crate) fn journal_header(&self) -> Result<String, CheckpointError> {
         let mut header = self.checkpoint()?;
@@ -252,6 +261,7 @@ impl Environment {
         String::from_utf8(header.to_bytes()).map_err(|e| CheckpointError::Format(e.to_string()))
     }
 
+    #[cfg(feature = "serve")]
     /// The lines of a session's journal file for the steps after the first `from`, and
     /// how many steps there are now.
     pub(crate) fn journal_lines_from(&self, from: usize) -> (Vec<String>, usize) {
@@ -325,25 +335,43 @@ impl Environment {
         Ok(Some(hex(&digest)))
     }
 
-    /// Loads this environment's context, as loaded, into `other`.
-    fn copy_context_to(&self, other: &Environment) -> Result<(), CheckpointError> {
+    /// A copy of the context as loaded, to load into another environment (on another
+    /// thread: the copy is `Send`); `None` without a context.
+    pub fn context_copy(&self) -> Result<Option<ContextCopy>, CheckpointError> {
         let loaded: Value = self
             .lua
             .named_registry_value(LOADED_CONTEXT)
             .map_err(|error| CheckpointError::Environment(error.to_string()))?;
-        match loaded {
-            Value::Nil => Ok(()),
-            Value::String(text) => Ok(other.set_context(&*text.as_bytes())?),
-            other_value => {
-                let json =
-                    lua_json::to_json(&self.lua, &self.tripwire.guard, &other_value, "context")
-                        .map_err(|error| {
-                            CheckpointError::Environment(error.into_lua("").to_string())
-                        })?;
-                Ok(other.set_context_json(&json)?)
+        Ok(match loaded {
+            Value::Nil => None,
+            Value::String(text) => Some(ContextCopy::Text(text.as_bytes().to_vec())),
+            other => {
+                let json = lua_json::to_json(&self.lua, &self.tripwire.guard, &other, "context")
+                    .map_err(|error| {
+                        CheckpointError::Environment(error.into_lua("").to_string())
+                    })?;
+                Some(ContextCopy::Json(json))
             }
-        }
+        })
     }
+
+    /// Loads `copy` (from [`Environment::context_copy`]) as this environment's context.
+    pub fn load_context_copy(&self, copy: &ContextCopy) -> Result<(), CheckpointError> {
+        match copy {
+            ContextCopy::Text(text) => self.set_context(text)?,
+            ContextCopy::Json(json) => self.set_context_json(json)?,
+        }
+        Ok(())
+    }
+}
+
+/// A copy of an environment's context as loaded ([`Environment::context_copy`]).
+#[derive(Clone, Debug, PartialEq)]
+pub enum ContextCopy {
+    /// A text context's bytes.
+    Text(Vec<u8>),
+    /// A list or documents, by the one Lua ↔ JSON mapping.
+    Json(serde_json::Value),
 }
 
 fn hex(bytes: &[u8]) -> String {

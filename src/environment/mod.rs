@@ -81,7 +81,7 @@ use crate::engines::{patterns, re};
 pub use budget::Budget;
 pub use globals::{GlobalError, GlobalValue};
 pub use journal::JournalEntry;
-pub use journaled::{Checkpoint, CheckpointError};
+pub use journaled::{Checkpoint, CheckpointError, ContextCopy};
 use limits::Tripwire;
 pub use limits::{Interrupt, LimitKind, Limits, OutputObserver};
 pub use output::escape_output;

@@ -31,6 +31,8 @@ pub(crate) enum Step {
     },
     /// A global set with `set_global`.
     SetGlobal { name: String, value: Json },
+    /// A global set to a string that is not UTF-8, as base64.
+    SetGlobalBytes { name: String, base64: String },
     /// A text context loaded mid-session by a host that logs it (a server's session).
     SetContext { text: String },
 }
@@ -119,6 +121,22 @@ impl Journal {
         });
     }
 
+    /// Logs a global set from the host to a string of any bytes.
+    pub fn global_bytes_set(&self, name: &str, bytes: &[u8]) {
+        use base64::Engine;
+        let step = match std::str::from_utf8(bytes) {
+            Ok(text) => Step::SetGlobal {
+                name: name.to_string(),
+                value: Json::String(text.to_string()),
+            },
+            Err(_) => Step::SetGlobalBytes {
+                name: name.to_string(),
+                base64: base64::engine::general_purpose::STANDARD.encode(bytes),
+            },
+        };
+        self.steps.borrow_mut().push(step);
+    }
+
     /// Logs a text context loaded mid-session.
     pub fn context_set(&self, text: &str) {
         self.steps.borrow_mut().push(Step::SetContext {
@@ -127,6 +145,7 @@ impl Journal {
     }
 
     /// The steps from the `from`th on.
+    #[cfg(feature = "serve")]
     pub fn steps_from(&self, from: usize) -> Vec<Step> {
         self.steps.borrow().get(from..).unwrap_or_default().to_vec()
     }

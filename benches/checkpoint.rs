@@ -31,7 +31,9 @@ fn blocks() -> Vec<String> {
 
 /// A fresh environment with the context loaded.
 fn loaded(context: &str) -> Environment {
-    let env = Environment::builder(Registry::baked().clone()).build().unwrap();
+    let env = Environment::builder(Registry::baked().clone())
+        .build()
+        .unwrap();
     env.set_context(context).unwrap();
     env
 }

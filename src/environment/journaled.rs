@@ -181,6 +181,23 @@ impl Environment {
     /// Refused, naming what differs, for another context or registry, or an environment
     /// that has run code already. Returns where a step asked for something else than
     /// recorded (it then got live values), if anywhere.
+    ///
+    /// ```
+    /// use rlm_registry::{Registry, environment::Environment};
+    ///
+    /// let env = Environment::builder(Registry::baked().clone()).build()?;
+    /// env.set_context("one")?;
+    /// env.execute("started = os.clock()")?;
+    /// let checkpoint = env.checkpoint()?;
+    /// let again = Environment::builder(Registry::baked().clone()).build()?;
+    /// again.set_context("one")?;
+    /// assert!(again.restore(&checkpoint)?.is_empty(), "nothing diverged");
+    /// assert_eq!(again.get_global("started")?, env.get_global("started")?);
+    /// let other = Environment::builder(Registry::baked().clone()).build()?;
+    /// other.set_context("two")?;
+    /// assert!(other.restore(&checkpoint).unwrap_err().to_string().contains("another context"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn restore(&self, checkpoint: &Checkpoint) -> Result<Vec<String>, CheckpointError> {
         self.check_restorable(checkpoint)?;
         for step in &checkpoint.steps {
@@ -337,6 +354,21 @@ impl Environment {
 
     /// A copy of the context as loaded, to load into another environment (on another
     /// thread: the copy is `Send`); `None` without a context.
+    ///
+    /// ```
+    /// use rlm_registry::{Registry, environment::Environment};
+    ///
+    /// let env = Environment::builder(Registry::baked().clone()).build()?;
+    /// env.set_context_list(["a", "b"])?;
+    /// let copy = env.context_copy()?.expect("a context");
+    /// let copied = std::thread::spawn(move || {
+    ///     let other = Environment::builder(Registry::baked().clone()).build().unwrap();
+    ///     other.load_context_copy(&copy).unwrap();
+    ///     other.execute("print(#context, context[2])").unwrap().output
+    /// });
+    /// assert_eq!(copied.join().unwrap(), "2\tb\n");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn context_copy(&self) -> Result<Option<ContextCopy>, CheckpointError> {
         let loaded: Value = self
             .lua

@@ -50,6 +50,8 @@
 //!   the error and the code, a module below this one.
 //! - `chunks`: the crate's own Lua chunks, compiled once per process; `output`: printed
 //!   bytes that are not UTF-8 shown as `\xNN`.
+//! - `journal`: what an execution read from outside the sandbox, given back when the
+//!   same code runs again; `journaled`: [`Checkpoint`]s, restore and forks built on it.
 
 mod answer_schema;
 mod budget;

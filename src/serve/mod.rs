@@ -36,7 +36,7 @@
 //!   [`Catalog`], which the server holds as it is).
 //! - `browser`: the Origin rule, JSON-only bodies, CORS.
 //! - `slots`: the one session cap; `sessions`: the live Lua environments; `executor`:
-//!   the threads they run on.
+//!   the threads they run on; `state_dir`: their journals under `--state-dir`.
 
 mod browser;
 mod executor;

@@ -3,6 +3,7 @@
 //! replay; checkpoints, restore and forks of an environment; `pairs` order stable
 //! across environments and processes.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -34,19 +35,25 @@ fn first_block_journal(path: &std::path::Path) -> Vec<Value> {
         .unwrap_or_default()
 }
 
-#[test]
-fn the_clock_and_random_numbers_are_journaled_and_replay_identical() {
+/// A run of `script` against the scripted server, with `providers`, traced: its
+/// directory (kept alive) and its trace.
+fn recorded(script: Vec<Behavior>, providers: Arc<Providers>) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("run.jsonl");
-    let server = OpenAiServer::start(
-        vec![lua(CLOCK_AND_DICE), lua("FINAL(t)")],
-        Behavior::status(500),
-    );
+    let server = OpenAiServer::start(script, Behavior::status(500));
     rlm(&server, 5)
+        .providers(providers)
         .trace_file(&path)
         .unwrap()
-        .run("What time is it?", None)
+        .run("Q", None)
         .unwrap();
+    (dir, path)
+}
+
+#[test]
+fn the_clock_and_random_numbers_are_journaled_and_replay_identical() {
+    let script = vec![lua(CLOCK_AND_DICE), lua("FINAL(t)")];
+    let (_dir, path) = recorded(script, Providers::builtin_shared());
     let calls: Vec<String> = first_block_journal(&path)
         .iter()
         .map(|entry| entry["call"].as_str().unwrap().to_string())
@@ -60,17 +67,8 @@ fn the_clock_and_random_numbers_are_journaled_and_replay_identical() {
 
 #[test]
 fn code_reading_the_clock_diverges_when_its_journal_is_taken_out() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("run.jsonl");
-    let server = OpenAiServer::start(
-        vec![lua("print(os.clock() + math.random())"), lua("FINAL('x')")],
-        Behavior::status(500),
-    );
-    rlm(&server, 5)
-        .trace_file(&path)
-        .unwrap()
-        .run("Q", None)
-        .unwrap();
+    let script = vec![lua("print(os.clock() + math.random())"), lua("FINAL('x')")];
+    let (_dir, path) = recorded(script, Providers::builtin_shared());
     let text = std::fs::read_to_string(&path).unwrap();
     let stripped: String = text
         .lines()
@@ -93,27 +91,17 @@ fn code_reading_the_clock_diverges_when_its_journal_is_taken_out() {
 
 #[test]
 fn a_store_write_is_journaled_once_and_replay_rebuilds_the_store() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("run.jsonl");
     let store_providers = || {
         let mut providers = Providers::builtin();
         providers.register(StoreProvider::new(1 << 20)).unwrap();
         Arc::new(providers)
     };
-    let server = OpenAiServer::start(
-        vec![
-            lua("store_set('k', {1, 2})"),
-            lua("print(json.encode(store_get('k')))"),
-            lua("FINAL('done')"),
-        ],
-        Behavior::status(500),
-    );
-    rlm(&server, 5)
-        .providers(store_providers())
-        .trace_file(&path)
-        .unwrap()
-        .run("Q", None)
-        .unwrap();
+    let script = vec![
+        lua("store_set('k', {1, 2})"),
+        lua("print(json.encode(store_get('k')))"),
+        lua("FINAL('done')"),
+    ];
+    let (_dir, path) = recorded(script, store_providers());
     assert_eq!(
         first_block_journal(&path),
         [json!({"call": "store_set"})],
@@ -422,17 +410,8 @@ fn pairs_order_over_string_keys_is_the_same_in_two_processes() {
 
 #[test]
 fn a_replayed_run_printing_pairs_order_does_not_diverge() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("run.jsonl");
-    let server = OpenAiServer::start(
-        vec![lua(PAIRS_ORDER), lua("FINAL('listed')")],
-        Behavior::status(500),
-    );
-    rlm(&server, 5)
-        .trace_file(&path)
-        .unwrap()
-        .run("Q", None)
-        .unwrap();
+    let script = vec![lua(PAIRS_ORDER), lua("FINAL('listed')")];
+    let (_dir, path) = recorded(script, Providers::builtin_shared());
     let out = crate::support::cli::rlm_command()
         .arg("replay")
         .arg(&path)

@@ -53,7 +53,7 @@ fn recorded(script: Vec<Behavior>, providers: Arc<Providers>) -> (tempfile::Temp
 #[test]
 fn the_clock_and_random_numbers_are_journaled_and_replay_identical() {
     let script = vec![lua(CLOCK_AND_DICE), lua("FINAL(t)")];
-    let (_dir, path) = recorded(script, Providers::builtin_shared());
+    let (_dir, path) = recorded(script, Arc::new(Providers::builtin()));
     let calls: Vec<String> = first_block_journal(&path)
         .iter()
         .map(|entry| entry["call"].as_str().unwrap().to_string())
@@ -68,7 +68,7 @@ fn the_clock_and_random_numbers_are_journaled_and_replay_identical() {
 #[test]
 fn code_reading_the_clock_diverges_when_its_journal_is_taken_out() {
     let script = vec![lua("print(os.clock() + math.random())"), lua("FINAL('x')")];
-    let (_dir, path) = recorded(script, Providers::builtin_shared());
+    let (_dir, path) = recorded(script, Arc::new(Providers::builtin()));
     let text = std::fs::read_to_string(&path).unwrap();
     let stripped: String = text
         .lines()
@@ -411,7 +411,7 @@ fn pairs_order_over_string_keys_is_the_same_in_two_processes() {
 #[test]
 fn a_replayed_run_printing_pairs_order_does_not_diverge() {
     let script = vec![lua(PAIRS_ORDER), lua("FINAL('listed')")];
-    let (_dir, path) = recorded(script, Providers::builtin_shared());
+    let (_dir, path) = recorded(script, Arc::new(Providers::builtin()));
     let out = crate::support::cli::rlm_command()
         .arg("replay")
         .arg(&path)

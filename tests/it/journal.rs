@@ -225,6 +225,35 @@ fn the_users_answer_is_given_back_where_there_is_no_user() {
         .unwrap();
     restored.restore(&env.checkpoint().unwrap()).unwrap();
     assert_eq!(restored.get_global("a").unwrap(), json!("yes to go?"));
+    let live = restored.execute("ask_user('again?')").unwrap_err();
+    assert!(
+        live.message()
+            .starts_with("input:1: ask_user is not available here"),
+        "past the record there is no user: {}",
+        live.message()
+    );
+}
+
+#[test]
+fn a_notification_is_journaled_and_not_sent_again() {
+    let env = Environment::builder(Registry::baked().clone())
+        .user(Arc::new(Answers))
+        .build()
+        .unwrap();
+    env.execute("notify_user('half way')").unwrap();
+    assert_eq!(
+        env.last_journal(),
+        [JournalEntry::value("notify_user", Value::Null)]
+    );
+    let restored = Environment::builder(Registry::baked().clone())
+        .build()
+        .unwrap();
+    assert!(
+        restored
+            .restore(&env.checkpoint().unwrap())
+            .unwrap()
+            .is_empty()
+    );
 }
 
 #[test]

@@ -449,3 +449,45 @@ fn a_replayed_run_printing_pairs_order_does_not_diverge() {
     let shown = crate::support::cli::stdout(&out);
     assert!(shown.starts_with("identical"), "{shown}");
 }
+
+/// A model that answers with the prompt's length, counting its calls.
+struct Measure(AtomicUsize);
+
+impl rlm_registry::llm::Llm for Measure {
+    fn complete(
+        &self,
+        request: rlm_registry::llm::Request,
+    ) -> Result<rlm_registry::llm::Completion, rlm_registry::llm::LlmError> {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        let length = request.messages[0].text().len();
+        Ok(rlm_registry::llm::Completion::new(length.to_string()))
+    }
+}
+
+#[test]
+fn sub_call_answers_come_from_the_checkpoint_and_no_model_is_asked() {
+    let model = Arc::new(Measure(AtomicUsize::new(0)));
+    let env = Environment::builder(Registry::baked().clone())
+        .llm(Arc::clone(&model) as Arc<dyn rlm_registry::llm::Llm>)
+        .build()
+        .unwrap();
+    env.execute("one = llm_query('abc') many = llm_query_batched({'a', 'bb'})")
+        .unwrap();
+    assert_eq!(model.0.load(Ordering::SeqCst), 3);
+    let restored = Environment::builder(Registry::baked().clone())
+        .build()
+        .unwrap();
+    assert!(
+        restored
+            .restore(&env.checkpoint().unwrap())
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(restored.get_global("one").unwrap(), json!("3"));
+    assert_eq!(restored.get_global("many").unwrap(), json!(["1", "2"]));
+    assert_eq!(
+        model.0.load(Ordering::SeqCst),
+        3,
+        "no model was asked again"
+    );
+}

@@ -212,6 +212,15 @@ impl BuiltinState {
         self.final_answer.borrow_mut().take()
     }
 
+    /// Whether `builtin` can be answered: by the model, or from the recorded answers
+    /// code run again is given (a restored checkpoint needs no model).
+    pub(super) fn model_or_record(&self, builtin: BuiltinId) -> mlua::Result<()> {
+        if self.journal.answers_pending() {
+            return Ok(());
+        }
+        self.llm(builtin).map(|_| ())
+    }
+
     /// The LLM `builtin` calls, or the error saying there is none.
     pub(super) fn llm(&self, builtin: BuiltinId) -> mlua::Result<&Arc<dyn Llm>> {
         self.host.llm.as_ref().ok_or_else(|| {

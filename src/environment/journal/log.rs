@@ -97,6 +97,11 @@ impl Journal {
         Some(answers)
     }
 
+    /// Whether recorded rounds of answers are still to be given back.
+    pub fn answers_pending(&self) -> bool {
+        !self.answers.recorded.borrow().is_empty()
+    }
+
     /// Journals a live round's answers.
     pub fn record_answers(&self, answers: &Answers) {
         self.answers.current.borrow_mut().push(answers.clone());

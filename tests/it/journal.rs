@@ -201,6 +201,16 @@ fn files_are_not_written_again_and_reads_give_the_recorded_text_on_restore() {
     );
 }
 
+/// A fresh environment (no context) with `env`'s checkpoint restored, nothing diverged.
+fn restored_from(env: &Environment) -> Environment {
+    let restored = Environment::builder(Registry::baked().clone())
+        .build()
+        .unwrap();
+    let diverged = restored.restore(&env.checkpoint().unwrap()).unwrap();
+    assert!(diverged.is_empty(), "{diverged:?}");
+    restored
+}
+
 struct Answers;
 
 impl User for Answers {
@@ -220,10 +230,7 @@ fn the_users_answer_is_given_back_where_there_is_no_user() {
         .unwrap();
     env.execute("a = ask_user('go?')").unwrap();
     assert_eq!(env.last_journal()[0].call, "ask_user");
-    let restored = Environment::builder(Registry::baked().clone())
-        .build()
-        .unwrap();
-    restored.restore(&env.checkpoint().unwrap()).unwrap();
+    let restored = restored_from(&env);
     assert_eq!(restored.get_global("a").unwrap(), json!("yes to go?"));
     let live = restored.execute("ask_user('again?')").unwrap_err();
     assert!(
@@ -245,15 +252,7 @@ fn a_notification_is_journaled_and_not_sent_again() {
         env.last_journal(),
         [JournalEntry::value("notify_user", Value::Null)]
     );
-    let restored = Environment::builder(Registry::baked().clone())
-        .build()
-        .unwrap();
-    assert!(
-        restored
-            .restore(&env.checkpoint().unwrap())
-            .unwrap()
-            .is_empty()
-    );
+    let restored = restored_from(&env);
 }
 
 #[test]
@@ -321,10 +320,7 @@ fn globals_set_from_the_host_and_failed_steps_are_restored_as_they_ran() {
         .unwrap();
     env.set_global("given", &json!({"a": [1, 2]})).unwrap();
     env.execute("x = 1 error('stop') x = 2").unwrap_err();
-    let restored = Environment::builder(Registry::baked().clone())
-        .build()
-        .unwrap();
-    restored.restore(&env.checkpoint().unwrap()).unwrap();
+    let restored = restored_from(&env);
     assert_eq!(restored.get_global("given").unwrap(), json!({"a": [1, 2]}));
     assert_eq!(restored.get_global("x").unwrap(), json!(1));
 }
@@ -474,15 +470,7 @@ fn sub_call_answers_come_from_the_checkpoint_and_no_model_is_asked() {
     env.execute("one = llm_query('abc') many = llm_query_batched({'a', 'bb'})")
         .unwrap();
     assert_eq!(model.0.load(Ordering::SeqCst), 3);
-    let restored = Environment::builder(Registry::baked().clone())
-        .build()
-        .unwrap();
-    assert!(
-        restored
-            .restore(&env.checkpoint().unwrap())
-            .unwrap()
-            .is_empty()
-    );
+    let restored = restored_from(&env);
     assert_eq!(restored.get_global("one").unwrap(), json!("3"));
     assert_eq!(restored.get_global("many").unwrap(), json!(["1", "2"]));
     assert_eq!(

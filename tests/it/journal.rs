@@ -252,7 +252,9 @@ fn a_notification_is_journaled_and_not_sent_again() {
         env.last_journal(),
         [JournalEntry::value("notify_user", Value::Null)]
     );
+    // No user here: a notification sent again would fail the step.
     let restored = restored_from(&env);
+    assert_eq!(restored.last_journal(), env.last_journal());
 }
 
 #[test]

@@ -189,6 +189,7 @@ impl Environment {
             made.map(|()| took)
         };
         let loaded = load();
+        self.state.journal.context_loaded();
         guard.set_context_bytes(*loaded.as_ref().unwrap_or(&0));
         let ceiling = lua.set_memory_limit(guard.memory_ceiling());
         match (loaded, ceiling) {

@@ -258,6 +258,10 @@ impl Environment {
         if let Some(copy) = self.context_copy()? {
             fork.load_context_copy(&copy)?;
         }
+        // The same registry and a copy of the context: nothing to check, nor to hash.
+        fork.state
+            .journal
+            .set_context_digest(checkpoint.context.clone());
         fork.restore(&checkpoint)?;
         Ok(fork)
     }
@@ -334,6 +338,16 @@ impl Environment {
 
     /// SHA-256 of the context as loaded: a text's bytes, or a list's JSON.
     fn context_digest(&self) -> Result<Option<String>, CheckpointError> {
+        // Hashed once per context loaded: a 10 MB one takes milliseconds.
+        if let Some(known) = self.state.journal.context_digest() {
+            return Ok(known);
+        }
+        let digest = self.hash_context()?;
+        self.state.journal.set_context_digest(digest.clone());
+        Ok(digest)
+    }
+
+    fn hash_context(&self) -> Result<Option<String>, CheckpointError> {
         let loaded: Value = self
             .lua
             .named_registry_value(LOADED_CONTEXT)

@@ -97,6 +97,21 @@ impl Journal {
         Some(answers)
     }
 
+    /// The digest of the context as loaded, if computed since it was loaded.
+    pub fn context_digest(&self) -> Option<Option<String>> {
+        self.context_digest.borrow().clone()
+    }
+
+    /// Keeps the digest of the context as loaded (`None`: there is none).
+    pub fn set_context_digest(&self, digest: Option<String>) {
+        *self.context_digest.borrow_mut() = Some(digest);
+    }
+
+    /// A new context was loaded: its digest is to be computed again.
+    pub fn context_loaded(&self) {
+        *self.context_digest.borrow_mut() = None;
+    }
+
     /// Whether recorded rounds of answers are still to be given back.
     pub fn answers_pending(&self) -> bool {
         !self.answers.recorded.borrow().is_empty()

@@ -96,6 +96,8 @@ pub(crate) struct Journal {
     steps: RefCell<Vec<Step>>,
     /// The journal of the last execution.
     last: RefCell<Vec<JournalEntry>>,
+    /// SHA-256 of the context as loaded, once computed (`Some(None)`: no context).
+    context_digest: RefCell<Option<Option<String>>>,
 }
 
 impl Journal {

@@ -88,7 +88,10 @@ fn checkpoints(c: &mut Criterion) {
         b.iter(|| black_box(env.fork().unwrap()))
     });
     group.finish();
-    side_by_side(&context, &env);
+    // Not in `cargo test --benches`, which runs each benchmark once as a smoke test.
+    if std::env::args().any(|a| a == "--bench") {
+        side_by_side(&context, &env);
+    }
 }
 
 /// The figures in one run, alternating the sides: best of 10 each.

@@ -35,6 +35,7 @@ fn main() {
     ] {
         println!("cargo:rerun-if-changed={shared}");
     }
+    warn_without_fixed_hash_seed();
     let builder = LIBRARY_DIRS
         .iter()
         .filter(|(feature, _)| std::env::var_os(format!("CARGO_FEATURE_{feature}")).is_some())
@@ -44,5 +45,23 @@ fn main() {
     if builder.compile().is_err() {
         // The diagnostics are already on stderr, where Cargo shows them.
         std::process::exit(1);
+    }
+}
+
+/// `.cargo/config.toml` fixes Lua's string hash seed through `HOST_CFLAGS` and
+/// `TARGET_CFLAGS`, so that `pairs` order is the same on re-execution; a variable of the
+/// same name set by the user replaces ours, and the seed is then the per-state one.
+fn warn_without_fixed_hash_seed() {
+    const VARIABLES: [&str; 3] = ["HOST_CFLAGS", "TARGET_CFLAGS", "CFLAGS"];
+    for variable in VARIABLES {
+        println!("cargo:rerun-if-env-changed={variable}");
+    }
+    let fixed = VARIABLES.iter().any(|variable| {
+        std::env::var(variable).is_ok_and(|flags| flags.contains("-Dluai_makeseed"))
+    });
+    if std::env::var_os("CARGO_FEATURE_RUNTIME").is_some() && !fixed {
+        println!(
+            "cargo:warning=Lua's string hash seed is not fixed (HOST_CFLAGS/TARGET_CFLAGS lack -Dluai_makeseed(L)=…, see .cargo/config.toml): `pairs` order may differ when a run is resumed or replayed"
+        );
     }
 }

@@ -151,6 +151,9 @@ mod doc_pages {
     #[cfg(feature = "runtime")]
     #[doc = include_str!("../docs/cache.md")]
     mod cache {}
+    #[cfg(feature = "runtime")]
+    #[doc = include_str!("../docs/checkpoints.md")]
+    mod checkpoints {}
     #[doc = include_str!("../docs/cli.md")]
     mod cli {}
     #[cfg(feature = "runtime")]

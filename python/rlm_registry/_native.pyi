@@ -11,6 +11,7 @@ __version__: str
 __all__ = [
     "Answer",
     "BusyError",
+    "CheckpointError",
     "ContextError",
     "Diagnostic",
     "Environment",
@@ -74,6 +75,10 @@ class ContextError(RlmRegistryError):
 
 class BusyError(RlmRegistryError):
     """The Environment is in use by another thread: one thread at a time may use it."""
+
+class CheckpointError(RlmRegistryError):
+    """A checkpoint that cannot be read (not one, or another format version) or restored
+    (another context or registry, an environment that has run code)."""
 
 class InternalError(RlmRegistryError):
     """A bug in rlm_registry (a Rust panic), caught before it could harm the interpreter.
@@ -163,6 +168,15 @@ class Environment:
         """Sets the global `context` as the constructor does, or removes it."""
     def call(self, name: str, *args: _JSON | tuple[Any, ...]) -> _JSON:
         """Calls the global function `name` with `args` as JSON, under the limits."""
+    def checkpoint(self) -> bytes:
+        """The session so far as bytes: the journal of what ran (code, the values it read
+        from outside the sandbox, its sub-calls' answers), the context by its SHA-256."""
+    def restore(self, data: bytes, /) -> list[str]:
+        """Rebuilds a checkpoint's session in this fresh environment (same registry and
+        context), sending and touching nothing; `CheckpointError` when it cannot. Returns
+        where a step asked for something else than recorded (usually nothing)."""
+    def fork(self) -> Environment:
+        """An independent copy of the session with the same globals."""
     def interrupt(self) -> None:
         """Stops the execution running now, from any thread (`limit == "interrupted"`)."""
     def close(self) -> None:

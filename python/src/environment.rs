@@ -9,12 +9,14 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString, PyTuple};
 
-use rlm_registry::environment::{ExecError, Execution, GlobalValue, Limits, SubAgent};
+use rlm_registry::environment::{
+    Checkpoint, CheckpointError, ExecError, Execution, GlobalValue, Limits, SubAgent,
+};
 use rlm_registry::llm::Llm;
 
 use crate::context::ContextArg;
 use crate::convert::{global_from_python, global_to_python, json_from_python, json_to_python};
-use crate::errors::{Failure, catching, exec_error};
+use crate::errors::{Failure, catching, checkpoint_error, exec_error};
 use crate::llm::PythonLlm;
 use crate::registry::{Registry, chosen_registry, load_providers};
 use crate::sub_agent::PythonSubAgent;
@@ -46,6 +48,38 @@ impl Text<'_> {
 pub struct Environment {
     thread: EnvThread,
     limits: Limits,
+    /// How it was built, to build a fork alike.
+    recipe: Recipe,
+}
+
+/// What an environment is built from, kept for `fork`.
+#[derive(Clone)]
+struct Recipe {
+    registry: Arc<rlm_registry::Registry>,
+    limits: Limits,
+    providers: Option<Arc<rlm_registry::providers::Providers>>,
+    llm: Option<Arc<dyn Llm>>,
+    sub_agent: Option<Arc<dyn SubAgent>>,
+}
+
+impl Recipe {
+    /// A new environment built from it (on the environment's own thread).
+    fn build(self) -> Result<rlm_registry::environment::Environment, Failure> {
+        let mut builder =
+            rlm_registry::environment::Environment::builder(self.registry).limits(self.limits);
+        if let Some(providers) = self.providers {
+            builder = builder.providers(providers);
+        }
+        if let Some(llm) = self.llm {
+            builder = builder.llm(llm);
+        }
+        if let Some(sub_agent) = self.sub_agent {
+            builder = builder.sub_agent(sub_agent);
+        }
+        builder
+            .build()
+            .map_err(|error| Failure::Setup(error.to_string()))
+    }
 }
 
 #[pymethods]
@@ -85,21 +119,16 @@ impl Environment {
             // Kept alive until the thread has loaded it: a text is borrowed from it.
             let given = context.as_ref().map(ContextArg::from_python).transpose()?;
             let context = given.map(ContextArg::handover).transpose()?;
+            let recipe = Recipe {
+                registry,
+                limits,
+                providers,
+                llm,
+                sub_agent,
+            };
+            let built = recipe.clone();
             let thread = EnvThread::start(py, move || {
-                let mut builder =
-                    rlm_registry::environment::Environment::builder(registry).limits(limits);
-                if let Some(providers) = providers {
-                    builder = builder.providers(providers);
-                }
-                if let Some(llm) = llm {
-                    builder = builder.llm(llm);
-                }
-                if let Some(sub_agent) = sub_agent {
-                    builder = builder.sub_agent(sub_agent);
-                }
-                let environment = builder
-                    .build()
-                    .map_err(|error| Failure::Setup(error.to_string()))?;
+                let environment = built.build()?;
                 if let Some(context) = context {
                     // SAFETY: `start` waits for this closure before it returns, and the
                     // caller's `context` outlives that wait.
@@ -107,7 +136,70 @@ impl Environment {
                 }
                 Ok(environment)
             })?;
-            Ok(Environment { thread, limits })
+            Ok(Environment {
+                thread,
+                limits,
+                recipe,
+            })
+        })
+    }
+
+    /// A checkpoint of the session: the journal of what ran (each execution's code,
+    /// what it read from outside the sandbox, its sub-calls' answers), the context's and
+    /// the registry's SHA-256. Small, and portable between processes and machines.
+    fn checkpoint<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        catching(|| {
+            let bytes = self
+                .thread
+                .call(py, |environment| {
+                    environment.checkpoint().map(|c| c.to_bytes())
+                })?
+                .map_err(checkpoint_error)?;
+            Ok(PyBytes::new(py, &bytes))
+        })
+    }
+
+    /// Rebuilds the session a checkpoint was taken of in this fresh environment (same
+    /// registry and context): its code runs again with the recorded values and answers,
+    /// sending nothing and touching nothing outside. Returns where a step asked for
+    /// something else than recorded (it then got a live value), usually empty.
+    fn restore(&self, py: Python<'_>, data: &[u8]) -> PyResult<Vec<String>> {
+        catching(|| {
+            let checkpoint = Checkpoint::from_bytes(data).map_err(checkpoint_error)?;
+            self.thread
+                .call(py, move |environment| environment.restore(&checkpoint))?
+                .map_err(checkpoint_error)
+        })
+    }
+
+    /// An independent copy of the session with the same globals, built as this one was
+    /// and restored from its checkpoint: for branching rollouts.
+    fn fork(&self, py: Python<'_>) -> PyResult<Environment> {
+        catching(|| {
+            let (checkpoint, context) = self
+                .thread
+                .call(py, |environment| {
+                    Ok::<_, CheckpointError>((
+                        environment.checkpoint()?,
+                        environment.context_copy()?,
+                    ))
+                })?
+                .map_err(checkpoint_error)?;
+            let recipe = self.recipe.clone();
+            let built = recipe.clone();
+            let thread = EnvThread::start(py, move || {
+                let environment = built.build()?;
+                let restored = context
+                    .map_or(Ok(()), |copy| environment.load_context_copy(&copy))
+                    .and_then(|()| environment.restore(&checkpoint).map(|_| ()));
+                restored.map_err(|error| Failure::Setup(error.to_string()))?;
+                Ok(environment)
+            })?;
+            Ok(Environment {
+                thread,
+                limits: self.limits,
+                recipe,
+            })
         })
     }
 

@@ -64,6 +64,18 @@ create_exception!(
     "A bug in rlm_registry (a Rust panic), caught before it could harm the interpreter; an Environment it happened in is closed."
 );
 
+create_exception!(
+    rlm_registry,
+    CheckpointError,
+    RlmRegistryError,
+    "A checkpoint that cannot be read (not one, or another format version) or restored (another context or registry, an environment that has run code)."
+);
+
+/// A checkpoint's failure as `CheckpointError`.
+pub(crate) fn checkpoint_error(error: rlm_registry::environment::CheckpointError) -> PyErr {
+    CheckpointError::new_err(error.to_string())
+}
+
 /// A failure of the crate, made into the package's exception once the GIL is held.
 #[derive(Debug)]
 pub(crate) enum Failure {

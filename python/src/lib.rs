@@ -71,8 +71,8 @@ mod _native {
     use super::environment::{Environment, ExecResult};
     #[pymodule_export]
     use super::errors::{
-        BusyError, ContextError, InternalError, LimitError, LlmError, LuaError, RegistryError,
-        RlmRegistryError,
+        BusyError, CheckpointError, ContextError, InternalError, LimitError, LlmError, LuaError,
+        RegistryError, RlmRegistryError,
     };
     #[pymodule_export]
     use super::llm::split_thinking;

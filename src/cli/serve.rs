@@ -57,6 +57,11 @@ pub(crate) struct ServeArgs {
     /// http://127.0.0.1:PORT on the port it serves).
     #[arg(long = "allow-origin", value_name = "URL")]
     allow_origin: Vec<String>,
+    /// Journal each /v1/sessions session's REPL in DIR, so that after a restart with the
+    /// same DIR a client coming back with its session id finds its globals as it left
+    /// them. A deleted or expired session leaves nothing behind.
+    #[arg(long, value_name = "DIR")]
+    state_dir: Option<std::path::PathBuf>,
     /// The largest request body, in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = 4 * 1024 * 1024)]
     body_limit: usize,
@@ -93,6 +98,11 @@ impl ServeArgs {
                 "--disconnect-grace must be a number of seconds, 0 or more",
             ));
         }
+        if let Some(dir) = &self.state_dir
+            && let Err(error) = std::fs::create_dir_all(dir)
+        {
+            return Err(usage(&format!("--state-dir {}: {error}", dir.display())));
+        }
         let origins = configured_origins.iter().chain(&self.allow_origin);
         let allowed_origins = AllowedOrigins::parse(origins).map_err(|message| usage(&message))?;
         let token = self
@@ -124,6 +134,7 @@ impl ServeArgs {
             },
             context_window: setup.context_window,
             context: context.map(Arc::new),
+            state_dir: self.state_dir.clone(),
             ..ServeOptions::default()
         })
     }

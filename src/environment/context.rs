@@ -146,6 +146,15 @@ impl Environment {
         })
     }
 
+    /// Sets `context` to `value` by the one Lua ↔ JSON mapping (a fork's copy of a
+    /// list or documents).
+    pub(super) fn set_context_json(&self, value: &Json) -> Result<(), ExecError> {
+        self.load_context(|lua| {
+            lua_json::to_lua(lua, &self.tripwire.guard, value, CONTEXT_GLOBAL)
+                .map_err(|error| error.into_lua(""))
+        })
+    }
+
     /// Makes the new `context` with `make`, with no memory ceiling while it is made, and
     /// sets what it took beside the memory limit.
     fn load_context(
@@ -158,6 +167,7 @@ impl Environment {
             // The old context goes first (unless the code kept it), so that what is
             // measured is the new one alone and the two are never held together.
             lua.globals().raw_set(CONTEXT_GLOBAL, Value::Nil)?;
+            lua.set_named_registry_value(LOADED_CONTEXT, Value::Nil)?;
             if guard.context_bytes() > 0 {
                 guard.set_context_bytes(0);
                 lua.gc_collect()?;
@@ -168,12 +178,18 @@ impl Environment {
             lua.set_memory_limit(0)?;
             lua.gc_stop();
             let before = lua.used_memory();
-            let made = make(lua).and_then(|value| lua.globals().raw_set(CONTEXT_GLOBAL, value));
+            let made = make(lua).and_then(|value| {
+                // Kept as loaded, whatever the code does to the global: what a
+                // checkpoint's digest and a fork's copy are made from.
+                lua.set_named_registry_value(LOADED_CONTEXT, &value)?;
+                lua.globals().raw_set(CONTEXT_GLOBAL, value)
+            });
             let took = lua.used_memory().saturating_sub(before);
             lua.gc_restart();
             made.map(|()| took)
         };
         let loaded = load();
+        self.state.journal.context_loaded();
         guard.set_context_bytes(*loaded.as_ref().unwrap_or(&0));
         let ceiling = lua.set_memory_limit(guard.memory_ceiling());
         match (loaded, ceiling) {
@@ -182,6 +198,9 @@ impl Environment {
         }
     }
 }
+
+/// Where the context as loaded is kept, in the Lua registry.
+pub(super) const LOADED_CONTEXT: &str = "rlm.loaded_context";
 
 /// Contexts up to this size are made from a copy ([`Environment::set_context_with`]):
 /// well above Lua's longest interned string (40 bytes), and too small for the copy to

@@ -105,6 +105,12 @@ impl Environment {
             self.lua.globals().set(name, value)
         });
         self.take_output();
+        if set.is_ok() {
+            match value {
+                GlobalValue::String(bytes) => self.state.journal.global_bytes_set(name, bytes),
+                GlobalValue::Json(json) => self.state.journal.global_set(name, json),
+            }
+        }
         set.map_err(|error| either(error, refusal))
     }
 }

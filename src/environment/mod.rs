@@ -50,6 +50,8 @@
 //!   the error and the code, a module below this one.
 //! - `chunks`: the crate's own Lua chunks, compiled once per process; `output`: printed
 //!   bytes that are not UTF-8 shown as `\xNN`.
+//! - `journal`: what an execution read from outside the sandbox, given back when the
+//!   same code runs again; `journaled`: [`Checkpoint`]s, restore and forks built on it.
 
 mod answer_schema;
 mod budget;
@@ -59,6 +61,8 @@ mod context;
 mod errors;
 mod globals;
 mod hook;
+mod journal;
+mod journaled;
 mod lazy;
 mod limits;
 mod load;
@@ -78,6 +82,8 @@ use crate::engines::{patterns, re};
 
 pub use budget::{Budget, BudgetLeft, BudgetView};
 pub use globals::{GlobalError, GlobalValue};
+pub use journal::JournalEntry;
+pub use journaled::{Checkpoint, CheckpointError, ContextCopy};
 use limits::Tripwire;
 pub use limits::{Interrupt, LimitKind, Limits, OutputObserver};
 pub use output::escape_output;
@@ -261,6 +267,7 @@ impl Environment {
         // checks the limits as it goes.
         patterns::install(&lua, Rc::clone(&tripwire.guard))?;
         let state = Rc::new(BuiltinState::new(Rc::clone(&tripwire), builder.host));
+        journal::install(&lua, &state.journal, &tripwire)?;
         let catalog = Arc::new(Catalog::new(
             Arc::clone(&builder.registry),
             builder.providers,
@@ -453,14 +460,16 @@ impl Environment {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn execute_named(&self, code: &[u8], chunk_name: &str) -> Result<Execution, ExecError> {
-        self.run(|| {
+        let result = self.run(|| {
             self.lua.load(code).set_name(chunk_name).exec()?;
             self.take_ready_answer()
-        })
-        .map(|()| Execution {
-            output: self.take_output(),
-        })
-        .map_err(|error| self.with_hint(error, code))
+        });
+        self.state.journal.executed(code);
+        result
+            .map(|()| Execution {
+                output: self.take_output(),
+            })
+            .map_err(|error| self.with_hint(error, code))
     }
 
     /// The answer protocol of the reference RLM: once the code has set `answer.ready` to
@@ -620,6 +629,7 @@ impl Environment {
                 .map_err(|error| error.into_lua(""))?;
             self.lua.globals().set(name, value)
         })?;
+        self.state.journal.global_set(name, value);
         self.take_output();
         Ok(())
     }

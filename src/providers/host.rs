@@ -29,6 +29,32 @@ pub(crate) enum HostHandler {
     Json(Arc<JsonHandler>),
 }
 
+/// What a host function does beyond computing its result: how a re-execution of the code
+/// that called it (a resumed or replayed run, a restored checkpoint) treats the call.
+/// Declared per function ([`HostFunction::effect`]); every call of a function that is not
+/// [`Effect::Pure`] is journaled with its result.
+///
+/// ```
+/// use rlm_registry::providers::{Effect, HostFunction};
+///
+/// let double = HostFunction::typed("double", "--- Doubles.\n---@param n integer\n---@return integer", |_, (n,): (i64,)| Ok::<_, String>(2 * n))
+///     .effect(Effect::Pure);
+/// assert_eq!(double.get_effect(), Effect::Pure);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Effect {
+    /// Its result depends on its arguments alone: called again on re-execution.
+    Pure,
+    /// It keeps state in the host's memory (the store): called again on re-execution, so
+    /// that the state is rebuilt, and given the recorded result.
+    Memory,
+    /// It reads or changes the world (files, programs, a person): never called again on
+    /// re-execution, which gets the recorded result. The default, since a host function
+    /// not declared otherwise may do anything.
+    #[default]
+    External,
+}
+
 /// What a handler knows about the call it serves.
 pub struct Call<'a> {
     pub(crate) lua: &'a Lua,
@@ -84,6 +110,7 @@ pub struct HostFunction {
     pub(crate) doc: Cow<'static, str>,
     pub(crate) scope: Scope,
     pub(crate) handler: HostHandler,
+    pub(crate) effect: Effect,
 }
 
 impl HostFunction {
@@ -144,6 +171,7 @@ impl HostFunction {
             doc: doc.into(),
             scope: Scope::Core,
             handler,
+            effect: Effect::default(),
         }
     }
 
@@ -151,6 +179,17 @@ impl HostFunction {
     pub fn scope(mut self, scope: Scope) -> HostFunction {
         self.scope = scope;
         self
+    }
+
+    /// Declares what it does beyond its result (default [`Effect::External`]).
+    pub fn effect(mut self, effect: Effect) -> HostFunction {
+        self.effect = effect;
+        self
+    }
+
+    /// What it does beyond its result.
+    pub fn get_effect(&self) -> Effect {
+        self.effect
     }
 
     /// The global name.

@@ -57,7 +57,7 @@ mod store;
 pub use config::{Config, ConfigError, DEFAULT_FILE};
 pub use files::{Edit, FileEntry, Files, FilesConfig, FilesProvider};
 pub(crate) use host::HostHandler;
-pub use host::{Call, HostFunction, RawHandler};
+pub use host::{Call, Effect, HostFunction, RawHandler};
 pub use route::{Method, Route, RouteRequest, RouteResponse};
 pub use set::{ProviderError, ProviderInfo, ProviderSummary, Providers, Registration};
 pub use shell::{Shell, ShellConfig, ShellOutput, ShellProvider};

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
-use super::{HostFunction, Provider};
+use super::{Effect, HostFunction, Provider};
 
 /// The prefix of the handles `store_ref` gives out.
 const REF_PREFIX: &str = "store:";
@@ -144,17 +144,20 @@ impl Provider for StoreProvider {
                 "store_set",
                 "--- Stores a value under a key, shared with every agent of this run (child agents read it with store_get). nil removes the key.\n---@param key string The key (or a handle from store_ref)\n---@param value any A value JSON can carry: string, number, boolean, table of those, or nil",
                 move |_, (key, value): (String, Value)| set.set(&key, value),
-            ),
+            )
+            .effect(Effect::Memory),
             HostFunction::typed(
                 "store_get",
                 "--- Reads a value stored with store_set, by key or by a handle from store_ref.\n---@param key string The key or handle\n---@return any value The value, or nil if none is stored",
                 move |_, (key,): (String,)| Ok::<_, String>(get.get(&key)),
-            ),
+            )
+            .effect(Effect::Memory),
             HostFunction::typed(
                 "store_ref",
                 "--- Returns a handle to a stored value, to pass to a child agent (e.g. in rlm_query's prompt) instead of the value itself.\n---@param key string The key of a stored value\n---@return string handle The handle; store_get(handle) reads the value",
                 move |_, (key,): (String,)| reference.reference(&key),
-            ),
+            )
+            .effect(Effect::Memory),
         ]
     }
 }

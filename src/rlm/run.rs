@@ -382,6 +382,7 @@ impl Agent {
                     error: None,
                     elapsed_ms: 0,
                     sub_calls: Vec::new(),
+                    journal: Vec::new(),
                 });
                 if failure.is_some() {
                     parts.push(prompt::not_run(block));
@@ -389,8 +390,12 @@ impl Agent {
                 continue;
             }
             self.calls.at(record.turn, block);
+            if let Some(tapes) = &self.config.replay {
+                env.give_back_journal(tapes.next_journal(&self.id));
+            }
             let (mut ran, feedback) = run_block(env, block, code, room);
             ran.sub_calls = self.calls.take();
+            ran.journal = env.last_journal();
             room = room.saturating_sub(ran.output.len());
             record.outputs.push(ran);
             match feedback {
@@ -479,6 +484,7 @@ fn run_block(
                 error: None,
                 elapsed_ms,
                 sub_calls: Vec::new(),
+                journal: Vec::new(),
             };
             (ran, Ok(feedback))
         }
@@ -494,6 +500,7 @@ fn run_block(
                 error: Some(error.message_without_hint().to_string()),
                 elapsed_ms,
                 sub_calls: Vec::new(),
+                journal: Vec::new(),
             };
             (ran, Err(failure))
         }

@@ -140,11 +140,27 @@
 //! a turn number counts. The root's `start` line records what a resume checks:
 //! `context_paths` (absolute) and `registry` ([`RegistryDigest`]).
 //!
+//! # Journals
+//!
+//! Each block's `journal` (left out when empty) is what its code read from outside the
+//! sandbox, in order, each entry a [`JournalEntry`](crate::environment::JournalEntry):
+//! `call` (`os.time`, `os.clock`, `os.date`, `math.randomseed`, `ask_user`, or a host
+//! function that is not pure: `store_set`, `read_file`, `shell`, …) and its `value` (left
+//! out when `null`) or its `error`. A replay hands each block its journal back, so the
+//! clock, the random numbers and the user's answers are those of the recorded run, and
+//! external effects are not repeated. Random numbers are journaled by their seed, once:
+//!
+//! ```json
+//! {"block": 1, "status": "ok", "output": "1700000000\t7\n", "error": null, "elapsed_ms": 1,
+//!  "journal": [{"call": "os.time", "value": 1700000000},
+//!              {"call": "math.randomseed", "value": 8313712350421306513}]}
+//! ```
+//!
 //! # Older traces
 //!
 //! A reader ignores fields and events it does not know, and every field added since the
 //! first traces (`at_ms`, on `start` lines `version` through `batch`, on `turn` lines
-//! `finish_reason`, on blocks `sub_calls`) reads as absent (`None`, empty) from a trace
+//! `finish_reason`, on blocks `sub_calls` and `journal`) reads as absent (`None`, empty) from a trace
 //! written before it existed.
 //!
 //! ```
@@ -565,6 +581,10 @@ pub struct Block {
     /// The model calls its code made, in order (left out of the JSON when none).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sub_calls: Vec<SubCall>,
+    /// What its code read from outside the sandbox, in order (left out of the JSON when
+    /// nothing): see the module's "Journals".
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub journal: Vec<crate::environment::JournalEntry>,
 }
 
 /// One model call a block's code made (`llm_query` and the like): the request as sent
@@ -772,6 +792,7 @@ mod tests {
                 error: None,
                 elapsed_ms: 0,
                 sub_calls: Vec::new(),
+                journal: Vec::new(),
             }],
             ..Turn::default()
         });

@@ -5,6 +5,7 @@
 //! at once, and each one gets its own [`Interrupt`], fired when the request is cancelled.
 
 use std::future::Future;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
@@ -13,6 +14,7 @@ use serde_json::Value;
 use tokio::sync::{Semaphore, oneshot};
 use tokio_util::sync::CancellationToken;
 
+use super::state_dir::SessionJournal;
 use crate::environment::{Environment, ExecError, Interrupt, Limits, OutputObserver, SetupError};
 use crate::llm::Llm;
 use crate::providers::StoreProvider;
@@ -293,7 +295,8 @@ fn run_code(
     context: Option<&str>,
 ) -> Result<String, ExecError> {
     if let Some(context) = context {
-        environment.set_context(context)?;
+        // Logged, so that a session journal restores the code's context too.
+        environment.set_context_logged(context)?;
     }
     environment.execute(code).map(|run| run.output)
 }
@@ -310,6 +313,7 @@ impl SessionThread {
     pub fn start(
         functions: &crate::catalog::Catalog,
         setup: SessionSetup,
+        journal: Option<PathBuf>,
     ) -> Result<SessionThread, String> {
         let (sender, receiver) = mpsc::channel::<Job<Environment>>();
         let (ready, created) = mpsc::channel::<Result<(), String>>();
@@ -324,11 +328,22 @@ impl SessionThread {
                         return;
                     }
                 };
+                let mut journal = match journal.map(|p| SessionJournal::open(p, &environment)) {
+                    Some(Err(error)) => {
+                        let _ = ready.send(Err(error));
+                        return;
+                    }
+                    Some(Ok(journal)) => Some(journal),
+                    None => None,
+                };
                 let _ = ready.send(Ok(()));
                 let _live = LiveSession::enter();
                 // Jobs run in order: a session's results come back in the order sent.
                 while let Ok(job) = receiver.recv() {
                     job(&environment);
+                    if let Some(journal) = &mut journal {
+                        journal.sync(&environment);
+                    }
                 }
                 drop(environment);
             })

@@ -403,7 +403,11 @@ async fn exec_session(
         Ok(parsed) => parsed,
         Err(message) => return error(StatusCode::BAD_REQUEST, message),
     };
-    let Some(in_use) = state.sessions.get(&id) else {
+    let Some(in_use) = state
+        .sessions
+        .get(&id)
+        .or_else(|| state.restore_api_session(&id))
+    else {
         return unknown_session(&id);
     };
     let cancel = CancellationToken::new();

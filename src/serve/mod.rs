@@ -36,7 +36,7 @@
 //!   [`Catalog`], which the server holds as it is).
 //! - `browser`: the Origin rule, JSON-only bodies, CORS.
 //! - `slots`: the one session cap; `sessions`: the live Lua environments; `executor`:
-//!   the threads they run on.
+//!   the threads they run on; `state_dir`: their journals under `--state-dir`.
 
 mod browser;
 mod executor;
@@ -49,6 +49,7 @@ mod mcp_logging;
 mod mcp_sessions;
 mod sessions;
 mod slots;
+mod state_dir;
 mod stdio;
 
 use std::future::Future;
@@ -130,6 +131,10 @@ pub struct ServeOptions {
     /// The global `context` every new session starts with (default none); a client may
     /// still set its own. Gathered once (`rlm serve --context`), shared by the sessions.
     pub context: Option<Arc<Context>>,
+    /// Journal each JSON-API session's REPL in this directory (`rlm serve --state-dir`;
+    /// default none): after a restart with the same directory, a session comes back
+    /// with its globals when its id is used again. An ended session leaves no file.
+    pub state_dir: Option<std::path::PathBuf>,
 }
 
 impl std::fmt::Debug for ServeOptions {
@@ -151,6 +156,7 @@ impl std::fmt::Debug for ServeOptions {
                 "context",
                 &self.context.as_ref().map(|context| context.total_bytes()),
             )
+            .field("state_dir", &self.state_dir)
             .finish()
     }
 }
@@ -184,6 +190,7 @@ impl Default for ServeOptions {
             llm: None,
             context_window: None,
             context: None,
+            state_dir: None,
         }
     }
 }
@@ -249,10 +256,33 @@ impl State {
     /// A new environment in the table, holding `slot` (a JSON-API session's; an MCP
     /// session's environment lives under the MCP session's slot); its id.
     fn new_session(&self, slot: Option<Slot>) -> Result<String, CreateError> {
-        let functions = &self.functions;
-        let setup = self.options.session_setup();
-        self.sessions
-            .create(slot, || SessionThread::start(functions, setup))
+        let (functions, setup) = (&self.functions, self.options.session_setup());
+        // A JSON-API session (the one with a slot) is journaled; an MCP session's
+        // environment ends with its MCP session, which a restart ends.
+        let journaled = slot.is_some();
+        let state_dir = self.sessions.state_dir().filter(|_| journaled).cloned();
+        self.sessions.create(slot, |id| {
+            let journal = state_dir.and_then(|dir| dir.path(id));
+            SessionThread::start(functions, setup, journal)
+        })
+    }
+
+    /// The JSON-API session `id` brought back from its journal after a restart, under
+    /// the cap; `None` when it has none (or it cannot be read: a warning is logged).
+    fn restore_api_session(&self, id: &str) -> Option<sessions::InUse> {
+        let dir = self.sessions.state_dir()?;
+        if !dir.has(id) {
+            return None;
+        }
+        let slot = self.slots.take(SessionKind::Api)?;
+        let (functions, setup, journal) =
+            (&self.functions, self.options.session_setup(), dir.path(id));
+        let restored = self
+            .sessions
+            .create_with_id(id.to_string(), Some(slot), |_| {
+                SessionThread::start(functions, setup, journal)
+            });
+        restored.ok().and_then(|id| self.sessions.get(&id))
     }
 
     /// A new JSON-API session, under the cap; its id.
@@ -263,6 +293,21 @@ impl State {
             idle_timeout: self.options.idle_timeout,
         })?;
         self.new_session(Some(slot))
+    }
+}
+
+/// The journal directory of `options`, opened; one that cannot be is logged and not used.
+fn state_dir(options: &ServeOptions) -> Option<Arc<state_dir::StateDir>> {
+    let dir = options.state_dir.as_deref()?;
+    match state_dir::StateDir::open(dir, options.idle_timeout) {
+        Ok(state) => Some(Arc::new(state)),
+        Err(error) => {
+            tracing::error!(
+                "--state-dir {}: {error}; sessions are not journaled",
+                dir.display()
+            );
+            None
+        }
     }
 }
 
@@ -296,7 +341,7 @@ impl Server {
         let state = State {
             functions,
             executor,
-            sessions: Sessions::new(options.idle_timeout),
+            sessions: Sessions::new(options.idle_timeout).with_state_dir(state_dir(&options)),
             slots: Slots::new(options.max_sessions),
             mcp: McpSessions::default(),
             options,

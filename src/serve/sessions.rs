@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use super::executor::SessionThread;
 use super::slots::{SessionKind, Slot};
+use super::state_dir::StateDir;
 
 /// One live session.
 pub struct Session {
@@ -105,6 +106,8 @@ impl std::fmt::Display for CreateError {
 pub struct Sessions {
     live: Mutex<HashMap<String, Arc<Session>>>,
     idle_timeout: Duration,
+    /// Where sessions are journaled (`--state-dir`), if anywhere.
+    state_dir: Option<Arc<StateDir>>,
 }
 
 impl Sessions {
@@ -113,7 +116,19 @@ impl Sessions {
         Sessions {
             live: Mutex::new(HashMap::new()),
             idle_timeout,
+            state_dir: None,
         }
+    }
+
+    /// Journals the sessions in `state_dir`: an ended session's journal is removed.
+    pub(crate) fn with_state_dir(mut self, state_dir: Option<Arc<StateDir>>) -> Sessions {
+        self.state_dir = state_dir;
+        self
+    }
+
+    /// Where the sessions are journaled, if anywhere.
+    pub(crate) fn state_dir(&self) -> Option<&Arc<StateDir>> {
+        self.state_dir.as_ref()
     }
 
     fn live(&self) -> MutexGuard<'_, HashMap<String, Arc<Session>>> {
@@ -128,10 +143,20 @@ impl Sessions {
     pub fn create(
         &self,
         slot: Option<Slot>,
-        start: impl FnOnce() -> Result<SessionThread, String>,
+        start: impl FnOnce(&str) -> Result<SessionThread, String>,
     ) -> Result<String, CreateError> {
-        let thread = start().map_err(CreateError::Setup)?;
         let id = uuid::Uuid::new_v4().simple().to_string();
+        self.create_with_id(id, slot, start)
+    }
+
+    /// [`Sessions::create`] under a given id (a journaled session coming back).
+    pub fn create_with_id(
+        &self,
+        id: String,
+        slot: Option<Slot>,
+        start: impl FnOnce(&str) -> Result<SessionThread, String>,
+    ) -> Result<String, CreateError> {
+        let thread = start(&id).map_err(CreateError::Setup)?;
         let session = Session {
             thread,
             last_used: Mutex::new(Instant::now()),
@@ -151,7 +176,11 @@ impl Sessions {
 
     /// Ends the session `id`; false if there was none.
     pub fn remove(&self, id: &str) -> bool {
-        self.live().remove(id).is_some()
+        let journaled = self.state_dir.as_ref().is_some_and(|dir| dir.has(id));
+        if let Some(dir) = &self.state_dir {
+            dir.remove(id);
+        }
+        self.live().remove(id).is_some() || journaled
     }
 
     /// How many sessions are live.
@@ -164,7 +193,13 @@ impl Sessions {
         let now = Instant::now();
         let mut live = self.live();
         let before = live.len();
-        live.retain(|_, session| session.idle_for(now) < self.idle_timeout);
+        live.retain(|id, session| {
+            let keep = session.idle_for(now) < self.idle_timeout;
+            if let (false, Some(dir)) = (keep, &self.state_dir) {
+                dir.remove(id);
+            }
+            keep
+        });
         before - live.len()
     }
 

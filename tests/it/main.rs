@@ -47,6 +47,8 @@ mod fidelity;
 mod grep;
 #[cfg(feature = "runtime")]
 mod images;
+#[cfg(feature = "cli")]
+mod journal;
 #[cfg(feature = "runtime")]
 mod json;
 #[cfg(feature = "cli")]
@@ -123,6 +125,8 @@ mod serve_mcp;
 mod serve_security;
 #[cfg(feature = "cli")]
 mod serve_sessions;
+#[cfg(all(feature = "serve", feature = "cli"))]
+mod serve_state_dir;
 #[cfg(feature = "cli")]
 mod serve_stress;
 #[cfg(feature = "cli")]

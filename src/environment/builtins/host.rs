@@ -10,9 +10,10 @@ use mlua::{Function, Lua, MultiValue, Value};
 use super::state::BuiltinState;
 use crate::catalog::Catalog;
 use crate::environment::errors::{lua_message, raise_failures};
+use crate::environment::journal;
 use crate::environment::lua_json;
 use crate::providers::host::JsonHandler;
-use crate::providers::{Call, RawHandler};
+use crate::providers::{Call, Effect, RawHandler};
 
 /// A function that only raises `message`: what an out-of-scope name is bound to.
 pub(super) fn refuse(lua: &Lua, message: String) -> mlua::Result<Function> {
@@ -37,11 +38,16 @@ pub(super) fn host_raw(
     state: &Rc<BuiltinState>,
     catalog: &Arc<Catalog>,
     name: &str,
+    effect: Effect,
     handler: Arc<RawHandler>,
 ) -> mlua::Result<Function> {
     let (state, catalog, name) = (Rc::clone(state), Arc::clone(catalog), name.to_string());
     let inner = lua.create_function(move |lua, args: MultiValue| {
-        outcome(lua, handler(&call(lua, &state, &catalog, &name), args))
+        let guard = &state.tripwire.guard;
+        let result = journal::host::raw_call(lua, guard, &state.journal, effect, &name, || {
+            handler(&call(lua, &state, &catalog, &name), args)
+        });
+        outcome(lua, result)
     })?;
     raise_failures(lua, inner)
 }
@@ -56,6 +62,7 @@ pub(super) fn host_json(
     catalog: &Arc<Catalog>,
     name: &str,
     params: &[crate::Param],
+    effect: Effect,
     handler: Arc<JsonHandler>,
 ) -> mlua::Result<Function> {
     let (state, catalog, name) = (Rc::clone(state), Arc::clone(catalog), name.to_string());
@@ -71,8 +78,10 @@ pub(super) fn host_json(
             if !varargs {
                 values.truncate(arity);
             }
-            let result = handler(&call(lua, &state, &catalog, &name), values)
-                .map_err(|error| mlua::Error::RuntimeError(format!("{prefix}{error}")))?;
+            let result = journal::host::json_call(&state.journal, effect, &name, || {
+                handler(&call(lua, &state, &catalog, &name), values)
+            })
+            .map_err(|error| mlua::Error::RuntimeError(format!("{prefix}{error}")))?;
             lua_json::to_lua(lua, guard, &result, "result").map_err(|error| error.into_lua(&prefix))
         };
         outcome(lua, called().map(|value| MultiValue::from_iter([value])))

@@ -73,7 +73,7 @@ pub(super) fn llm_query(lua: &Lua, state: Rc<BuiltinState>) -> mlua::Result<SubC
         |lua, state, (prompt, options): (LuaString, Value)| {
             let builtin = BuiltinId::LlmQuery;
             let options = CallOptions::read(lua, state, builtin, 2, options)?;
-            state.llm(builtin)?;
+            state.model_or_record(builtin)?;
             let request = options.request(prompt.to_string_lossy());
             state
                 .check_window(builtin, &request)
@@ -113,7 +113,7 @@ pub(super) fn batched_call(
     prompts: impl Iterator<Item = String>,
     options: &CallOptions,
 ) -> mlua::Result<Call> {
-    state.llm(builtin)?;
+    state.model_or_record(builtin)?;
     let requests: Vec<Result<Request, String>> = prompts
         .map(|prompt| {
             let request = options.request(prompt);

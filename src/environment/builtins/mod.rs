@@ -192,12 +192,21 @@ pub(crate) fn table(
                 HostHandler::Builtin(id) => installer.builtin(*id)?,
                 HostHandler::Raw(handler) => {
                     keep_errors.push(name);
-                    host::host_raw(lua, state, catalog, name, Arc::clone(handler))?
+                    let effect = info.host().effect;
+                    host::host_raw(lua, state, catalog, name, effect, Arc::clone(handler))?
                 }
                 HostHandler::Json(handler) => {
                     keep_errors.push(name);
-                    let params = info.function().params();
-                    host::host_json(lua, state, catalog, name, params, Arc::clone(handler))?
+                    let (params, effect) = (info.function().params(), info.host().effect);
+                    host::host_json(
+                        lua,
+                        state,
+                        catalog,
+                        name,
+                        params,
+                        effect,
+                        Arc::clone(handler),
+                    )?
                 }
             }
         };

@@ -11,13 +11,14 @@ use super::{SubAgent, User};
 use crate::conventions::builtins::BuiltinId;
 use crate::environment::answer_schema::AnswerSchema;
 use crate::environment::budget::{Budget, BudgetLeft, BudgetView};
+use crate::environment::journal::Journal;
 use crate::environment::limits::{LimitKind, Tripwire};
 use crate::environment::window::{ContextWindow, reply_reserve, request_tokens};
 use crate::llm::{Completion, Llm, LlmError, Request};
 use crate::text_format::thousands;
 
 /// What the host gives an environment's built-ins besides its limits.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub(crate) struct Host {
     pub llm: Option<Arc<dyn Llm>>,
     pub user: Option<Arc<dyn User>>,
@@ -53,6 +54,8 @@ pub(crate) struct BuiltinState {
     tokens_reserved: Cell<u64>,
     /// The context's images, which `opts.images` names.
     pub(crate) images: ContextImages,
+    /// What the executions read from outside the sandbox.
+    pub(crate) journal: Rc<Journal>,
 }
 
 impl BuiltinState {
@@ -67,7 +70,13 @@ impl BuiltinState {
             tokens_spent: Cell::new(0),
             tokens_reserved: Cell::new(0),
             images: ContextImages::default(),
+            journal: Rc::default(),
         }
+    }
+
+    /// What the host gave, for another environment alike (a fork).
+    pub(crate) fn host(&self) -> Host {
+        self.host.clone()
     }
 
     pub(super) fn remaining_tokens(&self) -> Option<u64> {
@@ -226,6 +235,15 @@ impl BuiltinState {
     pub fn take_final_answer(&self) -> Option<String> {
         self.final_value.borrow_mut().take();
         self.final_answer.borrow_mut().take()
+    }
+
+    /// Whether `builtin` can be answered: by the model, or from the recorded answers
+    /// code run again is given (a restored checkpoint needs no model).
+    pub(super) fn model_or_record(&self, builtin: BuiltinId) -> mlua::Result<()> {
+        if self.journal.answers_pending() {
+            return Ok(());
+        }
+        self.llm(builtin).map(|_| ())
     }
 
     /// The LLM `builtin` calls, or the error saying there is none.

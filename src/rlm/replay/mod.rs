@@ -11,8 +11,10 @@
 //! order; and the final answer. The system prompt is not: a registry whose documentation
 //! changed still gets the recorded replies. A request the record does not have (more
 //! calls than were made, another prompt) is answered with an error and shows as a
-//! divergence where it happened. Code whose output depends on the clock, or on
-//! `ask_user` (a replay has no user), diverges.
+//! divergence where it happened. Each block is handed its recorded journal: the
+//! clock (`os.time`, `os.clock`, `os.date`), the random seed, `ask_user`'s answers and
+//! the results of host functions with effects are the recorded run's, so code that reads
+//! them does not diverge, and files, programs and the user are not reached again.
 //!
 //! `tape` plays the record back as a model; `compare` finds the first divergence;
 //! `report` says what was found.
@@ -39,7 +41,7 @@ use super::prompt_mode::PromptMode;
 use super::trajectory::{ContextDigest, Record, RunLimits, Setup, Start};
 
 pub use report::{Divergence, ReplayReport};
-pub(crate) use tape::Tapes;
+pub(crate) use tape::{PlayedBack, Tapes};
 
 /// A recorded run, to run again: from a trace file ([`Replay::from_file`]) or its text,
 /// with today's registry (default the baked one), the providers (default the built-in

@@ -2,7 +2,8 @@
 //! answers its code's calls got, and gives each agent of a replayed run a model that
 //! plays them back in order. A request the record does not have (more calls than were
 //! made, a call with another prompt) is answered with an error, which the replay's own
-//! record then shows where it happened.
+//! record then shows where it happened. Each block that ran is handed its recorded
+//! journal (the clock, the random seed, the user's answers, host functions' results).
 //!
 //! A resumed run's tapes ([`Tapes::resumed`]) fall through to the live model instead: a
 //! turn past the end of an agent's tape, and a call whose prompt is not on it, are asked
@@ -14,7 +15,18 @@ use std::sync::{Arc, Mutex};
 
 use crate::llm::{Completion, ImageRecord, Llm, LlmError, Message, ModelInfo, Request};
 
-use super::super::trajectory::{Record, SubCall, Turn};
+use super::super::trajectory::{BlockStatus, Record, SubCall, Turn};
+use crate::environment::JournalEntry;
+
+/// What a resumed run plays back of one agent before it goes on live.
+pub(crate) struct PlayedBack {
+    /// Its turns' replies (and compactions' summaries) in the order it asked for them.
+    pub replies: Vec<Completion>,
+    /// The answered calls of those turns' code.
+    pub calls: Vec<SubCall>,
+    /// The journals of those turns' blocks that ran, in order.
+    pub journals: Vec<Vec<JournalEntry>>,
+}
 
 /// Every agent's tapes, from a run's records.
 pub(crate) struct Tapes {
@@ -24,11 +36,13 @@ pub(crate) struct Tapes {
     live: Option<Arc<dyn Llm>>,
 }
 
-/// One agent's tapes: its turns' replies, and its code's calls.
+/// One agent's tapes: its turns' replies, its code's calls, and the journal of each
+/// block that ran, in order.
 #[derive(Default)]
 struct AgentTape {
     turns: Arc<Tape>,
     calls: Arc<Tape>,
+    journals: Mutex<VecDeque<Vec<JournalEntry>>>,
 }
 
 /// What was answered, in order.
@@ -71,6 +85,7 @@ impl Tapes {
                         .iter()
                         .flat_map(|block| &block.sub_calls)
                         .for_each(|call| tape.calls.push(call_entry(call)));
+                    tape.push_journals(turn);
                 }
                 // The summary was asked for between two turns: its place on the tape
                 // is where the run asked.
@@ -95,25 +110,24 @@ impl Tapes {
     }
 
     /// Tapes of what a resumed run plays back before it goes on with `live`: per agent,
-    /// its turns' replies in order and its code's answered calls.
-    pub fn resumed(
-        agents: HashMap<String, (Vec<Completion>, Vec<SubCall>)>,
-        live: Arc<dyn Llm>,
-    ) -> Tapes {
+    /// its turns' replies in order, its code's answered calls and its blocks' journals.
+    pub fn resumed(agents: HashMap<String, PlayedBack>, live: Arc<dyn Llm>) -> Tapes {
         let agents = agents
             .into_iter()
-            .map(|(agent, (replies, calls))| {
+            .map(|(agent, played)| {
                 let tape = AgentTape::default();
-                replies.into_iter().for_each(|reply| {
+                played.replies.into_iter().for_each(|reply| {
                     tape.turns.push(Entry {
                         asked: None,
                         images: Vec::new(),
                         answer: Ok(reply),
                     })
                 });
-                calls
+                played
+                    .calls
                     .iter()
                     .for_each(|call| tape.calls.push(call_entry(call)));
+                lock(&tape.journals).extend(played.journals);
                 (agent, tape)
             })
             .collect();
@@ -122,6 +136,15 @@ impl Tapes {
             model: live.model_info(),
             live: Some(live),
         }
+    }
+
+    /// The journal the next block `agent` runs is given back: the recorded block's, in
+    /// order (empty past the record's end, or for an agent it lacks).
+    pub fn next_journal(&self, agent: &str) -> Vec<JournalEntry> {
+        self.agents
+            .get(agent)
+            .and_then(|tape| lock(&tape.journals).pop_front())
+            .unwrap_or_default()
     }
 
     /// The model that plays back `agent`'s turns (none for an agent the record lacks).
@@ -162,6 +185,23 @@ impl Llm for Tapes {
     fn model_info(&self) -> Option<ModelInfo> {
         self.model.clone()
     }
+}
+
+impl AgentTape {
+    /// The journals of `turn`'s blocks that ran (one that did not run asked nothing).
+    fn push_journals(&self, turn: &Turn) {
+        let ran = turn
+            .outputs
+            .iter()
+            .filter(|b| b.status != BlockStatus::NotRun);
+        lock(&self.journals).extend(ran.map(|block| block.journal.clone()));
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl Tape {

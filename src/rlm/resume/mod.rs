@@ -280,8 +280,8 @@ impl Resume {
         Record::Resume(ResumeRecord {
             version: Some(env!("CARGO_PKG_VERSION").to_string()),
             agents: tapes.len(),
-            turns: tapes.values().map(|(replies, _)| replies.len()).sum(),
-            calls: tapes.values().map(|(_, calls)| calls.len()).sum(),
+            turns: tapes.values().map(|played| played.replies.len()).sum(),
+            calls: tapes.values().map(|played| played.calls.len()).sum(),
             overrides: self.overrides.clone(),
             resumed_unix_ms: Some(now),
             at_ms: Some(millis(elapsed)),

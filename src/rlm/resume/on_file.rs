@@ -4,9 +4,11 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Mutex;
 
+use crate::environment::JournalEntry;
 use crate::llm::Completion;
 
-use super::super::trajectory::{Record, SubCall, Turn};
+use super::super::replay::PlayedBack;
+use super::super::trajectory::{BlockStatus, Record, SubCall, Turn};
 
 /// The records on file, by agent and turn: what each turn's reply was, which calls its
 /// code had answered, and whether the turn ended on file.
@@ -19,18 +21,23 @@ struct AgentOnFile {
     turn_calls: BTreeMap<u32, Vec<SubCall>>,
     /// The calls its `call` lines give, for a turn cut short.
     progress_calls: BTreeMap<u32, Vec<SubCall>>,
+    /// The journals of a whole turn's blocks that ran, in order (a turn cut short has
+    /// none: its blocks run again live).
+    turn_journals: BTreeMap<u32, Vec<Vec<JournalEntry>>>,
 }
 
 impl AgentOnFile {
     /// The replies from turn 1 on, up to the first turn with none; and the answered calls
-    /// of those turns.
-    fn tapes(self) -> (Vec<Completion>, Vec<SubCall>) {
+    /// and blocks' journals of those turns.
+    fn tapes(self) -> PlayedBack {
         let mut replies = Vec::new();
         let mut calls = Vec::new();
+        let mut journals = Vec::new();
         let AgentOnFile {
             replies: by_turn,
             mut turn_calls,
             mut progress_calls,
+            mut turn_journals,
         } = self;
         let mut played = 0;
         for ((turn, kind), reply) in by_turn {
@@ -51,8 +58,13 @@ impl AgentOnFile {
                 .or_else(|| progress_calls.remove(&turn))
                 .unwrap_or_default();
             calls.extend(answered);
+            journals.extend(turn_journals.remove(&turn).unwrap_or_default());
         }
-        (replies, calls)
+        PlayedBack {
+            replies,
+            calls,
+            journals,
+        }
     }
 }
 
@@ -75,7 +87,7 @@ fn reply_of(turn: &Turn) -> Option<Completion> {
 
 /// Per agent, the replies a resumed run plays back and the answered calls of their turns.
 /// A turn with no reply on file (its call failed, a budget refused it) is asked again.
-pub(super) fn played_back(records: &[Record]) -> HashMap<String, (Vec<Completion>, Vec<SubCall>)> {
+pub(super) fn played_back(records: &[Record]) -> HashMap<String, PlayedBack> {
     let mut agents: HashMap<String, AgentOnFile> = HashMap::new();
     for record in records {
         match record {
@@ -90,6 +102,9 @@ pub(super) fn played_back(records: &[Record]) -> HashMap<String, (Vec<Completion
                 agent.replies.insert((turn.turn, 0), reply);
                 let calls = turn.outputs.iter().flat_map(|b| b.sub_calls.clone());
                 agent.turn_calls.insert(turn.turn, answered(calls));
+                let ran = turn.outputs.iter().filter(|b| b.status != BlockStatus::NotRun);
+                let journals = ran.map(|block| block.journal.clone()).collect();
+                agent.turn_journals.insert(turn.turn, journals);
             }
             Record::Reply(reply) => {
                 let agent = agents.entry(reply.agent.clone()).or_default();
@@ -274,7 +289,7 @@ mod tests {
             call_line(2, "c", None),
         ];
         let tapes = played_back(&records);
-        let (replies, calls) = &tapes["0"];
+        let PlayedBack { replies, calls, .. } = &tapes["0"];
         let texts: Vec<&str> = replies.iter().map(|r| r.content.as_str()).collect();
         assert_eq!(texts, ["one", "two"]);
         assert_eq!(calls.len(), 1, "the failed call is asked again");
@@ -317,8 +332,8 @@ mod tests {
         };
         let records = vec![Record::Turn(failed.clone()), Record::Turn(capped.clone())];
         let tapes = played_back(&records);
-        assert!(tapes.get("0").is_none_or(|(replies, _)| replies.is_empty()));
-        assert_eq!(tapes["0.1"].0.len(), 1);
+        assert!(tapes.get("0").is_none_or(|played| played.replies.is_empty()));
+        assert_eq!(tapes["0.1"].replies.len(), 1);
         let on_file = OnFile::of(&records);
         assert!(!on_file.holds(&Record::Turn(failed)));
         assert!(!on_file.holds(&Record::Turn(capped)));

@@ -1,0 +1,107 @@
+//! `rlm serve --state-dir DIR`: a JSON-API session's REPL survives a restart of the
+//! server process; a deleted session leaves no file; a foreign or corrupt file is a
+//! warning, not a crash.
+
+use crate::support;
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+use support::serve::*;
+
+/// `rlm serve` over HTTP with its sessions journaled in `dir`.
+async fn serve_with_state(dir: &Path) -> ServedProcess {
+    let mut command = support::cli::rlm_process();
+    command.args(["serve", "--http", "127.0.0.1:0", "--state-dir"]);
+    command.arg(dir);
+    ServedProcess::spawn(command).await
+}
+
+async fn post(served: &ServedProcess, path: &str, body: Option<&str>) -> (u16, Value) {
+    request(
+        "POST",
+        format!("http://{}{path}", served.address),
+        body,
+        None,
+    )
+    .await
+}
+
+/// The journal files in `dir`.
+fn journals(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".jsonl"))
+        .collect();
+    names.sort();
+    names
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_comes_back_with_its_globals_after_the_server_restarts() {
+    let dir = tempfile::tempdir().unwrap();
+    bounded(async {
+        let mut first = serve_with_state(dir.path()).await;
+        let (status, created) = post(&first, "/v1/sessions", None).await;
+        assert_eq!(status, 201);
+        let id = created["id"].as_str().unwrap().to_string();
+        let exec = format!("/v1/sessions/{id}/exec");
+        let code = r#"{"code": "counts = {a = 1, b = 2} t0 = os.time() r = math.random(1000000)"}"#;
+        assert_eq!(post(&first, &exec, Some(code)).await.0, 200);
+        let (_, before) = post(&first, &exec, Some(r#"{"code": "print(t0, r)"}"#)).await;
+        assert_eq!(journals(dir.path()), [format!("{id}.jsonl")]);
+        first.child.kill().await.unwrap();
+        first.child.wait().await.unwrap();
+
+        let second = serve_with_state(dir.path()).await;
+        let (status, read) = post(
+            &second,
+            &exec,
+            Some(r#"{"code": "print(counts.a + counts.b)"}"#),
+        )
+        .await;
+        assert_eq!((status, read), (200, json!({"output": "3\n"})));
+        let (_, after) = post(&second, &exec, Some(r#"{"code": "print(t0, r)"}"#)).await;
+        assert_eq!(
+            after, before,
+            "the clock and random values are the recorded ones"
+        );
+
+        let url = format!("http://{}/v1/sessions/{id}", second.address);
+        let (status, _) = request("DELETE", url, None, None).await;
+        assert_eq!(status, 204);
+        assert!(
+            journals(dir.path()).is_empty(),
+            "a deleted session leaves nothing"
+        );
+        let (status, _) = post(&second, &exec, Some(r#"{"code": "print(1)"}"#)).await;
+        assert_eq!(status, 404);
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_corrupt_or_foreign_file_is_a_warning_not_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let id = "0123456789abcdef0123456789abcdef";
+    std::fs::write(dir.path().join(format!("{id}.jsonl")), "not a journal\n").unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "mine").unwrap();
+    bounded(async {
+        let served = serve_with_state(dir.path()).await;
+        let exec = format!("/v1/sessions/{id}/exec");
+        let (status, _) = post(&served, &exec, Some(r#"{"code": "print(1)"}"#)).await;
+        assert_eq!(
+            status, 404,
+            "a journal that cannot be read back is no session"
+        );
+        let (status, _) = post(&served, "/v1/sessions", None).await;
+        assert_eq!(status, 201, "the server goes on");
+        assert!(
+            dir.path().join("notes.txt").exists(),
+            "a foreign file is left alone"
+        );
+    })
+    .await;
+}

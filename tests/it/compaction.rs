@@ -14,7 +14,7 @@ use support::openai_server::{Behavior, OpenAiServer};
 use support::rlm_loop::*;
 
 /// The window the scripted server enforces.
-const WINDOW: u64 = 8_192;
+pub(crate) const WINDOW: u64 = 8_192;
 
 /// What the request for a summary says, to script its answer.
 const ASKS_FOR_SUMMARY: &str = "Write no code: summarise your work";
@@ -26,7 +26,7 @@ const SUMMARY: &str =
 /// 3,000 tokens: a conversation of two such turns passes 85% of the window), and at
 /// turn `last` answers with what `history` holds: how many earlier turns' outputs it
 /// has, how many messages, the first and last roles.
-fn turn_code(last: u32) -> String {
+pub(crate) fn turn_code(last: u32) -> String {
     format!(
         r#"n = (n or 0) + 1
 local words = {{"river", "stone", "quiet", "market", "copper", "lantern", "orchard", "harbor"}}
@@ -46,7 +46,7 @@ end"#
 }
 
 /// The scripted model: a summary when asked for one, else the next turn.
-fn model(last: u32) -> Behavior {
+pub(crate) fn model(last: u32) -> Behavior {
     Behavior::ByPrompt(vec![
         (ASKS_FOR_SUMMARY.to_string(), Behavior::reply(SUMMARY)),
         (String::new(), lua(&turn_code(last))),

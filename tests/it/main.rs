@@ -82,6 +82,7 @@ mod registry;
 #[cfg(feature = "cli")]
 mod replay;
 mod resume;
+mod resume_effects;
 #[cfg(feature = "runtime")]
 mod rlm_loop;
 #[cfg(feature = "runtime")]

@@ -102,7 +102,10 @@ pub(super) fn played_back(records: &[Record]) -> HashMap<String, PlayedBack> {
                 agent.replies.insert((turn.turn, 0), reply);
                 let calls = turn.outputs.iter().flat_map(|b| b.sub_calls.clone());
                 agent.turn_calls.insert(turn.turn, answered(calls));
-                let ran = turn.outputs.iter().filter(|b| b.status != BlockStatus::NotRun);
+                let ran = turn
+                    .outputs
+                    .iter()
+                    .filter(|b| b.status != BlockStatus::NotRun);
                 let journals = ran.map(|block| block.journal.clone()).collect();
                 agent.turn_journals.insert(turn.turn, journals);
             }
@@ -332,7 +335,11 @@ mod tests {
         };
         let records = vec![Record::Turn(failed.clone()), Record::Turn(capped.clone())];
         let tapes = played_back(&records);
-        assert!(tapes.get("0").is_none_or(|played| played.replies.is_empty()));
+        assert!(
+            tapes
+                .get("0")
+                .is_none_or(|played| played.replies.is_empty())
+        );
         assert_eq!(tapes["0.1"].replies.len(), 1);
         let on_file = OnFile::of(&records);
         assert!(!on_file.holds(&Record::Turn(failed)));

@@ -171,7 +171,7 @@ class Environment:
     def checkpoint(self) -> bytes:
         """The session so far as bytes: the journal of what ran (code, the values it read
         from outside the sandbox, its sub-calls' answers), the context by its SHA-256."""
-    def restore(self, data: bytes, /) -> list[str]:
+    def restore(self, data: bytes) -> list[str]:
         """Rebuilds a checkpoint's session in this fresh environment (same registry and
         context), sending and touching nothing; `CheckpointError` when it cannot. Returns
         where a step asked for something else than recorded (usually nothing)."""
@@ -279,23 +279,23 @@ def check(paths: Sequence[_StrPath]) -> list[Diagnostic]:
     errors and notes; an empty list when all is well."""
 
 def ask(
-    question: str,
+    question: str | None = None,
     context: _Context | None = None,
     *,
     model: str | None = None,
     base_url: str | None = None,
     api_key: str | None = None,
-    max_iterations: int = 10,
-    max_depth: int = 1,
+    max_iterations: int | None = None,
+    max_depth: int | None = None,
     trace: _StrPath | None = None,
     trace_format: Literal["events", "rlm"] = "events",
     paths: Sequence[_StrPath] = (),
     baked: bool = True,
     registry: Registry | None = None,
     config: _StrPath | None = None,
-    time_limit: float = 300.0,
-    memory_limit_mb: int = 512,
-    output_bytes: int = 10000,
+    time_limit: float | None = None,
+    memory_limit_mb: int | None = None,
+    output_bytes: int | None = None,
     max_tokens: int | None = None,
     max_llm_calls: int | None = None,
     max_time: float | None = None,
@@ -309,6 +309,8 @@ def ask(
     reasoning_effort: Literal["low", "medium", "high"] | None = None,
     schema: Mapping[str, Any] | str | None = None,
     verbose: bool = False,
+    resume: _StrPath | None = None,
+    force: bool = False,
 ) -> Answer:
     """Answers `question` about `context` (as `Environment` takes it: a text, chunks, a
     `dict` of documents or a `pathlib.Path`) with the RLM loop, as `rlm ask` does, its
@@ -330,6 +332,14 @@ def ask(
     dollars (`RLM_MAX_COST`, `[budgets] max_cost`): the server's `usage.cost`, else the
     model's price in `config`'s `[prices]`. Ctrl-C cancels the run and raises
     `KeyboardInterrupt` within a second, its trace ending with the last whole turn.
+    `max_iterations` (default 10), `max_depth` (1), `time_limit` (300.0 seconds),
+    `memory_limit_mb` (512) and `output_bytes` (10000) are those of `rlm ask`.
+    `resume=TRACE` (no question: it is in the trace) goes on with the run a trace
+    records, as `rlm ask --resume` does: its question, model, limits, budgets and context
+    from the trace (an argument given again overrides), earlier turns rebuilt from the
+    record with no request sent, then on live, appending to the same trace; a finished
+    run's answer is returned with nothing sent. A changed context or registry raises
+    `ValueError` unless `force=True`.
     Raises `LimitError`, `LlmError` or `LuaError` when the run ends without an answer."""
 
 def system_prompt(

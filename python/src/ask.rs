@@ -11,7 +11,7 @@ use pyo3::prelude::*;
 use rlm_registry::environment::{AnswerSchema, Interrupt};
 use rlm_registry::llm::{Completion, Cost, Llm, LlmError, Request};
 use rlm_registry::rlm::{
-    CompactAt, Context, DEFAULT_BLOCK_TIME_LIMIT, DEFAULT_OUTPUT_BYTES, Rlm, TraceFormat,
+    CompactAt, Context, DEFAULT_BLOCK_TIME_LIMIT, DEFAULT_OUTPUT_BYTES, Resume, Rlm, TraceFormat,
 };
 use rlm_registry::setup::{RunSettings, RunSetup, reply_tokens};
 
@@ -127,40 +127,41 @@ impl Source<'_> {
 /// Answers `question` about `context` with the RLM loop, as `rlm ask` does.
 #[pyfunction]
 #[pyo3(signature = (
-    question, context = None, *, model = None, base_url = None, api_key = None,
-    max_iterations = 10, max_depth = 1, trace = None, trace_format = "events",
+    question = None, context = None, *, model = None, base_url = None, api_key = None,
+    max_iterations = None, max_depth = None, trace = None, trace_format = "events",
     paths = Vec::new(), baked = true, registry = None, config = None,
-    time_limit = DEFAULT_BLOCK_TIME_LIMIT.as_secs_f64(), memory_limit_mb = 512,
-    output_bytes = DEFAULT_OUTPUT_BYTES, max_tokens = None, max_llm_calls = None,
+    time_limit = None, memory_limit_mb = None,
+    output_bytes = None, max_tokens = None, max_llm_calls = None,
     max_time = None, max_cost = None, prompt_mode = None, context_window = None,
     compact_at = None,
     answer_protocol = None, llm_concurrency = None, max_reply_tokens = None,
-    reasoning_effort = None, schema = None, verbose = false
-), text_signature = "(question, context=None, *, model=None, base_url=None, api_key=None, \
-    max_iterations=10, max_depth=1, trace=None, trace_format='events', paths=(), baked=True, \
-    registry=None, config=None, time_limit=300.0, memory_limit_mb=512, output_bytes=10000, \
+    reasoning_effort = None, schema = None, verbose = false, resume = None, force = false
+), text_signature = "(question=None, context=None, *, model=None, base_url=None, api_key=None, \
+    max_iterations=None, max_depth=None, trace=None, trace_format='events', paths=(), baked=True, \
+    registry=None, config=None, time_limit=None, memory_limit_mb=None, output_bytes=None, \
     max_tokens=None, max_llm_calls=None, max_time=None, max_cost=None, prompt_mode=None, \
     context_window=None, compact_at=None, answer_protocol=None, llm_concurrency=None, \
-    max_reply_tokens=None, reasoning_effort=None, schema=None, verbose=False)")]
+    max_reply_tokens=None, reasoning_effort=None, schema=None, verbose=False, resume=None, \
+    force=False)")]
 #[allow(clippy::too_many_arguments)]
 pub fn ask<'py>(
     py: Python<'py>,
-    question: &str,
+    question: Option<String>,
     context: Option<Bound<'py, PyAny>>,
     model: Option<String>,
     base_url: Option<String>,
     api_key: Option<String>,
-    max_iterations: u32,
-    max_depth: usize,
+    max_iterations: Option<u32>,
+    max_depth: Option<usize>,
     trace: Option<PathBuf>,
     trace_format: &str,
     paths: Vec<PathBuf>,
     baked: bool,
     registry: Option<PyRef<'py, Registry>>,
     config: Option<PathBuf>,
-    time_limit: f64,
-    memory_limit_mb: usize,
-    output_bytes: usize,
+    time_limit: Option<f64>,
+    memory_limit_mb: Option<usize>,
+    output_bytes: Option<usize>,
     max_tokens: Option<u64>,
     max_llm_calls: Option<u64>,
     max_time: Option<f64>,
@@ -174,17 +175,53 @@ pub fn ask<'py>(
     reasoning_effort: Option<String>,
     schema: Option<Bound<'py, PyAny>>,
     verbose: bool,
+    resume: Option<PathBuf>,
+    force: bool,
 ) -> PyResult<Answer> {
     catching(|| {
         if llm_concurrency == Some(0) {
             return Err(PyValueError::new_err("llm_concurrency must be at least 1"));
         }
+        let resumed = resume.as_deref().map(resumed_trace).transpose()?;
+        let question = match (&resumed, question) {
+            (None, Some(question)) => question,
+            (None, None) => {
+                return Err(PyValueError::new_err(
+                    "ask: give a question, or resume=TRACE",
+                ));
+            }
+            (Some(_), Some(_)) => {
+                return Err(PyValueError::new_err(
+                    "ask: a resumed run's question is in its trace: give resume= without a question",
+                ));
+            }
+            (Some(resume), None) => resume.question().to_string(),
+        };
+        if resumed.is_some() && trace.is_some() {
+            return Err(PyValueError::new_err(
+                "ask: a resumed run appends to the trace it resumes: give resume= without trace=",
+            ));
+        }
+        if let (Some(resume), Some(path)) = (&resumed, &resume)
+            && let Some(answer) = resume.finished()
+        {
+            return Ok(Answer::finished(answer, path));
+        }
+        let recorded = resumed.as_ref().and_then(|r| r.setup().limits);
         let settings = Settings {
-            max_iterations,
-            max_depth,
-            time_limit,
-            memory_limit_mb,
-            output_bytes,
+            max_iterations: max_iterations
+                .or(recorded.map(|l| l.max_iterations))
+                .unwrap_or(10),
+            max_depth: max_depth.or(recorded.map(|l| l.max_depth)).unwrap_or(1),
+            time_limit: time_limit
+                .or(recorded.map(|l| l.block.time_ms as f64 / 1000.0))
+                .unwrap_or(DEFAULT_BLOCK_TIME_LIMIT.as_secs_f64()),
+            memory_limit_mb: memory_limit_mb
+                .or(recorded.map(|l| l.block.memory_bytes / (1024 * 1024)))
+                .unwrap_or(512),
+            output_bytes: output_bytes
+                .or(recorded.map(|l| l.output_bytes))
+                .unwrap_or(DEFAULT_OUTPUT_BYTES),
             run: RunSettings {
                 model,
                 base_url,
@@ -204,6 +241,13 @@ pub fn ask<'py>(
             },
             schema: schema.as_ref().map(schema_of).transpose()?,
         };
+        let settings = match &resumed {
+            Some(resume) => Settings {
+                run: settings.run.or_recorded(resume.setup()),
+                ..settings
+            },
+            None => settings,
+        };
         let source = Source {
             paths,
             baked,
@@ -213,7 +257,14 @@ pub fn ask<'py>(
         let mut rlm = settings.rlm(py, None, source)?;
         // Every argument is checked before the trace file is created.
         let trace_format = trace_format_of(trace_format)?;
-        let context = context_of(context.as_ref())?;
+        // A path given is recorded, so that a resume can gather it again.
+        if let Some(path) = context.as_ref().and_then(crate::context::path_of) {
+            rlm = rlm.context_paths([path]);
+        }
+        let context = match (&resumed, context) {
+            (Some(resume), None) => recorded_context(py, resume)?,
+            (_, context) => context_of(context.as_ref())?,
+        };
         if let Some(path) = &trace {
             rlm = rlm
                 .trace_file(path)
@@ -228,7 +279,20 @@ pub fn ask<'py>(
         if verbose {
             rlm = rlm.live_view(std::io::stderr());
         }
-        let report = run_interruptibly(py, rlm, question.to_string(), context)?;
+        let report = match resumed {
+            Some(resume) => {
+                let resume = resume.force(force);
+                run_interruptibly(py, rlm, move |rlm| {
+                    resume.run(rlm, context, None).map_err(|e| e.to_string())
+                })?
+                .map_err(|message| PyValueError::new_err(format!("resume: {message}")))?
+            }
+            None => run_interruptibly(py, rlm, move |rlm| {
+                Ok::<_, String>(rlm.run_report(&question, context, None))
+            })?
+            .map_err(PyValueError::new_err)?,
+        };
+        let trace = trace.or(resume);
         let usage = report.usage.total();
         let value = report
             .value
@@ -267,19 +331,16 @@ pub fn ask<'py>(
 /// Runs `rlm` on its own thread, the GIL released, while this thread looks for Python's
 /// signals: Ctrl-C cancels the run (which stops at its next safe point, its trace whole)
 /// and raises `KeyboardInterrupt` within a second.
-fn run_interruptibly(
+fn run_interruptibly<T: Send + 'static>(
     py: Python<'_>,
     rlm: Rlm,
-    question: String,
-    context: Option<Context>,
-) -> PyResult<rlm_registry::rlm::Report> {
+    run: impl FnOnce(Rlm) -> T + Send + 'static,
+) -> PyResult<T> {
     let cancel = Interrupt::new();
     let rlm = rlm.cancel_on(cancel.clone());
     let (done, mut report) = mpsc::channel();
     std::thread::spawn(move || {
-        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            rlm.run_report(&question, context, None)
-        }));
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(rlm)));
         let _ = done.send(outcome);
     });
     loop {
@@ -305,6 +366,33 @@ fn run_interruptibly(
             return Err(signal);
         }
     }
+}
+
+/// The run the trace at `path` records, to resume.
+fn resumed_trace(path: &Path) -> PyResult<Resume> {
+    Resume::from_file(path)
+        .map_err(|error| PyValueError::new_err(format!("resume {}: {error}", path.display())))
+}
+
+/// The context of a resumed run given none: gathered again from the paths its trace
+/// records (checked against the recorded hash when the run goes on).
+fn recorded_context(py: Python<'_>, resume: &Resume) -> PyResult<Option<Context>> {
+    let setup = resume.setup();
+    let paths: Vec<PathBuf> = setup
+        .context_paths
+        .iter()
+        .flatten()
+        .map(PathBuf::from)
+        .collect();
+    if paths.is_empty() {
+        if setup.context.is_some() {
+            return Err(PyValueError::new_err(
+                "resume: the run had a context whose paths the trace does not record: give it with context=",
+            ));
+        }
+        return Ok(None);
+    }
+    crate::context::gathered(py, paths).map(Some)
 }
 
 /// How often the waiting thread looks for Ctrl-C.
@@ -430,6 +518,25 @@ pub struct Answer {
     cost: Option<f64>,
     /// The trace file written, if one was asked for.
     trace: Option<String>,
+}
+
+impl Answer {
+    /// The answer of a run the trace at `path` records as finished: a resume sends
+    /// nothing and spends nothing.
+    fn finished(answer: &str, path: &Path) -> Answer {
+        Answer {
+            answer: answer.to_string(),
+            value: None,
+            turns: 0,
+            prompt_tokens: 0,
+            completion_tokens: 0,
+            reasoning_tokens: 0,
+            llm_calls: 0,
+            seconds: 0.0,
+            cost: None,
+            trace: Some(path.display().to_string()),
+        }
+    }
 }
 
 #[pymethods]

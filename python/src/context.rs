@@ -46,9 +46,8 @@ impl<'py> ContextArg<'py> {
         if value.is_instance_of::<PyList>() || value.is_instance_of::<PyTuple>() {
             return chunks_of(value).map(|chunks| ContextArg::Built(Context::Chunks(chunks)));
         }
-        if value.hasattr("__fspath__")? {
-            let path: PathBuf = value.extract()?;
-            return gathered(value.py(), path).map(ContextArg::Built);
+        if let Some(path) = path_of(value) {
+            return gathered(value.py(), vec![path]).map(ContextArg::Built);
         }
         Err(PyTypeError::new_err(format!(
             "context must be {ACCEPTED}, not {}",
@@ -113,11 +112,19 @@ fn corpus_of(documents: &Bound<'_, PyDict>) -> PyResult<Corpus> {
     Ok(corpus)
 }
 
-/// What `path` gathers, as `--context path` would; standard input (`-`) is not read
-/// from Python.
-fn gathered(py: Python<'_>, path: PathBuf) -> PyResult<Context> {
+/// The path a context argument names, when it is a `pathlib.Path` (any `os.PathLike`).
+pub(crate) fn path_of(value: &Bound<'_, PyAny>) -> Option<PathBuf> {
+    match value.hasattr("__fspath__") {
+        Ok(true) => value.extract().ok(),
+        _ => None,
+    }
+}
+
+/// What `paths` gather, as `--context` given each would; standard input (`-`) is not
+/// read from Python.
+pub(crate) fn gathered(py: Python<'_>, paths: Vec<PathBuf>) -> PyResult<Context> {
     let gathered = py.detach(|| {
-        gather_with(&[path], || {
+        gather_with(&paths, || {
             Err(std::io::Error::other(
                 "standard input is not read from Python: pass its text",
             ))

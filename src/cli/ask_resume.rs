@@ -99,7 +99,7 @@ fn chosen(args: &AskArgs, recorded: &Setup) -> Chosen {
 /// (never its key), the window, the prompt and the budgets.
 fn settings(args: &AskArgs, recorded: &Setup) -> Result<RunSettings, Output> {
     let flags = &args.run;
-    let mut settings = Given {
+    let settings = Given {
         llm: Some(&flags.llm),
         window: Some(&flags.window),
         prompt: Some(&flags.prompt),
@@ -107,42 +107,7 @@ fn settings(args: &AskArgs, recorded: &Setup) -> Result<RunSettings, Output> {
         cache: Some(&flags.cache),
     }
     .settings()?;
-    fill(&mut settings.model, recorded.model.clone());
-    fill(&mut settings.base_url, recorded.base_url.clone());
-    fill(&mut settings.max_reply_tokens, recorded.max_reply_tokens);
-    fill(&mut settings.reasoning_effort, recorded.reasoning_effort);
-    fill(
-        &mut settings.prompt_mode,
-        recorded.prompt_mode.as_deref().and_then(|m| m.parse().ok()),
-    );
-    fill(
-        &mut settings.answer_protocol,
-        recorded
-            .answer_protocol
-            .as_deref()
-            .and_then(|p| p.parse().ok()),
-    );
-    if let Some(limits) = recorded.limits {
-        fill(&mut settings.context_window, limits.context_window);
-        let budgets = limits.budgets;
-        fill(&mut settings.max_tokens, budgets.total_tokens);
-        fill(&mut settings.max_llm_calls, budgets.llm_calls);
-        fill(
-            &mut settings.max_time,
-            budgets.wall_time_ms.map(|ms| ms as f64 / 1000.0),
-        );
-        fill(
-            &mut settings.max_cost,
-            budgets.max_cost.map(|cost| cost.usd()),
-        );
-    }
-    Ok(settings)
-}
-
-fn fill<T>(slot: &mut Option<T>, recorded: Option<T>) {
-    if slot.is_none() {
-        *slot = recorded;
-    }
+    Ok(settings.or_recorded(recorded))
 }
 
 /// The names of the settings given again with another value than the record's.

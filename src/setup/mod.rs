@@ -46,6 +46,7 @@
 //! ```
 
 mod file;
+mod recorded;
 
 use std::fmt;
 use std::path::PathBuf;

@@ -81,7 +81,9 @@ mod recorded_runs;
 mod registry;
 #[cfg(feature = "cli")]
 mod replay;
+#[cfg(feature = "cli")]
 mod resume;
+#[cfg(feature = "cli")]
 mod resume_effects;
 #[cfg(feature = "runtime")]
 mod rlm_loop;

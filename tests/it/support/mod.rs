@@ -8,6 +8,7 @@ pub mod cli;
 pub mod corpus;
 pub mod external;
 pub mod hang;
+#[cfg(feature = "runtime")]
 pub mod openai_server;
 #[cfg(feature = "cli")]
 pub mod peak;

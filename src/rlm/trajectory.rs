@@ -450,6 +450,20 @@ impl Turn {
         self.prompt_tokens.saturating_add(self.completion_tokens)
     }
 
+    /// The reply as the model's completion, as replay and resume play it back (`None`
+    /// when the call failed or a budget refused it); whether the cache gave it is left
+    /// to the caller.
+    pub(crate) fn completion(&self) -> Option<Completion> {
+        let reply = self.reply.as_ref()?;
+        let mut completion =
+            Completion::new(reply.clone()).with_tokens(self.prompt_tokens, self.completion_tokens);
+        completion.finish_reason.clone_from(&self.finish_reason);
+        completion.reasoning.clone_from(&self.reasoning);
+        completion.reasoning_tokens = self.reasoning_tokens;
+        completion.cost = self.cost;
+        Some(completion)
+    }
+
     /// The first block that failed, if any.
     pub fn failed_block(&self) -> Option<&Block> {
         self.outputs.iter().find(|b| b.error.is_some())

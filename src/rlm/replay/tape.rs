@@ -217,21 +217,11 @@ impl Tape {
 }
 
 fn reply_entry(turn: &Turn) -> Entry {
-    let answer = match &turn.reply {
-        Some(reply) => {
-            let mut completion = Completion::new(reply.clone())
-                .with_tokens(turn.prompt_tokens, turn.completion_tokens);
-            completion.finish_reason.clone_from(&turn.finish_reason);
-            completion.reasoning.clone_from(&turn.reasoning);
-            completion.reasoning_tokens = turn.reasoning_tokens;
-            completion.cost = turn.cost;
-            Ok(completion)
-        }
-        None => Err(turn
-            .error
+    let answer = turn.completion().ok_or_else(|| {
+        turn.error
             .clone()
-            .unwrap_or_else(|| "the recorded call failed".to_string())),
-    };
+            .unwrap_or_else(|| "the recorded call failed".to_string())
+    });
     Entry {
         asked: None,
         images: Vec::new(),

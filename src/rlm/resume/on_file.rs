@@ -73,15 +73,11 @@ fn answered(calls: impl IntoIterator<Item = SubCall>) -> Vec<SubCall> {
     calls.into_iter().filter(|c| c.answer.is_some()).collect()
 }
 
+/// A turn's reply as a resumed run plays it back: a reply the cache gave is played back
+/// as cached, so that it spends no budget again.
 fn reply_of(turn: &Turn) -> Option<Completion> {
-    let reply = turn.reply.as_ref()?;
-    let mut completion =
-        Completion::new(reply.clone()).with_tokens(turn.prompt_tokens, turn.completion_tokens);
-    completion.finish_reason.clone_from(&turn.finish_reason);
-    completion.reasoning.clone_from(&turn.reasoning);
-    completion.reasoning_tokens = turn.reasoning_tokens;
+    let mut completion = turn.completion()?;
     completion.cached = turn.cached;
-    completion.cost = turn.cost;
     Some(completion)
 }
 

@@ -92,6 +92,8 @@
 // Generated code names this crate `::rlm_registry`, inside it as well as outside.
 extern crate self as rlm_registry;
 
+#[cfg(feature = "acp")]
+pub mod acp;
 #[cfg(feature = "runtime")]
 pub mod allocator;
 mod baked;

@@ -50,13 +50,17 @@ impl Settings {
     /// An RLM over `llm` (the setup's own model when `None`) with these settings and the
     /// registry and providers asked for.
     fn rlm(&self, py: Python<'_>, llm: Option<Arc<dyn Llm>>, source: Source<'_>) -> PyResult<Rlm> {
-        let setup = self.setup(py, source.config.as_deref())?;
+        let mut setup = self.setup(py, source.config.as_deref())?;
         let limits = limits(self.time_limit, self.memory_limit_mb, None)?;
         let llm = match llm {
             Some(llm) => llm,
-            None => setup
-                .model()
-                .map_err(|error| PyLlmError::new_err(error.to_string()))?,
+            None => {
+                // Only the setup's own server is asked: a Python callable has none.
+                py.detach(|| setup.ask_server_window());
+                setup
+                    .model()
+                    .map_err(|error| PyLlmError::new_err(error.to_string()))?
+            }
         };
         let mut rlm = setup
             .rlm(llm, source.registry(py)?, self.max_iterations)

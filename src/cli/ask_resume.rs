@@ -36,12 +36,14 @@ pub(super) fn resume(args: &AskArgs, trace: &Path) -> Output {
         Ok(limits) => limits,
         Err(output) => return output,
     };
-    let setup = match settings(args, &recorded)
+    let mut setup = match settings(args, &recorded)
         .and_then(|given| args.source.run_setup(&given, &Defaults::default()))
     {
         Ok(setup) => setup,
         Err(output) => return output,
     };
+    // The recorded window counts as given; a run that had none asks, as a new one does.
+    setup.ask_server_window();
     let llm = match model(&setup) {
         Ok(llm) => llm,
         Err(output) => return output,

@@ -53,8 +53,9 @@ pub(crate) struct LlmArgs {
 #[derive(Args, Debug, Clone, Default)]
 pub(crate) struct WindowArgs {
     /// The model's context window in tokens (`8k`, `32768`; default: RLM_CONTEXT_WINDOW,
-    /// else `[model] context_window` in rlm.toml, else unknown). A request (the root's or
-    /// a child's, each turn's) or a `llm_query` prompt that would not fit, with 1,024
+    /// else `[model] context_window` in rlm.toml, else what the server reports — vLLM's
+    /// `max_model_len`, llama.cpp's `/props`, … — else unknown). A request (the root's
+    /// or a child's, each turn's) or a `llm_query` prompt that would not fit, with 1,024
     /// tokens kept for the reply, is not sent: the error names the tokens and the fix.
     #[arg(long, value_name = "TOKENS", value_parser = window_tokens)]
     pub context_window: Option<u64>,
@@ -164,8 +165,8 @@ pub(crate) struct RunFlags {
 }
 
 impl RunFlags {
-    /// The run's setup: these flags over the environment, `source`'s configuration file
-    /// and `defaults`.
+    /// The run's setup: these flags over the environment, `source`'s configuration file,
+    /// the server's window when none of them gives one, and `defaults`.
     pub(crate) fn setup(
         &self,
         source: &SourceArgs,
@@ -178,7 +179,9 @@ impl RunFlags {
             budgets: Some(&self.budgets),
             cache: Some(&self.cache),
         };
-        source.run_setup(&given.settings()?, defaults)
+        let mut setup = source.run_setup(&given.settings()?, defaults)?;
+        setup.ask_server_window();
+        Ok(setup)
     }
 }
 

@@ -83,9 +83,12 @@ impl ServeArgs {
             cache: Some(&self.cache),
             ..Given::default()
         };
-        let setup = self
+        let mut setup = self
             .source
             .run_setup(&given.settings()?, &Defaults::default())?;
+        if self.llm.given() {
+            setup.ask_server_window();
+        }
         let configured_origins = &config.allow_origins;
         let usage = |message: &str| Output::failure(EXIT_USAGE, format!("error: {message}\n"));
         if self.max_sessions == 0 || self.max_concurrent == 0 || self.body_limit == 0 {

@@ -26,6 +26,9 @@
 //!   [`LlmClient`] and by any scripted fake; [`LlmLayer`]: a model in front of another
 //!   (metering, logging, [`Cached`]), an [`Llm`] by one impl that forwards what the layer
 //!   does not change (`layer.rs`).
+//! - [`server_window`]: the context window the server reports for the model (vLLM's
+//!   `max_model_len`, llama.cpp's `/props`, …), asked once when nothing gives one
+//!   (`server_window.rs`).
 //!
 //! ```no_run
 //! use rlm_registry::llm::{LlmClient, LlmConfig, Message};
@@ -49,6 +52,7 @@ mod image;
 mod layer;
 mod message;
 mod price;
+mod server_window;
 mod thinking;
 mod tool_calls;
 mod usage;
@@ -73,6 +77,7 @@ pub use image::{
 pub use layer::{BatchResults, LlmLayer};
 pub use message::{Completion, DEFAULT_REPLY_RESERVE, Message, Request, Role};
 pub use price::{Cost, Price, PriceTable, call_cost};
+pub use server_window::{SERVER_WINDOW_TIMEOUT, server_window};
 pub use thinking::{Thinking, split_thinking};
 pub use tool_calls::{ToolCall, ToolCompletion};
 pub use usage::{Usage, UsageSnapshot};

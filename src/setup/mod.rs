@@ -22,7 +22,7 @@
 //! | requests at once | `--llm-concurrency` | `RLM_LLM_CONCURRENCY` | `[model] concurrency` | 32 |
 //! | reply limit | `--max-reply-tokens` | `RLM_MAX_REPLY_TOKENS` | `[model] max_reply_tokens` | the server's |
 //! | reasoning effort | `--reasoning-effort` | `RLM_REASONING_EFFORT` | `[model] reasoning_effort` | not sent |
-//! | context window | `--context-window` | `RLM_CONTEXT_WINDOW` | `[model] context_window` | unknown |
+//! | context window | `--context-window` | `RLM_CONTEXT_WINDOW` | `[model] context_window` | the server's, else unknown |
 //! | compaction | `--compact-at` | `RLM_COMPACT_AT` | `[model] compact_at` | 0.85 of the window |
 //! | answer protocol | `--answer-protocol` | `RLM_ANSWER_PROTOCOL` | `[model] answer_protocol` | final |
 //! | prompt mode | `--prompt-mode` | `RLM_PROMPT_MODE` | `[model] prompt_mode` | compact |
@@ -32,6 +32,14 @@
 //! | cost budget | `--max-cost` | `RLM_MAX_COST` | `[budgets] max_cost` | unlimited |
 //! | prices | — | — | `[prices."<model>"]` | none |
 //! | context | `--context` (all of them, or none) | — | `[context] paths` | none |
+//!
+//! The context window has one more source, between `rlm.toml` and the default: when no
+//! flag, variable or file gives it, [`RunSetup::ask_server_window`] asks the server once
+//! ([`server_window`](crate::llm::server_window): vLLM's `max_model_len`, llama.cpp's
+//! `/props`, …). The entry points that send requests call it (`rlm ask`, `rlm eval`,
+//! `rlm serve` with a model, Python's `ask`); [`RunSetup::window_source`] says where the
+//! window came from. A run's trace records the window it ran with, so `rlm replay` and a
+//! resumed run do not ask again.
 //!
 //! ```
 //! use rlm_registry::setup::{Defaults, FileSettings, RunSettings, RunSetup};
@@ -190,6 +198,42 @@ pub struct Defaults {
     pub cache: Option<CacheLocation>,
 }
 
+/// Where a run's context window came from.
+///
+/// ```
+/// use rlm_registry::setup::{Defaults, FileSettings, RunSettings, RunSetup, WindowSource};
+///
+/// let given = RunSettings { context_window: Some(8_192), ..RunSettings::default() };
+/// let setup = RunSetup::resolve(&given, &FileSettings::default(), |_| None, &Defaults::default())?;
+/// assert_eq!(setup.window_source, WindowSource::Given);
+/// assert!(!WindowSource::Given.asks_server());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum WindowSource {
+    /// The caller gave it: `--context-window`, a Python argument.
+    Given,
+    /// `RLM_CONTEXT_WINDOW`.
+    Variable,
+    /// `[model] context_window` in `rlm.toml`.
+    File,
+    /// The server reported it ([`RunSetup::ask_server_window`]).
+    Server,
+    /// The entry point's default ([`Defaults::context_window`]).
+    Default,
+    /// Nothing gave one: the window is unknown.
+    #[default]
+    Unknown,
+}
+
+impl WindowSource {
+    /// Whether the server is asked: only when nothing above it in the precedence gave
+    /// the window (the server's answer comes before a default).
+    pub fn asks_server(self) -> bool {
+        matches!(self, WindowSource::Default | WindowSource::Unknown)
+    }
+}
+
 /// A run's setup, resolved: see the [module docs](self) for where each setting comes
 /// from.
 #[derive(Clone, Debug, PartialEq)]
@@ -200,6 +244,8 @@ pub struct RunSetup {
     pub cache: Option<(CacheLocation, u64)>,
     /// The model's context window, in tokens, if known.
     pub context_window: Option<u64>,
+    /// Where [`RunSetup::context_window`] came from.
+    pub window_source: WindowSource,
     /// When a conversation is compacted; `None`: never.
     pub compact_at: Option<CompactAt>,
     /// How the system prompt teaches ending a run.
@@ -357,12 +403,18 @@ impl RunSetup {
             vars.parsed(ENV_REASONING_EFFORT, str::parse)?,
             file.reasoning_effort,
         );
-        let context_window = layered(
-            given.context_window,
-            vars.parsed(ENV_CONTEXT_WINDOW, window_tokens)?,
-            file.context_window,
-        )
-        .or(defaults.context_window);
+        let (context_window, window_source) = [
+            (given.context_window, WindowSource::Given),
+            (
+                vars.parsed(ENV_CONTEXT_WINDOW, window_tokens)?,
+                WindowSource::Variable,
+            ),
+            (file.context_window, WindowSource::File),
+            (defaults.context_window, WindowSource::Default),
+        ]
+        .into_iter()
+        .find_map(|(window, source)| window.map(|window| (Some(window), source)))
+        .unwrap_or((None, WindowSource::Unknown));
         let compact_at = layered(
             given.compact_at,
             vars.parsed(ENV_COMPACT_AT, CompactAt::parse)?,
@@ -420,6 +472,7 @@ impl RunSetup {
             llm,
             cache: cache.map(|location| (location, cache_mb.saturating_mul(1 << 20))),
             context_window,
+            window_source,
             compact_at,
             answer_protocol,
             prompt_mode,
@@ -440,6 +493,38 @@ impl RunSetup {
         defaults: &Defaults,
     ) -> Result<RunSetup, SetupError> {
         RunSetup::resolve(given, file, |name| std::env::var(name).ok(), defaults)
+    }
+
+    /// Asks the server for the model's context window when no flag, variable or file
+    /// gave one ([`WindowSource::asks_server`]): its answer replaces the default, and
+    /// without one the window stays as it was. Once per run, before the run starts; a
+    /// server that does not answer within
+    /// [`SERVER_WINDOW_TIMEOUT`](crate::llm::SERVER_WINDOW_TIMEOUT) or does not say is
+    /// no error. Returns the window the server reported, if it was asked and said.
+    ///
+    /// ```
+    /// use rlm_registry::setup::{Defaults, FileSettings, RunSettings, RunSetup, WindowSource};
+    ///
+    /// // Given: the server is not asked.
+    /// let given = RunSettings { context_window: Some(8_192), ..RunSettings::default() };
+    /// let mut setup = RunSetup::resolve(&given, &FileSettings::default(), |_| None, &Defaults::default())?;
+    /// assert_eq!(setup.ask_server_window(), None);
+    /// assert_eq!((setup.context_window, setup.window_source), (Some(8_192), WindowSource::Given));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn ask_server_window(&mut self) -> Option<u64> {
+        if !self.window_source.asks_server() {
+            return None;
+        }
+        let reported = crate::llm::server_window(&self.llm)?;
+        tracing::info!(
+            model = %self.llm.model,
+            window = reported,
+            "the server reports a context window of {reported} tokens"
+        );
+        self.context_window = Some(reported);
+        self.window_source = WindowSource::Server;
+        Some(reported)
     }
 
     /// The model: the HTTP client, behind the call cache when there is one — the one

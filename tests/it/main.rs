@@ -133,6 +133,8 @@ mod serve_state_dir;
 #[cfg(feature = "cli")]
 mod serve_stress;
 #[cfg(feature = "cli")]
+mod server_window;
+#[cfg(feature = "cli")]
 mod setup;
 #[cfg(feature = "runtime")]
 mod tool_calls;

@@ -8,7 +8,7 @@ use rlm_registry::conventions::AnswerProtocol;
 use rlm_registry::llm::DEFAULT_MAX_CONCURRENCY;
 use rlm_registry::rlm::PromptMode;
 use rlm_registry::setup::{
-    CacheChoice, CacheLocation, Defaults, FileSettings, RunSettings, RunSetup,
+    CacheChoice, CacheLocation, Defaults, FileSettings, RunSettings, RunSetup, WindowSource,
 };
 
 use crate::support::cli::{llm_args, rlm_command, stderr, stdout};
@@ -41,6 +41,7 @@ fn the_file_gives_every_setting_when_nothing_else_does() {
     assert_eq!(setup.llm.base_url, "http://file/v1");
     assert_eq!(setup.llm.max_concurrency, 8);
     assert_eq!(setup.context_window, Some(16_000));
+    assert_eq!(setup.window_source, WindowSource::File);
     assert_eq!(setup.answer_protocol, AnswerProtocol::Answer);
     assert_eq!(setup.prompt_mode, PromptMode::Full);
     // A relative cache file is relative to the configuration file's directory.
@@ -67,6 +68,7 @@ fn a_variable_wins_over_the_file() {
     assert_eq!(setup.llm.base_url, "http://env/v1");
     assert_eq!(setup.llm.max_concurrency, 3);
     assert_eq!(setup.context_window, Some(32_000));
+    assert_eq!(setup.window_source, WindowSource::Variable);
     assert_eq!(setup.answer_protocol, AnswerProtocol::Final);
     assert_eq!(setup.prompt_mode, PromptMode::Compact);
     // A URL is taken as written, never joined to a directory.
@@ -98,6 +100,7 @@ fn a_flag_wins_over_the_variable_and_the_file() {
     assert_eq!(setup.llm.model, "flag-model");
     assert_eq!(setup.llm.max_concurrency, 2);
     assert_eq!(setup.context_window, Some(4_096));
+    assert_eq!(setup.window_source, WindowSource::Given);
     assert_eq!(setup.answer_protocol, AnswerProtocol::Final);
     assert_eq!(
         setup.cache, None,
@@ -116,6 +119,7 @@ fn the_defaults_come_last() {
     let setup = resolve(&RunSettings::default(), "", &[]);
     assert_eq!(setup.llm.max_concurrency, DEFAULT_MAX_CONCURRENCY);
     assert_eq!(setup.context_window, None);
+    assert_eq!(setup.window_source, WindowSource::Unknown);
     assert_eq!(setup.prompt_mode, PromptMode::Compact);
     assert_eq!(setup.cache, None);
     let defaults = Defaults {
@@ -125,6 +129,11 @@ fn the_defaults_come_last() {
     let file = FileSettings::default();
     let setup = RunSetup::resolve(&RunSettings::default(), &file, |_| None, &defaults).unwrap();
     assert_eq!(setup.context_window, Some(128_000));
+    assert_eq!(
+        setup.window_source,
+        WindowSource::Default,
+        "the server, asked later, would come before it"
+    );
     assert!(setup.cache.is_some());
 }
 

@@ -16,6 +16,11 @@
 //! assert_eq!(server.request_count(), 2);
 //! ```
 //!
+//! A `GET` (a client asking the server's model list or llama.cpp's `/props` for its
+//! window) is answered from [`OpenAiServer::answer_get`]'s table, 404 when the path is
+//! not in it: it takes no behaviour from the script and is not among
+//! [`OpenAiServer::requests`] ([`OpenAiServer::get_requests`] lists it).
+//!
 //! Everything is bounded: requests are read with a 5 s socket timeout and size caps,
 //! delays wake up when the server stops, and dropping the server joins every thread.
 
@@ -56,6 +61,8 @@ pub enum Behavior {
     },
     /// 200 with this body, meant not to be JSON.
     Garbage(String),
+    /// 200 with this JSON.
+    Json(Value),
     /// 200 with JSON that has `usage` but no `choices`.
     NoChoices,
     /// Reads the request, then closes the connection without a byte of answer.
@@ -241,6 +248,9 @@ impl RecordedRequest {
 #[derive(Default)]
 struct State {
     script: Mutex<Vec<Behavior>>,
+    /// What a `GET` of each path answers.
+    gets: Mutex<Vec<(String, Behavior)>>,
+    get_requests: Mutex<Vec<RecordedRequest>>,
     fallback: Mutex<Option<Behavior>>,
     requests: Mutex<Vec<RecordedRequest>>,
     in_flight: AtomicUsize,
@@ -308,6 +318,17 @@ impl OpenAiServer {
         lock(&self.state.requests).clone()
     }
 
+    /// Answers a `GET` of `path` (`/v1/models`, `/props`) with `behavior`, as often as
+    /// asked.
+    pub fn answer_get(&self, path: &str, behavior: Behavior) {
+        lock(&self.state.gets).push((path.to_string(), behavior));
+    }
+
+    /// The `GET` requests received so far, in arrival order.
+    pub fn get_requests(&self) -> Vec<RecordedRequest> {
+        lock(&self.state.get_requests).clone()
+    }
+
     /// The most requests that were being handled at the same time.
     pub fn max_in_flight(&self) -> usize {
         self.state.max_in_flight.load(Ordering::SeqCst)
@@ -358,6 +379,20 @@ fn handle_connection(mut stream: TcpStream, state: &State, stop: &AtomicBool) {
     let Some(request) = read_request(&mut stream) else {
         return;
     };
+    if request.method == "GET" {
+        let behavior = lock(&state.gets)
+            .iter()
+            .find(|(path, _)| *path == request.path)
+            .map(|(_, behavior)| behavior.clone())
+            .unwrap_or_else(|| Behavior::status(404));
+        lock(&state.get_requests).push(request);
+        if let Some(response) = respond(&mut stream, behavior, "", stop) {
+            let _ = stream.write_all(response.as_bytes());
+            let _ = stream.flush();
+            let _ = stream.shutdown(Shutdown::Write);
+        }
+        return;
+    }
     let behavior = {
         let mut script = lock(&state.script);
         script
@@ -578,6 +613,7 @@ fn respond(
             .to_string(),
         ),
         Behavior::Garbage(body) => (200, None, body),
+        Behavior::Json(body) => (200, None, body.to_string()),
         Behavior::NoChoices => (
             200,
             None,

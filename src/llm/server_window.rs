@@ -143,8 +143,14 @@ mod tests {
     #[test]
     fn each_servers_field_is_read() {
         let cases = [
-            (json!({"id": "m", "owned_by": "vllm", "max_model_len": 8192}), 8192),
-            (json!({"id": "m", "owned_by": "sglang", "max_model_len": 40960}), 40960),
+            (
+                json!({"id": "m", "owned_by": "vllm", "max_model_len": 8192}),
+                8192,
+            ),
+            (
+                json!({"id": "m", "owned_by": "sglang", "max_model_len": 40960}),
+                40960,
+            ),
             (
                 json!({"id": "m", "max_context_length": 32768, "loaded_context_length": 4096}),
                 4096,
@@ -179,7 +185,8 @@ mod tests {
 
     #[test]
     fn the_models_entry_is_found_by_its_id_or_alone() {
-        let list = json!({"data": [{"id": "a", "max_model_len": 1}, {"id": "b", "max_model_len": 2}]});
+        let list =
+            json!({"data": [{"id": "a", "max_model_len": 1}, {"id": "b", "max_model_len": 2}]});
         assert_eq!(model_entry(&list, "b").and_then(entry_window), Some(2));
         assert_eq!(model_entry(&list, "c"), None, "two others: neither is it");
         let alone = json!({"data": [{"id": "model.gguf", "owned_by": "llamacpp"}]});

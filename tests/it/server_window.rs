@@ -39,7 +39,13 @@ fn ask(dir: &Path, server: &OpenAiServer, args: &[&str]) -> Output {
     rlm_command()
         .current_dir(dir)
         .env("RLM_API_KEY", "test-key")
-        .args(["ask", "Print your words each turn.", "-q", "--max-iterations", "12"])
+        .args([
+            "ask",
+            "Print your words each turn.",
+            "-q",
+            "--max-iterations",
+            "12",
+        ])
         .arg("--trace")
         .arg(dir.join("run.jsonl"))
         .args(args)
@@ -82,7 +88,11 @@ fn a_run_without_a_window_takes_the_one_a_vllm_server_reports_and_replay_asks_no
         .arg(dir.path().join("run.jsonl"))
         .output()
         .unwrap();
-    assert!(stdout(&replay).starts_with("identical ("), "{}", stderr(&replay));
+    assert!(
+        stdout(&replay).starts_with("identical ("),
+        "{}",
+        stderr(&replay)
+    );
     assert_eq!(server.get_requests().len(), 1, "replay asks nothing");
     assert_eq!(server.request_count(), posts);
 }
@@ -141,7 +151,11 @@ fn a_window_given_by_flag_variable_or_file_wins_and_the_server_is_not_asked() {
 
     std::fs::remove_file(dir.path().join("rlm.toml")).unwrap();
     let out = ask(dir.path(), &server, &[]);
-    assert_eq!(out.status.code(), Some(1), "the server's word, when nothing else");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "the server's word, when nothing else"
+    );
     assert!(stderr(&out).contains("1,000 tokens"), "{}", stderr(&out));
 }
 
@@ -150,8 +164,14 @@ fn a_server_that_does_not_say_leaves_the_window_unknown_and_the_run_goes_on() {
     let slow = SLOW_ANSWER + Duration::from_secs(1);
     let answers: [(&str, Option<Behavior>); 5] = [
         ("404", None),
-        ("garbage", Some(Behavior::Garbage("<html>models</html>".into()))),
-        ("no window", Some(Behavior::Json(json!({"data": [{"id": "test-model"}]})))),
+        (
+            "garbage",
+            Some(Behavior::Garbage("<html>models</html>".into())),
+        ),
+        (
+            "no window",
+            Some(Behavior::Json(json!({"data": [{"id": "test-model"}]}))),
+        ),
         ("a 500", Some(Behavior::status(500))),
         ("slow", Some(vllm_models(WINDOW).after(slow))),
     ];
@@ -165,7 +185,11 @@ fn a_server_that_does_not_say_leaves_the_window_unknown_and_the_run_goes_on() {
         let out = ask(dir.path(), &server, &[]);
         assert_eq!(stdout(&out), "done\n", "{what}: {}", stderr(&out));
         assert!(started.elapsed() < slow, "{what}: not waited for");
-        assert_eq!(paths(&server), ["/v1/models"], "{what}: asked once, not retried");
+        assert_eq!(
+            paths(&server),
+            ["/v1/models"],
+            "{what}: asked once, not retried"
+        );
         assert_eq!(recorded_window(dir.path()), None, "{what}");
         assert_eq!(server.request_count(), 1, "{what}");
     }

@@ -149,11 +149,11 @@ impl McpHandler {
         peer: &Peer<RoleServer>,
         cancel: &CancellationToken,
     ) -> CallToolResult {
-        let (code, context) = match code_arguments(RUN_LUA, &arguments) {
+        let (code, context, wanted) = match run_lua_arguments(&arguments) {
             Ok(parsed) => parsed,
             Err(message) => return error_result(message),
         };
-        let (in_use, expired) = match self.session_environment() {
+        let (in_use, expired) = match self.session_environment(wanted.as_deref()) {
             Ok(found) => found,
             Err(message) => return error_result(message),
         };
@@ -193,7 +193,7 @@ impl McpHandler {
                 }
             }
         }
-        match result {
+        let mut answer = match result {
             Ok(output) => CallToolResult::success(vec![ContentBlock::text(output)]),
             Err(RunError::Failed(error)) => {
                 let mut text = error.output().to_string();
@@ -204,12 +204,23 @@ impl McpHandler {
                 error_result(text)
             }
             Err(RunError::Unavailable(message)) => error_result(message),
+        };
+        // A journaled REPL is named, for the client to come back to after a restart.
+        if self.state.sessions.state_dir().is_some()
+            && let Ok(id) = self.session.environment.lock()
+            && let Some(id) = id.as_deref()
+        {
+            let mut meta = Map::new();
+            meta.insert(SESSION_META.to_string(), Value::String(id.to_string()));
+            answer.meta = Some(rmcp::model::MetaObject(meta));
         }
+        answer
     }
 
-    /// The session's environment, created on first use. `expired` is true (once) when
-    /// the environment the session had was dropped for idleness.
-    fn session_environment(&self) -> Result<(InUse, bool), String> {
+    /// The session's environment, created on first use, or the journaled one `wanted`
+    /// names (a client back after a restart). `expired` is true (once) when the
+    /// environment the session had was dropped for idleness.
+    fn session_environment(&self, wanted: Option<&str>) -> Result<(InUse, bool), String> {
         if self.session.ended().is_cancelled() {
             return Err("this MCP session has ended; initialize a new one".to_string());
         }
@@ -218,6 +229,26 @@ impl McpHandler {
             .environment
             .lock()
             .map_err(|_| "the session is unusable after an internal error".to_string())?;
+        if let Some(wanted) = wanted
+            && id.as_deref() != Some(wanted)
+        {
+            // Another client's REPL is never shared: only one no session holds.
+            if self.state.sessions.is_live(wanted) {
+                return Err(format!(
+                    "the REPL `{wanted}` is in use by another session; call run_lua without `session` to start a fresh one"
+                ));
+            }
+            let in_use = self
+                .state
+                .restore_session(wanted, None)
+                .map_err(|message| {
+                    format!("{message}; call run_lua without `session` to start a fresh one")
+                })?;
+            if let Some(old) = id.replace(wanted.to_string()) {
+                self.state.sessions.remove(&old);
+            }
+            return Ok((in_use, false));
+        }
         let previous = id.take();
         if let Some(existing) = previous.as_deref()
             && let Some(in_use) = self.state.sessions.get(existing)
@@ -260,12 +291,32 @@ fn object(value: &Value) -> Arc<Map<String, Value>> {
     Arc::new(value.as_object().cloned().unwrap_or_default())
 }
 
+/// The `_meta` key of a `run_lua` result naming its REPL, under `--state-dir`.
+pub const SESSION_META: &str = "rlm/session";
+
+/// `{code, context?, session?}`.
+fn run_lua_arguments(arguments: &Value) -> Result<(String, Option<String>, Option<String>), String> {
+    let mut rest = arguments.clone();
+    let session = match rest.as_object_mut().and_then(|object| object.remove("session")) {
+        None | Some(Value::Null) => None,
+        Some(Value::String(session)) => Some(session),
+        Some(other) => {
+            return Err(format!(
+                "invalid arguments for `{RUN_LUA}`: $.session: expected a string, got {other}"
+            ));
+        }
+    };
+    let (code, context) = code_arguments(RUN_LUA, &rest)?;
+    Ok((code, context, session))
+}
+
 fn run_lua_tool() -> McpTool {
     let schema = json!({
         "type": "object",
         "properties": {
             "code": {"type": "string", "description": "Lua 5.4 code; what it prints is returned"},
             "context": {"type": "string", "description": "Sets the global `context` before the code runs"},
+            "session": {"type": "string", "description": "Continue the REPL an earlier result named (its _meta's rlm/session), after the server restarted; only on a server that keeps its sessions (rlm serve --state-dir)"},
         },
         "required": ["code"],
         "additionalProperties": false,

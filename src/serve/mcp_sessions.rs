@@ -61,13 +61,30 @@ impl McpSession {
         &self.ended
     }
 
-    /// Ends the session now: its executions are interrupted, its slot and environment
-    /// freed. Idempotent.
+    /// Ends the session now, as its client deleted it or it expired: its executions
+    /// are interrupted, its slot and environment freed, the environment's journal
+    /// (`--state-dir`) removed. Idempotent.
     pub(super) fn end(&self) {
+        self.finish(true);
+    }
+
+    /// Ends the session as [`McpSession::end`] does, but keeps its environment's
+    /// journal: the server is stopping, or the client left without deleting it, and
+    /// may come back with the environment's id (`run_lua`'s `session`).
+    pub(super) fn stop(&self) {
+        self.finish(false);
+    }
+
+    fn finish(&self, forget: bool) {
         self.ended.cancel();
         drop(locked(&self.slot).take());
         if let Some(id) = locked(&self.environment).take() {
-            self.state.sessions.remove(&id);
+            match forget {
+                true => {
+                    self.state.sessions.remove(&id);
+                }
+                false => self.state.sessions.detach(&id),
+            }
         }
     }
 
@@ -141,7 +158,7 @@ impl McpSession {
 
 impl Drop for McpSession {
     fn drop(&mut self) {
-        self.end();
+        self.stop();
     }
 }
 
@@ -245,12 +262,12 @@ impl McpSessions {
         expired.len()
     }
 
-    /// Ends every session (at shutdown).
+    /// Ends every session (at shutdown), keeping their journals for a restart.
     pub(super) fn clear(&self) {
         let sessions: Vec<_> = locked(&self.live).drain().collect();
         for (_, weak) in sessions {
             if let Some(session) = weak.upgrade() {
-                session.end();
+                session.stop();
             }
         }
     }

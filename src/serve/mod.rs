@@ -257,10 +257,7 @@ impl State {
     /// session's environment lives under the MCP session's slot); its id.
     fn new_session(&self, slot: Option<Slot>) -> Result<String, CreateError> {
         let (functions, setup) = (&self.functions, self.options.session_setup());
-        // A JSON-API session (the one with a slot) is journaled; an MCP session's
-        // environment ends with its MCP session, which a restart ends.
-        let journaled = slot.is_some();
-        let state_dir = self.sessions.state_dir().filter(|_| journaled).cloned();
+        let state_dir = self.sessions.state_dir().cloned();
         self.sessions.create(slot, |id| {
             let journal = state_dir.and_then(|dir| dir.path(id));
             SessionThread::start(functions, setup, journal)
@@ -270,19 +267,30 @@ impl State {
     /// The JSON-API session `id` brought back from its journal after a restart, under
     /// the cap; `None` when it has none (or it cannot be read: a warning is logged).
     fn restore_api_session(&self, id: &str) -> Option<sessions::InUse> {
-        let dir = self.sessions.state_dir()?;
-        if !dir.has(id) {
+        if !self.sessions.state_dir()?.has(id) {
             return None;
         }
         let slot = self.slots.take(SessionKind::Api)?;
+        self.restore_session(id, Some(slot)).ok()
+    }
+
+    /// The session `id` brought back from its journal, holding `slot` (none for an MCP
+    /// session's environment, which lives under its MCP session's slot).
+    fn restore_session(&self, id: &str, slot: Option<Slot>) -> Result<sessions::InUse, String> {
+        let gone = || format!("no REPL `{id}` to continue: it was deleted or expired");
+        let dir = self.sessions.state_dir().ok_or_else(gone)?;
+        if !dir.has(id) {
+            return Err(gone());
+        }
         let (functions, setup, journal) =
             (&self.functions, self.options.session_setup(), dir.path(id));
         let restored = self
             .sessions
-            .create_with_id(id.to_string(), Some(slot), |_| {
+            .create_with_id(id.to_string(), slot, |_| {
                 SessionThread::start(functions, setup, journal)
-            });
-        restored.ok().and_then(|id| self.sessions.get(&id))
+            })
+            .map_err(|error| error.to_string())?;
+        self.sessions.get(&restored).ok_or_else(gone)
     }
 
     /// A new JSON-API session, under the cap; its id.

@@ -183,6 +183,19 @@ impl Sessions {
         self.live().remove(id).is_some() || journaled
     }
 
+    /// Drops the session `id` from the table, keeping its journal: an MCP session
+    /// that ended without its client deleting it (the server stopping, the client
+    /// leaving), whose client may come back with the id after a restart. The journal
+    /// expires unused ([`StateDir::sweep`]).
+    pub(crate) fn detach(&self, id: &str) {
+        self.live().remove(id);
+    }
+
+    /// Whether the session `id` is live.
+    pub(crate) fn is_live(&self, id: &str) -> bool {
+        self.live().contains_key(id)
+    }
+
     /// How many sessions are live.
     pub fn len(&self) -> usize {
         self.live().len()
@@ -200,7 +213,12 @@ impl Sessions {
             }
             keep
         });
-        before - live.len()
+        let reaped = before - live.len();
+        drop(live);
+        if let Some(dir) = &self.state_dir {
+            dir.sweep(self.idle_timeout, |id| self.is_live(id));
+        }
+        reaped
     }
 
     /// How often the reaper should look: often enough that a session outlives its

@@ -25,15 +25,41 @@ impl StateDir {
     /// Files that are not session journals are named in a warning and left alone.
     pub fn open(dir: &Path, idle_timeout: Duration) -> io::Result<StateDir> {
         fs::create_dir_all(dir)?;
-        for entry in fs::read_dir(dir)?.flatten() {
-            let name = entry.file_name();
-            let name = name.to_string_lossy();
+        let state_dir = StateDir {
+            dir: dir.to_path_buf(),
+        };
+        for (name, _) in state_dir.journals(true)? {
+            tracing::warn!(
+                "--state-dir {}: `{name}` is not a session journal; left alone",
+                dir.display()
+            );
+        }
+        state_dir.sweep(idle_timeout, |_| false);
+        Ok(state_dir)
+    }
+
+    /// Removes the journals unused for longer than `idle_timeout` of the sessions that
+    /// are not `live`: sessions no client came back to (after a restart, or an MCP
+    /// session whose client left without deleting it) expire as live ones do.
+    pub fn sweep(&self, idle_timeout: Duration, live: impl Fn(&str) -> bool) {
+        let Ok(journals) = self.journals(false) else {
+            return;
+        };
+        for (id, idle) in journals {
+            if !live(&id) && idle.is_some_and(|idle| idle > idle_timeout) {
+                let _ = fs::remove_file(self.dir.join(format!("{id}.jsonl")));
+            }
+        }
+    }
+
+    /// The session journals in the directory (`foreign`: the other files instead), by
+    /// id (file name), with how long each has not been written.
+    fn journals(&self, foreign: bool) -> io::Result<Vec<(String, Option<Duration>)>> {
+        let mut found = Vec::new();
+        for entry in fs::read_dir(&self.dir)?.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
             let id = name.strip_suffix(".jsonl").unwrap_or_default();
-            if !is_session_id(id) {
-                tracing::warn!(
-                    "--state-dir {}: `{name}` is not a session journal; left alone",
-                    dir.display()
-                );
+            if is_session_id(id) == foreign {
                 continue;
             }
             let idle = entry
@@ -41,13 +67,9 @@ impl StateDir {
                 .and_then(|meta| meta.modified())
                 .ok()
                 .and_then(|modified| SystemTime::now().duration_since(modified).ok());
-            if idle.is_some_and(|idle| idle > idle_timeout) {
-                let _ = fs::remove_file(entry.path());
-            }
+            found.push((if foreign { name.clone() } else { id.to_string() }, idle));
         }
-        Ok(StateDir {
-            dir: dir.to_path_buf(),
-        })
+        Ok(found)
     }
 
     /// Where session `id`'s journal is; none for an id the server never gives out (so

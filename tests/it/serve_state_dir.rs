@@ -105,3 +105,79 @@ async fn a_corrupt_or_foreign_file_is_a_warning_not_a_crash() {
     })
     .await;
 }
+
+/// `run_lua` in the MCP session `session` of `served`: the JSON-RPC result.
+async fn run_lua_in(served: &ServedProcess, session: &str, arguments: Value) -> Value {
+    let url = format!("http://{}/mcp", served.address);
+    let reply = call_in(url, session, 2, "run_lua", arguments).await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    reply.json()["result"].clone()
+}
+
+/// The text a `run_lua` result holds.
+fn result_text(result: &Value) -> String {
+    result["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// The REPL a `run_lua` result names.
+fn result_session(result: &Value) -> String {
+    result["_meta"]["rlm/session"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no rlm/session in {result}"))
+        .to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_clients_repl_comes_back_by_its_session_after_the_server_stops_and_restarts() {
+    let dir = tempfile::tempdir().unwrap();
+    bounded(async {
+        let first = serve_with_state(dir.path()).await;
+        let mcp = open_session(format!("http://{}/mcp", first.address)).await;
+        let code = json!({"code": "counts = {a = 1, b = 2} t0 = os.time() r = math.random(1000000)"});
+        let set = run_lua_in(&first, &mcp, code).await;
+        let repl = result_session(&set);
+        let before = run_lua_in(&first, &mcp, json!({"code": "print(t0, r)"})).await;
+        assert_eq!(journals(dir.path()), [format!("{repl}.jsonl")]);
+        // Stopped as a service manager stops it: the journal stays for the client.
+        let stopped = std::process::Command::new("kill")
+            .args(["-TERM", &first.pid.to_string()])
+            .status()
+            .unwrap();
+        assert!(stopped.success());
+        let mut first = first;
+        first.child.wait().await.unwrap();
+        assert_eq!(journals(dir.path()), [format!("{repl}.jsonl")]);
+
+        let second = serve_with_state(dir.path()).await;
+        let url = format!("http://{}/mcp", second.address);
+        let mcp = open_session(url.clone()).await;
+        let read = json!({"code": "print(counts.a + counts.b)", "session": repl});
+        let read = run_lua_in(&second, &mcp, read).await;
+        assert_eq!(result_text(&read), "3\n", "{read}");
+        assert_eq!(result_session(&read), repl);
+        let after = run_lua_in(&second, &mcp, json!({"code": "print(t0, r)"})).await;
+        assert_eq!(
+            result_text(&after),
+            result_text(&before),
+            "the same REPL without `session` again, its clock and random values the recorded ones"
+        );
+
+        let other = open_session(url.clone()).await;
+        let taken = run_lua_in(&second, &other, json!({"code": "print(1)", "session": repl})).await;
+        assert_eq!(taken["isError"], true);
+        assert!(result_text(&taken).contains("in use by another session"), "{taken}");
+        let unknown = json!({"code": "print(1)", "session": "0123456789abcdef0123456789abcdef"});
+        let unknown = run_lua_in(&second, &other, unknown).await;
+        assert!(result_text(&unknown).contains("no REPL"), "{unknown}");
+
+        let mut headers = MCP_POST.to_vec();
+        headers.push(("Mcp-Session-Id", &mcp));
+        let deleted = send("DELETE", url, &headers, None).await;
+        assert!(deleted.status < 300, "{deleted:?}");
+        wait_until(|| !journals(dir.path()).contains(&format!("{repl}.jsonl"))).await;
+    })
+    .await;
+}

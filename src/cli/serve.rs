@@ -57,9 +57,11 @@ pub(crate) struct ServeArgs {
     /// http://127.0.0.1:PORT on the port it serves).
     #[arg(long = "allow-origin", value_name = "URL")]
     allow_origin: Vec<String>,
-    /// Journal each /v1/sessions session's REPL in DIR, so that after a restart with the
-    /// same DIR a client coming back with its session id finds its globals as it left
-    /// them. A deleted or expired session leaves nothing behind.
+    /// Journal each session's REPL in DIR (a /v1/sessions session's, an MCP client's
+    /// run_lua REPL), so that after a restart with the same DIR a client coming back with
+    /// its session id (for MCP, the `rlm/session` a run_lua result names, passed as its
+    /// `session` argument) finds its globals as it left them. A deleted or expired
+    /// session leaves nothing behind.
     #[arg(long, value_name = "DIR")]
     state_dir: Option<std::path::PathBuf>,
     /// The largest request body, in bytes.

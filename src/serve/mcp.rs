@@ -295,9 +295,14 @@ fn object(value: &Value) -> Arc<Map<String, Value>> {
 pub const SESSION_META: &str = "rlm/session";
 
 /// `{code, context?, session?}`.
-fn run_lua_arguments(arguments: &Value) -> Result<(String, Option<String>, Option<String>), String> {
+fn run_lua_arguments(
+    arguments: &Value,
+) -> Result<(String, Option<String>, Option<String>), String> {
     let mut rest = arguments.clone();
-    let session = match rest.as_object_mut().and_then(|object| object.remove("session")) {
+    let session = match rest
+        .as_object_mut()
+        .and_then(|object| object.remove("session"))
+    {
         None | Some(Value::Null) => None,
         Some(Value::String(session)) => Some(session),
         Some(other) => {

@@ -131,9 +131,11 @@ pub struct ServeOptions {
     /// The global `context` every new session starts with (default none); a client may
     /// still set its own. Gathered once (`rlm serve --context`), shared by the sessions.
     pub context: Option<Arc<Context>>,
-    /// Journal each JSON-API session's REPL in this directory (`rlm serve --state-dir`;
-    /// default none): after a restart with the same directory, a session comes back
-    /// with its globals when its id is used again. An ended session leaves no file.
+    /// Journal each session's REPL in this directory (`rlm serve --state-dir`; default
+    /// none), a JSON-API session's and an MCP session's `run_lua` one: after a restart
+    /// with the same directory, a session comes back with its globals when its id is
+    /// used again (for MCP, as `run_lua`'s `session`, the id a result's `_meta` names).
+    /// A deleted or expired session leaves no file.
     pub state_dir: Option<std::path::PathBuf>,
 }
 

@@ -3,8 +3,13 @@
 //! after each execution), so that after a restart a client that comes back with its
 //! session id finds its globals as it left them: the session is restored, lazily, by
 //! running its steps again with their recorded values (no model call, no effect
-//! repeated). An ended session (deleted, or idle past the timeout) leaves no file; a
-//! file that cannot be read back is a warning, never a crash.
+//! repeated). An MCP session's `run_lua` REPL is journaled alike, under its own id
+//! (the MCP session's id is the transport's and does not outlive the server): a client
+//! back after a restart names it with `run_lua`'s `session`. An ended session (deleted,
+//! or idle past the timeout) leaves no file; an MCP session that stopped without being
+//! deleted (the server stopping, a client leaving) keeps its journal until it has been
+//! unused for the timeout ([`StateDir::sweep`]); a file that cannot be read back is a
+//! warning, never a crash.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
@@ -67,7 +72,14 @@ impl StateDir {
                 .and_then(|meta| meta.modified())
                 .ok()
                 .and_then(|modified| SystemTime::now().duration_since(modified).ok());
-            found.push((if foreign { name.clone() } else { id.to_string() }, idle));
+            found.push((
+                if foreign {
+                    name.clone()
+                } else {
+                    id.to_string()
+                },
+                idle,
+            ));
         }
         Ok(found)
     }

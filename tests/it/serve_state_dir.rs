@@ -136,7 +136,8 @@ async fn an_mcp_clients_repl_comes_back_by_its_session_after_the_server_stops_an
     bounded(async {
         let first = serve_with_state(dir.path()).await;
         let mcp = open_session(format!("http://{}/mcp", first.address)).await;
-        let code = json!({"code": "counts = {a = 1, b = 2} t0 = os.time() r = math.random(1000000)"});
+        let code =
+            json!({"code": "counts = {a = 1, b = 2} t0 = os.time() r = math.random(1000000)"});
         let set = run_lua_in(&first, &mcp, code).await;
         let repl = result_session(&set);
         let before = run_lua_in(&first, &mcp, json!({"code": "print(t0, r)"})).await;
@@ -166,9 +167,17 @@ async fn an_mcp_clients_repl_comes_back_by_its_session_after_the_server_stops_an
         );
 
         let other = open_session(url.clone()).await;
-        let taken = run_lua_in(&second, &other, json!({"code": "print(1)", "session": repl})).await;
+        let taken = run_lua_in(
+            &second,
+            &other,
+            json!({"code": "print(1)", "session": repl}),
+        )
+        .await;
         assert_eq!(taken["isError"], true);
-        assert!(result_text(&taken).contains("in use by another session"), "{taken}");
+        assert!(
+            result_text(&taken).contains("in use by another session"),
+            "{taken}"
+        );
         let unknown = json!({"code": "print(1)", "session": "0123456789abcdef0123456789abcdef"});
         let unknown = run_lua_in(&second, &other, unknown).await;
         assert!(result_text(&unknown).contains("no REPL"), "{unknown}");

@@ -190,3 +190,26 @@ async fn an_mcp_clients_repl_comes_back_by_its_session_after_the_server_stops_an
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_repl_no_client_comes_back_to_expires_with_the_idle_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    bounded(async {
+        let serve = || {
+            let mut command = support::cli::rlm_process();
+            command.args(["serve", "--http", "127.0.0.1:0", "--idle-timeout", "1"]);
+            command.arg("--state-dir").arg(dir.path());
+            ServedProcess::spawn(command)
+        };
+        let mut first = serve().await;
+        let mcp = open_session(format!("http://{}/mcp", first.address)).await;
+        let repl = result_session(&run_lua_in(&first, &mcp, json!({"code": "x = 1"})).await);
+        first.child.kill().await.unwrap();
+        first.child.wait().await.unwrap();
+        assert_eq!(journals(dir.path()), [format!("{repl}.jsonl")]);
+
+        let _second = serve().await;
+        wait_until(|| journals(dir.path()).is_empty()).await;
+    })
+    .await;
+}

@@ -5,6 +5,8 @@ model's Lua; any other request (an `llm_query` from the model's code) gets
 `sub_answer(prompt)`, after `sub_delay` seconds; `max_in_flight` is the most of those
 answered at once. A reply is the message's content, or a `Reply` for what a reasoning
 model or a cut reply adds to it. Every request body is kept for the tests to read.
+A `GET /v1/models` (a client asking the model's window) is answered with `models` when
+given, else 404, and kept in `gets`, apart from the chat requests.
 """
 
 from __future__ import annotations
@@ -37,8 +39,11 @@ class ScriptedServer:
         sub_answer: Callable[[str], str | Reply] = lambda prompt: f"echo: {prompt}",
         status: int = 200,
         sub_delay: float = 0.0,
+        models: dict | None = None,
     ) -> None:
         self.replies = list(replies)
+        self.models = models
+        self.gets: list[str] = []
         self.sub_delay = sub_delay
         self.in_flight = 0
         self.max_in_flight = 0
@@ -115,6 +120,16 @@ class ScriptedServer:
                 status, body = server._answer(request)
                 data = json.dumps(body).encode()
                 self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self) -> None:  # noqa: N802 (the standard library's name)
+                server.gets.append(self.path)
+                found = self.path == "/v1/models" and server.models is not None
+                data = json.dumps(server.models if found else {"error": "not found"}).encode()
+                self.send_response(200 if found else 404)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()

@@ -208,6 +208,17 @@ def test_a_window_too_small_is_refused_before_anything_is_sent():
     assert "compact" in str(caught.value) or "registry" in str(caught.value)
 
 
+def test_without_a_window_the_one_the_server_reports_is_checked_and_an_argument_wins():
+    models = {"object": "list", "data": [{"id": "m", "owned_by": "vllm", "max_model_len": 1000}]}
+    with ScriptedServer([lua("FINAL(1)")], models=models) as server:
+        with pytest.raises(LlmError, match="the window is 1,000 tokens"):
+            ask("?", "x", model="m", base_url=server.base_url)
+        assert server.requests == [] and server.gets == ["/v1/models"]
+        answer = ask("?", "x", model="m", base_url=server.base_url, context_window=100_000)
+        assert answer.answer == "1"
+        assert server.gets == ["/v1/models"], "a window given: the server is not asked"
+
+
 def test_system_prompt_documents_the_registry_and_the_context():
     prompt = system_prompt("a" * 1000, max_iterations=7)
     assert "word_count" in prompt

@@ -490,6 +490,50 @@ async fn llm_query_calls_a_model_only_when_serve_is_given_one() {
     .await;
 }
 
+/// Without `--context-window`, `rlm serve --model` checks `llm_query` prompts against the
+/// window the model's server reports, asked once at start; without a model, nothing is
+/// asked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_served_model_without_a_window_is_checked_against_the_one_its_server_reports() {
+    use support::openai_server::{Behavior, OpenAiServer};
+    bounded(async {
+        let model = OpenAiServer::always(Behavior::reply("from the model"));
+        model.answer_get(
+            "/v1/models",
+            Behavior::Json(json!({"data": [{"id": "tiny", "max_model_len": 1_500}]})),
+        );
+        let serve = |model_args: &[&str]| {
+            let mut command = support::cli::rlm_process();
+            command
+                .args(["serve", "--http", "127.0.0.1:0"])
+                .args(model_args);
+            ServedProcess::spawn(command)
+        };
+        let base_url = model.base_url();
+        let served = serve(&["--base-url", &base_url, "--model", "tiny"]).await;
+        let url = |path: &str| format!("http://{}{path}", served.address);
+        let (_, created) = request("POST", url("/v1/sessions"), None, None).await;
+        let exec = url(&format!(
+            "/v1/sessions/{}/exec",
+            created["id"].as_str().unwrap()
+        ));
+        let code = json!({"code": "print(llm_query(string.rep('word ', 600)))"}).to_string();
+        let (status, refused) = request("POST", exec, Some(&code), None).await;
+        assert_eq!(status, 422, "{refused}");
+        let error = refused["error"].as_str().unwrap();
+        assert!(
+            error.contains("does not fit the model's context window of 1,500 tokens"),
+            "{error}"
+        );
+        assert_eq!(model.request_count(), 0, "nothing sent");
+
+        let _unserved = serve(&[]).await;
+        let asked: Vec<String> = model.get_requests().into_iter().map(|r| r.path).collect();
+        assert_eq!(asked, ["/v1/models"], "once, and only with a model");
+    })
+    .await;
+}
+
 /// With the served model's window (`--context-window`), a `llm_query` prompt that would
 /// not fit is not sent.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

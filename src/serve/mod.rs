@@ -280,7 +280,9 @@ impl State {
     /// session's environment, which lives under its MCP session's slot).
     fn restore_session(&self, id: &str, slot: Option<Slot>) -> Result<sessions::InUse, String> {
         let gone = || format!("no REPL `{id}` to continue: it was deleted or expired");
-        let dir = self.sessions.state_dir().ok_or_else(gone)?;
+        let dir = self.sessions.state_dir().ok_or_else(|| {
+            "this server keeps no REPL across a restart (rlm serve --state-dir)".to_string()
+        })?;
         if !dir.has(id) {
             return Err(gone());
         }

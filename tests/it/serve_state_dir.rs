@@ -213,3 +213,39 @@ async fn an_mcp_repl_no_client_comes_back_to_expires_with_the_idle_timeout() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_state_dir_run_lua_names_no_repl_and_refuses_one() {
+    bounded(async {
+        let server = TestServer::start(options()).await;
+        let client = server.mcp().await;
+        let result = run_lua(&client, "x = 1").await;
+        assert!(!is_error(&result) && result.meta.is_none(), "{result:?}");
+        let id = "0123456789abcdef0123456789abcdef";
+        let result = call(
+            &client,
+            "run_lua",
+            json!({"code": "print(x)", "session": id}),
+        )
+        .await;
+        assert!(is_error(&result));
+        assert!(
+            text(&result).contains("keeps no REPL across a restart"),
+            "{}",
+            text(&result)
+        );
+        let result = call(
+            &client,
+            "run_lua",
+            json!({"code": "print(x)", "session": 7}),
+        )
+        .await;
+        assert!(
+            text(&result).contains("$.session: expected a string"),
+            "{}",
+            text(&result)
+        );
+        client.cancel().await.unwrap();
+    })
+    .await;
+}

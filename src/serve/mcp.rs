@@ -232,7 +232,7 @@ impl McpHandler {
         if let Some(wanted) = wanted
             && id.as_deref() != Some(wanted)
         {
-            // Another client's REPL is never shared: only one no session holds.
+            // A REPL is never shared: only one that no live session holds comes back.
             if self.state.sessions.is_live(wanted) {
                 return Err(format!(
                     "the REPL `{wanted}` is in use by another session; call run_lua without `session` to start a fresh one"

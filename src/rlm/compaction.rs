@@ -159,6 +159,11 @@ pub struct Compaction {
     /// The next request after the compaction, in `o200k_base` tokens.
     #[serde(default)]
     pub tokens_after: u64,
+    /// The window the server stated when it refused turn `turn + 1`'s request as too
+    /// long, which this compaction was made for (the turn was then asked again, and the
+    /// agent's window is this one from then on); `None` when the window check made it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused: Option<u64>,
     /// Prompt tokens of the call for the summary.
     #[serde(default)]
     pub prompt_tokens: u64,
@@ -206,6 +211,14 @@ impl Compaction {
     }
 }
 
+/// What a compaction is made against: the window, the request's tokens before it, and
+/// the window a server's refusal stated when one led to it.
+struct Before {
+    window: u64,
+    tokens: u64,
+    refused: Option<u64>,
+}
+
 /// An agent's conversation, and with compaction on, every message of it in order.
 pub(super) struct Conversation {
     /// What the model reads, from the last restart on.
@@ -233,6 +246,11 @@ impl Conversation {
             pairs: Vec::new(),
             compactions: 0,
         }
+    }
+
+    /// Whether it holds a turn since it last (re)started: only then can it be compacted.
+    pub(super) fn has_turns(&self) -> bool {
+        !self.pairs.is_empty()
     }
 
     /// Adds `turn`'s reply and feedback.
@@ -325,26 +343,38 @@ fn role_name(role: Role) -> &'static str {
 }
 
 impl Agent {
-    /// Before `turn`: compacts the conversation if the next request would pass the
-    /// threshold; the messages to send and the turns whose output they leave out.
+    /// Before `turn`: compacts the conversation against `window` (the agent's) if the
+    /// next request would pass the threshold, or whatever its size after the server
+    /// `refused` the turn's request stating that window; the messages to send and the
+    /// turns whose output they leave out.
     pub(super) fn prepare(
         &self,
         turn: u32,
         env: &Environment,
         conversation: &mut Conversation,
+        window: Option<u64>,
+        refused: Option<u64>,
     ) -> Result<(Vec<Message>, Vec<u32>), RlmError> {
         let Some(at) = self.config.compact_at else {
             return Ok((conversation.messages.clone(), Vec::new()));
         };
-        let Some(window) = self.config.context_window else {
+        let Some(window) = window else {
             return Ok(conversation.elided(ELIDED_BEYOND_TOKENS));
         };
         if !conversation.pairs.is_empty() {
             let request = self.request(&conversation.messages);
             let tokens = request_tokens(&request);
             let reserve = reply_reserve(&request, self.reply_limit());
-            if tokens > at.of(window) || tokens.saturating_add(reserve) > window {
-                self.compact(turn.saturating_sub(1), env, conversation, window, tokens)?;
+            if refused.is_some()
+                || tokens > at.of(window)
+                || tokens.saturating_add(reserve) > window
+            {
+                let before = Before {
+                    window,
+                    tokens,
+                    refused,
+                };
+                self.compact(turn.saturating_sub(1), env, conversation, before)?;
             }
         }
         Ok((conversation.messages.clone(), Vec::new()))
@@ -357,9 +387,13 @@ impl Agent {
         after: u32,
         env: &Environment,
         conversation: &mut Conversation,
-        window: u64,
-        tokens_before: u64,
+        before: Before,
     ) -> Result<(), RlmError> {
+        let Before {
+            window,
+            tokens: tokens_before,
+            refused,
+        } = before;
         let started = Instant::now();
         let request = self.summary_request(&conversation.messages, window);
         let mut record = Compaction {
@@ -369,6 +403,7 @@ impl Agent {
             messages_before: conversation.messages.len(),
             tokens_before,
             messages_summarized: request.messages.len(),
+            refused,
             ..Compaction::default()
         };
         let result = self.ask_for_summary(request);

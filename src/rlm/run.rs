@@ -33,6 +33,10 @@ enum Outcome {
     Final(FinalAnswer),
     /// The run ends without an answer.
     Fail(RlmError),
+    /// The server refused the request as too long, stating its `window`: the turn is
+    /// asked again after a compaction against it (the turn was not written); `error`
+    /// ends the run if it cannot be.
+    Refused { window: u64, error: RlmError },
 }
 
 /// An agent's final answer: its text, and with a schema its JSON value.
@@ -106,16 +110,28 @@ impl Agent {
                     config.max_iterations
                 );
             }
-            let messages = match self.prepare(turn, &env, &mut conversation) {
-                Ok((messages, elided)) => {
-                    state.elided = elided;
-                    messages
+            // At most twice: again after the server refused the request as too long,
+            // stating its window, and the conversation was compacted against it.
+            let mut refused = None;
+            let outcome = loop {
+                let window = self.window(&state);
+                let messages = match self.prepare(turn, &env, &mut conversation, window, refused) {
+                    Ok((messages, elided)) => {
+                        state.elided = elided;
+                        messages
+                    }
+                    Err(error) => return (Err(error), turn.saturating_sub(1)),
+                };
+                state.may_learn =
+                    refused.is_none() && config.compact_at.is_some() && conversation.has_turns();
+                match self.turn(turn, &env, &messages, &mut state) {
+                    Ok(Outcome::Refused { window, .. }) if refused.is_none() => {
+                        state.learnt = Some(window);
+                        refused = Some(window);
+                    }
+                    Ok(outcome) => break outcome,
+                    Err(error) => return (Err(RlmError::Trace(error)), turn),
                 }
-                Err(error) => return (Err(error), turn.saturating_sub(1)),
-            };
-            let outcome = match self.turn(turn, &env, &messages, &mut state) {
-                Ok(outcome) => outcome,
-                Err(error) => return (Err(RlmError::Trace(error)), turn),
             };
             match outcome {
                 Outcome::Continue(feedback) => {
@@ -128,6 +144,8 @@ impl Agent {
                     return (Err(RlmError::Interrupted), turn - 1);
                 }
                 Outcome::Fail(error) => return (Err(error), turn),
+                // Refused again after the compaction: the refusal is the run's end.
+                Outcome::Refused { error, .. } => return (Err(error), turn),
             }
         }
         (
@@ -155,9 +173,16 @@ impl Agent {
             elided: std::mem::take(&mut state.elided),
             ..Turn::default()
         };
-        let outcome = match self.ask(turn, messages, &mut record, started) {
+        let window = self.window(state);
+        let outcome = match self.ask(turn, messages, &mut record, started, window) {
             Ok(completion) => self.respond(turn, env, completion, state, &mut record),
-            Err(error) => Outcome::Fail(error),
+            Err(error) => match self.stated_window(&error, state) {
+                // Not written: the turn is asked again, and its line is that one's.
+                Some(window) if !self.cancelled() => {
+                    return Ok(Outcome::Refused { window, error });
+                }
+                _ => Outcome::Fail(error),
+            },
         };
         // A turn a cancellation cut short is not written: its trace ends with the last
         // whole turn, and a resumed run asks this one again.
@@ -167,7 +192,9 @@ impl Agent {
         match &outcome {
             Outcome::Continue(feedback) => record.feedback = Some(feedback.clone()),
             Outcome::Final(answer) => record.final_answer = Some(answer.text.clone()),
-            Outcome::Fail(error) => record.error = Some(error.to_string()),
+            Outcome::Fail(error) | Outcome::Refused { error, .. } => {
+                record.error = Some(error.to_string());
+            }
         }
         self.write(record, started)?;
         Ok(outcome)
@@ -182,9 +209,10 @@ impl Agent {
         messages: &[Message],
         record: &mut Turn,
         started: Instant,
+        window: Option<u64>,
     ) -> Result<Completion, RlmError> {
         let request = self.request(messages);
-        self.check_window(turn, &request)?;
+        self.check_window(turn, &request, window)?;
         let result = self
             .ledger
             .complete(self.depth, &self.turn_model(), request)
@@ -192,7 +220,7 @@ impl Agent {
         record.llm_ms = millis(started.elapsed());
         let completion = result.map_err(|error| match error.is_context_length() {
             // Built again only then: cloning every request to describe it would cost.
-            true => self.too_long(turn, &self.request(messages), error),
+            true => self.too_long(turn, &self.request(messages), error, window),
             false => RlmError::Llm(error),
         })?;
         record.prompt_tokens = completion.prompt_tokens;
@@ -233,10 +261,40 @@ impl Agent {
         request
     }
 
+    /// The agent's context window: the one a server's refusal stated, else the
+    /// configured one.
+    fn window(&self, state: &LoopState) -> Option<u64> {
+        state.learnt.or(self.config.context_window)
+    }
+
+    /// The window the server stated in refusing a request as too long, when the turn
+    /// can be asked again after a compaction against it: compaction is on, there is a
+    /// turn to summarise, the turn was not asked again already, and the stated window is
+    /// no larger than the agent's.
+    fn stated_window(&self, error: &RlmError, state: &LoopState) -> Option<u64> {
+        let RlmError::ContextWindow(exceeded) = error else {
+            return None;
+        };
+        let Some(LlmError::ContextLength {
+            window: Some(stated),
+            ..
+        }) = &exceeded.server
+        else {
+            return None;
+        };
+        let smaller = self.window(state).is_none_or(|window| *stated <= window);
+        (state.may_learn && smaller).then_some(*stated)
+    }
+
     /// Refuses the `request` of `turn` when its tokens and the reply's reserve do not fit
-    /// the configured context window.
-    fn check_window(&self, turn: u32, request: &Request) -> Result<(), RlmError> {
-        let Some(window) = self.config.context_window else {
+    /// the agent's context `window`.
+    fn check_window(
+        &self,
+        turn: u32,
+        request: &Request,
+        window: Option<u64>,
+    ) -> Result<(), RlmError> {
+        let Some(window) = window else {
             return Ok(());
         };
         let prompt_mode = self.config.prompt_mode;
@@ -252,11 +310,17 @@ impl Agent {
     }
 
     /// The error for the `request` of `turn` the `server` refused as too long.
-    fn too_long(&self, turn: u32, request: &Request, server: LlmError) -> RlmError {
+    fn too_long(
+        &self,
+        turn: u32,
+        request: &Request,
+        server: LlmError,
+        window: Option<u64>,
+    ) -> RlmError {
         let exceeded = WindowExceeded::of(
             &self.id,
             request,
-            self.config.context_window,
+            window,
             self.reply_limit(),
             self.config.prompt_mode,
             Some(server),
@@ -460,6 +524,11 @@ struct LoopState {
     last_refusal: Option<String>,
     /// The earlier turns whose output the next request leaves out.
     elided: Vec<u32>,
+    /// The window a server's refusal stated, the agent's from then on.
+    learnt: Option<u64>,
+    /// Whether a refusal of this turn's request may be answered by a compaction and the
+    /// turn asked again.
+    may_learn: bool,
 }
 
 /// The `o200k_base` tokens of `request`'s messages, with the chat format's overhead.

@@ -147,19 +147,32 @@ fn every_request_is_checked_and_without_compaction_turn_3_does_not_fit() {
 }
 
 #[test]
-fn a_later_request_the_server_refuses_is_a_window_error_asking_for_the_window() {
+fn without_a_window_a_refusal_stating_one_is_learnt_and_one_stating_none_asks_for_it() {
     let server = window_server(12);
-    let error = rlm(&server, 12)
+    let answer = rlm(&server, 12)
+        .run("Print your words each turn.", None)
+        .unwrap();
+    assert!(answer.text.starts_with("11 outputs, "), "{}", answer.text);
+
+    // OpenAI's wording without the window: nothing to compact against.
+    let silent = OpenAiServer::start(
+        vec![lua(&turn_code(12)), lua(&turn_code(12))],
+        Behavior::status_with_body(
+            400,
+            r#"{"error": {"message": "Input is too long.", "code": "context_length_exceeded"}}"#,
+        ),
+    );
+    let error = rlm(&silent, 12)
         .run("Print your words each turn.", None)
         .unwrap_err();
     let RlmError::ContextWindow(exceeded) = &error else {
         panic!("{error:?}");
     };
-    assert_eq!((exceeded.turn, exceeded.window), (3, Some(WINDOW)));
+    assert_eq!((exceeded.turn, exceeded.window), (3, None));
     assert!(exceeded.server.is_some(), "sent, and refused");
     let message = error.to_string();
     assert!(
-        message.contains("the request of turn 3 of the root agent does not fit the model's context window (the window is 8,192 tokens): the server refused it"),
+        message.contains("the request of turn 3 of the root agent does not fit the model's context window: the server refused it"),
         "{message}"
     );
     assert!(
@@ -271,6 +284,78 @@ fn a_replay_of_a_compacted_run_is_identical_and_sends_nothing() {
     let edited = trace.replace("\"compact_at\":0.85", "\"compact_at\":0.3");
     let report = Replay::from_jsonl(&edited).unwrap().run().unwrap();
     assert!(!report.is_identical());
+}
+
+#[test]
+fn a_refusal_stating_a_smaller_window_is_compacted_for_the_turn_asked_again_and_replayed() {
+    let server = window_server(12);
+    let trace = Shared::default();
+    // The window given is too large: the server's refusal states the real one.
+    let report = rlm(&server, 12)
+        .context_window(100_000)
+        .trace(trace.clone())
+        .run_report("Print your words each turn.", None, None);
+    let answer = report.result.unwrap();
+    assert!(answer.starts_with("11 outputs, "), "{answer}");
+    let refused: Vec<u64> = server
+        .requests()
+        .iter()
+        .map(|request| request.prompt_tokens())
+        .filter(|tokens| *tokens > WINDOW)
+        .collect();
+    assert_eq!(
+        refused.len(),
+        1,
+        "refused once, then the window was the server's"
+    );
+    let trace = trace.text();
+    let compactions: Vec<_> = records(&trace)
+        .into_iter()
+        .filter_map(|record| match record {
+            Record::Compaction(compaction) => Some(compaction),
+            _ => None,
+        })
+        .collect();
+    assert!(compactions.len() > 1, "{compactions:?}");
+    assert_eq!(compactions[0].refused, Some(WINDOW), "made for the refusal");
+    assert!(compactions[1..].iter().all(|c| c.refused.is_none()));
+    let turns: Vec<(u32, bool)> = records(&trace)
+        .into_iter()
+        .filter_map(|record| match record {
+            Record::Turn(turn) => Some((turn.turn, turn.error.is_some())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        turns.len(),
+        12,
+        "the refused turn written once, as asked again"
+    );
+    assert!(turns.iter().all(|(_, failed)| !failed), "{turns:?}");
+
+    let sent = server.request_count();
+    let replayed = Replay::from_jsonl(&trace).unwrap().run().unwrap();
+    assert!(replayed.is_identical(), "{:?}", replayed.divergence);
+    assert_eq!(
+        server.request_count(),
+        sent,
+        "the refusal is played back too"
+    );
+}
+
+#[test]
+fn a_refusal_without_a_turn_to_summarise_or_with_compaction_off_ends_the_run_as_before() {
+    let server = window_server(12);
+    let error = rlm(&server, 12)
+        .context_window(100_000)
+        .compact_at(None)
+        .run("Print your words each turn.", None)
+        .unwrap_err();
+    let RlmError::ContextWindow(exceeded) = &error else {
+        panic!("{error:?}");
+    };
+    assert_eq!(exceeded.turn, 3);
+    assert!(exceeded.server.is_some(), "the server refused it");
 }
 
 #[test]

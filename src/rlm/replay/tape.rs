@@ -26,6 +26,10 @@ pub(crate) struct PlayedBack {
     pub calls: Vec<SubCall>,
     /// The journals of those turns' blocks that ran, in order.
     pub journals: Vec<Vec<JournalEntry>>,
+    /// The server's refusals of a turn's request as too long, each with the window it
+    /// stated, played before the reply at its index in `replies` (the compaction's
+    /// summary it led to).
+    pub refusals: Vec<(usize, u64)>,
 }
 
 /// Every agent's tapes, from a run's records.
@@ -57,6 +61,33 @@ struct Entry {
     asked: Option<Vec<Message>>,
     images: Vec<ImageRecord>,
     answer: Result<Completion, String>,
+    /// The server refused the request as too long, stating this window.
+    refused: Option<u64>,
+}
+
+impl Entry {
+    /// A server's refusal of a turn's request as too long, stating `window`.
+    fn refusal(window: u64) -> Entry {
+        Entry {
+            asked: None,
+            images: Vec::new(),
+            answer: Err(String::new()),
+            refused: Some(window),
+        }
+    }
+
+    /// The answer as the model gave it.
+    fn into_answer(self) -> Result<Completion, LlmError> {
+        match self.refused {
+            Some(window) => Err(LlmError::ContextLength {
+                prompt_tokens: None,
+                window: Some(window),
+                body: format!("the recorded refusal: the window is {window} tokens"),
+                attempts: 1,
+            }),
+            None => self.answer.map_err(LlmError::Callback),
+        }
+    }
 }
 
 impl Tapes {
@@ -89,12 +120,17 @@ impl Tapes {
                 }
                 // The summary was asked for between two turns: its place on the tape
                 // is where the run asked.
+                // A refusal that led to it came first.
                 Record::Compaction(compaction) => {
                     let tape = agents.entry(compaction.agent.clone()).or_default();
+                    if let Some(window) = compaction.refused {
+                        tape.turns.push(Entry::refusal(window));
+                    }
                     tape.turns.push(Entry {
                         asked: None,
                         images: Vec::new(),
                         answer: compaction.completion(),
+                        refused: None,
                     });
                 }
                 // A replay plays whole turns; the lines written while one went on repeat
@@ -116,13 +152,18 @@ impl Tapes {
             .into_iter()
             .map(|(agent, played)| {
                 let tape = AgentTape::default();
-                played.replies.into_iter().for_each(|reply| {
+                let mut refusals = played.refusals.iter().peekable();
+                for (at, reply) in played.replies.into_iter().enumerate() {
+                    while let Some((_, window)) = refusals.next_if(|(before, _)| *before == at) {
+                        tape.turns.push(Entry::refusal(*window));
+                    }
                     tape.turns.push(Entry {
                         asked: None,
                         images: Vec::new(),
                         answer: Ok(reply),
-                    })
-                });
+                        refused: None,
+                    });
+                }
                 played
                     .calls
                     .iter()
@@ -226,6 +267,7 @@ fn reply_entry(turn: &Turn) -> Entry {
         asked: None,
         images: Vec::new(),
         answer,
+        refused: None,
     }
 }
 
@@ -246,6 +288,7 @@ fn call_entry(call: &SubCall) -> Entry {
         asked: Some(call.messages.clone()),
         images: call.images.clone(),
         answer,
+        refused: None,
     }
 }
 
@@ -261,7 +304,7 @@ impl Llm for Player {
     fn complete(&self, request: Request) -> Result<Completion, LlmError> {
         match &self.live {
             Some(live) => match self.take_resumed(&request) {
-                Some(entry) => entry.answer.map_err(LlmError::Callback),
+                Some(entry) => entry.into_answer(),
                 None => live.complete(request),
             },
             None => self.replayed(request),
@@ -287,7 +330,7 @@ impl Llm for Player {
         let mut missing = Vec::new();
         for request in requests {
             let entry = self.take_resumed(&request);
-            answers.push(entry.map(|entry| entry.answer.map_err(LlmError::Callback)));
+            answers.push(entry.map(|entry| entry.into_answer()));
             if answers.last().is_some_and(Option::is_none) {
                 missing.push(request);
             }
@@ -354,7 +397,7 @@ impl Player {
                 "a call whose images differ from the record's",
             ));
         }
-        entry.answer.map_err(LlmError::Callback)
+        entry.into_answer()
     }
 }
 

@@ -24,6 +24,9 @@ struct AgentOnFile {
     /// The journals of a whole turn's blocks that ran, in order (a turn cut short has
     /// none: its blocks run again live).
     turn_journals: BTreeMap<u32, Vec<Vec<JournalEntry>>>,
+    /// By turn, the window a server's refusal of the next turn's request stated, which
+    /// the compaction after the turn was made for.
+    refusals: BTreeMap<u32, u64>,
 }
 
 impl AgentOnFile {
@@ -33,11 +36,13 @@ impl AgentOnFile {
         let mut replies = Vec::new();
         let mut calls = Vec::new();
         let mut journals = Vec::new();
+        let mut refused = Vec::new();
         let AgentOnFile {
             replies: by_turn,
             mut turn_calls,
             mut progress_calls,
             mut turn_journals,
+            refusals,
         } = self;
         let mut played = 0;
         for ((turn, kind), reply) in by_turn {
@@ -47,6 +52,11 @@ impl AgentOnFile {
             };
             if !in_place {
                 break;
+            }
+            if kind != 0
+                && let Some(window) = refusals.get(&turn)
+            {
+                refused.push((replies.len(), *window));
             }
             replies.push(reply);
             if kind != 0 {
@@ -64,6 +74,7 @@ impl AgentOnFile {
             replies,
             calls,
             journals,
+            refusals: refused,
         }
     }
 }
@@ -122,6 +133,9 @@ pub(super) fn played_back(records: &[Record]) -> HashMap<String, PlayedBack> {
                 if let Ok(summary) = compaction.completion() {
                     let agent = agents.entry(compaction.agent.clone()).or_default();
                     agent.replies.insert((compaction.turn, 1), summary);
+                    if let Some(window) = compaction.refused {
+                        agent.refusals.insert(compaction.turn, window);
+                    }
                 }
             }
             _ => {}

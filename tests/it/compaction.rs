@@ -344,7 +344,37 @@ fn a_refusal_stating_a_smaller_window_is_compacted_for_the_turn_asked_again_and_
 }
 
 #[test]
-fn a_refusal_without_a_turn_to_summarise_or_with_compaction_off_ends_the_run_as_before() {
+fn a_run_cut_short_past_a_refusal_resumes_with_the_servers_window_and_no_request_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.jsonl");
+    let server = window_server(12);
+    let cut = rlm(&server, 6)
+        .context_window(100_000)
+        .trace_file(&path)
+        .unwrap()
+        .run("Print your words each turn.", None)
+        .unwrap_err();
+    assert!(matches!(cut, RlmError::IterationLimit { .. }), "{cut:?}");
+    assert!(
+        std::fs::read_to_string(&path)
+            .unwrap()
+            .contains(r#""refused":8192"#)
+    );
+
+    let again = window_server(12);
+    let report = rlm_registry::rlm::Resume::from_file(&path)
+        .unwrap()
+        .run(rlm(&again, 12).context_window(100_000), None, None)
+        .unwrap();
+    let answer = report.result.unwrap();
+    assert!(answer.starts_with("11 outputs, "), "{answer}");
+    for request in again.requests() {
+        assert!(request.prompt_tokens() <= WINDOW, "no request was refused");
+    }
+}
+
+#[test]
+fn a_refusal_with_compaction_off_ends_the_run_as_before() {
     let server = window_server(12);
     let error = rlm(&server, 12)
         .context_window(100_000)

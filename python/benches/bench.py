@@ -9,7 +9,10 @@
 - context: a 100 MB `str` handed to an environment against one `bytes(...)` copy of
   it: target <= 2x, and no copy per `execute` after;
 - threads: 8 environments in 8 threads running a CPU-bound Lua loop against the same 8
-  executions in one thread: target >= 1.7x on 2 cores (the GIL is released).
+  executions in one thread: target >= 1.7x on 2 cores (the GIL is released);
+- thousand: 1,000 environments alive in one process, each kept as a new user would:
+  creation <= 300 us with 1,000 alive, threads bounded (not one per environment), <= 2 MB
+  each; and each one answering.
 
 Each figure is the median of several rounds, the two sides alternating. Set
 RLM_BENCH_CONTEXT_MB for a smaller context.
@@ -70,12 +73,12 @@ def round_trip() -> None:
 
     run("")  # warm up
     empty, assignment = (median_of(7, lambda: run(code)) * 1e6 for code in ("", "x = 1"))
-    # The share of the round trip that is the crate's own execution, timed on the
-    # environment's thread.
+    # The share of the round trip that is the crate's own execution, timed inside the
+    # call.
     inside = statistics.median(env.execute("").seconds for _ in range(count)) * 1e6
     print(
-        f"execute('') round trip: {empty:.1f} us, of which the execution on the environment's "
-        f"thread {inside:.1f} us (target <= 10 us); execute('x = 1'): {assignment:.1f} us"
+        f"execute('') round trip: {empty:.1f} us, of which the execution "
+        f"{inside:.1f} us (target <= 10 us); execute('x = 1'): {assignment:.1f} us"
     )
 
 
@@ -169,11 +172,50 @@ def threads() -> None:
     )
 
 
+def status(field: str) -> int:
+    """A number from /proc/self/status (Linux): `Threads`, or `VmRSS` in kB."""
+    with open("/proc/self/status") as lines:
+        for line in lines:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise LookupError(field)
+
+
+def thousand() -> None:
+    count = 1_000
+    threads_before, rss_before = status("Threads"), status("VmRSS")
+    alive: list[Environment] = []
+    times = []
+    for _ in range(count):
+        started = time.perf_counter()
+        alive.append(Environment())
+        times.append(time.perf_counter() - started)
+    threads_after, rss_after = status("Threads"), status("VmRSS")
+    # Beside them, in the same run: a new environment while none other is alive.
+    alone = []
+    for _ in range(200):
+        started = time.perf_counter()
+        Environment().close()
+        alone.append(time.perf_counter() - started)
+    last = statistics.median(times[-100:]) * 1e6
+    answered = sum(env.execute("print(1)").stdout == "1\n" for env in alive)
+    per_env_mb = (rss_after - rss_before) / 1024 / count
+    print(
+        f"{count} environments alive: creation {last:.1f} us with {count - 100}-{count} alive "
+        f"(median of the last 100; first 100: {statistics.median(times[:100]) * 1e6:.1f} us; "
+        f"one alone, created and closed: {statistics.median(alone) * 1e6:.1f} us) "
+        f"(target <= 300 us); threads {threads_before} before, {threads_after} after "
+        f"(target: bounded); RSS {per_env_mb:.2f} MB each (target <= 2 MB); "
+        f"{answered}/{count} answered"
+    )
+
+
 BENCHMARKS = {
     "creation": creation,
     "round_trip": round_trip,
     "context": context,
     "threads": threads,
+    "thousand": thousand,
 }
 
 if __name__ == "__main__":

@@ -12,7 +12,10 @@
   executions in one thread: target >= 1.7x on 2 cores (the GIL is released);
 - thousand: 1,000 environments alive in one process, each kept as a new user would:
   creation <= 300 us with 1,000 alive, threads bounded (not one per environment), <= 2 MB
-  each; and each one answering.
+  each; and each one answering;
+- episodes: scripted three-turn RLM episodes (`ask`) against a local server answering
+  at once (tests/openai_server.py, in this process): episodes per second, and per
+  second of processor time (per core; the server's share included).
 
 Each figure is the median of several rounds, the two sides alternating. Set
 RLM_BENCH_CONTEXT_MB for a smaller context.
@@ -210,12 +213,44 @@ def thousand() -> None:
     )
 
 
+def episodes() -> None:
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+    from openai_server import ScriptedServer
+
+    from rlm_registry import ask
+
+    count = 100
+    turns = [
+        "```lua\nerrors = grep(context, 'ERROR')\nprint(#errors)\n```",
+        "```lua\nfirst = errors[1].text\nprint(first)\n```",
+        "```lua\nFINAL(tostring(#errors))\n```",
+    ]
+    log = "\n".join(["INFO start", "ERROR gateway timeout", "INFO ok", "ERROR billing down"])
+    with ScriptedServer(turns * (count + 1)) as server:
+
+        def episode() -> None:
+            answer = ask("How many errors?", log, model="scripted", base_url=server.base_url, api_key="sk")
+            assert answer.answer == "2", answer.answer
+
+        episode()  # warm up
+        wall, cpu = time.perf_counter(), time.process_time()
+        for _ in range(count):
+            episode()
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    print(
+        f"scripted 3-turn episodes against a local server: {count / wall:.1f} per second, "
+        f"{count / cpu:.1f} per second of processor time (the server's share included); "
+        f"{wall / count * 1e3:.2f} ms each"
+    )
+
+
 BENCHMARKS = {
     "creation": creation,
     "round_trip": round_trip,
     "context": context,
     "threads": threads,
     "thousand": thousand,
+    "episodes": episodes,
 }
 
 if __name__ == "__main__":

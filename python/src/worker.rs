@@ -319,7 +319,10 @@ fn drop_later(environment: Movable) {
     static DROPPER: Mutex<Option<(u32, mpsc::Sender<Movable>)>> = Mutex::new(None);
     let mut dropper = lock(&DROPPER);
     let process = std::process::id();
-    if dropper.as_ref().is_none_or(|(made_in, _)| *made_in != process) {
+    if dropper
+        .as_ref()
+        .is_none_or(|(made_in, _)| *made_in != process)
+    {
         if let Some(inherited) = dropper.take() {
             // Forgotten, not dropped: the parent's thread is not in this process.
             std::mem::forget(inherited);

@@ -409,7 +409,9 @@ mod timer {
                 }
                 if let Some(mask) = mask {
                     // SAFETY: restores the mask read when the ticks started.
-                    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &mask, std::ptr::null_mut()) };
+                    unsafe {
+                        libc::pthread_sigmask(libc::SIG_SETMASK, &mask, std::ptr::null_mut())
+                    };
                 }
             }
         }
@@ -471,7 +473,6 @@ mod timer {
                 )
             }
         }
-
     }
 
     impl Drop for Timer {
@@ -566,4 +567,3 @@ mod timer {
         }
     }
 }
-

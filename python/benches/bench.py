@@ -13,6 +13,9 @@
 - thousand: 1,000 environments alive in one process, each kept as a new user would:
   creation <= 300 us with 1,000 alive, threads bounded (not one per environment), <= 2 MB
   each; and each one answering;
+- arming: executions just short of the first limits check (1,000 instructions, no
+  system call) and just past it (the limits' timer armed and disarmed), alternating:
+  what arming costs, and what the count hook costs before it;
 - episodes: scripted three-turn RLM episodes (`ask`) against a local server answering
   at once (tests/openai_server.py, in this process): episodes per second, and per
   second of processor time (per core; the server's share included).
@@ -213,6 +216,30 @@ def thousand() -> None:
     )
 
 
+def arming() -> None:
+    env = Environment()
+    count = 20_000
+    # A numeric `for` with an empty body is one instruction per iteration.
+    codes = {"": "", "900 iterations": "for i = 1, 900 do end", "1100 iterations": "for i = 1, 1100 do end"}
+    wall: dict[str, list[float]] = {name: [] for name in codes}
+    cpu: dict[str, list[float]] = {name: [] for name in codes}
+    for _ in range(7):
+        for name, code in codes.items():
+            started, processor = time.perf_counter(), time.process_time()
+            for _ in range(count):
+                env.execute(code)
+            wall[name].append((time.perf_counter() - started) / count * 1e6)
+            cpu[name].append((time.process_time() - processor) / count * 1e6)
+    print(
+        "execute, wall (processor) time: "
+        + ", ".join(
+            f"{name or repr('')} {statistics.median(wall[name]):.1f} us ({statistics.median(cpu[name]):.1f} us)"
+            for name in codes
+        )
+        + " (the timer is armed past 1,000 instructions)"
+    )
+
+
 def episodes() -> None:
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
     from openai_server import ScriptedServer
@@ -250,6 +277,7 @@ BENCHMARKS = {
     "context": context,
     "threads": threads,
     "thousand": thousand,
+    "arming": arming,
     "episodes": episodes,
 }
 

@@ -495,9 +495,13 @@ mod time_limit {
                 .sub_agent(std::sync::Arc::new(NestedChild))
                 .build()
                 .unwrap();
-            // The nested execution ends inside the outer one: the timer it found ticking
-            // must go on ticking for the outer loop after it.
-            match env.execute("nested = rlm_query('print(6 * 7)') while true do end") {
+            // Both executions run past their first check (1,000 instructions), so the
+            // outer one's timer ticks when the nested one starts: the nested one must
+            // leave it ticking for the outer loop after it.
+            let code = "for i = 1, 5000 do end \
+                nested = rlm_query('for i = 1, 5000 do end print(6 * 7)') \
+                while true do end";
+            match env.execute(code) {
                 Err(ExecError::Limit { kind, .. }) => assert_eq!(kind, LimitKind::Time),
                 other => panic!("the loop should hit the time limit, got {other:?}"),
             }

@@ -1,9 +1,9 @@
 //! The limits of one execution, and the [`Guard`] an engine checks them with as it works.
 //!
 //! Running Lua code meets the limits through the environment's hook
-//! (`environment::hook`): while an execution runs, a timer ticks every millisecond and
-//! each tick has the VM check the limits at its next jump or call; coroutines check them
-//! every 1,000 instructions. An engine running outside the VM checks its guard itself, as
+//! (`environment::hook`): after an execution's first 1,000 instructions, a timer ticks
+//! every millisecond and each tick has the VM check the limits at its next jump or call;
+//! coroutines check them every 1,000 instructions. An engine running outside the VM checks its guard itself, as
 //! its [`WorkMeter`](super::meter::WorkMeter) paces it.
 //!
 //! A limit that trips is recorded in the guard. From then on, the hook stays installed

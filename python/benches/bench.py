@@ -9,7 +9,16 @@
 - context: a 100 MB `str` handed to an environment against one `bytes(...)` copy of
   it: target <= 2x, and no copy per `execute` after;
 - threads: 8 environments in 8 threads running a CPU-bound Lua loop against the same 8
-  executions in one thread: target >= 1.7x on 2 cores (the GIL is released).
+  executions in one thread: target >= 1.7x on 2 cores (the GIL is released);
+- thousand: 1,000 environments alive in one process, each kept as a new user would:
+  creation <= 300 us with 1,000 alive, threads bounded (not one per environment), <= 2 MB
+  each; and each one answering;
+- arming: executions just short of the first limits check (1,000 instructions, no
+  system call) and just past it (the limits' timer armed and disarmed), alternating:
+  what arming costs, and what the count hook costs before it;
+- episodes: scripted three-turn RLM episodes (`ask`) against a local server answering
+  at once (tests/openai_server.py, in this process): episodes per second, and per
+  second of processor time (per core; the server's share included).
 
 Each figure is the median of several rounds, the two sides alternating. Set
 RLM_BENCH_CONTEXT_MB for a smaller context.
@@ -70,12 +79,12 @@ def round_trip() -> None:
 
     run("")  # warm up
     empty, assignment = (median_of(7, lambda: run(code)) * 1e6 for code in ("", "x = 1"))
-    # The share of the round trip that is the crate's own execution, timed on the
-    # environment's thread.
+    # The share of the round trip that is the crate's own execution, timed inside the
+    # call.
     inside = statistics.median(env.execute("").seconds for _ in range(count)) * 1e6
     print(
-        f"execute('') round trip: {empty:.1f} us, of which the execution on the environment's "
-        f"thread {inside:.1f} us (target <= 10 us); execute('x = 1'): {assignment:.1f} us"
+        f"execute('') round trip: {empty:.1f} us, of which the execution "
+        f"{inside:.1f} us (target <= 10 us); execute('x = 1'): {assignment:.1f} us"
     )
 
 
@@ -169,11 +178,107 @@ def threads() -> None:
     )
 
 
+def status(field: str) -> int:
+    """A number from /proc/self/status (Linux): `Threads`, or `VmRSS` in kB."""
+    with open("/proc/self/status") as lines:
+        for line in lines:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise LookupError(field)
+
+
+def thousand() -> None:
+    count = 1_000
+    threads_before, rss_before = status("Threads"), status("VmRSS")
+    alive: list[Environment] = []
+    times = []
+    for _ in range(count):
+        started = time.perf_counter()
+        alive.append(Environment())
+        times.append(time.perf_counter() - started)
+    threads_after, rss_after = status("Threads"), status("VmRSS")
+    # Beside them, in the same run: a new environment while none other is alive.
+    alone = []
+    for _ in range(200):
+        started = time.perf_counter()
+        Environment().close()
+        alone.append(time.perf_counter() - started)
+    last = statistics.median(times[-100:]) * 1e6
+    answered = sum(env.execute("print(1)").stdout == "1\n" for env in alive)
+    per_env_mb = (rss_after - rss_before) / 1024 / count
+    print(
+        f"{count} environments alive: creation {last:.1f} us with {count - 100}-{count} alive "
+        f"(median of the last 100; first 100: {statistics.median(times[:100]) * 1e6:.1f} us; "
+        f"one alone, created and closed: {statistics.median(alone) * 1e6:.1f} us) "
+        f"(target <= 300 us); threads {threads_before} before, {threads_after} after "
+        f"(target: bounded); RSS {per_env_mb:.2f} MB each (target <= 2 MB); "
+        f"{answered}/{count} answered"
+    )
+
+
+def arming() -> None:
+    env = Environment()
+    count = 20_000
+    # A numeric `for` with an empty body is one instruction per iteration.
+    codes = {"": "", "900 iterations": "for i = 1, 900 do end", "1100 iterations": "for i = 1, 1100 do end"}
+    wall: dict[str, list[float]] = {name: [] for name in codes}
+    cpu: dict[str, list[float]] = {name: [] for name in codes}
+    for _ in range(7):
+        for name, code in codes.items():
+            started, processor = time.perf_counter(), time.process_time()
+            for _ in range(count):
+                env.execute(code)
+            wall[name].append((time.perf_counter() - started) / count * 1e6)
+            cpu[name].append((time.process_time() - processor) / count * 1e6)
+    print(
+        "execute, wall (processor) time: "
+        + ", ".join(
+            f"{name or repr('')} {statistics.median(wall[name]):.1f} us ({statistics.median(cpu[name]):.1f} us)"
+            for name in codes
+        )
+        + " (the timer is armed past 1,000 instructions)"
+    )
+
+
+def episodes() -> None:
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+    from openai_server import ScriptedServer
+
+    from rlm_registry import ask
+
+    count = 100
+    turns = [
+        "```lua\nerrors = grep(context, 'ERROR')\nprint(#errors)\n```",
+        "```lua\nfirst = errors[1].text\nprint(first)\n```",
+        "```lua\nFINAL(tostring(#errors))\n```",
+    ]
+    log = "\n".join(["INFO start", "ERROR gateway timeout", "INFO ok", "ERROR billing down"])
+    with ScriptedServer(turns * (count + 1)) as server:
+
+        def episode() -> None:
+            answer = ask("How many errors?", log, model="scripted", base_url=server.base_url, api_key="sk")
+            assert answer.answer == "2", answer.answer
+
+        episode()  # warm up
+        wall, cpu = time.perf_counter(), time.process_time()
+        for _ in range(count):
+            episode()
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    print(
+        f"scripted 3-turn episodes against a local server: {count / wall:.1f} per second, "
+        f"{count / cpu:.1f} per second of processor time (the server's share included); "
+        f"{wall / count * 1e3:.2f} ms each"
+    )
+
+
 BENCHMARKS = {
     "creation": creation,
     "round_trip": round_trip,
     "context": context,
     "threads": threads,
+    "thousand": thousand,
+    "arming": arming,
+    "episodes": episodes,
 }
 
 if __name__ == "__main__":

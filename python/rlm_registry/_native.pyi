@@ -154,8 +154,8 @@ class Environment:
     def execute(self, code: str | bytes) -> ExecResult:
         """Runs Lua `code`; globals persist. Lua errors and limits are in the result."""
     def _execute_then_call(self, code: str | bytes, name: str) -> tuple[ExecResult, _JSON]:
-        """`execute(code)`, then `call(name)` in the same hand-over to the environment's
-        thread; the call's result, or `None` when it failed."""
+        """`execute(code)`, then `call(name)` in the same call (the GIL released once);
+        the call's result, or `None` when it failed."""
     def __getitem__(self, name: str, /) -> _Value:
         """The Lua global `name` (`None` when unset); `TypeError` for a value that cannot
         cross (a function, a cycle), naming where it is."""

@@ -136,15 +136,15 @@ pub(crate) fn gathered(py: Python<'_>, paths: Vec<PathBuf>) -> PyResult<Context>
     })
 }
 
-/// A context on its way to an environment's thread: a text still borrowed (no copy), or
-/// the crate's.
+/// A context on its way into an environment, the GIL released: a text still borrowed
+/// (no copy), or the crate's.
 pub(crate) enum Handover {
     Text(Shared),
     Built(Context),
 }
 
 impl ContextArg<'_> {
-    /// What crosses to the environment's thread; a text keeps borrowing `self`'s.
+    /// What goes into the environment; a text keeps borrowing `self`'s.
     pub(crate) fn handover(self) -> PyResult<Handover> {
         match self {
             ContextArg::Text(text) => Ok(Handover::Text(Shared::new(text.bytes()?))),

@@ -1,5 +1,5 @@
-//! `Environment` and `ExecResult`: one sandboxed Lua state, on a thread of its own
-//! (`worker`), used from Python.
+//! `Environment` and `ExecResult`: one sandboxed Lua state, used from Python on the
+//! caller's thread (`worker`).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -21,7 +21,7 @@ use crate::llm::PythonLlm;
 use crate::registry::{Registry, chosen_registry, load_providers};
 use crate::sub_agent::PythonSubAgent;
 use crate::tools::with_tools;
-use crate::worker::EnvThread;
+use crate::worker::EnvCell;
 
 /// Text given from Python: a `str` (its UTF-8) or `bytes`, read where it is.
 #[derive(FromPyObject)]
@@ -46,7 +46,7 @@ impl Text<'_> {
 /// from one `execute` to the next (a REPL). See the package's documentation.
 #[pyclass(module = "rlm_registry", frozen)]
 pub struct Environment {
-    thread: EnvThread,
+    thread: EnvCell,
     limits: Limits,
     /// How it was built, to build a fork alike.
     recipe: Recipe,
@@ -63,7 +63,7 @@ struct Recipe {
 }
 
 impl Recipe {
-    /// A new environment built from it (on the environment's own thread).
+    /// A new environment built from it (with the GIL released).
     fn build(self) -> Result<rlm_registry::environment::Environment, Failure> {
         let mut builder =
             rlm_registry::environment::Environment::builder(self.registry).limits(self.limits);
@@ -127,7 +127,7 @@ impl Environment {
                 sub_agent,
             };
             let built = recipe.clone();
-            let thread = EnvThread::start(py, move || {
+            let thread = EnvCell::start(py, move || {
                 let environment = built.build()?;
                 if let Some(context) = context {
                     // SAFETY: `start` waits for this closure before it returns, and the
@@ -187,7 +187,7 @@ impl Environment {
                 .map_err(checkpoint_error)?;
             let recipe = self.recipe.clone();
             let built = recipe.clone();
-            let thread = EnvThread::start(py, move || {
+            let thread = EnvCell::start(py, move || {
                 let environment = built.build()?;
                 let restored = context
                     .map_or(Ok(()), |copy| environment.load_context_copy(&copy))
@@ -221,7 +221,7 @@ impl Environment {
     }
 
     /// `execute(code)`, then the global function `name` called with no arguments, in one
-    /// hand-over to the environment's thread: what a REPL turn that reports on the state
+    /// call: what a REPL turn that reports on the state
     /// after the code (the reference RLM's `locals`) needs, at the cost of one call.
     /// The call's result, or `None` when it failed (the code may have replaced it).
     fn _execute_then_call(
@@ -378,7 +378,7 @@ impl Environment {
         )
     }
 
-    /// For the package's tests: a Rust panic on the environment's thread.
+    /// For the package's tests: a Rust panic inside a call.
     fn _panic_for_tests(&self, py: Python<'_>) -> PyResult<()> {
         self.thread
             .call(py, |_| panic!("a panic asked for by the tests"))

@@ -3,7 +3,7 @@
 //! documentation is `docs/python.md` and the `.pyi` stubs.
 //!
 //! - `environment`: `Environment` and `ExecResult`, over the crate's `Environment`, each
-//!   on a thread of its own (`worker`);
+//!   call run on the caller's thread with the GIL released (`worker`);
 //! - `registry`: `Registry`, `Diagnostic`, `check`;
 //! - `ask`: `ask`, `Answer`, `system_prompt`, over the crate's `Rlm`;
 //! - `context`: the `context` argument (a text, chunks, a `dict` of documents, a path

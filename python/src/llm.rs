@@ -21,7 +21,7 @@ pub fn split_thinking(reply: &str) -> PyResult<(Option<&str>, &str)> {
     })
 }
 
-/// The callable, called with the GIL taken again (from the environment's thread, or
+/// The callable, called with the GIL taken again (from the executing thread, or
 /// from the threads of a batch, one at a time but for what it does without the GIL).
 pub(crate) struct PythonLlm {
     callable: Py<PyAny>,

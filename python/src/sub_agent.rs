@@ -7,7 +7,7 @@ use pyo3::types::PyString;
 
 use rlm_registry::environment::{SubAgent, SubTask};
 
-/// The callable, called with the GIL taken again, from the environment's thread or from
+/// The callable, called with the GIL taken again, from the executing thread or from
 /// the threads of a batch (which run together for what the callable does without the
 /// GIL: waiting on a model).
 pub(crate) struct PythonSubAgent {

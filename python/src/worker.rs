@@ -1,30 +1,27 @@
-//! The thread an `Environment` lives on.
+//! Where an `Environment` lives, and how a call from Python reaches it.
 //!
-//! The crate's `Environment` is not `Send`: its Lua state belongs to the thread that made
-//! it, and so does the timer that enforces its limits (it signals that thread). Here each
-//! environment gets a thread of its own, and every call from Python is a job handed to
-//! it: any Python thread may use the environment, one at a time (a second one gets
-//! `BusyError` at once, never a deadlock), and the caller waits with the GIL released,
-//! so environments run Lua in parallel.
+//! A call runs on the caller's own thread with the GIL released: no hand-over to another
+//! thread, so a round trip costs the execution and little else, and a thousand
+//! environments hold no thread at all. The crate's `Environment` is not `Send` (its
+//! parts share counts that are not atomic), but nothing in it is tied to a thread: the
+//! limits' timer is the executing thread's own. So it is moved whole, behind a lock, and
+//! used by one thread at a time: any Python thread may use it, a second one gets
+//! `BusyError` at once (never a deadlock), and environments run Lua in parallel.
 //!
-//! While it waits, the caller checks for signals now and then: Ctrl-C interrupts the
-//! execution (as a limit would stop it), and `KeyboardInterrupt` is raised once it has
-//! ended. A panic in a job is caught on the environment's thread: the call raises
-//! `InternalError`, and the environment is closed for good.
+//! Ctrl-C reaches a running execution through its interrupt: on Python's main thread,
+//! the limits' checks look for a signal every [`SIGNAL_CHECK`] (taking the GIL for it),
+//! stop the execution as a limit would, and `KeyboardInterrupt` is raised once it has
+//! ended. A panic in a call is caught: the call raises `InternalError`, and the
+//! environment is closed for good.
 //!
-//! A round trip is two hand-overs between threads. Each side first waits briefly by
-//! yielding its core ([`BRIEF_WAIT`]), then blocks until the other answers: a thread
-//! woken from blocking costs a wake-up each way, which the yielding side skips when the
-//! answer comes soon (a short execution, or the next call of a caller in a loop), and
-//! yielding, unlike spinning, leaves the core to the other side on a busy machine.
-//! Spinning saved as much on a quiet machine but cost over 100 µs on a busy one, where
-//! the spinning thread holds the core the other needs. A thread whose environment has
-//! ended waits to serve the next one, so creating an environment seldom starts a
-//! thread.
+//! An environment is dropped on a thread shared by all of them ([`drop_later`]): a Lua
+//! state's drop costs tens of microseconds, which the Python code dropping it (often
+//! about to make the next one) does not wait for.
 
+use std::cell::{Cell, RefCell};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::mpsc;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -35,35 +32,41 @@ use rlm_registry::environment::{Environment, Interrupt};
 
 use crate::errors::{BusyError, Failure, internal_error, panic_message};
 
-/// Work for the environment's thread.
-type Job = Box<dyn FnOnce(&Environment) + Send>;
-
-/// How often a waiting caller looks for a signal (Ctrl-C).
+/// How often an execution on Python's main thread looks for a signal (Ctrl-C).
 const SIGNAL_CHECK: Duration = Duration::from_millis(50);
-/// How long either side of a hand-over polls, yielding its core, before it blocks.
-const BRIEF_WAIT: Duration = Duration::from_micros(20);
-/// Threads kept waiting for the next environment.
-const MAX_IDLE_THREADS: usize = 16;
 
-/// The environment's thread, and whether a Python thread is using it.
-pub(crate) struct EnvThread {
-    state: Mutex<State>,
+/// An environment, and whether a Python thread is using it.
+pub(crate) struct EnvCell {
+    /// Locked only by the thread holding the claim (`busy`), and by the drop.
+    environment: Mutex<Option<Movable>>,
+    /// Why the environment can no longer be used: closed, or a panic in it. Apart from
+    /// the environment, so that asking does not wait for a running execution.
+    ended: Mutex<Option<Ended>>,
     /// Set while a call runs: the second caller's check, with no waiting.
     busy: AtomicBool,
     /// The interrupt the environment's executions run under; replaced once used.
     interrupt: Mutex<Interrupt>,
+    /// The process that made it: a child made by `fork` has a copy of the Lua state
+    /// that another thread of the parent may have been changing, and must not use it.
+    process: u32,
 }
 
-struct State {
-    jobs: Option<mpsc::Sender<Job>>,
-    /// The process whose thread serves the environment: a child made by `fork` has no
-    /// such thread, and must not wait for one.
-    process: u32,
-    /// Says when the environment has been dropped (the sender is dropped then).
-    dropped: Option<mpsc::Receiver<()>>,
-    /// Why the environment can no longer be used: closed, or a panic in it.
-    ended: Option<Ended>,
-}
+/// An environment on its way between threads.
+struct Movable(Environment);
+
+// SAFETY: the environment is used by one thread at a time (the claim, then the lock, or
+// the thread that drops it), and none of its parts is tied to a thread or shared outside
+// it: the crate documents it movable so. The lock's release and acquire order one
+// thread's uses before the next's.
+unsafe impl Send for Movable {}
+
+/// The environment borrowed for the length of one call, taken to the same thread with
+/// the GIL released.
+struct Borrowed<'a>(&'a Environment);
+
+// SAFETY: as for `Movable`: the borrow is used only inside the call, by the thread that
+// holds the claim and the lock.
+unsafe impl Send for Borrowed<'_> {}
 
 #[derive(Clone)]
 enum Ended {
@@ -71,116 +74,74 @@ enum Ended {
     Panicked(String),
 }
 
-impl EnvThread {
-    /// Starts the thread and builds the environment there with `build`; waits for it
-    /// with the GIL released.
+impl EnvCell {
+    /// Builds the environment with `build`, with the GIL released.
     pub(crate) fn start(
         py: Python<'_>,
         build: impl FnOnce() -> Result<Environment, Failure> + Send + 'static,
-    ) -> PyResult<EnvThread> {
-        let interrupt = Interrupt::new();
+    ) -> PyResult<EnvCell> {
+        let interrupt = new_interrupt();
         let installed = interrupt.clone();
-        let (jobs, queue) = mpsc::channel::<Job>();
-        let (ready, built) = mpsc::sync_channel::<Result<(), Failure>>(1);
-        let (dropping, dropped) = mpsc::channel::<()>();
-        let life: Life = Box::new(move || {
-            let environment = match catch_unwind(AssertUnwindSafe(build)) {
-                Ok(Ok(environment)) => environment,
-                Ok(Err(failure)) => {
-                    let _ = ready.send(Err(failure));
-                    return;
-                }
-                Err(payload) => {
-                    let _ = ready.send(Err(Failure::Panic(panic_message(payload.as_ref()))));
-                    return;
-                }
-            };
-            environment.set_interrupt(installed);
-            let _ = ready.send(Ok(()));
-            serve(environment, &queue);
-            drop(dropping);
+        let built = py.detach(move || {
+            catch_unwind(AssertUnwindSafe(|| {
+                build().map(|environment| {
+                    environment.set_interrupt(installed);
+                    Movable(environment)
+                })
+            }))
+            .map_err(|payload| panic_message(payload.as_ref()))
         });
-        run_on_a_thread(life).map_err(|error| {
-            crate::errors::RlmRegistryError::new_err(format!(
-                "cannot start the environment's thread: {error}"
-            ))
-        })?;
-        let started = py.detach(move || built.recv());
-        match started {
-            Ok(Ok(())) => Ok(EnvThread {
-                state: Mutex::new(State {
-                    jobs: Some(jobs),
-                    process: std::process::id(),
-                    dropped: Some(dropped),
-                    ended: None,
-                }),
+        match built {
+            Ok(Ok(environment)) => Ok(EnvCell {
+                environment: Mutex::new(Some(environment)),
+                ended: Mutex::new(None),
                 busy: AtomicBool::new(false),
                 interrupt: Mutex::new(interrupt),
+                process: std::process::id(),
             }),
             Ok(Err(failure)) => Err(failure.into_pyerr(py)),
-            Err(_) => Err(internal_error(
-                "the environment's thread ended while starting",
-            )),
+            Err(message) => Err(Failure::Panic(message).into_pyerr(py)),
         }
     }
 
-    /// Runs `work` on the environment's thread and waits for it with the GIL released.
+    /// Runs `work` on the environment, on this thread with the GIL released.
     pub(crate) fn call<R: Send + 'static>(
         &self,
         py: Python<'_>,
         work: impl FnOnce(&Environment) -> R + Send + 'static,
     ) -> PyResult<R> {
         let _claim = self.claim()?;
-        let jobs = self.jobs()?;
+        self.usable()?;
         let fresh = self.fresh_interrupt();
-        let (reply, answer) = mpsc::sync_channel(1);
-        let job: Job = Box::new(move |environment| {
-            let outcome = catch_unwind(AssertUnwindSafe(|| {
-                if let Some(interrupt) = fresh {
-                    environment.set_interrupt(interrupt);
-                }
-                work(environment)
-            }));
-            let _ = reply.send(outcome.map_err(|payload| panic_message(payload.as_ref())));
-        });
-        if jobs.send(job).is_err() {
+        let mut slot = lock(&self.environment);
+        let Some(environment) = slot.as_ref() else {
             return Err(self.ended_error());
-        }
-        let mut signal = None;
-        let mut answer = answer;
-        let outcome = loop {
-            // A receiver cannot be shared with the detached closure, only moved through.
-            let (back, received) = py.detach(move || {
-                let received = match briefly(|| answer.try_recv()) {
-                    Some(Ok(outcome)) => Ok(outcome),
-                    Some(Err(_)) => Err(RecvTimeoutError::Disconnected),
-                    None => answer.recv_timeout(SIGNAL_CHECK),
-                };
-                (answer, received)
-            });
-            answer = back;
-            match received {
-                Ok(outcome) => break Some(outcome),
-                Err(RecvTimeoutError::Timeout) => {
-                    // Ctrl-C: stop the execution, then wait for it to end.
-                    if signal.is_none()
-                        && let Err(error) = py.check_signals()
-                    {
-                        self.interrupt();
-                        signal = Some(error);
-                    }
-                }
-                Err(RecvTimeoutError::Disconnected) => break None,
-            }
         };
+        let borrowed = Borrowed(&environment.0);
+        let watching = on_main_thread(py);
+        let outcome = py.detach(move || {
+            let borrowed = borrowed;
+            let _watch = SignalWatch::start(watching);
+            catch_unwind(AssertUnwindSafe(|| {
+                if let Some(interrupt) = fresh {
+                    borrowed.0.set_interrupt(interrupt);
+                }
+                work(borrowed.0)
+            }))
+            .map_err(|payload| panic_message(payload.as_ref()))
+        });
+        let signal = CAUGHT.take();
         match (outcome, signal) {
-            (Some(Ok(_)), Some(signal)) => Err(signal),
-            (Some(Ok(result)), None) => Ok(result),
-            (Some(Err(message)), _) => {
+            (Ok(_), Some(signal)) => Err(signal),
+            (Ok(result), None) => Ok(result),
+            (Err(message), _) => {
                 self.end(Ended::Panicked(message.clone()));
+                if let Some(environment) = slot.take() {
+                    // A drop that panics (after the panic in it) must not reach Python.
+                    let _ = catch_unwind(AssertUnwindSafe(|| drop(environment)));
+                }
                 Err(internal_error(&message))
             }
-            (None, _) => Err(self.ended_error()),
         }
     }
 
@@ -190,26 +151,27 @@ impl EnvThread {
         lock(&self.interrupt).interrupt();
     }
 
-    /// Ends the environment: its thread drops it, and this waits for that, with the GIL
-    /// released. Closing twice is nothing.
+    /// Ends the environment and drops it, with the GIL released. Closing twice is
+    /// nothing.
     pub(crate) fn close(&self, py: Python<'_>) -> PyResult<()> {
         let _claim = self.claim()?;
-        let dropped = {
-            let mut state = lock(&self.state);
-            state.jobs = None;
-            state.ended.get_or_insert(Ended::Closed);
-            state.dropped.take()
-        };
-        if let Some(dropped) = dropped {
-            // Ends (disconnected) once the environment's thread has dropped it.
-            let _ = py.detach(move || dropped.recv());
+        lock(&self.ended).get_or_insert(Ended::Closed);
+        let environment = lock(&self.environment).take();
+        if let Some(environment) = environment {
+            if self.process == std::process::id() {
+                py.detach(move || {
+                    let _ = catch_unwind(AssertUnwindSafe(|| drop(environment)));
+                });
+            } else {
+                std::mem::forget(environment);
+            }
         }
         Ok(())
     }
 
     /// Whether the environment can no longer be used.
     pub(crate) fn is_closed(&self) -> bool {
-        lock(&self.state).ended.is_some()
+        lock(&self.ended).is_some()
     }
 
     /// This thread's turn, or `BusyError` when another thread has it.
@@ -224,16 +186,16 @@ impl EnvThread {
             })
     }
 
-    fn jobs(&self) -> PyResult<mpsc::Sender<Job>> {
-        let state = lock(&self.state);
-        if state.process != std::process::id() {
+    /// An error when the environment cannot be used: made before a fork, or ended.
+    fn usable(&self) -> PyResult<()> {
+        if self.process != std::process::id() {
             return Err(crate::errors::RlmRegistryError::new_err(
                 "this Environment belongs to the parent process: after fork, create a new one",
             ));
         }
-        match (&state.jobs, &state.ended) {
-            (Some(jobs), None) => Ok(jobs.clone()),
-            (_, ended) => Err(ended_error(ended.clone().unwrap_or(Ended::Closed))),
+        match lock(&self.ended).clone() {
+            None => Ok(()),
+            Some(ended) => Err(ended_error(ended)),
         }
     }
 
@@ -241,24 +203,37 @@ impl EnvThread {
     fn fresh_interrupt(&self) -> Option<Interrupt> {
         let mut interrupt = lock(&self.interrupt);
         interrupt.is_interrupted().then(|| {
-            *interrupt = Interrupt::new();
+            *interrupt = new_interrupt();
             interrupt.clone()
         })
     }
 
-    /// Ends the environment for `why`: no more jobs; its thread drops it.
+    /// Ends the environment for `why`.
     fn end(&self, why: Ended) {
-        let mut state = lock(&self.state);
-        state.jobs = None;
-        state.ended = Some(why);
-        state.dropped = None;
+        *lock(&self.ended) = Some(why);
     }
 
     fn ended_error(&self) -> PyErr {
-        let ended = lock(&self.state).ended.clone();
-        ended_error(ended.unwrap_or(Ended::Panicked(
-            "the environment's thread has ended".to_string(),
-        )))
+        let ended = lock(&self.ended).clone();
+        ended_error(ended.unwrap_or(Ended::Closed))
+    }
+}
+
+impl Drop for EnvCell {
+    fn drop(&mut self) {
+        let environment = self
+            .environment
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(environment) = environment {
+            if self.process == std::process::id() {
+                drop_later(environment);
+            } else {
+                // A copy of what a thread of the parent may have been changing.
+                std::mem::forget(environment);
+            }
+        }
     }
 }
 
@@ -271,85 +246,108 @@ fn ended_error(ended: Ended) -> PyErr {
     }
 }
 
-/// The environment's thread: runs the jobs in order until the sender is dropped (also
-/// after a job panicked: no more are sent then), then drops the environment.
-fn serve(environment: Environment, queue: &mpsc::Receiver<Job>) {
-    loop {
-        let job = match briefly(|| queue.try_recv()) {
-            Some(Ok(job)) => job,
-            Some(Err(_)) => break,
-            None => match queue.recv() {
-                Ok(job) => job,
-                Err(_) => break,
-            },
-        };
-        job(&environment);
-    }
-    // A drop that panics (after an earlier panic) must not end the thread.
-    let _ = catch_unwind(AssertUnwindSafe(|| drop(environment)));
+/// The interrupt of an environment's executions: `interrupt()` from any thread, and
+/// Ctrl-C on Python's main thread.
+fn new_interrupt() -> Interrupt {
+    Interrupt::polling(ctrl_c_pending)
 }
 
-/// Polls `poll` for [`BRIEF_WAIT`], yielding the core between two polls: what it gave
-/// (a value, or the other side gone), or `None` when nothing came in that time.
-fn briefly<T>(
-    poll: impl Fn() -> Result<T, mpsc::TryRecvError>,
-) -> Option<Result<T, mpsc::TryRecvError>> {
-    let started = Instant::now();
-    loop {
-        match poll() {
-            Err(mpsc::TryRecvError::Empty) if started.elapsed() < BRIEF_WAIT => {
-                std::thread::yield_now();
-            }
-            Err(mpsc::TryRecvError::Empty) => return None,
-            other => return Some(other),
+thread_local! {
+    /// On Python's main thread, while a call runs: when signals were last looked for.
+    static WATCH: Cell<Option<Instant>> = const { Cell::new(None) };
+    /// The exception a signal handler raised during the call (`KeyboardInterrupt`).
+    static CAUGHT: RefCell<Option<PyErr>> = const { RefCell::new(None) };
+    /// Whether this thread is Python's main thread, once asked.
+    static MAIN_THREAD: Cell<Option<bool>> = const { Cell::new(None) };
+}
+
+/// Whether this thread is Python's main thread, the one signal handlers run on.
+fn on_main_thread(py: Python<'_>) -> bool {
+    if let Some(known) = MAIN_THREAD.get() {
+        return known;
+    }
+    let asked = (|| -> PyResult<bool> {
+        let threading = py.import("threading")?;
+        let main = threading.call_method0("main_thread")?;
+        Ok(main.is(&threading.call_method0("current_thread")?))
+    })()
+    .unwrap_or(false);
+    MAIN_THREAD.set(Some(asked));
+    asked
+}
+
+/// The signals watched on this thread while a call runs (none off the main thread);
+/// what was watched before is back when it ends (a call nested in a Python callback).
+struct SignalWatch(Option<Instant>);
+
+impl SignalWatch {
+    fn start(watching: bool) -> SignalWatch {
+        SignalWatch(WATCH.replace(watching.then(Instant::now)))
+    }
+}
+
+impl Drop for SignalWatch {
+    fn drop(&mut self) {
+        WATCH.set(self.0);
+    }
+}
+
+/// The interrupt's poll, run by the limits' checks on the executing thread: whether a
+/// signal handler raised (Ctrl-C), asked at most every [`SIGNAL_CHECK`].
+fn ctrl_c_pending() -> bool {
+    let Some(last) = WATCH.get() else {
+        return false;
+    };
+    if last.elapsed() < SIGNAL_CHECK {
+        return false;
+    }
+    WATCH.set(Some(Instant::now()));
+    match Python::attach(|py| py.check_signals()) {
+        Ok(()) => false,
+        Err(error) => {
+            // Asked no more in this call: the execution is stopping.
+            WATCH.set(None);
+            CAUGHT.set(Some(error));
+            true
         }
     }
 }
 
-/// The whole life of one environment on its thread: built, serving, dropped.
-type Life = Box<dyn FnOnce() + Send>;
-
-/// Threads whose environment has ended, each waiting for the next one's life, and the
-/// process they run in (after `fork`, the child has none of them).
-static IDLE_THREADS: Mutex<(u32, Vec<mpsc::Sender<Life>>)> = Mutex::new((0, Vec::new()));
-
-/// Runs `life` on an idle thread, or on a new one.
-fn run_on_a_thread(life: Life) -> std::io::Result<()> {
-    let idle = {
-        let mut idle = lock(&IDLE_THREADS);
-        if idle.0 != std::process::id() {
-            // Forgotten, not dropped: a sender's drop may touch what a parent's thread
-            // was doing when the process forked.
-            std::mem::forget(std::mem::take(&mut idle.1));
-            idle.0 = std::process::id();
+/// Drops `environment` on the thread that drops them all, started on first use (and
+/// again in a child made by `fork`, which has no such thread), or here when it cannot be.
+fn drop_later(environment: Movable) {
+    static DROPPER: Mutex<Option<(u32, mpsc::Sender<Movable>)>> = Mutex::new(None);
+    let mut dropper = lock(&DROPPER);
+    let process = std::process::id();
+    if dropper
+        .as_ref()
+        .is_none_or(|(made_in, _)| *made_in != process)
+    {
+        if let Some(inherited) = dropper.take() {
+            // Forgotten, not dropped: the parent's thread is not in this process.
+            std::mem::forget(inherited);
         }
-        idle.1.pop()
-    };
-    let life = match idle {
-        Some(thread) => match thread.send(life) {
-            Ok(()) => return Ok(()),
-            Err(mpsc::SendError(life)) => life,
-        },
-        None => life,
-    };
-    std::thread::Builder::new()
-        .name("rlm-environment".to_string())
-        .spawn(move || {
-            let (next, lives) = mpsc::channel::<Life>();
-            let mut life = Some(life);
-            while let Some(current) = life.take() {
-                current();
-                {
-                    let mut idle = lock(&IDLE_THREADS);
-                    if idle.0 != std::process::id() || idle.1.len() >= MAX_IDLE_THREADS {
-                        return;
-                    }
-                    idle.1.push(next.clone());
+        let (sender, receiver) = mpsc::channel::<Movable>();
+        let started = std::thread::Builder::new()
+            .name("rlm-environment-drop".to_string())
+            .spawn(move || {
+                for environment in receiver {
+                    let _ = catch_unwind(AssertUnwindSafe(|| drop(environment)));
                 }
-                life = lives.recv().ok();
-            }
-        })
-        .map(drop)
+            });
+        if started.is_ok() {
+            *dropper = Some((process, sender));
+        }
+    }
+    let environment = match dropper.as_ref() {
+        Some((_, sender)) => match sender.send(environment) {
+            Ok(()) => return,
+            Err(mpsc::SendError(environment)) => environment,
+        },
+        None => environment,
+    };
+    drop(dropper);
+    let _ = catch_unwind(AssertUnwindSafe(|| drop(environment)));
 }
 
 /// A thread's turn at the environment; ends when dropped.
@@ -373,9 +371,8 @@ pub(crate) struct Shared {
     length: usize,
 }
 
-// SAFETY: the bytes are only read, by one job at a time, while the caller that borrowed
-// them waits (`EnvThread::call` and `EnvThread::start` return only once the job has run
-// or been dropped).
+// SAFETY: the bytes are only read, by one call at a time, while the caller that borrowed
+// them waits (`EnvCell::call` and `EnvCell::start` return only once the work has run).
 unsafe impl Send for Shared {}
 
 impl Shared {
@@ -389,8 +386,8 @@ impl Shared {
     /// The bytes.
     ///
     /// # Safety
-    /// The slice it was made from must still be alive: read it only inside a job of the
-    /// call that made it.
+    /// The slice it was made from must still be alive: read it only inside the work of
+    /// the call that made it.
     pub(crate) unsafe fn get(&self) -> &[u8] {
         // SAFETY: as the caller promises; pointer and length come from one slice.
         unsafe { std::slice::from_raw_parts(self.pointer, self.length) }

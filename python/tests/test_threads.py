@@ -1,9 +1,12 @@
 """Threads: the GIL is released while Lua runs, environments run in parallel, any
 thread may use an environment but one at a time, and a second gets BusyError."""
 
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+
+import pytest
 
 from rlm_registry import BusyError, Environment, RlmRegistryError
 
@@ -194,3 +197,50 @@ def test_after_fork_the_child_makes_its_own_environments():
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     assert env.execute("print(x)").stdout == "1\n"
+
+
+def thread_count() -> int:
+    """The process's threads, as the kernel counts them (Linux)."""
+    with open("/proc/self/status") as lines:
+        return next(int(line.split()[1]) for line in lines if line.startswith("Threads:"))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status")
+def test_environments_alive_together_hold_no_thread_each():
+    before = thread_count()
+    alive = [Environment() for _ in range(200)]
+    assert [env.execute("print(1)").stdout for env in alive] == ["1\n"] * 200
+    # A thread that drops closed environments may have started; not one per environment.
+    assert thread_count() - before <= 2
+
+
+def test_an_environment_keeps_its_limits_on_each_thread_that_uses_it():
+    env = Environment(time_limit=0.3)
+    env.execute("kept = 42")
+
+    def endless() -> str | None:
+        return env.execute("while true do end").limit
+
+    with ThreadPoolExecutor(1) as pool:
+        assert pool.submit(endless).result(timeout=60) == "time"
+    assert endless() == "time"
+    assert env.execute("print(kept)").stdout == "42\n"
+
+
+def test_in_a_forked_child_an_endless_loop_still_hits_the_time_limit():
+    import os
+    import signal
+
+    # This thread's limits timer now exists; a forked child does not inherit it.
+    Environment().execute("x = 1")
+    pid = os.fork()
+    if pid == 0:
+        signal.alarm(30)  # a loop the limit misses ends the child here: exit code -14
+        try:
+            result = Environment(time_limit=0.2).execute("while true do end")
+            code = 0 if result.limit == "time" else 1
+        except BaseException:
+            code = 2
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

@@ -1,9 +1,9 @@
 //! The limits of one execution, and the [`Guard`] an engine checks them with as it works.
 //!
 //! Running Lua code meets the limits through the environment's hook
-//! (`environment::hook`): while an execution runs, a timer ticks every millisecond and
-//! each tick has the VM check the limits at its next jump or call; coroutines check them
-//! every 1,000 instructions. An engine running outside the VM checks its guard itself, as
+//! (`environment::hook`): after an execution's first 1,000 instructions, a timer ticks
+//! every millisecond and each tick has the VM check the limits at its next jump or call;
+//! coroutines check them every 1,000 instructions. An engine running outside the VM checks its guard itself, as
 //! its [`WorkMeter`](super::meter::WorkMeter) paces it.
 //!
 //! A limit that trips is recorded in the guard. From then on, the hook stays installed
@@ -140,8 +140,22 @@ impl fmt::Display for LimitKind {
 /// stopper.join().unwrap();
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Clone, Debug, Default)]
-pub struct Interrupt(Arc<AtomicBool>);
+#[derive(Clone, Default)]
+pub struct Interrupt {
+    stopped: Arc<AtomicBool>,
+    /// Asked at the checks as well: a host whose cancellation can only be read on the
+    /// executing thread (Python's Ctrl-C, read with the interpreter's lock) answers here.
+    poll: Option<Arc<dyn Fn() -> bool + Send + Sync>>,
+}
+
+impl fmt::Debug for Interrupt {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Interrupt")
+            .field("stopped", &self.is_interrupted())
+            .field("polled", &self.poll.is_some())
+            .finish()
+    }
+}
 
 impl Interrupt {
     /// A handle not yet interrupted.
@@ -149,14 +163,49 @@ impl Interrupt {
         Interrupt::default()
     }
 
-    /// Stops the execution running under this handle (and any later one).
-    pub fn interrupt(&self) {
-        self.0.store(true, Ordering::Relaxed);
+    /// A handle that also asks `poll`, on the executing thread, each time the limits are
+    /// checked (every millisecond of Lua code, and as the engines work): `true` stops the
+    /// execution as [`Interrupt::interrupt`] would. `poll` must be cheap, or pace itself.
+    ///
+    /// ```
+    /// use rlm_registry::{Registry, environment::{Environment, Interrupt, LimitKind, Limits, ExecError}};
+    ///
+    /// let env = Environment::new(Registry::baked().clone(), Limits::default())?;
+    /// let started = std::time::Instant::now();
+    /// let interrupt = Interrupt::polling(move || started.elapsed().as_millis() > 20);
+    /// env.set_interrupt(interrupt.clone());
+    /// let error = env.execute("while true do end").unwrap_err();
+    /// assert!(matches!(error, ExecError::Limit { kind: LimitKind::Interrupted, .. }));
+    /// assert!(interrupt.is_interrupted());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn polling(poll: impl Fn() -> bool + Send + Sync + 'static) -> Interrupt {
+        Interrupt {
+            stopped: Arc::default(),
+            poll: Some(Arc::new(poll)),
+        }
     }
 
-    /// Whether [`Interrupt::interrupt`] was called.
+    /// Stops the execution running under this handle (and any later one).
+    pub fn interrupt(&self) {
+        self.stopped.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether [`Interrupt::interrupt`] was called (or the poll said to stop).
     pub fn is_interrupted(&self) -> bool {
-        self.0.load(Ordering::Relaxed)
+        self.stopped.load(Ordering::Relaxed)
+    }
+
+    /// Whether the execution must stop: interrupted, or the poll says so now.
+    fn should_stop(&self) -> bool {
+        if self.is_interrupted() {
+            return true;
+        }
+        let stop = self.poll.as_ref().is_some_and(|poll| poll());
+        if stop {
+            self.interrupt();
+        }
+        stop
     }
 }
 
@@ -252,7 +301,7 @@ impl Guard {
         if self.deadline.get().is_some_and(|d| Instant::now() >= d) {
             return Err(self.trip(LimitKind::Time));
         }
-        if self.interrupt.borrow().is_interrupted() {
+        if self.interrupt.borrow().should_stop() {
             return Err(self.trip(LimitKind::Interrupted));
         }
         if used_memory > self.memory_ceiling() {

@@ -13,6 +13,14 @@
 //! checks the limits and removes itself. The VM notices a hook set this way at its next
 //! jump or call, so a loop without either still cannot escape it.
 //!
+//! The timer is armed lazily: an execution starts with a one-shot count hook
+//! ([`FIRST_CHECK`] instructions), and only when that fires (the code is more than a few
+//! microseconds of Lua) does the hook arm the timer and let the tick's signal through.
+//! Arming and disarming a timer are system calls that cost more than a short execution
+//! itself (a REPL turn that sets a variable); the count hook's cost is bounded by those
+//! first instructions. The engines outside the VM check the deadline themselves, so a
+//! long call into one (a huge `string.rep`, a pattern) needs no tick to be stopped.
+//!
 //! Coroutines keep a count hook for their whole life, set when `coroutine.create` or
 //! `coroutine.wrap` makes them: a coroutine runs while its creator waits, and only the
 //! main state is armed by the timer. No Lua state of the environment runs unchecked: the
@@ -24,6 +32,12 @@
 //! A blocking call out of Lua (a model, a child agent, a host function, the user) holds
 //! the signal back ([`hold_ticks`]), so that none of its system calls is interrupted; a
 //! tick that came meanwhile is delivered when the call returns.
+//!
+//! The timer belongs to the executing thread, not to the environment (one per thread,
+//! made on the thread's first execution, deleted when the thread ends): an environment
+//! may run on one thread and then another, as the Python package runs each call on its
+//! caller's thread. An execution nested in another's host call on the same thread (a
+//! child agent's) finds the timer already ticking and leaves it so.
 //!
 //! [`lua_sethook`]: mlua::ffi::lua_sethook
 
@@ -39,6 +53,10 @@ use super::limits::Tripwire;
 /// stop within a fraction of a millisecond, large enough to cost little beside the
 /// per-instruction cost of having a hook at all.
 const HOOK_INTERVAL: c_int = 1_000;
+
+/// Instructions an execution runs before its first check, which arms the timer: about
+/// the cost of arming it, a few microseconds of Lua run with the count hook's overhead.
+const FIRST_CHECK: c_int = 1_000;
 
 /// Where the registry keeps the tripwire the hook checks (the address is the key).
 static TRIPWIRE_KEY: u8 = 0;
@@ -128,7 +146,9 @@ unsafe extern "C-unwind" fn limits_hook(state: *mut ffi::lua_State, _: *mut ffi:
             .check_with_depth(lua_memory(state), depth_reached)
             .is_ok()
         {
-            if RUNNING.get() == state && timer::available() {
+            // The running execution's main state: its ticks arm the next check (started
+            // now, at its first check); where they cannot be had, the hook stays.
+            if RUNNING.get() == state && timer::ticking() {
                 ffi::lua_sethook(state, None, 0, 0);
             }
             return;
@@ -182,46 +202,41 @@ unsafe extern "C-unwind" fn create_hooked(state: *mut ffi::lua_State) -> c_int {
     }
 }
 
-/// An execution running on this thread: the timer armed, the state to arm recorded, the
-/// tick signal let through. Dropped when the execution ends, it restores what was there
-/// (an execution may run inside another's host call: a child agent's).
+/// An execution running on this thread: the state to arm recorded, its first check
+/// due, the timer armed then. Dropped when the execution ends, it restores what was
+/// there (an execution may run inside another's host call: a child agent's).
 pub(crate) struct Running {
     previous: *mut ffi::lua_State,
-    ticks: Option<timer::Ticks>,
+    ticks: timer::Ticks,
 }
 
 impl Running {
-    /// Starts checking the limits of an execution on `lua`'s main state, with `timer`
-    /// (made on first use, per environment) when there is one.
-    pub(crate) fn start(lua: &Lua, timer: &timer::Slot) -> Running {
+    /// Starts checking the limits of an execution on `lua`'s main state: its first check
+    /// after [`FIRST_CHECK`] instructions, which starts this thread's ticks when there
+    /// are any.
+    pub(crate) fn start(lua: &Lua) -> Running {
         let mut main = ptr::null_mut();
         // SAFETY: the main state is read on its own thread; outside any execution of it.
         let _ = unsafe { lua.exec_raw::<()>((), |state| main = main_state(state)) };
-        let ticks = timer.ticks();
+        let ticks = timer::Ticks::due();
         // SAFETY: `main` is the environment's live main state, on its own thread.
-        unsafe {
-            match ticks {
-                Some(_) => ffi::lua_sethook(main, None, 0, 0),
-                None => keep_hook(main),
-            }
-        }
+        unsafe { ffi::lua_sethook(main, Some(limits_hook), ffi::LUA_MASKCOUNT, FIRST_CHECK) };
         let previous = RUNNING.replace(main);
         Running { previous, ticks }
     }
-}
 
-impl Running {
     /// Stops the ticks before the execution ends, the count hook installed instead (a
     /// limit has tripped: the code still to run must get its few instructions).
     pub(crate) fn stop_ticks(&mut self, lua: &Lua) {
-        drop(self.ticks.take());
+        self.ticks.stop();
         stop_everything(lua);
     }
 }
 
 impl Drop for Running {
     fn drop(&mut self) {
-        drop(self.ticks.take());
+        self.ticks.stop();
+        self.ticks.restore();
         RUNNING.set(self.previous);
     }
 }
@@ -243,13 +258,14 @@ pub(crate) fn hold_ticks<R>(work: impl FnOnce() -> R) -> R {
 
 #[cfg(target_os = "linux")]
 mod timer {
-    //! The tick: a POSIX timer per environment, sending the thread running it a real-time
-    //! signal every millisecond of an execution.
+    //! The tick: a POSIX timer per thread, sending the thread a real-time signal every
+    //! millisecond of an execution on it.
 
-    use std::cell::OnceCell;
+    use std::cell::Cell;
     use std::ffi::c_int;
     use std::mem::MaybeUninit;
     use std::sync::OnceLock;
+    use std::sync::atomic::{AtomicU64, Ordering};
 
     use super::RUNNING;
 
@@ -283,6 +299,7 @@ mod timer {
             action.sa_sigaction = on_tick as *const () as libc::sighandler_t;
             action.sa_flags = libc::SA_RESTART;
             libc::sigemptyset(&mut action.sa_mask);
+            libc::pthread_atfork(None, None, Some(after_fork_in_child));
             libc::sigaction(signal(), &action, std::ptr::null_mut()) == 0
         }
     }
@@ -310,32 +327,137 @@ mod timer {
         }
     }
 
-    /// An environment's timer, made on its first execution (on the thread that owns it).
-    #[derive(Default)]
-    pub(crate) struct Slot(OnceCell<Option<Timer>>);
+    thread_local! {
+        /// This thread's timer, made on its first execution (`None`: it could not be).
+        static TIMER: Cell<Option<Timer>> = const { Cell::new(None) };
+        /// Whether the timer is ticking (for the outer execution, when they nest).
+        static TICKING: Cell<bool> = const { Cell::new(false) };
+        /// Where the running execution on this thread is with its ticks.
+        static PHASE: Cell<Phase> = const { Cell::new(Phase::Idle) };
+    }
 
-    impl Slot {
-        /// The timer armed for one execution, or `None` where there are no ticks.
-        pub(super) fn ticks(&self) -> Option<Ticks> {
-            if !available() {
-                return None;
+    /// Where one execution is with its ticks.
+    #[derive(Clone, Copy)]
+    enum Phase {
+        /// No execution on this thread.
+        Idle,
+        /// Started; its first check (the count hook) not yet come.
+        Due,
+        /// Ticking from its first check on: the timer it armed (none when an outer
+        /// execution's ticks), and the signal mask to put back (the tick was held back,
+        /// by the host call this execution runs in).
+        Ticking {
+            armed: Option<libc::timer_t>,
+            mask: Option<libc::sigset_t>,
+        },
+        /// Without ticks: ended, stopped, or none to be had (the count hook stays).
+        Unticked,
+    }
+
+    /// Whether the running execution on this thread has its ticks, starting them if its
+    /// first check is now: the hook removes itself when so.
+    pub(super) fn ticking() -> bool {
+        match PHASE.get() {
+            Phase::Ticking { .. } => true,
+            Phase::Idle | Phase::Unticked => false,
+            Phase::Due => {
+                let phase = start_ticking();
+                PHASE.set(phase);
+                matches!(phase, Phase::Ticking { .. })
             }
-            let timer = self.0.get_or_init(Timer::new).as_ref()?;
-            timer.set(TICK_NANOS);
-            Some(Ticks {
-                timer: timer.id,
-                mask: unblocked(),
-            })
         }
+    }
+
+    /// Arms this thread's timer unless it ticks already, and lets the tick through.
+    fn start_ticking() -> Phase {
+        let Some(timer) = available().then(this_threads_timer).flatten() else {
+            return Phase::Unticked;
+        };
+        let armed = (!TICKING.replace(true)).then_some(timer);
+        if armed.is_some() {
+            set_timer(timer, TICK_NANOS);
+        }
+        let before = change_mask(libc::SIG_UNBLOCK);
+        // SAFETY: `before` is a set filled by `pthread_sigmask`.
+        let held = unsafe { libc::sigismember(&before, signal()) } == 1;
+        Phase::Ticking {
+            armed,
+            mask: held.then_some(before),
+        }
+    }
+
+    /// One execution's ticks: due at its first check, stopped when it ends.
+    pub(crate) struct Ticks {
+        /// The phase of the execution this one runs inside, if any.
+        outer: Phase,
+    }
+
+    impl Ticks {
+        /// A new execution on this thread, its first check due.
+        pub(super) fn due() -> Ticks {
+            Ticks {
+                outer: PHASE.replace(Phase::Due),
+            }
+        }
+
+        /// Stops the ticks this execution started (none if its first check has not come).
+        pub(super) fn stop(&mut self) {
+            if let Phase::Ticking { armed, mask } = PHASE.replace(Phase::Unticked) {
+                if let Some(timer) = armed {
+                    set_timer(timer, 0);
+                    TICKING.set(false);
+                }
+                if let Some(mask) = mask {
+                    // SAFETY: restores the mask read when the ticks started.
+                    unsafe {
+                        libc::pthread_sigmask(libc::SIG_SETMASK, &mask, std::ptr::null_mut())
+                    };
+                }
+            }
+        }
+
+        /// Gives the outer execution (if any) its phase back.
+        pub(super) fn restore(&mut self) {
+            PHASE.set(self.outer);
+        }
+    }
+
+    /// Forks of this process so far, as the child counts them: a child inherits no
+    /// timer, so a thread's timer made before is not the child's.
+    static FORKS: AtomicU64 = AtomicU64::new(0);
+
+    extern "C" fn after_fork_in_child() {
+        FORKS.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// This thread's timer, made now if the thread has none in this process.
+    fn this_threads_timer() -> Option<libc::timer_t> {
+        let forks = FORKS.load(Ordering::Relaxed);
+        let kept = TIMER.take();
+        let timer = match kept {
+            Some(timer) if timer.forks == forks => Some(timer),
+            Some(inherited) => {
+                // The parent's: not deleted here, where its id may be another timer's.
+                std::mem::forget(inherited);
+                Timer::new(forks)
+            }
+            None => Timer::new(forks),
+        };
+        let id = timer.as_ref().map(|timer| timer.id);
+        TIMER.set(timer);
+        id
     }
 
     /// A POSIX timer signalling one thread.
     struct Timer {
         id: libc::timer_t,
+        /// [`FORKS`] when it was made.
+        forks: u64,
     }
 
     impl Timer {
-        fn new() -> Option<Timer> {
+        /// A timer signalling this thread.
+        fn new(forks: u64) -> Option<Timer> {
             // SAFETY: plain-data structures; the thread id is this thread's.
             unsafe {
                 let mut event: libc::sigevent = std::mem::zeroed();
@@ -346,13 +468,10 @@ mod timer {
                 (libc::timer_create(libc::CLOCK_MONOTONIC, &mut event, id.as_mut_ptr()) == 0).then(
                     || Timer {
                         id: id.assume_init(),
+                        forks,
                     },
                 )
             }
-        }
-
-        fn set(&self, nanos: i64) {
-            set_timer(self.id, nanos);
         }
     }
 
@@ -376,20 +495,6 @@ mod timer {
         unsafe { libc::timer_settime(id, 0, &spec, std::ptr::null_mut()) };
     }
 
-    /// The timer running for one execution, and the signal mask before it began.
-    pub(crate) struct Ticks {
-        timer: libc::timer_t,
-        mask: libc::sigset_t,
-    }
-
-    impl Drop for Ticks {
-        fn drop(&mut self) {
-            set_timer(self.timer, 0);
-            // SAFETY: restores the mask read by `unblocked`.
-            unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &self.mask, std::ptr::null_mut()) };
-        }
-    }
-
     /// The signal set of the tick alone.
     fn tick_set() -> libc::sigset_t {
         // SAFETY: a zeroed set, then filled by the libc calls meant for it.
@@ -399,12 +504,6 @@ mod timer {
             libc::sigaddset(&mut set, signal());
             set
         }
-    }
-
-    /// Lets the tick through on this thread (an execution inside a host call, where it is
-    /// held back, must still be checked); the mask before.
-    fn unblocked() -> libc::sigset_t {
-        change_mask(libc::SIG_UNBLOCK)
     }
 
     fn change_mask(how: c_int) -> libc::sigset_t {
@@ -444,16 +543,21 @@ mod timer {
         false
     }
 
-    #[derive(Default)]
-    pub(crate) struct Slot;
-
-    impl Slot {
-        pub(super) fn ticks(&self) -> Option<Ticks> {
-            None
-        }
+    pub(super) fn ticking() -> bool {
+        false
     }
 
     pub(crate) struct Ticks;
+
+    impl Ticks {
+        pub(super) fn due() -> Ticks {
+            Ticks
+        }
+
+        pub(super) fn stop(&mut self) {}
+
+        pub(super) fn restore(&mut self) {}
+    }
 
     pub(super) struct Held;
 
@@ -463,5 +567,3 @@ mod timer {
         }
     }
 }
-
-pub(crate) use timer::Slot as TimerSlot;

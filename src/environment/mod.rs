@@ -105,12 +105,14 @@ use errors::{is_memory_error, lua_message};
 /// `environment::hints` keeps compiling.
 pub use crate::hints;
 
-/// A sandboxed Lua session. Not `Send`: one environment belongs to one thread.
+/// A sandboxed Lua session. Not `Send`: its parts share reference counts that are not
+/// atomic. None of it is tied to the thread that made it, though (the timer that arms
+/// the limits is the executing thread's): moved whole to another thread, with every use
+/// of it serialized, it runs there as well, which is how the Python package runs each
+/// call on its caller's thread.
 pub struct Environment {
     lua: Lua,
     tripwire: Rc<Tripwire>,
-    /// What arms the limits hook while an execution runs (see `hook`).
-    timer: hook::TimerSlot,
     state: Rc<BuiltinState>,
     catalog: Arc<Catalog>,
 }
@@ -285,7 +287,6 @@ impl Environment {
         Ok(Environment {
             lua,
             tripwire,
-            timer: hook::TimerSlot::default(),
             state,
             catalog,
         })
@@ -501,7 +502,7 @@ impl Environment {
     /// `body`, reclaim what a failure left behind, run the finalizers it queued, disarm,
     /// and tell a limit from a Lua error. The output stays to be taken.
     fn run<T>(&self, body: impl FnOnce() -> mlua::Result<T>) -> Result<T, ExecError> {
-        let mut running = hook::Running::start(&self.lua, &self.timer);
+        let mut running = hook::Running::start(&self.lua);
         self.tripwire.start();
         let result = body();
         // Reclaim what a failed execution left behind, so the next one starts fresh.

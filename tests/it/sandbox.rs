@@ -443,6 +443,71 @@ mod time_limit {
             drop(env);
         });
     }
+
+    /// An environment with every use serialized, moved between threads (as the Python
+    /// package moves one to each caller's thread).
+    struct Moved(Environment);
+
+    // SAFETY: used by one thread at a time, the join ordering one's uses before the
+    // next's; nothing of it is tied to the thread that made it (the crate's own claim,
+    // which this test checks).
+    unsafe impl Send for Moved {}
+
+    #[test]
+    fn an_environment_moved_to_another_thread_still_stops_an_endless_loop() {
+        let moved = support::hang::finishes("making the environment", || {
+            let env = env();
+            output(&env, "kept = 42");
+            // This thread's timer is made and used here, on the thread that made it.
+            output(&env, "for i = 1, 10 do end");
+            Moved(env)
+        });
+        let moved = support::hang::finishes("the loop on another thread", move || {
+            let moved = moved;
+            match moved.0.execute("while true do end") {
+                Err(ExecError::Limit { kind, .. }) => assert_eq!(kind, LimitKind::Time),
+                other => panic!("the loop should hit the time limit, got {other:?}"),
+            }
+            moved
+        });
+        assert_eq!(output(&moved.0, "print(kept)"), "42\n");
+    }
+
+    /// A child agent that runs an execution of its own on the calling thread, inside the
+    /// parent's host call, as a child agent's loop does.
+    struct NestedChild;
+
+    impl rlm_registry::environment::SubAgent for NestedChild {
+        fn run(&self, task: &rlm_registry::environment::SubTask) -> Result<String, String> {
+            let child = env();
+            child
+                .execute(&task.prompt)
+                .map(|run| run.output)
+                .map_err(|error| error.to_string())
+        }
+    }
+
+    #[test]
+    fn an_execution_nested_in_another_on_the_same_thread_leaves_the_outer_one_checked() {
+        support::hang::finishes("the outer loop after a nested execution", || {
+            let env = Environment::builder(Registry::baked().clone())
+                .limits(limits())
+                .sub_agent(std::sync::Arc::new(NestedChild))
+                .build()
+                .unwrap();
+            // Both executions run past their first check (1,000 instructions), so the
+            // outer one's timer ticks when the nested one starts: the nested one must
+            // leave it ticking for the outer loop after it.
+            let code = "for i = 1, 5000 do end \
+                nested = rlm_query('for i = 1, 5000 do end print(6 * 7)') \
+                while true do end";
+            match env.execute(code) {
+                Err(ExecError::Limit { kind, .. }) => assert_eq!(kind, LimitKind::Time),
+                other => panic!("the loop should hit the time limit, got {other:?}"),
+            }
+            assert_eq!(output(&env, "print(nested == '42\\n')"), "true\n");
+        });
+    }
 }
 
 mod memory_limit {

@@ -117,6 +117,7 @@ pub use builder::{
     DEFAULT_MAX_ITERATIONS, DEFAULT_OUTPUT_BYTES, Rlm,
 };
 pub(crate) use compaction::elided_marker;
+pub(crate) use parse::parse as parse_reply;
 pub use compaction::{CompactAt, DEFAULT_COMPACT_AT, ELIDED_BEYOND_TOKENS};
 pub use context::Context;
 pub use prompt::PromptPart;

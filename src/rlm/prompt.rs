@@ -206,9 +206,16 @@ pub(crate) fn question(question: &str, has_context: bool, protocol: AnswerProtoc
 }
 
 /// A session's next question, after the answer to the last one.
-pub(crate) fn follow_up(question: &str, protocol: AnswerProtocol) -> String {
+pub(crate) fn follow_up(question: &str, added: &[String], protocol: AnswerProtocol) -> String {
+    let context = match added {
+        [] => "`context` is unchanged".to_string(),
+        names => format!(
+            "`context` is now a list of documents, these added at its end: {}",
+            names.join(", ")
+        ),
+    };
     format!(
-        "{question}\n\n(A new question in the same session: the REPL still holds every variable you set, and `context` is unchanged. Answer it with {}.)",
+        "{question}\n\n(A new question in the same session: the REPL still holds every variable you set, and {context}. Answer it with {}.)",
         answer_call(protocol)
     )
 }

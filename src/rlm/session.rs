@@ -6,6 +6,7 @@
 
 use std::sync::Arc;
 
+use crate::corpus::Document;
 use crate::environment::Environment;
 use crate::llm::UsageSnapshot;
 
@@ -22,6 +23,8 @@ pub struct RlmSession {
     agent: Agent,
     env: Environment,
     context: Option<Context>,
+    /// Documents added since the last question, named in the next one.
+    added: Vec<String>,
     /// `None` until the first question begins it.
     conversation: Option<Conversation>,
     /// What the conversation's last assistant message is when the next question comes:
@@ -79,6 +82,7 @@ impl Rlm {
             agent,
             env,
             context,
+            added: Vec::new(),
             conversation: None,
             last_reply: String::new(),
         })
@@ -122,19 +126,39 @@ impl RlmSession {
         }
     }
 
+    /// Adds `documents` to the context (a text becomes a corpus, see
+    /// [`Context::with_documents`]), for the next question and those after it; the
+    /// next question names them.
+    pub fn add_documents(&mut self, documents: Vec<Document>) -> Result<(), RlmError> {
+        if documents.is_empty() {
+            return Ok(());
+        }
+        self.added
+            .extend(documents.iter().map(|document| document.name.clone()));
+        let context = Context::with_documents(self.context.take(), documents);
+        let loaded = context.load_into(&self.env).map_err(RlmError::Context);
+        self.context = Some(context);
+        loaded
+    }
+
     /// The conversation that asks `question`: begun with it, or the session's going on.
     fn conversation(&mut self, question: &str) -> Result<Conversation, RlmError> {
         match self.conversation.take() {
-            None => self
-                .agent
-                .begin(&self.env, question, self.context.as_ref()),
+            None => {
+                // The system prompt describes them with the rest of the context.
+                self.added.clear();
+                self.agent
+                    .begin(&self.env, question, self.context.as_ref())
+            }
             Some(mut conversation) => {
                 // The last answer was taken: the loop ends on the next one given.
                 self.env.take_final_answer();
                 self.env.take_rejected_answer();
                 let protocol = self.agent.config.answer_protocol;
                 let reply = std::mem::take(&mut self.last_reply);
-                conversation.follow_up(reply, prompt::follow_up(question, protocol));
+                let added = std::mem::take(&mut self.added);
+                let question = prompt::follow_up(question, &added, protocol);
+                conversation.follow_up(reply, question);
                 conversation.share(&self.env);
                 Ok(conversation)
             }

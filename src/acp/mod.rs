@@ -130,7 +130,12 @@ fn read_lines(mut input: impl BufRead, shared: &Arc<Shared>) -> io::Result<()> {
 
 /// Serves request `method`; its answer is sent here or, for a session's work, by the
 /// session's thread.
-fn request(shared: &Arc<Shared>, id: Json, method: &str, params: Json) -> Result<(), (Json, RpcError)> {
+fn request(
+    shared: &Arc<Shared>,
+    id: Json,
+    method: &str,
+    params: Json,
+) -> Result<(), (Json, RpcError)> {
     match method {
         "initialize" => {
             shared.out.respond(&id, &initialize());

@@ -135,7 +135,10 @@ fn text_content(text: String) -> ToolCallContent {
 
 /// A block's title: `Lua: ` and its first line that is not blank.
 fn title(code: &str) -> String {
-    let line = code.lines().find(|line| !line.trim().is_empty()).unwrap_or("");
+    let line = code
+        .lines()
+        .find(|line| !line.trim().is_empty())
+        .unwrap_or("");
     format!("Lua: {}", cut_chars(first_line(line.trim()), 80))
 }
 
@@ -174,7 +177,10 @@ mod tests {
         };
         assert_eq!(call.tool_call_id, "1.1.1");
         assert_eq!(call.title, "Lua: print(#context)");
-        assert_eq!((call.kind, call.status), ("execute", ToolCallStatus::InProgress));
+        assert_eq!(
+            (call.kind, call.status),
+            ("execute", ToolCallStatus::InProgress)
+        );
     }
 
     #[test]
@@ -227,10 +233,16 @@ mod tests {
         let mut updates = Updates::default();
         updates.start_prompt();
         updates.of(&reply("```lua\nwhile true do end\n```"));
-        let child = Record::Reply(ReplyRecord::of("0.1", 1, &Completion::new("```lua\nx=1\n```")));
+        let child = Record::Reply(ReplyRecord::of(
+            "0.1",
+            1,
+            &Completion::new("```lua\nx=1\n```"),
+        ));
         assert!(updates.of(&child).is_empty());
         let closed = updates.close("cancelled");
         assert_eq!(closed.len(), 1);
-        assert!(matches!(&closed[0], SessionUpdate::ToolCallUpdate(u) if u.status == ToolCallStatus::Failed));
+        assert!(
+            matches!(&closed[0], SessionUpdate::ToolCallUpdate(u) if u.status == ToolCallStatus::Failed)
+        );
     }
 }

@@ -147,8 +147,7 @@ impl RlmSession {
             None => {
                 // The system prompt describes them with the rest of the context.
                 self.added.clear();
-                self.agent
-                    .begin(&self.env, question, self.context.as_ref())
+                self.agent.begin(&self.env, question, self.context.as_ref())
             }
             Some(mut conversation) => {
                 // The last answer was taken: the loop ends on the next one given.
@@ -224,7 +223,11 @@ mod tests {
     }
 
     fn texts(request: &Request) -> Vec<String> {
-        request.messages.iter().map(|m| m.text().to_string()).collect()
+        request
+            .messages
+            .iter()
+            .map(|m| m.text().to_string())
+            .collect()
     }
 
     #[test]
@@ -239,7 +242,11 @@ mod tests {
         let second = session.ask("Q2");
         assert_eq!(second.result.unwrap(), "kept 4");
         let sent = texts(&llm.request(1));
-        assert_eq!(sent.len(), 4, "system, Q1, the answer's reply, Q2: {sent:?}");
+        assert_eq!(
+            sent.len(),
+            4,
+            "system, Q1, the answer's reply, Q2: {sent:?}"
+        );
         assert!(sent[1].starts_with("Q1"));
         assert!(sent[2].contains("FINAL('first')"));
         assert!(sent[3].starts_with("Q2") && sent[3].contains("same session"));
@@ -263,7 +270,11 @@ mod tests {
             Err(RlmError::IterationLimit { max_iterations: 2 })
         ));
         let second = session.ask("Q2");
-        assert_eq!(second.result.unwrap(), "done", "two calls again, one needed");
+        assert_eq!(
+            second.result.unwrap(),
+            "done",
+            "two calls again, one needed"
+        );
     }
 
     #[test]
@@ -280,6 +291,9 @@ mod tests {
         cancel.reset();
         assert_eq!(session.ask("Q2").result.unwrap(), "after");
         let sent = texts(&llm.request(0));
-        assert!(sent[2].starts_with("(No answer to that question"), "{sent:?}");
+        assert!(
+            sent[2].starts_with("(No answer to that question"),
+            "{sent:?}"
+        );
     }
 }

@@ -5,6 +5,8 @@
 mod support;
 
 #[cfg(feature = "cli")]
+mod acp;
+#[cfg(feature = "cli")]
 mod answer_protocol;
 mod build_script;
 #[cfg(feature = "runtime")]

@@ -25,6 +25,9 @@ pub struct RlmSession {
     context: Option<Context>,
     /// Documents added since the last question, named in the next one.
     added: Vec<String>,
+    /// The system prompt the first question begins with, made with the session (it
+    /// describes the context, which takes a count of its tokens).
+    system: String,
     /// `None` until the first question begins it.
     conversation: Option<Conversation>,
     /// What the conversation's last assistant message is when the next question comes:
@@ -78,10 +81,12 @@ impl Rlm {
         let ledger = Ledger::for_run(&config);
         let agent = Agent::root(config, ledger);
         let env = agent.open(context.as_ref(), None)?;
+        let system = agent.system_prompt(&env, context.as_ref());
         Ok(RlmSession {
             agent,
             env,
             context,
+            system,
             added: Vec::new(),
             conversation: None,
             last_reply: String::new(),
@@ -137,6 +142,9 @@ impl RlmSession {
             .extend(documents.iter().map(|document| document.name.clone()));
         let context = Context::with_documents(self.context.take(), documents);
         let loaded = context.load_into(&self.env).map_err(RlmError::Context);
+        if self.conversation.is_none() {
+            self.system = self.agent.system_prompt(&self.env, Some(&context));
+        }
         self.context = Some(context);
         loaded
     }
@@ -147,7 +155,9 @@ impl RlmSession {
             None => {
                 // The system prompt describes them with the rest of the context.
                 self.added.clear();
-                self.agent.begin(&self.env, question, self.context.as_ref())
+                let system = std::mem::take(&mut self.system);
+                self.agent
+                    .begin_with(&self.env, system, question, self.context.as_ref())
             }
             Some(mut conversation) => {
                 // The last answer was taken: the loop ends on the next one given.

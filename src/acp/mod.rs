@@ -89,9 +89,11 @@ impl AcpAgent {
     /// Answers the client on `input`/`output` until `input` ends; then cancels what
     /// runs and returns once the sessions' threads have ended (or after a few seconds).
     /// Only reading `input` fails; a client that stops reading `output` is left be.
+    /// `input` is read on the calling thread (a locked stdin will do); `output` is
+    /// written from the sessions' threads too.
     pub fn serve(
         self,
-        input: impl BufRead + Send + 'static,
+        input: impl BufRead,
         output: impl Write + Send + 'static,
     ) -> io::Result<()> {
         let (shared, ended) = Shared::new(self.rlm, self.context_paths, Outgoing::new(output));

@@ -105,6 +105,7 @@ impl RlmSession {
         let ledger = Arc::clone(&self.agent.ledger);
         let before = ledger.report();
         ledger.renew();
+        self.env.renew_token_budget();
         let (result, turns) = match self.conversation(question) {
             Ok(mut conversation) => {
                 let outcome = self.agent.turns(&self.env, &mut conversation);

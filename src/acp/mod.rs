@@ -91,11 +91,7 @@ impl AcpAgent {
     /// Only reading `input` fails; a client that stops reading `output` is left be.
     /// `input` is read on the calling thread (a locked stdin will do); `output` is
     /// written from the sessions' threads too.
-    pub fn serve(
-        self,
-        input: impl BufRead,
-        output: impl Write + Send + 'static,
-    ) -> io::Result<()> {
+    pub fn serve(self, input: impl BufRead, output: impl Write + Send + 'static) -> io::Result<()> {
         let (shared, ended) = Shared::new(self.rlm, self.context_paths, Outgoing::new(output));
         let read = read_lines(input, &shared);
         shared.close();

@@ -77,7 +77,14 @@ impl Updates {
         }
         let cut = reply.finish_reason.as_deref() == Some("length");
         let parsed = parse_reply(&reply.reply, cut);
-        let prose = parsed.prose.trim();
+        // A `FINAL(…)` written as text is the answer, which comes as its own message.
+        let prose: Vec<&str> = parsed
+            .prose
+            .lines()
+            .filter(|line| !line.trim_start().starts_with("FINAL"))
+            .collect();
+        let prose = prose.join("\n");
+        let prose = prose.trim();
         if !prose.is_empty() {
             updates.push(SessionUpdate::AgentMessageChunk {
                 content: ContentBlock::text(format!("{prose}\n\n")),
@@ -180,6 +187,19 @@ mod tests {
         assert_eq!(
             (call.kind, call.status),
             ("execute", ToolCallStatus::InProgress)
+        );
+    }
+
+    #[test]
+    fn a_final_answer_written_as_text_is_left_out_of_the_prose() {
+        let mut updates = Updates::default();
+        updates.start_prompt();
+        let shown = updates.of(&reply("It is 42.\nFINAL(42)"));
+        assert_eq!(
+            shown,
+            [SessionUpdate::AgentMessageChunk {
+                content: ContentBlock::text("It is 42.\n\n")
+            }]
         );
     }
 

@@ -207,6 +207,21 @@ impl Interrupt {
         }
         stop
     }
+
+    /// Makes the handle usable again after an interruption, for the next run of a
+    /// session that one cancellation stopped (every clone sees it).
+    ///
+    /// ```
+    /// use rlm_registry::environment::Interrupt;
+    ///
+    /// let interrupt = Interrupt::new();
+    /// interrupt.interrupt();
+    /// interrupt.reset();
+    /// assert!(!interrupt.is_interrupted());
+    /// ```
+    pub fn reset(&self) {
+        self.stopped.store(false, Ordering::Relaxed);
+    }
 }
 
 /// What an execution may still do: its limits, its deadline, the limit already tripped

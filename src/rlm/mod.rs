@@ -87,6 +87,8 @@
 //! - `sub_calls`: the model calls of each block, logged for the trace.
 //! - `replay`: [`Replay`], a recorded run run again from its trace, with no server.
 //! - `resume`: [`Resume`], an interrupted run rebuilt from its trace and gone on with live.
+//! - `session`: [`RlmSession`], several questions asked of one agent in turn, its REPL
+//!   state kept ([`Rlm::session`]).
 
 mod agent;
 mod budget;
@@ -105,6 +107,7 @@ mod report;
 mod resume;
 mod rlm_log;
 mod run;
+mod session;
 mod sub_calls;
 pub mod trajectory;
 
@@ -116,11 +119,14 @@ pub use builder::{
 pub(crate) use compaction::elided_marker;
 pub use compaction::{CompactAt, DEFAULT_COMPACT_AT, ELIDED_BEYOND_TOKENS};
 pub use context::Context;
+pub(crate) use parse::parse as parse_reply;
 pub use prompt::PromptPart;
 pub use prompt_mode::{AUTO_COMPACT_ABOVE_TOKENS, PromptMode};
+pub use recorder::Observer;
 pub use replay::{Divergence, Replay, ReplayError, ReplayReport};
 pub use report::{Answer, Report, RlmError, WindowExceeded};
 pub use resume::{Resume, ResumeError};
 pub use rlm_log::TraceFormat;
 pub(crate) use rlm_log::{Assumed, RlmLog};
 pub use run::WARN_FROM_ITERATION;
+pub use session::RlmSession;

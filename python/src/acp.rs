@@ -126,7 +126,7 @@ fn serve_interruptibly(py: Python<'_>, agent: AcpAgent) -> PyResult<()> {
         match waited {
             Ok(Ok(served)) => {
                 return served
-                    .map_err(|error| PyOSError::new_err(format!("rlm acp: {error}")));
+                    .map_err(|error| PyOSError::new_err(format!("serving ACP: {error}")));
             }
             Ok(Err(payload)) => return Err(internal_error(&panic_message(payload.as_ref()))),
             Err(mpsc::RecvTimeoutError::Timeout) => {}

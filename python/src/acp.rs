@@ -106,7 +106,9 @@ fn cache_of(cache: Option<&Bound<'_, PyAny>>) -> PyResult<CacheChoice> {
         };
     }
     let place: PathBuf = cache.extract()?;
-    Ok(CacheChoice::At(CacheLocation::parse(&place.to_string_lossy())))
+    Ok(CacheChoice::At(CacheLocation::parse(
+        &place.to_string_lossy(),
+    )))
 }
 
 /// Serves on its own thread, the GIL released, while this thread looks for Python's
@@ -125,8 +127,7 @@ fn serve_interruptibly(py: Python<'_>, agent: AcpAgent) -> PyResult<()> {
         (waited, report) = py.detach(move || (report.recv_timeout(SIGNAL_POLL), report));
         match waited {
             Ok(Ok(served)) => {
-                return served
-                    .map_err(|error| PyOSError::new_err(format!("serving ACP: {error}")));
+                return served.map_err(|error| PyOSError::new_err(format!("serving ACP: {error}")));
             }
             Ok(Err(payload)) => return Err(internal_error(&panic_message(payload.as_ref()))),
             Err(mpsc::RecvTimeoutError::Timeout) => {}

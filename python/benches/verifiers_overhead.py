@@ -94,6 +94,8 @@ def through_verifiers(turns: int, output: Path) -> list[float]:
             "BENCH_API_KEY",
             "--env.agent.runtime.type",
             "subprocess",
+            "--env.agent.harness.id",
+            "lua_rlm_doc_qa",
             "--env.agent.harness.max-iterations",
             str(turns),
             "--no-push",

@@ -16,7 +16,7 @@ import pytest
         ("dspy", "dspy", "pip install 'rlm-registry[dspy]' (or pip install 'dspy==3.4.1')"),
         (
             "verifiers",
-            "verifiers",
+            "verifiers.v1",
             "pip install 'rlm-registry[verifiers]' (or pip install 'verifiers==0.4.0')",
         ),
     ],

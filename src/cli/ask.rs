@@ -45,14 +45,8 @@ pub(crate) struct AskArgs {
     pub(super) context: ContextArgs,
     #[command(flatten)]
     pub(super) run: RunFlags,
-    /// Turns of each agent before giving up (default: 10).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
-    pub(super) max_iterations: Option<u32>,
-    /// How deep `rlm_query` children may go. An agent at this depth is not offered
-    /// `rlm_query` (calling it is an error naming its scope) and uses `llm_query`; 0: no
-    /// children (default: 1).
-    #[arg(long, value_name = "N")]
-    pub(super) max_depth: Option<usize>,
+    #[command(flatten)]
+    pub(super) limits: LoopArgs,
     /// Write the trajectory to FILE as JSON lines (a start line per agent, then one per turn), flushed as it goes.
     #[arg(long, value_name = "FILE")]
     trace: Option<PathBuf>,
@@ -67,6 +61,24 @@ pub(crate) struct AskArgs {
     /// No live view, warnings or usage summary on stderr: only the answer, or the error.
     #[arg(short, long)]
     pub(super) quiet: bool,
+    /// A JSON Schema file the answer must match. The prompt shows it; the model's
+    /// FINAL(value) is converted to JSON and checked, a value that does not match is
+    /// sent back with each violation, and the answer is printed as JSON.
+    #[arg(long, value_name = "FILE.json")]
+    pub(super) schema: Option<PathBuf>,
+}
+
+/// The limits of a run's loop, `rlm ask`'s and `rlm acp`'s (per prompt there).
+#[derive(Args, Debug, Clone)]
+pub(crate) struct LoopArgs {
+    /// Turns of each agent before giving up (default: 10).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub(super) max_iterations: Option<u32>,
+    /// How deep `rlm_query` children may go. An agent at this depth is not offered
+    /// `rlm_query` (calling it is an error naming its scope) and uses `llm_query`; 0: no
+    /// children (default: 1).
+    #[arg(long, value_name = "N")]
+    pub(super) max_depth: Option<usize>,
     /// Wall-clock seconds one code block may run, waiting on sub-calls included (default: 300).
     #[arg(long, value_name = "SECONDS")]
     pub(super) time_limit: Option<f64>,
@@ -78,11 +90,6 @@ pub(crate) struct AskArgs {
     /// (default: 10000).
     #[arg(long, value_name = "BYTES")]
     pub(super) output_bytes: Option<usize>,
-    /// A JSON Schema file the answer must match. The prompt shows it; the model's
-    /// FINAL(value) is converted to JSON and checked, a value that does not match is
-    /// sent back with each violation, and the answer is printed as JSON.
-    #[arg(long, value_name = "FILE.json")]
-    pub(super) schema: Option<PathBuf>,
 }
 
 /// The settings of `rlm ask` that have a default, once chosen: given, else (resuming)
@@ -102,7 +109,7 @@ pub(super) struct Chosen {
 
 impl Chosen {
     /// The defaults, under what `args` gives.
-    pub(super) fn of(args: &AskArgs) -> Chosen {
+    pub(super) fn of(args: &LoopArgs) -> Chosen {
         Chosen {
             max_iterations: args.max_iterations.unwrap_or(DEFAULT_MAX_ITERATIONS),
             max_depth: args.max_depth.unwrap_or(DEFAULT_MAX_DEPTH),
@@ -150,7 +157,7 @@ pub(super) fn ask(args: &AskArgs) -> Output {
     if let Some(trace) = &args.resume {
         return super::ask_resume::resume(args, trace);
     }
-    let chosen = Chosen::of(args);
+    let chosen = Chosen::of(&args.limits);
     let limits = match limits(chosen.time_limit, chosen.memory_limit) {
         Ok(limits) => limits,
         Err(output) => return output,

@@ -77,20 +77,22 @@ pub(super) fn resume(args: &AskArgs, trace: &Path) -> Output {
 
 /// The settings with defaults: given, else recorded, else the default.
 fn chosen(args: &AskArgs, recorded: &Setup) -> Chosen {
-    let defaults = Chosen::of(args);
+    let defaults = Chosen::of(&args.limits);
     let Some(limits) = recorded.limits else {
         return defaults;
     };
     Chosen {
-        max_iterations: args.max_iterations.unwrap_or(limits.max_iterations),
-        max_depth: args.max_depth.unwrap_or(limits.max_depth),
+        max_iterations: args.limits.max_iterations.unwrap_or(limits.max_iterations),
+        max_depth: args.limits.max_depth.unwrap_or(limits.max_depth),
         time_limit: args
+            .limits
             .time_limit
             .unwrap_or(limits.block.time_ms as f64 / 1000.0),
         memory_limit: args
+            .limits
             .memory_limit
             .unwrap_or(limits.block.memory_bytes / (1024 * 1024)),
-        output_bytes: args.output_bytes.unwrap_or(limits.output_bytes),
+        output_bytes: args.limits.output_bytes.unwrap_or(limits.output_bytes),
         ..defaults
     }
 }
@@ -119,19 +121,19 @@ fn overrides(args: &AskArgs, recorded: &Setup) -> Vec<String> {
     let differs = [
         (
             "max_iterations",
-            args.max_iterations
+            args.limits.max_iterations
                 .is_some_and(|n| n != limits.max_iterations),
         ),
         (
             "max_depth",
-            args.max_depth.is_some_and(|n| n != limits.max_depth),
+            args.limits.max_depth.is_some_and(|n| n != limits.max_depth),
         ),
         (
             "output_bytes",
-            args.output_bytes.is_some_and(|n| n != limits.output_bytes),
+            args.limits.output_bytes.is_some_and(|n| n != limits.output_bytes),
         ),
-        ("time_limit", args.time_limit.is_some()),
-        ("memory_limit", args.memory_limit.is_some()),
+        ("time_limit", args.limits.time_limit.is_some()),
+        ("memory_limit", args.limits.memory_limit.is_some()),
         (
             "max_tokens",
             budgets

@@ -8,6 +8,7 @@
 //! client, the limits of one execution, the `--context` file, the user at the
 //! terminal); `help_markdown.rs` writes `docs/cli.md` from the clap definitions.
 
+mod acp;
 mod ask;
 mod ask_resume;
 mod ask_trace;
@@ -175,6 +176,16 @@ enum Command {
     /// the client's retries), or the model errs three turns in a row or twice writes
     /// neither code nor an answer; 2 on a usage error.
     Ask(ask::AskArgs),
+    /// Serve the RLM as an Agent Client Protocol agent on stdin/stdout.
+    ///
+    /// JSON-RPC 2.0, one message a line, for editors (Zed's `agent_servers`, JetBrains,
+    /// Neovim and Emacs clients) and harnesses. Each session's context is `--context`,
+    /// else the folder the client opens it in (`cwd`), as a corpus; each prompt runs the
+    /// loop with the model, limits and budgets `rlm ask` takes (per prompt), and a later
+    /// prompt of the session goes on with the same REPL state. Only JSON-RPC goes to
+    /// stdout. Exit 0 when the client closes stdin, 1 when stdin cannot be read, 2 on a
+    /// usage error.
+    Acp(acp::AcpArgs),
     /// Search the functions by what they do.
     ///
     /// BM25 over name, description, capabilities and keywords; `--mode balanced` adds a
@@ -367,6 +378,7 @@ pub fn run() -> ExitCode {
         Command::Exec { code, run } => exec::exec(&run, &code.into_encoded_bytes()),
         Command::Run { file, run } => exec::run_file(&run, &file),
         Command::Ask(args) => ask::ask(&args),
+        Command::Acp(args) => acp::run(&args),
         Command::Search(args) => search::run(&args),
         Command::Serve(args) => serve::run(&args),
         Command::Trace(command) => trace::run(&command),

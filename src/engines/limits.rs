@@ -158,6 +158,21 @@ impl Interrupt {
     pub fn is_interrupted(&self) -> bool {
         self.0.load(Ordering::Relaxed)
     }
+
+    /// Makes the handle usable again after an interruption, for the next run of a
+    /// session that one cancellation stopped (every clone sees it).
+    ///
+    /// ```
+    /// use rlm_registry::environment::Interrupt;
+    ///
+    /// let interrupt = Interrupt::new();
+    /// interrupt.interrupt();
+    /// interrupt.reset();
+    /// assert!(!interrupt.is_interrupted());
+    /// ```
+    pub fn reset(&self) {
+        self.0.store(false, Ordering::Relaxed);
+    }
 }
 
 /// What an execution may still do: its limits, its deadline, the limit already tripped

@@ -307,7 +307,8 @@ pub(crate) struct Ledger {
     model: String,
     /// When given, a call in flight is given up once it is interrupted.
     cancel: Option<Interrupt>,
-    started: Instant,
+    /// When the run (or, in a session, the prompt) began: the wall-time budget's clock.
+    started: Mutex<Instant>,
     /// Calls reserved so far (a refused reservation is given back).
     calls: AtomicU64,
     /// Tokens the server reported for the calls answered.
@@ -340,7 +341,7 @@ impl Ledger {
             price: config.price,
             model,
             cancel: config.cancel.clone(),
-            started: Instant::now(),
+            started: Mutex::new(Instant::now()),
             calls: AtomicU64::new(0),
             tokens: AtomicU64::new(0),
             committed: AtomicU64::new(0),
@@ -359,18 +360,45 @@ impl Ledger {
     /// as the record is played back).
     pub fn resumed(config: &Config, elapsed: Duration) -> Arc<Ledger> {
         let mut ledger = Ledger::for_run(config);
-        if let Some(ledger) = Arc::get_mut(&mut ledger)
-            && let Some(started) = ledger.started.checked_sub(elapsed)
-        {
-            ledger.started = started;
+        if let Some(ledger) = Arc::get_mut(&mut ledger) {
+            let started = ledger.started.get_mut().unwrap_or_else(|p| p.into_inner());
+            if let Some(earlier) = started.checked_sub(elapsed) {
+                *started = earlier;
+            }
         }
         ledger
+    }
+
+    /// Starts the budgets again for the next prompt of a session: nothing spent, the
+    /// clock at zero. The usage by depth goes on counting (a session reports each
+    /// prompt's share as a difference). Called between prompts, with no call in flight.
+    pub fn renew(&self) {
+        *self.started.lock().unwrap_or_else(|p| p.into_inner()) = Instant::now();
+        for counter in [
+            &self.calls,
+            &self.tokens,
+            &self.committed,
+            &self.cost,
+            &self.committed_cost,
+        ] {
+            counter.store(0, Ordering::SeqCst);
+        }
+        self.cost_unknown.store(false, Ordering::SeqCst);
+        self.turns_lock().clear();
+    }
+
+    /// How long ago the run (or the session's prompt) began.
+    fn elapsed(&self) -> Duration {
+        self.started
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .elapsed()
     }
 
     /// Checks the time, token and cost budgets.
     pub fn check(&self) -> Result<(), BudgetExceeded> {
         if let Some(limit) = self.budgets.wall_time
-            && self.started.elapsed() >= limit
+            && self.elapsed() >= limit
         {
             return Err(BudgetExceeded::WallTime { limit });
         }
@@ -619,7 +647,7 @@ impl Ledger {
     pub fn remaining_time(&self) -> Option<Duration> {
         self.budgets
             .wall_time
-            .map(|limit| limit.saturating_sub(self.started.elapsed()))
+            .map(|limit| limit.saturating_sub(self.elapsed()))
     }
 
     /// Model calls left under the call budget.
@@ -664,7 +692,7 @@ impl Ledger {
     pub fn report(&self) -> UsageReport {
         UsageReport {
             by_depth: self.depths.iter().map(Usage::snapshot).collect(),
-            elapsed: self.started.elapsed(),
+            elapsed: self.elapsed(),
             compactions: self.compactions.load(Ordering::SeqCst),
             compaction_tokens: self.compaction_tokens.load(Ordering::SeqCst),
         }

@@ -20,7 +20,7 @@ use super::compaction::{CompactAt, DEFAULT_COMPACT_AT};
 use super::context::Context;
 use super::prompt::{self, PromptPart};
 use super::prompt_mode::PromptMode;
-use super::recorder::{Recorder, Sink};
+use super::recorder::{Observer, Recorder, Sink};
 use super::replay::Tapes;
 use super::report::{Answer, Report, RlmError};
 use super::resume::Resuming;
@@ -47,7 +47,7 @@ pub const DEFAULT_BLOCK_TIME_LIMIT: Duration = Duration::from_secs(300);
 /// [`Rlm::with_default_iterations`] for [`DEFAULT_MAX_ITERATIONS`].
 #[derive(Clone)]
 pub struct Rlm {
-    config: Config,
+    pub(super) config: Config,
 }
 
 /// What every agent of a run shares: the builder's settings.
@@ -78,6 +78,8 @@ pub(super) struct Config {
     /// The trace of one run, on `trace`: set on the run's own copy of the settings.
     pub(super) recorder: Option<Arc<Recorder>>,
     pub(super) live: Option<Arc<Sink>>,
+    /// Sees each record of a run as it is made (the trace's, written or not).
+    pub(super) observer: Option<Observer>,
     /// In a replay, the record's answers, which stand for the model of every agent.
     pub(super) replay: Option<Arc<Tapes>>,
     /// The root's context as given: its paths, absolute, for the trace.
@@ -105,6 +107,7 @@ impl fmt::Debug for Rlm {
             .field("trace", &c.trace.is_some())
             .field("trace_format", &c.trace_format)
             .field("live_view", &c.live.is_some())
+            .field("observed", &c.observer.is_some())
             .field("replaying", &c.replay.is_some())
             .field("context_paths", &c.context_paths)
             .finish()
@@ -141,6 +144,7 @@ impl Rlm {
                 trace_format: TraceFormat::Events,
                 recorder: None,
                 live: None,
+                observer: None,
                 replay: None,
                 context_paths: None,
                 resuming: None,
@@ -704,22 +708,8 @@ impl Rlm {
         context: Option<Context>,
         user: Option<Arc<dyn User>>,
     ) -> Report {
-        let mut config = self.config.clone();
-        // Decided once per run: `Auto` counts the listing's tokens, and every agent of
-        // the tree, `rlm_query` children included, shares this config.
-        config.prompt_mode = config.prompt_mode.resolve(&config.registry);
-        // Each run has its own clock, and the reference format's converter holds one
-        // run's conversations.
-        let resuming = config.resuming.clone();
-        config.recorder = config.trace.as_ref().map(|sink| {
-            let recorder = Recorder::start(Arc::clone(sink), &config.trace_format);
-            Arc::new(match &resuming {
-                Some(r) => recorder.resumed(r.elapsed, r.started_unix_ms, Arc::clone(&r.on_file)),
-                None => recorder,
-            })
-        });
-        let config = Arc::new(config);
-        let ledger = match &resuming {
+        let config = self.run_config();
+        let ledger = match &config.resuming {
             Some(r) => Ledger::resumed(&config, r.elapsed),
             None => Ledger::for_run(&config),
         };
@@ -735,6 +725,32 @@ impl Rlm {
             turns,
             usage: ledger.report(),
         }
+    }
+}
+
+impl Rlm {
+    /// The settings of one run (or one session): the prompt mode resolved, and the
+    /// run's own recorder.
+    pub(super) fn run_config(&self) -> Arc<Config> {
+        let mut config = self.config.clone();
+        // Decided once per run: `Auto` counts the listing's tokens, and every agent of
+        // the tree, `rlm_query` children included, shares this config.
+        config.prompt_mode = config.prompt_mode.resolve(&config.registry);
+        // Each run has its own clock, and the reference format's converter holds one
+        // run's conversations.
+        let resuming = config.resuming.clone();
+        let recorder = Recorder::start(
+            config.trace.clone(),
+            &config.trace_format,
+            config.observer.clone(),
+        );
+        config.recorder = recorder.map(|recorder| {
+            Arc::new(match &resuming {
+                Some(r) => recorder.resumed(r.elapsed, r.started_unix_ms, Arc::clone(&r.on_file)),
+                None => recorder,
+            })
+        });
+        Arc::new(config)
     }
 }
 

@@ -246,6 +246,17 @@ impl Conversation {
         self.push(Message::user(feedback));
     }
 
+    /// Goes on after an answer: the `reply` that gave it, then the next `question`.
+    /// The conversation now begins after them: a compaction summarises only the turns
+    /// that follow, and earlier questions and answers stay whole.
+    pub(super) fn follow_up(&mut self, reply: String, question: String) {
+        self.push(Message::assistant(reply));
+        self.push(Message::user(question));
+        self.pairs.clear();
+        self.first = self.messages.len();
+        self.start = self.first;
+    }
+
     fn push(&mut self, message: Message) {
         if let Some(history) = &mut self.history {
             history.push(message.clone());

@@ -29,6 +29,40 @@ pub enum Context {
 }
 
 impl Context {
+    /// This context with `documents` added: a corpus gets them at its end; a text or
+    /// chunks become a corpus whose first documents they are (named `context`, or
+    /// `chunk N`); no context at all becomes a corpus of them.
+    ///
+    /// ```
+    /// use rlm_registry::corpus::Document;
+    /// use rlm_registry::rlm::Context;
+    ///
+    /// let added = Context::with_documents(Some(Context::from("notes")), vec![Document::text("a.md", "A")]);
+    /// let Context::Corpus(corpus) = added else { panic!("a corpus") };
+    /// let names: Vec<&str> = corpus.documents.iter().map(|d| d.name.as_str()).collect();
+    /// assert_eq!(names, ["context", "a.md"]);
+    /// ```
+    pub fn with_documents(context: Option<Context>, documents: Vec<Document>) -> Context {
+        let mut corpus = match context {
+            None => Corpus::default(),
+            Some(Context::Corpus(corpus)) => corpus,
+            Some(Context::Text(text)) => Corpus {
+                documents: vec![Document::text("context", text)],
+                skipped: 0,
+            },
+            Some(Context::Chunks(chunks)) => Corpus {
+                documents: chunks
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, chunk)| Document::text(format!("chunk {}", i + 1), chunk))
+                    .collect(),
+                skipped: 0,
+            },
+        };
+        corpus.documents.extend(documents);
+        Context::Corpus(corpus)
+    }
+
     /// Bytes in total.
     pub fn total_bytes(&self) -> usize {
         self.chunk_sizes().iter().sum()

@@ -87,6 +87,8 @@
 //! - `sub_calls`: the model calls of each block, logged for the trace.
 //! - `replay`: [`Replay`], a recorded run run again from its trace, with no server.
 //! - `resume`: [`Resume`], an interrupted run rebuilt from its trace and gone on with live.
+//! - `session`: [`RlmSession`], several questions asked of one agent in turn, its REPL
+//!   state kept ([`Rlm::session`]).
 
 mod agent;
 mod budget;
@@ -105,6 +107,7 @@ mod report;
 mod resume;
 mod rlm_log;
 mod run;
+mod session;
 mod sub_calls;
 pub mod trajectory;
 
@@ -114,6 +117,7 @@ pub use builder::{
     DEFAULT_MAX_ITERATIONS, DEFAULT_OUTPUT_BYTES, Rlm,
 };
 pub(crate) use compaction::elided_marker;
+pub(crate) use parse::parse as parse_reply;
 pub use compaction::{CompactAt, DEFAULT_COMPACT_AT, ELIDED_BEYOND_TOKENS};
 pub use context::Context;
 pub use prompt::PromptPart;
@@ -123,4 +127,6 @@ pub use report::{Answer, Report, RlmError, WindowExceeded};
 pub use resume::{Resume, ResumeError};
 pub use rlm_log::TraceFormat;
 pub(crate) use rlm_log::{Assumed, RlmLog};
+pub use recorder::Observer;
 pub use run::WARN_FROM_ITERATION;
+pub use session::RlmSession;

@@ -25,6 +25,8 @@ pub(crate) struct Reply {
     /// What goes back into the conversation as the model's turn: the reply without its
     /// thinking (what reasoning models' chat templates expect, and fewer tokens).
     pub sent_back: String,
+    /// The text outside the fenced blocks, after the thinking: the model's prose.
+    pub prose: String,
 }
 
 /// A final answer written in plain text.
@@ -85,6 +87,7 @@ pub(crate) fn parse(reply: &str, cut: bool) -> Reply {
         }
     }
     result.final_text = plain_final(&outside);
+    result.prose = outside;
     result
 }
 

@@ -205,6 +205,26 @@ pub(crate) fn question(question: &str, has_context: bool, protocol: AnswerProtoc
     }
 }
 
+/// A session's next question, after the answer to the last one.
+pub(crate) fn follow_up(question: &str, added: &[String], protocol: AnswerProtocol) -> String {
+    let context = match added {
+        [] => "`context` is unchanged".to_string(),
+        names => format!(
+            "`context` is now a list of documents, these added at its end: {}",
+            names.join(", ")
+        ),
+    };
+    format!(
+        "{question}\n\n(A new question in the same session: the REPL still holds every variable you set, and {context}. Answer it with {}.)",
+        answer_call(protocol)
+    )
+}
+
+/// What stands in a session's conversation for the answer a question did not get.
+pub(crate) fn unanswered(error: &str) -> String {
+    format!("(No answer to that question: {error}.)")
+}
+
 /// How the rules tell the model to give its answer, in a phrase.
 fn answer_call(protocol: AnswerProtocol) -> &'static str {
     match protocol {

@@ -39,6 +39,9 @@ enum Outcome {
 pub(super) struct FinalAnswer {
     pub(super) text: String,
     pub(super) value: Option<Json>,
+    /// The reply that gave it, as the conversation holds it: what a session's next
+    /// question follows.
+    pub(super) reply: String,
 }
 
 impl FinalAnswer {
@@ -47,6 +50,7 @@ impl FinalAnswer {
         env.final_answer().map(|text| FinalAnswer {
             text,
             value: env.final_value(),
+            reply: String::new(),
         })
     }
 }
@@ -59,18 +63,42 @@ impl Agent {
         context: Option<&Context>,
         user: Option<Arc<dyn User>>,
     ) -> (Result<FinalAnswer, RlmError>, u32) {
-        let env = match self.environment(user) {
+        let env = match self.open(context, user) {
             Ok(env) => env,
-            Err(error) => return (Err(RlmError::Setup(error.to_string())), 0),
+            Err(error) => return (Err(error), 0),
         };
+        match self.begin(&env, question, context) {
+            Ok(mut conversation) => self.turns(&env, &mut conversation),
+            Err(error) => (Err(error), 0),
+        }
+    }
+
+    /// The agent's environment, with the run's cancellation and `context` loaded.
+    pub(super) fn open(
+        &self,
+        context: Option<&Context>,
+        user: Option<Arc<dyn User>>,
+    ) -> Result<Environment, RlmError> {
+        let env = self
+            .environment(user)
+            .map_err(|error| RlmError::Setup(error.to_string()))?;
         if let Some(cancel) = &self.config.cancel {
             env.set_interrupt(cancel.clone());
         }
-        if let Some(context) = context
-            && let Err(error) = context.load_into(&env)
-        {
-            return (Err(RlmError::Context(error)), 0);
+        if let Some(context) = context {
+            context.load_into(&env).map_err(RlmError::Context)?;
         }
+        Ok(env)
+    }
+
+    /// The conversation that asks `question`: the system prompt and the question, its
+    /// `start` written to the trace.
+    pub(super) fn begin(
+        &self,
+        env: &Environment,
+        question: &str,
+        context: Option<&Context>,
+    ) -> Result<Conversation, RlmError> {
         let config = &self.config;
         let system = prompt::system_prompt(
             env.catalog(),
@@ -85,11 +113,21 @@ impl Agent {
                 config.answer_protocol,
             )),
         ];
-        if let Err(error) = self.record_start(question, context, &messages) {
-            return (Err(RlmError::Trace(error)), 0);
-        }
-        let mut conversation = Conversation::new(messages, config.compact_at.is_some());
-        conversation.share(&env);
+        self.record_start(question, context, &messages)
+            .map_err(RlmError::Trace)?;
+        let conversation = Conversation::new(messages, config.compact_at.is_some());
+        conversation.share(env);
+        Ok(conversation)
+    }
+
+    /// The turns of the loop on `conversation`, up to the iteration cap: the answer or
+    /// the error, and the turns taken.
+    pub(super) fn turns(
+        &self,
+        env: &Environment,
+        conversation: &mut Conversation,
+    ) -> (Result<FinalAnswer, RlmError>, u32) {
+        let config = &self.config;
         let mut state = LoopState::default();
         for turn in 1..=config.max_iterations {
             if self.cancelled() {
@@ -106,21 +144,21 @@ impl Agent {
                     config.max_iterations
                 );
             }
-            let messages = match self.prepare(turn, &env, &mut conversation) {
+            let messages = match self.prepare(turn, env, conversation) {
                 Ok((messages, elided)) => {
                     state.elided = elided;
                     messages
                 }
                 Err(error) => return (Err(error), turn.saturating_sub(1)),
             };
-            let outcome = match self.turn(turn, &env, &messages, &mut state) {
+            let outcome = match self.turn(turn, env, &messages, &mut state) {
                 Ok(outcome) => outcome,
                 Err(error) => return (Err(RlmError::Trace(error)), turn),
             };
             match outcome {
                 Outcome::Continue(feedback) => {
                     conversation.push_turn(turn, std::mem::take(&mut state.reply), feedback);
-                    conversation.share(&env);
+                    conversation.share(env);
                 }
                 Outcome::Final(answer) => return (Ok(answer), turn),
                 // The cut turn was not written: the whole ones were those before it.
@@ -292,7 +330,8 @@ impl Agent {
 
         // Run the blocks in order, up to a failure or a final answer.
         let (mut parts, mut failure) = self.run_blocks(env, &parsed.blocks, record);
-        if let Some(answer) = final_answer(env, &parsed, &mut parts, &mut failure) {
+        if let Some(mut answer) = final_answer(env, &parsed, &mut parts, &mut failure) {
+            answer.reply = sent_back;
             return Outcome::Final(answer);
         }
         // An answer the schema refused is the turn's failure, but not an error of the code.
@@ -417,7 +456,7 @@ impl Agent {
         context: Option<&Context>,
         messages: &[Message],
     ) -> io::Result<()> {
-        let Some(recorder) = &self.config.recorder else {
+        let Some(recorder) = self.config.recorder.as_ref().filter(|r| r.writes_trace()) else {
             return Ok(());
         };
         recorder.record(Record::Start(Start {
@@ -587,6 +626,7 @@ fn plain_final(env: &Environment, plain: &PlainFinal) -> Result<FinalAnswer, Str
                 return Ok(FinalAnswer {
                     text: value.clone(),
                     value: None,
+                    reply: String::new(),
                 });
             }
             let json = serde_json::from_str(value).unwrap_or_else(|_| Json::String(value.clone()));

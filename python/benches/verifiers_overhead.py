@@ -7,12 +7,12 @@ server (python/tests/openai_server.py).
     pip install './python[verifiers]' agent-client-protocol==0.12.1 uv
     python python/benches/verifiers_overhead.py [SHORT LONG]
 
-Each side runs a prompt of SHORT turns (default 2) and one of LONG turns (default 22),
+Each side runs a prompt of SHORT turns (default 2) and one of LONG turns (default 42),
 the last turn's code ending the run; the per-turn figure is the slope between the two
 (fixed costs cancel), the fixed figure the SHORT prompt's time less SHORT turns at that
 slope. Through verifiers, the time is the trace's agent span (the runner and the agent
 started, initialize, session/new, the prompt); straight, the same exchange timed by the
-client. Each figure is the median of 3 rollouts (`vf-eval -r 3 -c 1`: one at a time).
+client. Each figure is the median of 5 rollouts (`vf-eval -r 5 -c 1`: one at a time).
 nano-rlm's harness installs nano-rlm from its git repository at setup, which this
 benchmark does not reach for: its figure is not measured here.
 """
@@ -37,7 +37,7 @@ from openai_server import ScriptedServer  # noqa: E402
 
 EXAMPLE = HERE.parents[1] / "examples" / "verifiers" / "lua_rlm_doc_qa"
 BIN = Path(sys.executable).parent
-ROUNDS = 3
+ROUNDS = 5
 
 
 def script(turns: int) -> list[str]:
@@ -120,11 +120,12 @@ def through_verifiers(turns: int, output: Path) -> list[float]:
         finished = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
     if finished.returncode != 0:
         raise SystemExit(finished.stderr[-3000:])
-    traces = [json.loads(line) for line in (output / f"turns-{turns}" / "traces.jsonl").read_text().splitlines()]
+    lines = (output / f"turns-{turns}" / "traces.jsonl").read_text().splitlines()
+    traces = [trace for line in lines for trace in json.loads(line)["traces"]]
     spans = []
     for trace in traces:
-        if trace.get("error") is not None or len(trace["calls"]) != turns:
-            raise SystemExit(f"a rollout did not run {turns} turns: {trace.get('error')}")
+        if trace["errors"] or len(trace["calls"]) != turns:
+            raise SystemExit(f"a rollout did not run {turns} turns: {trace['errors']}")
         agent = trace["timing"]["agent"]
         spans.append(agent["end"] - agent["start"])
     return spans
@@ -137,7 +138,7 @@ def per_turn(short: int, long: int, short_seconds: float, long_seconds: float) -
 
 
 def main() -> None:
-    short, long = (int(arg) for arg in sys.argv[1:3]) if len(sys.argv) > 2 else (2, 22)
+    short, long = (int(arg) for arg in sys.argv[1:3]) if len(sys.argv) > 2 else (2, 42)
     with tempfile.TemporaryDirectory() as temporary:
         root = Path(temporary)
         workdir = root / "work"

@@ -5,9 +5,11 @@ server, whose replies are Lua; and its command line."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +20,13 @@ from optional import require_package
 
 require_package("acp")
 
-from acp import PROTOCOL_VERSION, spawn_agent_process, text_block  # noqa: E402
+from acp import (  # noqa: E402
+    PROTOCOL_VERSION,
+    embedded_text_resource,
+    resource_block,
+    spawn_agent_process,
+    text_block,
+)
 from acp.schema import (  # noqa: E402
     AgentMessageChunk,
     ClientCapabilities,
@@ -101,6 +109,30 @@ async def prompt_once(
     return initialized, response, client
 
 
+async def conversation(
+    server: ScriptedServer, prompts: list[list[Any]], cwd: Path, *flags: str, cancel_after: float | None = None
+) -> tuple[list[Any], Recorder]:
+    """One session, its prompts one after the other; with `cancel_after`, the first
+    prompt is cancelled that many seconds after it is sent."""
+    client = Recorder()
+    command = agent_command(server, *flags)
+    responses = []
+    async with spawn_agent_process(client, command[0], *command[1:], env=agent_env(), cwd=cwd) as (
+        connection,
+        _process,
+    ):
+        await connection.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=ClientCapabilities())
+        session = await connection.new_session(cwd=str(cwd), mcp_servers=[])
+        for blocks in prompts:
+            sent = asyncio.create_task(connection.prompt(session_id=session.session_id, prompt=blocks))
+            if cancel_after is not None:
+                await asyncio.sleep(cancel_after)
+                await connection.cancel(session_id=session.session_id)
+                cancel_after = None
+            responses.append(await sent)
+    return responses, client
+
+
 def run(coroutine: Any) -> Any:
     return asyncio.run(asyncio.wait_for(coroutine, EXCHANGE_SECONDS))
 
@@ -133,6 +165,60 @@ def test_the_iteration_cap_ends_a_prompt_with_max_turn_requests(tmp_path: Path):
     with ScriptedServer([lua("print('still looking')")] * 3) as server:
         _, response, _ = run(prompt_once(server, "Anything?", tmp_path, "--max-iterations", "1"))
     assert response.stop_reason == "max_turn_requests"
+
+
+def test_two_prompts_in_one_session_share_the_repl_state(tmp_path: Path):
+    replies = [lua("count = 41\nFINAL('set')"), lua("FINAL(tostring(count + 1))")]
+    with ScriptedServer(replies) as server:
+        responses, client = run(
+            conversation(server, [[text_block("Set it.")], [text_block("And now?")]], tmp_path)
+        )
+    assert [response.stop_reason for response in responses] == ["end_turn", "end_turn"]
+    assert client.reply().endswith("42")
+    # The second prompt went on with the same conversation: its first request has the first.
+    second = server.turns()[1]["messages"]
+    assert "Set it." in str(second) and "And now?" in str(second)
+
+
+def test_an_embedded_resource_in_the_prompt_becomes_a_document_of_the_context(tmp_path: Path):
+    replies = [lua("for _, d in ipairs(context) do print(d.name, #grep(d.text, 'ERROR')) end"), lua("FINAL('ok')")]
+    resource = resource_block(embedded_text_resource("file:///logs/server.log", LOG))
+    with ScriptedServer(replies) as server:
+        responses, _ = run(conversation(server, [[text_block("How many errors?"), resource]], tmp_path))
+    assert responses[0].stop_reason == "end_turn"
+    printed = server.turns()[1]["messages"][-1]["content"]
+    assert "file:///logs/server.log\t3" in printed
+
+
+def test_a_cancelled_prompt_stops_with_cancelled(tmp_path: Path):
+    replies = [lua("verdict = llm_query('slow')\nprint(verdict)"), lua("FINAL('too late')")]
+    with ScriptedServer(replies, sub_delay=2.0) as server:
+        started = time.monotonic()
+        responses, client = run(conversation(server, [[text_block("Go.")]], tmp_path, cancel_after=0.5))
+        seconds = time.monotonic() - started
+    assert responses[0].stop_reason == "cancelled"
+    assert "too late" not in client.reply()
+    # The run stopped at the sub-call's end, the next safe point, not after another turn.
+    assert len(server.turns()) == 1
+    assert seconds < 15
+
+
+def test_a_malformed_message_is_a_json_rpc_parse_error_and_the_agent_goes_on(tmp_path: Path):
+    with ScriptedServer([]) as server:
+        finished = subprocess.run(
+            agent_command(server),
+            input='{"jsonrpc": "2.0", "id": 1, "method": \n'
+            '{"jsonrpc": "2.0", "id": 2, "method": "no/such", "params": {}}\n',
+            capture_output=True,
+            text=True,
+            env=agent_env(),
+            cwd=tmp_path,
+            timeout=30,
+        )
+    assert finished.returncode == 0, finished.stderr
+    answers = [json.loads(line) for line in finished.stdout.splitlines()]
+    assert answers[0]["error"]["code"] == -32700
+    assert answers[1]["id"] == 2 and answers[1]["error"]["code"] == -32601
 
 
 def test_the_agent_ends_when_its_standard_input_closes(tmp_path: Path):

@@ -5,16 +5,16 @@ model call through its interception, against the same prompt sent straight to
 server (python/tests/openai_server.py).
 
     pip install './python[verifiers]' agent-client-protocol==0.12.1 uv
-    python python/benches/verifiers_overhead.py [SHORT LONG]
+    python python/benches/verifiers_overhead.py [TURNS]
 
-Each side runs a prompt of SHORT turns (default 2) and one of LONG turns (default 42),
-the last turn's code ending the run; the per-turn figure is the slope between the two
-(fixed costs cancel), the fixed figure the SHORT prompt's time less SHORT turns at that
-slope. Through verifiers, the time is the trace's agent span (the runner and the agent
-started, initialize, session/new, the prompt); straight, the same exchange timed by the
-client. Each figure is the median of 5 rollouts (`vf-eval -r 5 -c 1`: one at a time).
-nano-rlm's harness installs nano-rlm from its git repository at setup, which this
-benchmark does not reach for: its figure is not measured here.
+A prompt of TURNS root turns (default 30; each block prints, the last ends the run).
+Per turn: the median time between two requests reaching the server, one turn's round
+trip through the agent (and, through verifiers, its interception). Per rollout: the
+whole exchange, through verifiers the trace's agent span (its ACP runner and the agent
+started, initialize, session/new, the prompt), straight the same exchange timed by the
+client. Medians of 5 rollouts each (`vf-eval -r 5 -c 1`: one at a time). nano-rlm's
+harness installs nano-rlm from its git repository at setup, which this benchmark does
+not reach for: its figure is not measured here.
 """
 
 from __future__ import annotations
@@ -40,14 +40,33 @@ BIN = Path(sys.executable).parent
 ROUNDS = 5
 
 
+class TimedServer(ScriptedServer):
+    """The scripted server, noting when each request arrives."""
+
+    def __init__(self, replies: list[str]) -> None:
+        super().__init__(replies)
+        self.arrivals: list[float] = []
+
+    def _answer(self, request: dict) -> tuple[int, dict]:
+        self.arrivals.append(time.perf_counter())
+        return super()._answer(request)
+
+
+def gaps(arrivals: list[float], turns: int) -> list[float]:
+    """The times between consecutive requests of each rollout (`turns` requests each)."""
+    rollouts = [arrivals[start : start + turns] for start in range(0, len(arrivals), turns)]
+    return [later - earlier for rollout in rollouts for earlier, later in zip(rollout, rollout[1:])]
+
+
 def script(turns: int) -> list[str]:
     """`turns` root replies: blocks that print, then one that ends the run."""
     blocks = [f"```lua\nprint({turn})\n```" for turn in range(turns - 1)]
     return [*blocks, "```lua\nFINAL('gateway')\n```"]
 
 
-async def straight(turns: int, workdir: Path) -> float:
-    """Seconds of one exchange with the agent, spawned by the ACP client."""
+async def straight(turns: int, workdir: Path) -> tuple[float, list[float]]:
+    """Seconds of one exchange with the agent, spawned by the ACP client, and the gaps
+    between its requests."""
     from acp import PROTOCOL_VERSION, spawn_agent_process, text_block
     from acp.schema import ClientCapabilities
 
@@ -55,7 +74,7 @@ async def straight(turns: int, workdir: Path) -> float:
         async def session_update(self, session_id: str, update: object, **kwargs: object) -> None:
             pass
 
-    with ScriptedServer(script(turns)) as server:
+    with TimedServer(script(turns)) as server:
         command = [sys.executable, "-m", "rlm_registry", "acp", "--no-cache", "--max-iterations", str(turns)]
         env = {
             **os.environ,
@@ -74,15 +93,16 @@ async def straight(turns: int, workdir: Path) -> float:
         seconds = time.perf_counter() - started
     if response.stop_reason != "end_turn":
         raise SystemExit(f"the straight run ended with {response.stop_reason}")
-    return seconds
+    return seconds, gaps(server.arrivals, turns)
 
 
-def through_verifiers(turns: int, output: Path) -> list[float]:
-    """The agent spans of `ROUNDS` rollouts, one at a time, through `vf-eval`."""
+def through_verifiers(turns: int, output: Path) -> tuple[list[float], list[float]]:
+    """The agent spans of `ROUNDS` rollouts, one at a time, through `vf-eval`, and the
+    gaps between their requests."""
     vf_eval = shutil.which("vf-eval", path=str(BIN))
     if vf_eval is None:
         raise SystemExit(f"vf-eval is not installed beside {sys.executable}")
-    with ScriptedServer(script(turns) * ROUNDS) as server:
+    with TimedServer(script(turns) * ROUNDS) as server:
         command = [
             vf_eval,
             "lua_rlm_doc_qa",
@@ -118,6 +138,7 @@ def through_verifiers(turns: int, output: Path) -> list[float]:
             "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
         }
         finished = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
+        arrivals = list(server.arrivals)
     if finished.returncode != 0:
         raise SystemExit(finished.stderr[-3000:])
     lines = (output / f"turns-{turns}" / "traces.jsonl").read_text().splitlines()
@@ -128,34 +149,30 @@ def through_verifiers(turns: int, output: Path) -> list[float]:
             raise SystemExit(f"a rollout did not run {turns} turns: {trace['errors']}")
         agent = trace["timing"]["agent"]
         spans.append(agent["end"] - agent["start"])
-    return spans
-
-
-def per_turn(short: int, long: int, short_seconds: float, long_seconds: float) -> tuple[float, float]:
-    """The slope per turn and the fixed part, in seconds."""
-    slope = (long_seconds - short_seconds) / (long - short)
-    return slope, short_seconds - short * slope
+    return spans, gaps(arrivals, turns)
 
 
 def main() -> None:
-    short, long = (int(arg) for arg in sys.argv[1:3]) if len(sys.argv) > 2 else (2, 42)
+    turns = int(sys.argv[1]) if len(sys.argv) > 1 else 30
     with tempfile.TemporaryDirectory() as temporary:
         root = Path(temporary)
         workdir = root / "work"
         workdir.mkdir()
         (workdir / "document.txt").write_text("ERROR gateway upstream timeout\n")
-        direct = {
-            turns: statistics.median(asyncio.run(straight(turns, workdir)) for _ in range(ROUNDS))
-            for turns in (short, long)
-        }
-        routed = {turns: statistics.median(through_verifiers(turns, root / "out")) for turns in (short, long)}
-    direct_turn, direct_fixed = per_turn(short, long, direct[short], direct[long])
-    routed_turn, routed_fixed = per_turn(short, long, routed[short], routed[long])
-    print(f"straight ACP      : {direct_turn * 1e3:7.2f} ms per turn, {direct_fixed * 1e3:7.1f} ms fixed")
-    print(f"through verifiers : {routed_turn * 1e3:7.2f} ms per turn, {routed_fixed * 1e3:7.1f} ms fixed")
+        exchanges, direct_gaps = [], []
+        for _ in range(ROUNDS):
+            seconds, between = asyncio.run(straight(turns, workdir))
+            exchanges.append(seconds)
+            direct_gaps += between
+        spans, routed_gaps = through_verifiers(turns, root / "out")
+    direct_turn, routed_turn = statistics.median(direct_gaps), statistics.median(routed_gaps)
+    direct_run, routed_run = statistics.median(exchanges), statistics.median(spans)
+    print(f"{turns} turns per prompt; medians of {ROUNDS} rollouts")
+    print(f"straight ACP      : {direct_turn * 1e3:7.2f} ms per turn, {direct_run * 1e3:7.1f} ms per rollout")
+    print(f"through verifiers : {routed_turn * 1e3:7.2f} ms per turn, {routed_run * 1e3:7.1f} ms per rollout")
     print(
         f"overhead          : {(routed_turn - direct_turn) * 1e3:7.2f} ms per turn, "
-        f"{(routed_fixed - direct_fixed) * 1e3:7.1f} ms per rollout"
+        f"{(routed_run - direct_run) * 1e3:7.1f} ms per rollout"
     )
 
 

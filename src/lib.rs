@@ -150,6 +150,8 @@ mod doc_pages {
     mod readme {}
     #[doc = include_str!("../docs/README.md")]
     mod docs_readme {}
+    #[doc = include_str!("../docs/acp.md")]
+    mod acp {}
     #[cfg(feature = "runtime")]
     #[doc = include_str!("../docs/cache.md")]
     mod cache {}

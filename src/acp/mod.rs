@@ -89,11 +89,9 @@ impl AcpAgent {
     /// Answers the client on `input`/`output` until `input` ends; then cancels what
     /// runs and returns once the sessions' threads have ended (or after a few seconds).
     /// Only reading `input` fails; a client that stops reading `output` is left be.
-    pub fn serve(
-        self,
-        input: impl BufRead + Send + 'static,
-        output: impl Write + Send + 'static,
-    ) -> io::Result<()> {
+    /// `input` is read on the calling thread (a locked stdin will do); `output` is
+    /// written from the sessions' threads too.
+    pub fn serve(self, input: impl BufRead, output: impl Write + Send + 'static) -> io::Result<()> {
         let (shared, ended) = Shared::new(self.rlm, self.context_paths, Outgoing::new(output));
         let read = read_lines(input, &shared);
         shared.close();
@@ -130,7 +128,12 @@ fn read_lines(mut input: impl BufRead, shared: &Arc<Shared>) -> io::Result<()> {
 
 /// Serves request `method`; its answer is sent here or, for a session's work, by the
 /// session's thread.
-fn request(shared: &Arc<Shared>, id: Json, method: &str, params: Json) -> Result<(), (Json, RpcError)> {
+fn request(
+    shared: &Arc<Shared>,
+    id: Json,
+    method: &str,
+    params: Json,
+) -> Result<(), (Json, RpcError)> {
     match method {
         "initialize" => {
             shared.out.respond(&id, &initialize());

@@ -15,9 +15,7 @@ use crate::environment::Interrupt;
 use crate::rlm::{Context, Report, Rlm, RlmError, RlmSession};
 
 use super::content;
-use super::schema::{
-    ContentBlock, PromptResponse, SessionNotification, SessionUpdate, StopReason,
-};
+use super::schema::{ContentBlock, PromptResponse, SessionNotification, SessionUpdate, StopReason};
 use super::updates::Updates;
 use super::wire::{INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, Outgoing, RpcError};
 
@@ -52,7 +50,11 @@ pub(crate) struct Job {
 impl Shared {
     /// The state of an agent answering on `out`; the receiver ends once every session
     /// thread has.
-    pub fn new(rlm: Rlm, context_paths: Vec<PathBuf>, out: Outgoing) -> (Arc<Shared>, Receiver<()>) {
+    pub fn new(
+        rlm: Rlm,
+        context_paths: Vec<PathBuf>,
+        out: Outgoing,
+    ) -> (Arc<Shared>, Receiver<()>) {
         let (alive, ended) = mpsc::channel();
         let shared = Shared {
             rlm,
@@ -118,8 +120,14 @@ impl Shared {
         self.out
             .respond(&id, &serde_json::json!({ "sessionId": session_id }));
         for job in jobs {
-            self.answer(&session_id, &mut session, &updates, job);
+            let answered = self.answer(&session_id, &mut session, &updates, job.prompt);
+            // Free before the response goes out: the client may send the next prompt
+            // as soon as it reads it.
             busy.store(false, Ordering::SeqCst);
+            match answered {
+                Ok(response) => self.out.respond(&job.id, &response),
+                Err(error) => self.out.error(&job.id, &error),
+            }
         }
     }
 
@@ -155,43 +163,36 @@ impl Shared {
                 let updates = shown.lock().unwrap_or_else(|p| p.into_inner()).of(record);
                 notify(&out, &session_id, &updates);
             });
-        rlm.session(Some(Context::from(gathered)))
-            .map_err(|error| RpcError::new(INTERNAL_ERROR, format!("cannot start the session: {error}")))
+        rlm.session(Some(Context::from(gathered))).map_err(|error| {
+            RpcError::new(INTERNAL_ERROR, format!("cannot start the session: {error}"))
+        })
     }
 
-    /// Answers one prompt: updates as the loop goes, the answer as the agent's message,
-    /// then the stop reason (or the error).
+    /// Answers one prompt: updates as the loop goes, the answer as the agent's message;
+    /// the response to send (or the error).
     fn answer(
         &self,
         session_id: &str,
         session: &mut RlmSession,
         updates: &Mutex<Updates>,
-        job: Job,
-    ) {
-        let prompt = match content::read(job.prompt) {
-            Ok(prompt) => prompt,
-            Err(error) => return self.out.error(&job.id, &error),
-        };
-        if let Err(error) = session.add_documents(prompt.documents) {
-            let error = RpcError::new(INTERNAL_ERROR, format!("cannot add the documents: {error}"));
-            return self.out.error(&job.id, &error);
-        }
+        blocks: Vec<ContentBlock>,
+    ) -> Result<PromptResponse, RpcError> {
+        let prompt = content::read(blocks)?;
+        session.add_documents(prompt.documents).map_err(|error| {
+            RpcError::new(INTERNAL_ERROR, format!("cannot add the documents: {error}"))
+        })?;
         lock(updates).start_prompt();
         let report = session.ask(&prompt.question);
         let cut = lock(updates).close("not finished: the prompt was cancelled");
         notify(&self.out, session_id, &cut);
-        match outcome(report) {
-            Ok((message, stop_reason)) => {
-                if let Some(message) = message {
-                    let chunk = SessionUpdate::AgentMessageChunk {
-                        content: ContentBlock::text(message),
-                    };
-                    notify(&self.out, session_id, &[chunk]);
-                }
-                self.out.respond(&job.id, &PromptResponse { stop_reason });
-            }
-            Err(error) => self.out.error(&job.id, &error),
+        let (message, stop_reason) = outcome(report)?;
+        if let Some(message) = message {
+            let chunk = SessionUpdate::AgentMessageChunk {
+                content: ContentBlock::text(message),
+            };
+            notify(&self.out, session_id, &[chunk]);
         }
+        Ok(PromptResponse { stop_reason })
     }
 
     /// Hands `job` to its session; a session that does not exist, or is answering a
@@ -313,6 +314,10 @@ mod tests {
         let server = stop(Err(RlmError::Llm(LlmError::Config("refused".to_string()))));
         let error = server.unwrap_err();
         assert_eq!(error.code, INTERNAL_ERROR);
-        assert!(error.message.contains("model server failed: "), "{}", error.message);
+        assert!(
+            error.message.contains("model server failed: "),
+            "{}",
+            error.message
+        );
     }
 }

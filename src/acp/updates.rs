@@ -77,7 +77,14 @@ impl Updates {
         }
         let cut = reply.finish_reason.as_deref() == Some("length");
         let parsed = parse_reply(&reply.reply, cut);
-        let prose = parsed.prose.trim();
+        // A `FINAL(…)` written as text is the answer, which comes as its own message.
+        let prose: Vec<&str> = parsed
+            .prose
+            .lines()
+            .filter(|line| !line.trim_start().starts_with("FINAL"))
+            .collect();
+        let prose = prose.join("\n");
+        let prose = prose.trim();
         if !prose.is_empty() {
             updates.push(SessionUpdate::AgentMessageChunk {
                 content: ContentBlock::text(format!("{prose}\n\n")),
@@ -135,7 +142,10 @@ fn text_content(text: String) -> ToolCallContent {
 
 /// A block's title: `Lua: ` and its first line that is not blank.
 fn title(code: &str) -> String {
-    let line = code.lines().find(|line| !line.trim().is_empty()).unwrap_or("");
+    let line = code
+        .lines()
+        .find(|line| !line.trim().is_empty())
+        .unwrap_or("");
     format!("Lua: {}", cut_chars(first_line(line.trim()), 80))
 }
 
@@ -174,7 +184,23 @@ mod tests {
         };
         assert_eq!(call.tool_call_id, "1.1.1");
         assert_eq!(call.title, "Lua: print(#context)");
-        assert_eq!((call.kind, call.status), ("execute", ToolCallStatus::InProgress));
+        assert_eq!(
+            (call.kind, call.status),
+            ("execute", ToolCallStatus::InProgress)
+        );
+    }
+
+    #[test]
+    fn a_final_answer_written_as_text_is_left_out_of_the_prose() {
+        let mut updates = Updates::default();
+        updates.start_prompt();
+        let shown = updates.of(&reply("It is 42.\nFINAL(42)"));
+        assert_eq!(
+            shown,
+            [SessionUpdate::AgentMessageChunk {
+                content: ContentBlock::text("It is 42.\n\n")
+            }]
+        );
     }
 
     #[test]
@@ -227,10 +253,16 @@ mod tests {
         let mut updates = Updates::default();
         updates.start_prompt();
         updates.of(&reply("```lua\nwhile true do end\n```"));
-        let child = Record::Reply(ReplyRecord::of("0.1", 1, &Completion::new("```lua\nx=1\n```")));
+        let child = Record::Reply(ReplyRecord::of(
+            "0.1",
+            1,
+            &Completion::new("```lua\nx=1\n```"),
+        ));
         assert!(updates.of(&child).is_empty());
         let closed = updates.close("cancelled");
         assert_eq!(closed.len(), 1);
-        assert!(matches!(&closed[0], SessionUpdate::ToolCallUpdate(u) if u.status == ToolCallStatus::Failed));
+        assert!(
+            matches!(&closed[0], SessionUpdate::ToolCallUpdate(u) if u.status == ToolCallStatus::Failed)
+        );
     }
 }

@@ -56,8 +56,12 @@ pub(crate) enum Incoming {
 /// Reads one line; an error comes with the id to answer it with (`null` when none can
 /// be read).
 pub(crate) fn read(line: &str) -> Result<Incoming, (Json, RpcError)> {
-    let value: Json = serde_json::from_str(line)
-        .map_err(|e| (Json::Null, RpcError::new(PARSE_ERROR, format!("parse error: {e}"))))?;
+    let value: Json = serde_json::from_str(line).map_err(|e| {
+        (
+            Json::Null,
+            RpcError::new(PARSE_ERROR, format!("parse error: {e}")),
+        )
+    })?;
     let Json::Object(mut message) = value else {
         let error = RpcError::new(INVALID_REQUEST, "invalid request: not a JSON object");
         return Err((Json::Null, error));
@@ -141,10 +145,15 @@ mod tests {
     #[test]
     fn requests_notifications_and_responses_are_told_apart_by_id_and_method() {
         let request = read(r#"{"jsonrpc":"2.0","id":3,"method":"initialize","params":{}}"#);
-        assert!(matches!(request, Ok(Incoming::Request { ref method, .. }) if method == "initialize"));
+        assert!(
+            matches!(request, Ok(Incoming::Request { ref method, .. }) if method == "initialize")
+        );
         let notification = read(r#"{"jsonrpc":"2.0","method":"session/cancel","params":{}}"#);
         assert!(matches!(notification, Ok(Incoming::Notification { .. })));
-        assert_eq!(read(r#"{"jsonrpc":"2.0","id":3,"result":{}}"#), Ok(Incoming::Response));
+        assert_eq!(
+            read(r#"{"jsonrpc":"2.0","id":3,"result":{}}"#),
+            Ok(Incoming::Response)
+        );
         let (id, error) = read(r#"{"jsonrpc":"2.0","id":4,"method":7}"#).unwrap_err();
         assert_eq!((id, error.code), (json!(4), INVALID_REQUEST));
     }

@@ -54,11 +54,7 @@ pub(super) fn run(args: &AcpArgs) -> Output {
     warnings_on_stderr(args.quiet);
     with_catalog(&args.source, |catalog| {
         // Each session records its own context's paths.
-        let rlm = Chosen {
-            limits,
-            ..chosen
-        }
-        .rlm(&setup, llm, catalog);
+        let rlm = Chosen { limits, ..chosen }.rlm(&setup, llm, catalog);
         let agent = AcpAgent::new(rlm).context_paths(context_paths);
         match agent.serve(BufReader::new(std::io::stdin()), std::io::stdout()) {
             Ok(()) => Output::success(Vec::new()),

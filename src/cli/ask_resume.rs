@@ -121,7 +121,8 @@ fn overrides(args: &AskArgs, recorded: &Setup) -> Vec<String> {
     let differs = [
         (
             "max_iterations",
-            args.limits.max_iterations
+            args.limits
+                .max_iterations
                 .is_some_and(|n| n != limits.max_iterations),
         ),
         (
@@ -130,7 +131,9 @@ fn overrides(args: &AskArgs, recorded: &Setup) -> Vec<String> {
         ),
         (
             "output_bytes",
-            args.limits.output_bytes.is_some_and(|n| n != limits.output_bytes),
+            args.limits
+                .output_bytes
+                .is_some_and(|n| n != limits.output_bytes),
         ),
         ("time_limit", args.limits.time_limit.is_some()),
         ("memory_limit", args.limits.memory_limit.is_some()),

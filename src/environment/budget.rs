@@ -166,3 +166,11 @@ impl super::EnvironmentBuilder {
         self
     }
 }
+
+impl super::Environment {
+    /// Starts the environment's own token budget (`token_budget`) again, for the next
+    /// question of a session whose budgets apply per question.
+    pub(crate) fn renew_token_budget(&self) {
+        self.state.renew_tokens();
+    }
+}

@@ -117,16 +117,16 @@ pub use builder::{
     DEFAULT_MAX_ITERATIONS, DEFAULT_OUTPUT_BYTES, Rlm,
 };
 pub(crate) use compaction::elided_marker;
-pub(crate) use parse::parse as parse_reply;
 pub use compaction::{CompactAt, DEFAULT_COMPACT_AT, ELIDED_BEYOND_TOKENS};
 pub use context::Context;
+pub(crate) use parse::parse as parse_reply;
 pub use prompt::PromptPart;
 pub use prompt_mode::{AUTO_COMPACT_ABOVE_TOKENS, PromptMode};
+pub use recorder::Observer;
 pub use replay::{Divergence, Replay, ReplayError, ReplayReport};
 pub use report::{Answer, Report, RlmError, WindowExceeded};
 pub use resume::{Resume, ResumeError};
 pub use rlm_log::TraceFormat;
 pub(crate) use rlm_log::{Assumed, RlmLog};
-pub use recorder::Observer;
 pub use run::WARN_FROM_ITERATION;
 pub use session::RlmSession;

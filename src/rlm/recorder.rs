@@ -8,9 +8,9 @@ use std::io::{self, Write};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
+use super::builder::Rlm;
 use super::resume::OnFile;
 use super::rlm_log::{RlmLog, TraceFormat};
-use super::builder::Rlm;
 use super::trajectory::{Record, millis};
 
 /// A line-oriented sink shared by every agent of a run (children write from their own
@@ -190,5 +190,4 @@ impl Rlm {
         self.config.observer = Some(Arc::new(observer));
         self
     }
-
 }

@@ -99,12 +99,29 @@ impl Agent {
         question: &str,
         context: Option<&Context>,
     ) -> Result<Conversation, RlmError> {
+        let system = self.system_prompt(env, context);
+        self.begin_with(env, system, question, context)
+    }
+
+    /// The system prompt of this agent over `context`.
+    pub(super) fn system_prompt(&self, env: &Environment, context: Option<&Context>) -> String {
         let config = &self.config;
-        let system = prompt::system_prompt(
+        prompt::system_prompt(
             env.catalog(),
             context,
             &config.settings(self.depth, self.limits().time, self.schema.clone()),
-        );
+        )
+    }
+
+    /// [`Agent::begin`] with the `system` prompt already made.
+    pub(super) fn begin_with(
+        &self,
+        env: &Environment,
+        system: String,
+        question: &str,
+        context: Option<&Context>,
+    ) -> Result<Conversation, RlmError> {
+        let config = &self.config;
         let messages = vec![
             Message::system(system),
             Message::user(prompt::question(

@@ -25,6 +25,9 @@ pub struct RlmSession {
     context: Option<Context>,
     /// Documents added since the last question, named in the next one.
     added: Vec<String>,
+    /// The system prompt the first question begins with, made with the session (it
+    /// describes the context, which takes a count of its tokens).
+    system: String,
     /// `None` until the first question begins it.
     conversation: Option<Conversation>,
     /// What the conversation's last assistant message is when the next question comes:
@@ -78,10 +81,12 @@ impl Rlm {
         let ledger = Ledger::for_run(&config);
         let agent = Agent::root(config, ledger);
         let env = agent.open(context.as_ref(), None)?;
+        let system = agent.system_prompt(&env, context.as_ref());
         Ok(RlmSession {
             agent,
             env,
             context,
+            system,
             added: Vec::new(),
             conversation: None,
             last_reply: String::new(),
@@ -100,6 +105,7 @@ impl RlmSession {
         let ledger = Arc::clone(&self.agent.ledger);
         let before = ledger.report();
         ledger.renew();
+        self.env.renew_token_budget();
         let (result, turns) = match self.conversation(question) {
             Ok(mut conversation) => {
                 let outcome = self.agent.turns(&self.env, &mut conversation);
@@ -137,6 +143,9 @@ impl RlmSession {
             .extend(documents.iter().map(|document| document.name.clone()));
         let context = Context::with_documents(self.context.take(), documents);
         let loaded = context.load_into(&self.env).map_err(RlmError::Context);
+        if self.conversation.is_none() {
+            self.system = self.agent.system_prompt(&self.env, Some(&context));
+        }
         self.context = Some(context);
         loaded
     }
@@ -147,8 +156,9 @@ impl RlmSession {
             None => {
                 // The system prompt describes them with the rest of the context.
                 self.added.clear();
+                let system = std::mem::take(&mut self.system);
                 self.agent
-                    .begin(&self.env, question, self.context.as_ref())
+                    .begin_with(&self.env, system, question, self.context.as_ref())
             }
             Some(mut conversation) => {
                 // The last answer was taken: the loop ends on the next one given.
@@ -224,7 +234,11 @@ mod tests {
     }
 
     fn texts(request: &Request) -> Vec<String> {
-        request.messages.iter().map(|m| m.text().to_string()).collect()
+        request
+            .messages
+            .iter()
+            .map(|m| m.text().to_string())
+            .collect()
     }
 
     #[test]
@@ -239,7 +253,11 @@ mod tests {
         let second = session.ask("Q2");
         assert_eq!(second.result.unwrap(), "kept 4");
         let sent = texts(&llm.request(1));
-        assert_eq!(sent.len(), 4, "system, Q1, the answer's reply, Q2: {sent:?}");
+        assert_eq!(
+            sent.len(),
+            4,
+            "system, Q1, the answer's reply, Q2: {sent:?}"
+        );
         assert!(sent[1].starts_with("Q1"));
         assert!(sent[2].contains("FINAL('first')"));
         assert!(sent[3].starts_with("Q2") && sent[3].contains("same session"));
@@ -263,7 +281,11 @@ mod tests {
             Err(RlmError::IterationLimit { max_iterations: 2 })
         ));
         let second = session.ask("Q2");
-        assert_eq!(second.result.unwrap(), "done", "two calls again, one needed");
+        assert_eq!(
+            second.result.unwrap(),
+            "done",
+            "two calls again, one needed"
+        );
     }
 
     #[test]
@@ -280,6 +302,9 @@ mod tests {
         cancel.reset();
         assert_eq!(session.ask("Q2").result.unwrap(), "after");
         let sent = texts(&llm.request(0));
-        assert!(sent[2].starts_with("(No answer to that question"), "{sent:?}");
+        assert!(
+            sent[2].starts_with("(No answer to that question"),
+            "{sent:?}"
+        );
     }
 }

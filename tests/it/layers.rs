@@ -26,7 +26,7 @@ const LAYERS: &[&[&str]] = &[
     &["setup"],
     &["trace"],
     &["eval"],
-    &["serve"],
+    &["serve", "acp"],
     &["cli", "main"],
 ];
 

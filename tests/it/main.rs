@@ -5,6 +5,10 @@
 mod support;
 
 #[cfg(feature = "cli")]
+mod acp;
+#[cfg(feature = "cli")]
+mod acp_client;
+#[cfg(feature = "cli")]
 mod answer_protocol;
 mod build_script;
 #[cfg(feature = "runtime")]

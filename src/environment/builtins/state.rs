@@ -79,6 +79,12 @@ impl BuiltinState {
         self.host.clone()
     }
 
+    /// Nothing spent against the token budget any more: a session's next question has
+    /// the budget to itself.
+    pub(crate) fn renew_tokens(&self) {
+        self.tokens_spent.set(0);
+    }
+
     pub(super) fn remaining_tokens(&self) -> Option<u64> {
         self.host
             .token_budget

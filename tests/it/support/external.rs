@@ -1,5 +1,5 @@
-//! Programs some tests need from outside the crate: headless Chromium, `emmylua_check`
-//! and a Python with the MCP SDK. A developer without one sees the test say it skipped;
+//! Programs some tests need from outside the crate: headless Chromium, `emmylua_check`,
+//! a Python with the MCP SDK and one with the ACP client. A developer without one sees the test say it skipped;
 //! CI sets `RLM_REQUIRE_TOOLS=1` (`.ci/run` installs them all), and there a missing one
 //! fails the test, naming it and how to install it.
 
@@ -59,6 +59,22 @@ pub fn python_with_mcp() -> Option<String> {
     required(
         "a Python with the MCP SDK",
         "python3 -m venv target/mcp-venv && target/mcp-venv/bin/pip install mcp==2.3.0, then set RLM_MCP_PYTHON=target/mcp-venv/bin/python (.ci/run does both)",
+        found,
+    )
+}
+
+/// A Python interpreter with the ACP client (`agent-client-protocol`, module `acp`),
+/// named by `RLM_ACP_PYTHON`.
+pub fn python_with_acp() -> Option<String> {
+    let found = std::env::var("RLM_ACP_PYTHON").ok().filter(|python| {
+        Command::new(python)
+            .args(["-c", "import acp"])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    });
+    required(
+        "a Python with the ACP client",
+        "python3 -m venv target/acp-venv && target/acp-venv/bin/pip install agent-client-protocol==0.12.1, then set RLM_ACP_PYTHON=target/acp-venv/bin/python (.ci/run does both)",
         found,
     )
 }

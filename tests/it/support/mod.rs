@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests' modules; each module uses only part of them.
 #![allow(dead_code)]
 
+#[cfg(feature = "cli")]
+pub mod acp;
 pub mod bad_fixtures;
 #[cfg(feature = "cli")]
 pub mod cli;

@@ -28,7 +28,9 @@ def _positive(text: str) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m rlm_registry", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m rlm_registry", description="The commands of the rlm_registry package."
+    )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     acp = commands.add_parser(
         "acp",

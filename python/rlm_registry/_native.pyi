@@ -26,6 +26,7 @@ __all__ = [
     "__version__",
     "ask",
     "check",
+    "serve_acp",
     "split_thinking",
     "system_prompt",
 ]
@@ -341,6 +342,37 @@ def ask(
     run's answer is returned with nothing sent. A changed context or registry raises
     `ValueError` unless `force=True`.
     Raises `LimitError`, `LlmError` or `LuaError` when the run ends without an answer."""
+
+def serve_acp(
+    *,
+    model: str | None = None,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    max_iterations: int | None = None,
+    max_depth: int | None = None,
+    context: Sequence[_StrPath] = (),
+    config: _StrPath | None = None,
+    time_limit: float | None = None,
+    max_tokens: int | None = None,
+    max_llm_calls: int | None = None,
+    max_time: float | None = None,
+    max_cost: float | None = None,
+    context_window: int | None = None,
+    llm_concurrency: int | None = None,
+    max_reply_tokens: int | None = None,
+    reasoning_effort: Literal["low", "medium", "high"] | None = None,
+    cache: _StrPath | Literal[False] | None = None,
+) -> None:
+    """Serves the RLM as an Agent Client Protocol agent (JSON-RPC 2.0) on the process's
+    standard input and output until standard input ends: `python -m rlm_registry acp`.
+    Each `session/prompt` is a question, answered by the RLM loop over `context` (paths
+    gathered as `--context` gathers them), else over the `cwd` the client sends; limits
+    and budgets apply per prompt. The settings are resolved as `ask` resolves them
+    (arguments, then `RLM_*` variables, then `config`'s rlm.toml); the model's settings
+    are checked before the first message is read. `cache` is where the call cache lives
+    (a file, or a server's URL), `False` for none whatever `RLM_CACHE` or `config` say,
+    `None` to resolve it as `rlm ask` does. The GIL is released while it serves;
+    Ctrl-C raises `KeyboardInterrupt`."""
 
 def system_prompt(
     context: _Context | None = None,

@@ -26,8 +26,8 @@ use crate::registry::{Registry, chosen_registry, load_providers};
 // The defaults the text signatures above show.
 const _: () = assert!(DEFAULT_BLOCK_TIME_LIMIT.as_secs() == 300 && DEFAULT_OUTPUT_BYTES == 10_000);
 
-/// The settings of a run that `ask` and `system_prompt` share.
-struct Settings {
+/// The settings of a run that `ask`, `system_prompt` and `serve_acp` share.
+pub(crate) struct Settings {
     max_iterations: u32,
     max_depth: usize,
     time_limit: f64,
@@ -42,6 +42,27 @@ struct Settings {
 }
 
 impl Settings {
+    /// `ask`'s settings: those given, `ask`'s defaults for the rest.
+    pub(crate) fn given(
+        max_iterations: Option<u32>,
+        max_depth: Option<usize>,
+        time_limit: Option<f64>,
+        memory_limit_mb: Option<usize>,
+        output_bytes: Option<usize>,
+        run: RunSettings,
+        schema: Option<serde_json::Value>,
+    ) -> Settings {
+        Settings {
+            max_iterations: max_iterations.unwrap_or(10),
+            max_depth: max_depth.unwrap_or(1),
+            time_limit: time_limit.unwrap_or(DEFAULT_BLOCK_TIME_LIMIT.as_secs_f64()),
+            memory_limit_mb: memory_limit_mb.unwrap_or(512),
+            output_bytes: output_bytes.unwrap_or(DEFAULT_OUTPUT_BYTES),
+            run,
+            schema,
+        }
+    }
+
     /// The run's setup: the arguments over the environment variables over `config`.
     fn setup(&self, py: Python<'_>, config: Option<&Path>) -> PyResult<RunSetup> {
         crate::setup::run_setup(py, &self.run, config)
@@ -49,7 +70,12 @@ impl Settings {
 
     /// An RLM over `llm` (the setup's own model when `None`) with these settings and the
     /// registry and providers asked for.
-    fn rlm(&self, py: Python<'_>, llm: Option<Arc<dyn Llm>>, source: Source<'_>) -> PyResult<Rlm> {
+    pub(crate) fn rlm(
+        &self,
+        py: Python<'_>,
+        llm: Option<Arc<dyn Llm>>,
+        source: Source<'_>,
+    ) -> PyResult<Rlm> {
         let mut setup = self.setup(py, source.config.as_deref())?;
         let limits = limits(self.time_limit, self.memory_limit_mb, None)?;
         let llm = match llm {
@@ -80,7 +106,7 @@ impl Settings {
 }
 
 /// A name `T`'s `FromStr` takes, given as the argument `argument`.
-fn named<T: std::str::FromStr<Err = String>>(
+pub(crate) fn named<T: std::str::FromStr<Err = String>>(
     argument: &str,
     value: Option<String>,
 ) -> PyResult<Option<T>> {
@@ -104,7 +130,7 @@ fn compact_at_of(value: &Bound<'_, PyAny>) -> PyResult<Option<CompactAt>> {
 
 /// `max_reply_tokens`, held to the rule `--max-reply-tokens` and `RLM_MAX_REPLY_TOKENS`
 /// are read by, so that the three refuse the same values with the same words.
-fn reply_limit(tokens: Option<u64>) -> PyResult<Option<u32>> {
+pub(crate) fn reply_limit(tokens: Option<u64>) -> PyResult<Option<u32>> {
     tokens
         .map(|tokens| {
             reply_tokens(&tokens.to_string())
@@ -115,11 +141,11 @@ fn reply_limit(tokens: Option<u64>) -> PyResult<Option<u32>> {
 
 /// Where the functions come from: a `Registry`, or paths on the baked registry, and an
 /// `rlm.toml`.
-struct Source<'py> {
-    paths: Vec<PathBuf>,
-    baked: bool,
-    registry: Option<PyRef<'py, Registry>>,
-    config: Option<PathBuf>,
+pub(crate) struct Source<'py> {
+    pub(crate) paths: Vec<PathBuf>,
+    pub(crate) baked: bool,
+    pub(crate) registry: Option<PyRef<'py, Registry>>,
+    pub(crate) config: Option<PathBuf>,
 }
 
 impl Source<'_> {
@@ -212,21 +238,13 @@ pub fn ask<'py>(
             return Ok(Answer::finished(answer, path));
         }
         let recorded = resumed.as_ref().and_then(|r| r.setup().limits);
-        let settings = Settings {
-            max_iterations: max_iterations
-                .or(recorded.map(|l| l.max_iterations))
-                .unwrap_or(10),
-            max_depth: max_depth.or(recorded.map(|l| l.max_depth)).unwrap_or(1),
-            time_limit: time_limit
-                .or(recorded.map(|l| l.block.time_ms as f64 / 1000.0))
-                .unwrap_or(DEFAULT_BLOCK_TIME_LIMIT.as_secs_f64()),
-            memory_limit_mb: memory_limit_mb
-                .or(recorded.map(|l| l.block.memory_bytes / (1024 * 1024)))
-                .unwrap_or(512),
-            output_bytes: output_bytes
-                .or(recorded.map(|l| l.output_bytes))
-                .unwrap_or(DEFAULT_OUTPUT_BYTES),
-            run: RunSettings {
+        let settings = Settings::given(
+            max_iterations.or(recorded.map(|l| l.max_iterations)),
+            max_depth.or(recorded.map(|l| l.max_depth)),
+            time_limit.or(recorded.map(|l| l.block.time_ms as f64 / 1000.0)),
+            memory_limit_mb.or(recorded.map(|l| l.block.memory_bytes / (1024 * 1024))),
+            output_bytes.or(recorded.map(|l| l.output_bytes)),
+            RunSettings {
                 model,
                 base_url,
                 api_key,
@@ -243,8 +261,8 @@ pub fn ask<'py>(
                 max_cost,
                 ..RunSettings::default()
             },
-            schema: schema.as_ref().map(schema_of).transpose()?,
-        };
+            schema.as_ref().map(schema_of).transpose()?,
+        );
         let settings = match &resumed {
             Some(resume) => Settings {
                 run: settings.run.or_recorded(resume.setup()),

@@ -6,6 +6,7 @@
 //!   call run on the caller's thread with the GIL released (`worker`);
 //! - `registry`: `Registry`, `Diagnostic`, `check`;
 //! - `ask`: `ask`, `Answer`, `system_prompt`, over the crate's `Rlm`;
+//! - `acp`: `serve_acp`, the crate's ACP agent over an `Rlm` built as `ask` builds it;
 //! - `context`: the `context` argument (a text, chunks, a `dict` of documents, a path
 //!   gathered by the crate's `corpus::gather`);
 //! - `convert`: Python values ↔ Lua globals through the crate's Lua ↔ JSON mapping;
@@ -13,6 +14,7 @@
 //! - `tools`: Python callables as host functions the Lua code calls;
 //! - `errors`: the package's exceptions, and every failure (a panic too) made into one.
 
+mod acp;
 mod ask;
 mod context;
 mod convert;
@@ -65,6 +67,8 @@ fn _environment_new_in_rust(py: Python<'_>, count: usize) -> PyResult<f64> {
 /// rlm-registry, in process.
 #[pymodule]
 mod _native {
+    #[pymodule_export]
+    use super::acp::serve_acp;
     #[pymodule_export]
     use super::ask::{Answer, ask, system_prompt};
     #[pymodule_export]

@@ -105,6 +105,8 @@ class ScriptedServer:
         return 200, {
             "id": "chatcmpl-test",
             "object": "chat.completion",
+            # Required by OpenAI's schema, which strict clients (verifiers') check.
+            "created": int(time.time()),
             "model": request.get("model", "scripted"),
             "choices": [{"index": 0, "message": message, "finish_reason": reply.finish_reason}],
             "usage": usage,

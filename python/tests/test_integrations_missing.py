@@ -14,6 +14,11 @@ import pytest
     [
         ("rlms", "rlm", "pip install 'rlm-registry[rlms]' (or pip install 'rlms==0.1.3')"),
         ("dspy", "dspy", "pip install 'rlm-registry[dspy]' (or pip install 'dspy==3.4.1')"),
+        (
+            "verifiers",
+            "verifiers.v1",
+            "pip install 'rlm-registry[verifiers]' (or pip install 'verifiers==0.4.0')",
+        ),
     ],
 )
 def test_an_integration_without_its_package_names_the_pip_command(

@@ -167,11 +167,6 @@ def test_a_bad_setting_is_refused_by_the_config():
         LuaRLMHarnessConfig(id="lua-rlm", max_iterations=0)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the agent sends each turn's prose and the answer as agent_message_chunk without "
-    "messageId, and verifiers' runner joins every chunk of a prompt into root_reply",
-)
 def test_the_reply_is_the_answer_alone_when_the_model_writes_prose_around_its_code(tmp_path: Path):
     replies = ["Let me look at the document.\n" + lua("print(#context)"), "Done.\n" + lua("FINAL('gateway')")]
     with ScriptedServer(replies) as server:

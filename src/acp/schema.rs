@@ -151,10 +151,20 @@ pub(crate) struct SessionNotification<'a> {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "sessionUpdate", rename_all = "snake_case")]
 pub(crate) enum SessionUpdate {
-    /// The model's prose, and the final answer.
-    AgentMessageChunk { content: ContentBlock },
+    /// The model's prose, and the final answer. Each message has an id of its own (a
+    /// turn's prose, the answer), so a client that keeps the last message (verifiers'
+    /// reply) keeps the answer alone.
+    AgentMessageChunk {
+        content: ContentBlock,
+        #[serde(rename = "messageId")]
+        message_id: String,
+    },
     /// A reasoning model's thinking.
-    AgentThoughtChunk { content: ContentBlock },
+    AgentThoughtChunk {
+        content: ContentBlock,
+        #[serde(rename = "messageId")]
+        message_id: String,
+    },
     /// A code block, as it starts running.
     ToolCall(ToolCall),
     /// A code block's end: its status and output.

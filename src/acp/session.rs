@@ -187,9 +187,7 @@ impl Shared {
         notify(&self.out, session_id, &cut);
         let (message, stop_reason) = outcome(report)?;
         if let Some(message) = message {
-            let chunk = SessionUpdate::AgentMessageChunk {
-                content: ContentBlock::text(message),
-            };
+            let chunk = lock(updates).answer(message);
             notify(&self.out, session_id, &[chunk]);
         }
         Ok(PromptResponse { stop_reason })

@@ -65,6 +65,20 @@ impl Updates {
         format!("{}.{turn}.{block}", self.prompt)
     }
 
+    /// The id of a turn's message (`what`: its prose, its thinking).
+    fn message_id(&self, turn: u32, what: &str) -> String {
+        format!("{}.{turn}.{what}", self.prompt)
+    }
+
+    /// The prompt's answer, as the agent's last message: an id of its own, so that it
+    /// is not read as the end of the last turn's prose.
+    pub fn answer(&self, text: String) -> SessionUpdate {
+        SessionUpdate::AgentMessageChunk {
+            content: ContentBlock::text(text),
+            message_id: format!("{}.answer", self.prompt),
+        }
+    }
+
     fn reply(&mut self, reply: &ReplyRecord) -> Vec<SessionUpdate> {
         let mut updates = Vec::new();
         let inline = split_thinking(&reply.reply).thinking;
@@ -72,6 +86,7 @@ impl Updates {
             if !thought.trim().is_empty() {
                 updates.push(SessionUpdate::AgentThoughtChunk {
                     content: ContentBlock::text(thought.trim()),
+                    message_id: self.message_id(reply.turn, "thought"),
                 });
             }
         }
@@ -88,6 +103,7 @@ impl Updates {
         if !prose.is_empty() {
             updates.push(SessionUpdate::AgentMessageChunk {
                 content: ContentBlock::text(format!("{prose}\n\n")),
+                message_id: self.message_id(reply.turn, "prose"),
             });
         }
         for (i, code) in parsed.blocks.iter().enumerate() {
@@ -170,13 +186,15 @@ mod tests {
         assert_eq!(
             shown[0],
             SessionUpdate::AgentThoughtChunk {
-                content: ContentBlock::text("look first")
+                content: ContentBlock::text("look first"),
+                message_id: "1.1.thought".into(),
             }
         );
         assert_eq!(
             shown[1],
             SessionUpdate::AgentMessageChunk {
-                content: ContentBlock::text("Counting lines.\n\n")
+                content: ContentBlock::text("Counting lines.\n\n"),
+                message_id: "1.1.prose".into(),
             }
         );
         let SessionUpdate::ToolCall(call) = &shown[2] else {
@@ -198,9 +216,40 @@ mod tests {
         assert_eq!(
             shown,
             [SessionUpdate::AgentMessageChunk {
-                content: ContentBlock::text("It is 42.\n\n")
+                content: ContentBlock::text("It is 42.\n\n"),
+                message_id: "1.1.prose".into(),
             }]
         );
+    }
+
+    #[test]
+    fn the_answer_is_a_message_of_its_own_after_the_turns_prose() {
+        let mut updates = Updates::default();
+        updates.start_prompt();
+        let prose = updates.of(&reply("Looking.\n```lua\nprint(1)\n```"));
+        let SessionUpdate::AgentMessageChunk { message_id, .. } = &prose[0] else {
+            panic!("the prose first: {prose:?}")
+        };
+        let SessionUpdate::AgentMessageChunk {
+            message_id: answer,
+            content,
+        } = updates.answer("42".into())
+        else {
+            panic!("the answer is a message chunk")
+        };
+        assert_ne!(
+            message_id, &answer,
+            "a client keeping the last message keeps the answer"
+        );
+        assert_eq!(content, ContentBlock::text("42"));
+        updates.start_prompt();
+        let SessionUpdate::AgentMessageChunk {
+            message_id: next, ..
+        } = updates.answer("43".into())
+        else {
+            panic!("the answer is a message chunk")
+        };
+        assert_ne!(answer, next, "each prompt's answer is a new message");
     }
 
     #[test]

@@ -302,11 +302,11 @@ def ask(
     max_time: float | None = None,
     max_cost: float | None = None,
     prompt_mode: Literal["full", "compact", "auto"] | None = None,
-    context_window: int | None = None,
+    context_window: int | str | None = None,
     compact_at: float | Literal["off"] | None = None,
     answer_protocol: Literal["final", "answer"] | None = None,
     llm_concurrency: int | None = None,
-    max_reply_tokens: int | None = None,
+    max_reply_tokens: int | str | None = None,
     reasoning_effort: Literal["low", "medium", "high"] | None = None,
     schema: Mapping[str, Any] | str | None = None,
     verbose: bool = False,
@@ -324,7 +324,8 @@ def ask(
     (default 32). `max_reply_tokens` is sent with every request as `max_tokens` (or
     `max_completion_tokens` to a server that asks for it), `reasoning_effort` as
     `reasoning_effort`; neither is sent unless set. A reasoning model's thinking never
-    runs and never goes back to it; the trace keeps it. `context_window` refuses a
+    runs and never goes back to it; the trace keeps it. Both token counts take an int or
+    the text the command line takes (`"8k"`, `"128k"`). `context_window` refuses a
     request that would not fit; `compact_at` (`RLM_COMPACT_AT`, default 0.85; `"off"`
     or 0: never) is the share of it at which the conversation is summarised and
     restarted, every message kept in the Lua table `history`; `answer_protocol` chooses how the prompt teaches
@@ -357,9 +358,9 @@ def serve_acp(
     max_llm_calls: int | None = None,
     max_time: float | None = None,
     max_cost: float | None = None,
-    context_window: int | None = None,
+    context_window: int | str | None = None,
     llm_concurrency: int | None = None,
-    max_reply_tokens: int | None = None,
+    max_reply_tokens: int | str | None = None,
     reasoning_effort: Literal["low", "medium", "high"] | None = None,
     cache: _StrPath | Literal[False] | None = None,
 ) -> None:
@@ -387,7 +388,7 @@ def system_prompt(
     memory_limit_mb: int = 512,
     output_bytes: int = 10000,
     prompt_mode: Literal["full", "compact", "auto"] | None = None,
-    context_window: int | None = None,
+    context_window: int | str | None = None,
     answer_protocol: Literal["final", "answer"] | None = None,
     schema: Mapping[str, Any] | str | None = None,
 ) -> str:

@@ -13,7 +13,7 @@ use pyo3::prelude::*;
 use rlm_registry::acp::AcpAgent;
 use rlm_registry::setup::{CacheChoice, CacheLocation, RunSettings};
 
-use crate::ask::{Settings, Source, named, reply_limit};
+use crate::ask::{Settings, Source, named, reply_limit, window_of};
 use crate::errors::{catching, internal_error, panic_message};
 
 /// Serves ACP on standard input and output until standard input ends.
@@ -43,9 +43,9 @@ pub fn serve_acp(
     max_llm_calls: Option<u64>,
     max_time: Option<f64>,
     max_cost: Option<f64>,
-    context_window: Option<u64>,
+    context_window: Option<Bound<'_, PyAny>>,
     llm_concurrency: Option<usize>,
-    max_reply_tokens: Option<u64>,
+    max_reply_tokens: Option<Bound<'_, PyAny>>,
     reasoning_effort: Option<String>,
     cache: Option<Bound<'_, PyAny>>,
 ) -> PyResult<()> {
@@ -64,9 +64,9 @@ pub fn serve_acp(
                 base_url,
                 api_key,
                 llm_concurrency,
-                max_reply_tokens: reply_limit(max_reply_tokens)?,
+                max_reply_tokens: reply_limit(max_reply_tokens.as_ref())?,
                 reasoning_effort: named("reasoning_effort", reasoning_effort)?,
-                context_window,
+                context_window: window_of(context_window.as_ref())?,
                 max_tokens,
                 max_llm_calls,
                 max_time,

@@ -13,7 +13,7 @@ use rlm_registry::llm::{Completion, Cost, Llm, LlmError, Request};
 use rlm_registry::rlm::{
     CompactAt, Context, DEFAULT_BLOCK_TIME_LIMIT, DEFAULT_OUTPUT_BYTES, Resume, Rlm, TraceFormat,
 };
-use rlm_registry::setup::{RunSettings, RunSetup, reply_tokens};
+use rlm_registry::setup::{RunSettings, RunSetup, reply_tokens, window_tokens};
 
 use crate::context::ContextArg;
 use crate::convert::{json_from_python, json_to_python};
@@ -128,15 +128,38 @@ fn compact_at_of(value: &Bound<'_, PyAny>) -> PyResult<Option<CompactAt>> {
     CompactAt::parse(&text).map_err(|error| PyValueError::new_err(format!("compact_at: {error}")))
 }
 
+/// A number of tokens as Python gives it: an int, or the text the command line takes
+/// (`8k`, `128k`, `32768`), read by `parse` with `name` in its error.
+fn tokens_of<T>(
+    name: &str,
+    value: Option<&Bound<'_, PyAny>>,
+    parse: fn(&str) -> Result<T, String>,
+) -> PyResult<Option<T>> {
+    let Some(value) = value else {
+        return Ok(None);
+    };
+    let text = match value.extract::<u64>() {
+        Ok(count) => count.to_string(),
+        Err(_) => value.extract::<String>().map_err(|_| {
+            PyValueError::new_err(format!(
+                "{name}: a number of tokens (an int, or text such as '8k'), not {value}"
+            ))
+        })?,
+    };
+    parse(&text)
+        .map(Some)
+        .map_err(|error| PyValueError::new_err(format!("{name}: {error}")))
+}
+
 /// `max_reply_tokens`, held to the rule `--max-reply-tokens` and `RLM_MAX_REPLY_TOKENS`
 /// are read by, so that the three refuse the same values with the same words.
-pub(crate) fn reply_limit(tokens: Option<u64>) -> PyResult<Option<u32>> {
-    tokens
-        .map(|tokens| {
-            reply_tokens(&tokens.to_string())
-                .map_err(|error| PyValueError::new_err(format!("max_reply_tokens: {error}")))
-        })
-        .transpose()
+pub(crate) fn reply_limit(tokens: Option<&Bound<'_, PyAny>>) -> PyResult<Option<u32>> {
+    tokens_of("max_reply_tokens", tokens, reply_tokens)
+}
+
+/// `context_window`, read as `--context-window` and `RLM_CONTEXT_WINDOW` are.
+pub(crate) fn window_of(tokens: Option<&Bound<'_, PyAny>>) -> PyResult<Option<u64>> {
+    tokens_of("context_window", tokens, window_tokens)
 }
 
 /// Where the functions come from: a `Registry`, or paths on the baked registry, and an
@@ -197,11 +220,11 @@ pub fn ask<'py>(
     max_time: Option<f64>,
     max_cost: Option<f64>,
     prompt_mode: Option<String>,
-    context_window: Option<u64>,
+    context_window: Option<Bound<'py, PyAny>>,
     compact_at: Option<Bound<'py, PyAny>>,
     answer_protocol: Option<String>,
     llm_concurrency: Option<usize>,
-    max_reply_tokens: Option<u64>,
+    max_reply_tokens: Option<Bound<'py, PyAny>>,
     reasoning_effort: Option<String>,
     schema: Option<Bound<'py, PyAny>>,
     verbose: bool,
@@ -249,9 +272,9 @@ pub fn ask<'py>(
                 base_url,
                 api_key,
                 llm_concurrency,
-                max_reply_tokens: reply_limit(max_reply_tokens)?,
+                max_reply_tokens: reply_limit(max_reply_tokens.as_ref())?,
                 reasoning_effort: named("reasoning_effort", reasoning_effort)?,
-                context_window,
+                context_window: window_of(context_window.as_ref())?,
                 compact_at: compact_at.as_ref().map(compact_at_of).transpose()?,
                 prompt_mode: named("prompt_mode", prompt_mode)?,
                 answer_protocol: named("answer_protocol", answer_protocol)?,
@@ -447,7 +470,7 @@ pub fn system_prompt<'py>(
     memory_limit_mb: usize,
     output_bytes: usize,
     prompt_mode: Option<String>,
-    context_window: Option<u64>,
+    context_window: Option<Bound<'py, PyAny>>,
     answer_protocol: Option<String>,
     schema: Option<Bound<'py, PyAny>>,
 ) -> PyResult<String> {
@@ -459,7 +482,7 @@ pub fn system_prompt<'py>(
             memory_limit_mb,
             output_bytes,
             run: RunSettings {
-                context_window,
+                context_window: window_of(context_window.as_ref())?,
                 prompt_mode: named("prompt_mode", prompt_mode)?,
                 answer_protocol: named("answer_protocol", answer_protocol)?,
                 ..RunSettings::default()

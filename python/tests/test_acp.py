@@ -253,6 +253,32 @@ def test_a_bad_setting_is_refused_before_any_message_is_read(tmp_path: Path):
     assert server.requests == []
 
 
+def test_token_flags_take_the_command_lines_text(tmp_path: Path):
+    with ScriptedServer([]) as server:
+        finished = subprocess.run(
+            agent_command(server, "--context-window", "lots"),
+            input="",
+            capture_output=True,
+            text=True,
+            env=agent_env(),
+            cwd=tmp_path,
+            timeout=30,
+        )
+        assert finished.returncode == 1
+        assert "context_window: `lots` is not a number of tokens" in finished.stderr
+        finished = subprocess.run(
+            agent_command(server, "--context-window", "128k", "--max-reply-tokens", "4k"),
+            input="",
+            capture_output=True,
+            text=True,
+            env=agent_env(),
+            cwd=tmp_path,
+            timeout=30,
+        )
+        assert finished.returncode == 0, finished.stderr
+    assert server.requests == []
+
+
 def test_a_usage_error_exits_with_argparse_status_2_naming_the_choices():
     finished = subprocess.run(
         [sys.executable, "-m", "rlm_registry", "acp", "--reasoning-effort", "extreme"],

@@ -208,6 +208,19 @@ def test_a_window_too_small_is_refused_before_anything_is_sent():
     assert "compact" in str(caught.value) or "registry" in str(caught.value)
 
 
+def test_token_counts_take_the_command_lines_text_as_well_as_an_int():
+    with ScriptedServer([lua("FINAL(1)")]) as server:
+        with pytest.raises(LlmError, match="the window is 1,000 tokens"):
+            ask("?", "x", model="m", base_url=server.base_url, context_window="1k")
+        answer = ask("?", "x", model="m", base_url=server.base_url, context_window="128k", max_reply_tokens="2k")
+        assert answer.answer == "1"
+        assert server.requests[0]["max_tokens"] == 2000
+    with pytest.raises(ValueError, match="context_window: `lots` is not a number of tokens"):
+        ask("?", "x", model="m", base_url="http://127.0.0.1:9", context_window="lots")
+    with pytest.raises(ValueError, match="max_reply_tokens: a number of tokens"):
+        ask("?", "x", model="m", base_url="http://127.0.0.1:9", max_reply_tokens=-5)
+
+
 def test_without_a_window_the_one_the_server_reports_is_checked_and_an_argument_wins():
     models = {"object": "list", "data": [{"id": "m", "owned_by": "vllm", "max_model_len": 1000}]}
     with ScriptedServer([lua("FINAL(1)")], models=models) as server:

@@ -27,6 +27,7 @@ __all__ = [
     "ask",
     "check",
     "serve_acp",
+    "score",
     "split_thinking",
     "system_prompt",
 ]
@@ -394,6 +395,15 @@ def system_prompt(
 ) -> str:
     """The system prompt `ask` starts from for `context`; `answer_protocol="answer"`
     teaches the reference RLM's `answer` table instead of `FINAL`."""
+
+def score(
+    answer: str, expected: str, scorer: Literal["exact", "contains", "numeric", "f1_set"] = "exact"
+) -> float:
+    """The score in `[0, 1]` of `answer` against `expected`, as `rlm eval` scores a task
+    (`exact`: equal after normalising case, whitespace, quotes and a final period;
+    `contains`; `numeric`: `0.75^|error|` on the first number; `f1_set`). `judge`, which
+    asks a model, a name that is no scorer, and a `numeric` expected answer that is no
+    number raise `ValueError`."""
 
 def split_thinking(reply: str) -> tuple[str | None, str]:
     """`reply` split at the end of a reasoning model's inline thinking, as `ask` and the

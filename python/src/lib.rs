@@ -12,6 +12,7 @@
 //! - `convert`: Python values ↔ Lua globals through the crate's Lua ↔ JSON mapping;
 //! - `llm`: a Python callable as the crate's `Llm`, and `split_thinking`;
 //! - `tools`: Python callables as host functions the Lua code calls;
+//! - `score`: `score`, an answer scored as `rlm eval` scores it;
 //! - `errors`: the package's exceptions, and every failure (a panic too) made into one.
 
 mod acp;
@@ -22,6 +23,7 @@ mod environment;
 mod errors;
 mod llm;
 mod registry;
+mod score;
 mod setup;
 mod sub_agent;
 mod tools;
@@ -82,6 +84,8 @@ mod _native {
     use super::llm::split_thinking;
     #[pymodule_export]
     use super::registry::{Diagnostic, Registry, check};
+    #[pymodule_export]
+    use super::score::score;
     #[pymodule_export]
     use super::setup::_resolved_prompt_mode;
     #[pymodule_export]

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from openai_server import ScriptedServer
 from optional import require_package
+from redis_server import redis_server
 
 require_package("ray")
 
@@ -98,6 +99,24 @@ def test_ray_actors_write_the_results_one_process_writes_through_one_shared_cach
     assert all(r["error"] is None and r["model_calls"] == 2 for r in on_ray)
     summary = (tmp_path / "ray-out" / "summary.md").read_text()
     assert "| rlm | 5 | 0.713 | 0 | 10 |" in summary
+
+
+def test_ray_actors_share_a_redis_cache_that_a_later_run_reads(tmp_path: Path):
+    tasks = write_tasks(tmp_path)
+    with redis_server() as cache, ScriptedServer(
+        [REPLY] * len(TASKS), sub_answer=lambda prompt: prompt.removeprefix("spell ")
+    ) as server:
+        run_example(server, tasks, tmp_path / "ray-out", "--actors", "2", "--num-cpus", "2",
+                    "--cache", cache)
+        sent_by_the_cluster = len(server.requests)
+        run_example(server, tasks, tmp_path / "again", "--local", "--cache", cache)
+        sent_again = len(server.requests) - sent_by_the_cluster
+
+    assert sent_by_the_cluster == 2 * len(TASKS)
+    assert sent_again == 0
+    answers = [(r["answer"], r["score"]) for r in results(tmp_path / "ray-out")]
+    assert answers == [(r["answer"], r["score"]) for r in results(tmp_path / "again")]
+    assert answers[0] == ("amber", 1.0)
 
 
 def test_a_task_whose_run_fails_is_scored_zero_with_its_error(tmp_path: Path):

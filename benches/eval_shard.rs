@@ -126,14 +126,29 @@ fn main() {
             (out, child)
         })
         .collect();
-    let dirs: Vec<PathBuf> = shards
-        .into_iter()
-        .map(|(out, child)| {
-            wait(child);
-            out
-        })
-        .collect();
+    // Polled, so that each shard's own time is known, not its place in the queue.
+    let mut running: Vec<(PathBuf, Child)> = shards;
+    let mut finished = Vec::new();
+    while !running.is_empty() {
+        let mut i = 0;
+        while i < running.len() {
+            if running[i].1.try_wait().expect("rlm runs").is_some() {
+                let (out, child) = running.remove(i);
+                wait(child);
+                finished.push((out, started.elapsed()));
+            } else {
+                i += 1;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
     let ran = started.elapsed();
+    let shard_times: Vec<String> = finished
+        .iter()
+        .map(|(_, time)| format!("{:.2}", time.as_secs_f64()))
+        .collect();
+    let mut dirs: Vec<PathBuf> = finished.into_iter().map(|(out, _)| out).collect();
+    dirs.sort();
     let merged = dir.path().join("merged");
     let merge_started = Instant::now();
     let output = Command::new(env!("CARGO_BIN_EXE_rlm"))
@@ -167,6 +182,7 @@ fn main() {
             time.as_secs_f64()
         );
     }
+    println!("  the shards ended at {} s", shard_times.join(", "));
     println!(
         "  rlm eval merge                   {:>7.3} s  results the single run's: {same}",
         merge_time.as_secs_f64()

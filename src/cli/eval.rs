@@ -92,8 +92,8 @@ struct RunArgs {
     /// Methods, comma-separated: rlm, direct, rlm-bare.
     #[arg(long, value_name = "LIST", default_value = "rlm,direct")]
     methods: String,
-    /// The output directory: results.jsonl, traces/, summary.md, report.html. Running
-    /// the same command again skips the results already there.
+    /// The output directory: results.jsonl, traces/, summary.md, report.html, eval.json.
+    /// Running the same command again skips the results already there.
     #[arg(long, value_name = "DIR", default_value = "eval-out")]
     out: PathBuf,
     /// Tasks run at once.

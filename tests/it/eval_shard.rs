@@ -337,3 +337,31 @@ fn bad_shard_values_are_usage_errors() {
         assert!(text(&output.stderr).contains("--shard"), "{value}");
     }
 }
+
+#[test]
+fn more_shards_than_tasks_leave_some_empty_and_the_merge_still_has_every_task() {
+    let server = by_question(3, Duration::ZERO);
+    let dir = tempdir();
+    let tasks = write_task_file(dir.path(), 3);
+    let shards = run_shards(&server, &tasks, dir.path(), "shard", &all_of(5), &[]);
+    let sizes: Vec<usize> = shards.iter().map(|s| results_of(s).len()).collect();
+    assert_eq!(sizes, [2, 2, 2, 0, 0]);
+    let merged = dir.path().join("merged");
+    let output = merge(&shards, &merged);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let keys: Vec<String> = results_of(&merged)
+        .iter()
+        .map(|r| format!("{} {}", r["id"], r["method"]))
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "\"q0\" \"rlm\"",
+            "\"q0\" \"direct\"",
+            "\"q1\" \"rlm\"",
+            "\"q1\" \"direct\"",
+            "\"q2\" \"rlm\"",
+            "\"q2\" \"direct\""
+        ]
+    );
+}

@@ -9,8 +9,8 @@ use std::time::Duration;
 use clap::{Args, Subcommand};
 
 use rlm_registry::eval::{
-    self, EvalMethod, EvalOptions, FAMILIES, Family, Prices, Progress, RESULTS_FILE, Runner, Size,
-    Task,
+    self, EvalMethod, EvalOptions, FAMILIES, Family, MANIFEST_FILE, Prices, Progress, RESULTS_FILE,
+    RunManifest, Runner, Shard, Size, Task,
 };
 use rlm_registry::llm::Price;
 use rlm_registry::setup::{CacheLocation, Defaults};
@@ -33,6 +33,20 @@ enum EvalCommand {
     /// Write the generated tasks as JSONL (`{"id", "question", "context", "answer",
     /// "scorer", "family", "size"}`), to give the same tasks to another system.
     Generate(GenerateArgs),
+    /// Join the output directories of an eval's shards (`--shard K/N`) into one: the
+    /// results, summary and report one run over every task writes. Refuses shards of
+    /// different evals, a shard given twice, a missing or unfinished shard.
+    Merge(MergeArgs),
+}
+
+#[derive(Args, Debug, Clone)]
+struct MergeArgs {
+    /// The shards' output directories, every shard of the split once.
+    #[arg(value_name = "DIR", required = true)]
+    dirs: Vec<PathBuf>,
+    /// The directory to write: results.jsonl, eval.json, summary.md, report.html, traces/.
+    #[arg(long, value_name = "DIR")]
+    out: PathBuf,
 }
 
 /// Which tasks to generate.
@@ -78,13 +92,18 @@ struct RunArgs {
     /// Methods, comma-separated: rlm, direct, rlm-bare.
     #[arg(long, value_name = "LIST", default_value = "rlm,direct")]
     methods: String,
-    /// The output directory: results.jsonl, traces/, summary.md, report.html. Running
-    /// the same command again skips the results already there.
+    /// The output directory: results.jsonl, traces/, summary.md, report.html, eval.json.
+    /// Running the same command again skips the results already there.
     #[arg(long, value_name = "DIR", default_value = "eval-out")]
     out: PathBuf,
     /// Tasks run at once.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
     jobs: u32,
+    /// Run shard K of N (K from 1): a split of the tasks by id, the same whatever their
+    /// order, so N workers given the same tasks run each task once. `rlm eval merge`
+    /// joins the shards' directories.
+    #[arg(long, value_name = "K/N", value_parser = parse_shard)]
+    shard: Option<Shard>,
     /// Price per million prompt tokens, for the cost column (default: the model's
     /// `[prices]` entry in rlm.toml, else 0).
     #[arg(long, value_name = "PRICE", allow_negative_numbers = true)]
@@ -142,7 +161,31 @@ fn suite_long_help() -> String {
 pub(super) fn run(args: &EvalArgs) -> Output {
     match &args.command {
         Some(EvalCommand::Generate(generate)) => write_generated(generate),
+        Some(EvalCommand::Merge(merge)) => merge_shards(merge),
         None => evaluate(&args.run),
+    }
+}
+
+fn parse_shard(text: &str) -> Result<Shard, String> {
+    text.parse()
+}
+
+fn merge_shards(args: &MergeArgs) -> Output {
+    match eval::merge(&args.dirs, &args.out) {
+        Ok(merged) => Output {
+            stdout: merged.summary.into_bytes(),
+            stderr: format!(
+                "merged {} shards ({} results) into {}: {RESULTS_FILE}, summary.md, report.html, traces/, {MANIFEST_FILE}\n",
+                merged.shards,
+                merged.results.len(),
+                args.out.display()
+            ),
+            code: 0,
+        },
+        Err(error @ eval::MergeError::Io { .. }) => {
+            Output::failure(EXIT_VIOLATIONS, format!("error: {error}\n"))
+        }
+        Err(error) => usage(error),
     }
 }
 
@@ -218,6 +261,7 @@ fn evaluate(args: &RunArgs) -> Output {
         Ok(loaded) => loaded,
         Err(output) => return output,
     };
+    let shard = args.shard.unwrap_or(Shard::WHOLE);
     // The cache lives in the output directory unless told otherwise: a run in a new
     // directory with `--cache` pointing at an old one's file replays its answers.
     if let Err(error) = std::fs::create_dir_all(&args.out) {
@@ -263,9 +307,18 @@ fn evaluate(args: &RunArgs) -> Output {
             providers: Some(Arc::clone(catalog.providers())),
             limits: None,
         };
+        // Written before the first task, so that a shard cut short is known for one.
+        let manifest = RunManifest::new(shard, &tasks, &options, &setup.llm.model, prices);
+        if let Err(error) = manifest.write(&args.out) {
+            return Output::failure(
+                EXIT_VIOLATIONS,
+                format!("error: cannot write into {}: {error}\n", args.out.display()),
+            );
+        }
+        let mine = shard.select(&tasks);
         let runner = Runner::new(llm, options, &args.out).task_base(base);
         let bar = !args.quiet && std::io::stderr().is_terminal();
-        let results = runner.run(&tasks, |_, progress| {
+        let results = runner.run(&mine, |_, progress| {
             if bar {
                 draw(progress);
             }
@@ -285,15 +338,20 @@ fn evaluate(args: &RunArgs) -> Output {
                 );
             }
         };
-        let summary = eval::summary_markdown(&results, prices);
-        let html = eval::report_html(&results, prices);
-        let written = std::fs::write(args.out.join("summary.md"), &summary)
-            .and_then(|()| std::fs::write(args.out.join("report.html"), html));
-        match written {
-            Ok(()) => Output {
+        let note = if shard.is_whole() {
+            String::new()
+        } else {
+            format!(
+                "\nShard {shard}: {} of the {} tasks. `rlm eval merge` joins the shards' directories into the summary of them all.\n",
+                mine.len(),
+                tasks.len()
+            )
+        };
+        match eval::write_reports(&args.out, &results, prices, &note) {
+            Ok(summary) => Output {
                 stdout: summary.into_bytes(),
                 stderr: format!(
-                    "results in {}: {RESULTS_FILE}, summary.md, report.html, traces/\n",
+                    "results in {}: {RESULTS_FILE}, summary.md, report.html, traces/, {MANIFEST_FILE}\n",
                     args.out.display()
                 ),
                 code: 0,

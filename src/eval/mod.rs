@@ -19,6 +19,9 @@
 //!   `rlm-bare`) over tasks, `jobs` at once, each [`TaskResult`] appended to
 //!   `results.jsonl` as it ends (`results.rs`); a re-run resumes.
 //! - `summary.md` (`summary.rs`) and `report.html` (`report.rs`).
+//! - [`Shard`] (`shard.rs`): `--shard K/N`, the tasks one of N workers runs;
+//!   [`RunManifest`] (`manifest.rs`): `eval.json`, what a run was asked; [`merge`](fn@merge)
+//!   (`merge.rs`): the shards' directories joined into one, as one run writes it.
 //!
 //! ```
 //! use rlm_registry::eval::{Family, Scorer, Size, generate};
@@ -36,6 +39,8 @@ mod classes;
 mod direct;
 mod families;
 mod generate;
+mod manifest;
+mod merge;
 mod method;
 mod prose;
 mod records;
@@ -44,6 +49,7 @@ mod results;
 mod rng;
 mod runner;
 mod score;
+mod shard;
 mod size;
 mod summary;
 mod task;
@@ -54,12 +60,15 @@ pub use direct::{
 };
 pub use families::{FAMILIES, Family, Generated, TaskFamily};
 pub use generate::{generate, generate_task};
+pub use manifest::{MANIFEST_FILE, RunManifest};
+pub use merge::{MergeError, Merged, merge, write_reports};
 pub use method::EvalMethod;
 pub use report::{report_html, score_plot};
 pub use results::{DepthTokens, ResultWriter, TaskResult, read_results};
 pub use rng::Rng;
 pub use runner::{EvalOptions, Progress, RESULTS_FILE, Runner, TRACES_DIR};
 pub use score::{JUDGE_RUBRIC, ScoreError, Scorer, first_number, normalize, set_items};
+pub use shard::Shard;
 pub use size::{MAX_SIZE, SIZE_TOLERANCE, Size, SizeError, fit_lines, parse_sizes};
 pub use summary::{Prices, Row, mean_interval, rows, size_label, summary_markdown};
 pub use task::{Task, TaskError, read_tasks, write_tasks};

@@ -83,9 +83,28 @@ pub fn read_results(path: &Path) -> io::Result<Vec<TaskResult>> {
         Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(error) => return Err(error),
     };
+    let (results, good_bytes) = parse_results(&file)?;
+    if good_bytes < file.metadata()?.len() {
+        file.set_len(good_bytes)?;
+    }
+    Ok(results)
+}
+
+/// The results in `path`, read without changing the file (`rlm eval merge` reads
+/// other runs' directories): a last line cut short is left out.
+pub(crate) fn read_results_only(path: &Path) -> io::Result<Vec<TaskResult>> {
+    match File::open(path) {
+        Ok(file) => Ok(parse_results(&file)?.0),
+        Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(error) => Err(error),
+    }
+}
+
+/// The complete lines' results, and the bytes of those lines.
+fn parse_results(file: &File) -> io::Result<(Vec<TaskResult>, u64)> {
     let mut results = Vec::new();
     let mut good_bytes = 0u64;
-    let mut reader = BufReader::new(&file);
+    let mut reader = BufReader::new(file);
     let mut line = String::new();
     loop {
         line.clear();
@@ -99,10 +118,7 @@ pub fn read_results(path: &Path) -> io::Result<Vec<TaskResult>> {
         }
         good_bytes += read as u64;
     }
-    if good_bytes < file.metadata()?.len() {
-        file.set_len(good_bytes)?;
-    }
-    Ok(results)
+    Ok((results, good_bytes))
 }
 
 /// Appends results to a file, one line each, flushed at once.

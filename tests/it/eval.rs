@@ -15,7 +15,7 @@ use serde_json::Value;
 use support::openai_server::{Behavior, OpenAiServer};
 use support::rlm_loop::{bodies, client, last_message, lua};
 
-fn task(id: &str, question: &str, answer: &str) -> Task {
+pub(crate) fn task(id: &str, question: &str, answer: &str) -> Task {
     Task {
         id: id.into(),
         question: question.into(),
@@ -32,7 +32,7 @@ fn task(id: &str, question: &str, answer: &str) -> Task {
     }
 }
 
-fn tempdir() -> tempfile::TempDir {
+pub(crate) fn tempdir() -> tempfile::TempDir {
     tempfile::tempdir().unwrap()
 }
 
@@ -176,13 +176,13 @@ fn direct_cuts_a_context_longer_than_the_window_with_a_note() {
     assert!(prompt.ends_with("Question: What is the answer?"));
 }
 
-fn rlm() -> Command {
+pub(crate) fn rlm() -> Command {
     let mut command = support::cli::rlm_command();
     command.env("RLM_TIMEOUT_SECS", "10");
     command
 }
 
-fn eval_args(server: &OpenAiServer, out: &Path) -> Vec<String> {
+pub(crate) fn eval_args(server: &OpenAiServer, out: &Path) -> Vec<String> {
     vec![
         "eval".into(),
         "--base-url".into(),
@@ -196,11 +196,11 @@ fn eval_args(server: &OpenAiServer, out: &Path) -> Vec<String> {
     ]
 }
 
-fn text(bytes: &[u8]) -> String {
+pub(crate) fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-fn results_of(out: &Path) -> Vec<Value> {
+pub(crate) fn results_of(out: &Path) -> Vec<Value> {
     std::fs::read_to_string(out.join("results.jsonl"))
         .unwrap_or_default()
         .lines()
@@ -209,7 +209,7 @@ fn results_of(out: &Path) -> Vec<Value> {
 }
 
 /// Tasks with distinct questions, some answered right by [`by_question`], some wrong.
-fn write_task_file(dir: &Path, count: usize) -> PathBuf {
+pub(crate) fn write_task_file(dir: &Path, count: usize) -> PathBuf {
     let tasks: Vec<Task> = (0..count)
         .map(|i| {
             task(
@@ -226,7 +226,7 @@ fn write_task_file(dir: &Path, count: usize) -> PathBuf {
 
 /// Answers task `q{i}` with `i * 11` when `i` is even, `0` otherwise, whatever the
 /// order of the requests.
-fn by_question(count: usize, delay: Duration) -> OpenAiServer {
+pub(crate) fn by_question(count: usize, delay: Duration) -> OpenAiServer {
     let mut rules = Vec::new();
     for i in 0..count {
         let answer = if i % 2 == 0 { i * 11 } else { 0 };

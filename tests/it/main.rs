@@ -45,6 +45,8 @@ mod editor;
 mod environment;
 #[cfg(feature = "cli")]
 mod eval;
+#[cfg(feature = "cli")]
+mod eval_shard;
 #[cfg(feature = "runtime")]
 mod fidelity;
 #[cfg(feature = "runtime")]

@@ -362,7 +362,7 @@ impl CacheStore for RedisCache {
         Ok(CacheStats {
             entries: keys.len() as u64,
             bytes,
-            file_bytes: bytes,
+            file_bytes: 0,
             hits: count(counters.0, pending.0),
             misses: count(counters.1, pending.1),
             oldest_ms: None,

@@ -132,11 +132,12 @@ impl RedisCache {
         if parts.prefix.is_empty() {
             return Err(invalid("an empty prefix"));
         }
-        // The library's own message may quote the URL: ours never does.
+        // The library's words ("Invalid database number"), any password in them masked.
         let client = Client::open(parts.for_client.as_str()).map_err(|error| {
-            invalid(match error.kind() {
-                ErrorKind::InvalidClientConfig => "not a Redis URL the client reads",
-                _ => "not a Redis URL",
+            let said = error.to_string();
+            invalid(&match &parts.password {
+                Some(secret) => said.replace(secret.as_str(), "***"),
+                None => said,
             })
         })?;
         Ok(RedisCache {
@@ -601,6 +602,7 @@ mod tests {
             let error = RedisCache::open(url, 1 << 20).unwrap_err();
             let text = error.to_string();
             assert!(!text.contains("hunter2"), "{text}");
+            assert!(text.contains("redis://:***@"), "{text}");
             assert!(text.contains("redis://"), "{text}");
         }
     }

@@ -9,14 +9,15 @@
 //!   that stops working warns once and the run goes on uncached, and never gets a wrong
 //!   answer because of it.
 //! - [`CallCache`] (`sqlite.rs`): the store in a SQLite file that several processes share.
+//! - [`RedisCache`] (`redis.rs`): the store on a Redis server a fleet of workers shares.
 //! - [`open_cache`] and [`inspect_cache`] (`choose.rs`): the store `--cache` names, a path
 //!   or a URL.
 //! - [`Cached`] (`cached.rs`): the [`LlmLayer`](super::LlmLayer) that asks the store
 //!   first and the model on a miss, storing what the model answers; a batch sends only
 //!   its misses.
 //!
-//! A second store (Redis, for a fleet) is one file here implementing [`CacheStore`] and
-//! one row in `choose.rs`'s table of stores, which gives it its URL scheme.
+//! Each store is one file here implementing [`CacheStore`] and one row in `choose.rs`'s
+//! table of stores, which gives it its URL scheme.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -46,12 +47,14 @@
 mod cached;
 mod choose;
 mod key;
+mod redis;
 mod sqlite;
 mod store;
 
 pub use cached::Cached;
 pub use choose::{inspect_cache, open_cache};
 pub use key::CacheKey;
+pub use redis::{CONNECT_TIMEOUT, RESPONSE_TIMEOUT, RedisCache};
 pub use sqlite::{CACHE_SCHEMA_VERSION, CallCache};
 pub use store::{CacheError, CacheStats, CacheStore, Claim, Lease, decode_answer, encode_answer};
 

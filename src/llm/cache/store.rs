@@ -204,6 +204,7 @@ pub fn decode_answer(kept: &str, elapsed: Duration) -> Option<Completion> {
         attempts: 0,
         elapsed,
         cached: true,
+        waited: None,
         cost: None,
     })
 }

@@ -60,7 +60,8 @@ mod usage;
 pub use batch::{map_concurrently, run_batch};
 pub use cache::{
     CACHE_SCHEMA_VERSION, CacheError, CacheKey, CacheStats, CacheStore, Cached, CallCache, Claim,
-    DEFAULT_CACHE_LEASE, DEFAULT_CACHE_MAX_MB, Lease, decode_answer, encode_answer, inspect_cache, open_cache,
+    DEFAULT_CACHE_LEASE, DEFAULT_CACHE_MAX_MB, Lease, decode_answer, encode_answer, inspect_cache,
+    open_cache,
 };
 pub use client::LlmClient;
 pub use config::{

@@ -67,9 +67,9 @@ pub use file::FileSettings;
 use crate::Registry;
 use crate::conventions::AnswerProtocol;
 use crate::llm::{
-    CacheStore, Cached, Cost, DEFAULT_CACHE_LEASE, DEFAULT_CACHE_MAX_MB, ENV_API_KEY, ENV_BASE_URL, ENV_MODEL,
-    ENV_OPENAI_API_KEY, ENV_OPENAI_BASE_URL, ENV_TIMEOUT_SECS, Llm, LlmClient, LlmConfig, Price,
-    PriceTable, ReasoningEffort, open_cache,
+    CacheStore, Cached, Cost, DEFAULT_CACHE_LEASE, DEFAULT_CACHE_MAX_MB, ENV_API_KEY, ENV_BASE_URL,
+    ENV_MODEL, ENV_OPENAI_API_KEY, ENV_OPENAI_BASE_URL, ENV_TIMEOUT_SECS, Llm, LlmClient,
+    LlmConfig, Price, PriceTable, ReasoningEffort, open_cache,
 };
 use crate::rlm::{Budgets, CompactAt, DEFAULT_COMPACT_AT, PromptMode, Rlm};
 

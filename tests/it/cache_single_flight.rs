@@ -88,7 +88,10 @@ fn four_processes_send_each_request_once(cache: &str) {
     assert_eq!(calls.len(), 16, "four calls in each of the four runs");
     let sent = calls.iter().filter(|call| call.get("cached").is_none());
     assert_eq!(sent.count(), 4, "the rest came from the cache");
-    let waited = calls.iter().filter(|call| call["waited_ms"].is_u64()).count();
+    let waited = calls
+        .iter()
+        .filter(|call| call["waited_ms"].is_u64())
+        .count();
     assert!(waited > 0, "some waited for the others' calls: {calls:?}");
     for call in calls.iter().filter(|call| call["waited_ms"].is_u64()) {
         assert_eq!(call["cached"], true, "a wait is a hit: {call}");
@@ -109,7 +112,10 @@ fn a_waiter_whose_sender_is_killed_sends_its_own_after_the_lease(cache: &str) {
     let mut sender = spawn_ask(&server, cache, &dir.path().join("sender.jsonl"), &lease);
     let started = Instant::now();
     while server.request_count() == 0 {
-        assert!(started.elapsed() < Duration::from_secs(30), "the sender sends");
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the sender sends"
+        );
         std::thread::sleep(Duration::from_millis(10));
     }
     let waiter_trace = dir.path().join("waiter.jsonl");

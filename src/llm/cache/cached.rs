@@ -216,8 +216,18 @@ impl<L: Llm> LlmLayer for Cached<L> {
                 claim(store, &key, lease)
             };
             match claimed {
-                Claimed::Send(hold) => sent.push(Slot { slot, key, request, then: hold }),
-                Claimed::Wait(then) => waiting.push(Slot { slot, key, request, then }),
+                Claimed::Send(hold) => sent.push(Slot {
+                    slot,
+                    key,
+                    request,
+                    then: hold,
+                }),
+                Claimed::Wait(then) => waiting.push(Slot {
+                    slot,
+                    key,
+                    request,
+                    then,
+                }),
             }
         }
         self.send_held(sent, send, &mut answers);
@@ -225,16 +235,36 @@ impl<L: Llm> LlmLayer for Cached<L> {
         let mut backoff = Backoff::default();
         while !waiting.is_empty() {
             let mut held = Vec::new();
-            for Slot { slot, key, request, then } in std::mem::take(&mut waiting) {
+            for Slot {
+                slot,
+                key,
+                request,
+                then,
+            } in std::mem::take(&mut waiting)
+            {
                 match then.poll(store, lease) {
-                    None => waiting.push(Slot { slot, key, request, then }),
+                    None => waiting.push(Slot {
+                        slot,
+                        key,
+                        request,
+                        then,
+                    }),
                     Some(Settled::Answered(answer)) => answers[slot] = Some(Ok(answer)),
-                    Some(Settled::Send(hold)) => held.push(Slot { slot, key, request, then: hold }),
+                    Some(Settled::Send(hold)) => held.push(Slot {
+                        slot,
+                        key,
+                        request,
+                        then: hold,
+                    }),
                 }
             }
             // Rare (a sender failed or died): `send` is spent, the inner model's own
             // batch sends these.
-            self.send_held(held, |requests| self.inner.complete_batch(requests), &mut answers);
+            self.send_held(
+                held,
+                |requests| self.inner.complete_batch(requests),
+                &mut answers,
+            );
             if !waiting.is_empty() {
                 backoff.sleep();
             }
@@ -243,7 +273,9 @@ impl<L: Llm> LlmLayer for Cached<L> {
             .into_iter()
             .map(|answer| {
                 answer.unwrap_or_else(|| {
-                    Err(LlmError::Config("a request of the batch got no answer".to_string()))
+                    Err(LlmError::Config(
+                        "a request of the batch got no answer".to_string(),
+                    ))
                 })
             })
             .collect()

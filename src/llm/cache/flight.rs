@@ -77,7 +77,11 @@ pub(super) fn claim<'a>(store: &'a dyn CacheStore, key: &CacheKey, lease: Durati
 impl Waiting {
     /// Claims the key again: `None` while it is still taken, else the answer that came
     /// or the hold to send with.
-    pub(super) fn poll<'a>(&self, store: &'a dyn CacheStore, lease: Duration) -> Option<Settled<'a>> {
+    pub(super) fn poll<'a>(
+        &self,
+        store: &'a dyn CacheStore,
+        lease: Duration,
+    ) -> Option<Settled<'a>> {
         let hold = match claim(store, &self.key, lease) {
             Claimed::Wait(_) => return None,
             Claimed::Send(hold) => hold,
@@ -178,10 +182,18 @@ mod tests {
             };
             assert_eq!(answer.content, "4");
             assert!(answer.cached);
-            assert!(answer.waited.is_some_and(|w| w >= Duration::from_millis(30)));
+            assert!(
+                answer
+                    .waited
+                    .is_some_and(|w| w >= Duration::from_millis(30))
+            );
         });
         let stats = store.stats().unwrap();
-        assert_eq!((stats.hits, stats.misses), (1, 0), "the wait looked up once");
+        assert_eq!(
+            (stats.hits, stats.misses),
+            (1, 0),
+            "the wait looked up once"
+        );
     }
 
     #[test]
@@ -197,10 +209,7 @@ mod tests {
             panic!("taken");
         };
         drop(hold);
-        assert!(matches!(
-            waiting.wait(&store, long),
-            Settled::Send(Some(_))
-        ));
+        assert!(matches!(waiting.wait(&store, long), Settled::Send(Some(_))));
         // Never released: the holder died, and its short lease runs out.
         let Claimed::Send(Some(hold)) = claim(&store, &key("died"), Duration::from_millis(40))
         else {
@@ -211,10 +220,7 @@ mod tests {
             panic!("taken");
         };
         let started = Instant::now();
-        assert!(matches!(
-            waiting.wait(&store, long),
-            Settled::Send(Some(_))
-        ));
+        assert!(matches!(waiting.wait(&store, long), Settled::Send(Some(_))));
         assert!(started.elapsed() < Duration::from_secs(5));
     }
 

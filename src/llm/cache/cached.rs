@@ -285,3 +285,74 @@ impl<L: Llm> LlmLayer for Cached<L> {
         self.lookup(request, &self.key(request))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+    use std::thread;
+    use std::time::Instant;
+
+    use super::*;
+    use crate::llm::{CallCache, Claim};
+
+    /// Answers each prompt with itself in capitals, and notes each batch it gets.
+    #[derive(Default)]
+    struct Upper {
+        batches: Mutex<Vec<Vec<String>>>,
+    }
+
+    impl Llm for Upper {
+        fn complete(&self, request: Request) -> Result<Completion, LlmError> {
+            Ok(Completion::new(request.messages[0].text().to_uppercase()))
+        }
+
+        fn complete_batch(&self, requests: Vec<Request>) -> BatchResults {
+            let prompts = requests.iter().map(|r| r.messages[0].text().to_string());
+            self.batches.lock().unwrap().push(prompts.collect());
+            requests.into_iter().map(|r| self.complete(r)).collect()
+        }
+    }
+
+    #[test]
+    fn a_batch_sends_what_it_holds_at_once_then_waits_for_another_workers_answer() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.sqlite");
+        let model = Arc::new(Upper::default());
+        let cached = Cached::new(Arc::clone(&model), Arc::new(CallCache::open(&path)));
+        // Another worker, on the same file, is sending "b".
+        let other = CallCache::open(&path);
+        let b = CacheKey::sent(&ModelInfo::default(), &"b".into());
+        let Ok(Claim::Held(lease)) = other.claim(&b, Duration::from_secs(60)) else {
+            panic!("the other worker holds b");
+        };
+        let started = Instant::now();
+        let answers = thread::scope(|scope| {
+            scope.spawn(|| {
+                thread::sleep(Duration::from_millis(100));
+                other.store(&b, &Completion::new("b, from the other worker"));
+                other.release(&lease).unwrap();
+            });
+            let requests = ["a", "b", "c", "a"].map(Request::from).to_vec();
+            cached.complete_batch(requests)
+        });
+        assert!(started.elapsed() >= Duration::from_millis(100));
+        let answers: Vec<(String, Option<Duration>)> = answers
+            .into_iter()
+            .map(|a| a.map(|a| (a.content, a.waited)).unwrap())
+            .collect();
+        assert_eq!(
+            answers
+                .iter()
+                .map(|(text, _)| text.as_str())
+                .collect::<Vec<_>>(),
+            ["A", "b, from the other worker", "C", "A"]
+        );
+        assert_eq!(
+            *model.batches.lock().unwrap(),
+            [vec!["a".to_string(), "c".to_string()]],
+            "one batch of what it held; the second `a` waited for the first"
+        );
+        let waited: Vec<bool> = answers.iter().map(|(_, w)| w.is_some()).collect();
+        assert_eq!(waited, [false, true, false, true]);
+    }
+}

@@ -16,13 +16,16 @@ use super::{EXIT_USAGE, EXIT_VIOLATIONS, Output, SourceArgs};
 pub(crate) struct CacheArgs {
     /// Keep the model's answers in this store and answer a request sent again from it,
     /// at no token cost: a SQLite file (a path, or sqlite://PATH), which several
-    /// processes may share (default: RLM_CACHE, else `[cache] path` in rlm.toml; for
-    /// `rlm eval`, else OUT/cache.sqlite). A store that cannot be used warns once and the
-    /// run goes on uncached.
+    /// processes may share, or a Redis server a fleet shares
+    /// (redis://[[USER]:PASSWORD@]HOST[:PORT][/DB][?prefix=P], rediss:// for TLS)
+    /// (default: RLM_CACHE, else `[cache] path` in rlm.toml; for `rlm eval`, else
+    /// OUT/cache.sqlite). A store that cannot be used warns once and the run goes on
+    /// uncached.
     #[arg(long, value_name = "STORE")]
     cache: Option<PathBuf>,
     /// The cache's size cap in MiB: past it, the least recently used answers go
-    /// (default: `[cache] max_mb` in rlm.toml, else 1024).
+    /// (default: `[cache] max_mb` in rlm.toml, else 1024). Not for Redis, which evicts
+    /// by its own maxmemory-policy.
     #[arg(long, value_name = "MB", value_parser = clap::value_parser!(u64).range(1..))]
     cache_max_mb: Option<u64>,
     /// How long, in seconds, this process holds a request it is sending: other processes
@@ -61,8 +64,8 @@ pub(crate) enum CacheCommand {
 /// Which cache.
 #[derive(Args, Debug, Clone)]
 pub(crate) struct CacheFileArgs {
-    /// The cache: a file, or sqlite://PATH (default: RLM_CACHE, else `[cache] path` in
-    /// rlm.toml).
+    /// The cache: a file, sqlite://PATH, or redis://… (default: RLM_CACHE, else
+    /// `[cache] path` in rlm.toml).
     file: Option<PathBuf>,
     /// The configuration file (default: `rlm.toml` in the current directory, if there is
     /// one).
@@ -111,21 +114,28 @@ pub(crate) fn run(command: &CacheCommand) -> Output {
     let done = match command {
         CacheCommand::Stats(_) => cache
             .stats()
-            .map(|stats| stats_text(&cache.location(), &stats)),
+            .map(|stats| stats_text(&cache.location(), &location, &stats)),
         CacheCommand::Clear(_) => cache
             .clear()
             .map(|removed| format!("removed {removed} answers from {}\n", cache.location())),
     };
     match done {
         Ok(text) => Output::success(text),
-        Err(error) => Output::failure(
-            EXIT_VIOLATIONS,
-            format!("error: {error}\n(delete the file to start a new cache)\n"),
-        ),
+        Err(error) => {
+            let hint = match location {
+                CacheLocation::File(_) => "(delete the file to start a new cache)\n",
+                CacheLocation::Url(_) => "",
+            };
+            Output::failure(EXIT_VIOLATIONS, format!("error: {error}\n{hint}"))
+        }
     }
 }
 
-fn stats_text(location: &str, stats: &rlm_registry::llm::CacheStats) -> String {
+fn stats_text(
+    shown: &str,
+    location: &CacheLocation,
+    stats: &rlm_registry::llm::CacheStats,
+) -> String {
     let lookups = stats.hits + stats.misses;
     let rate = if lookups == 0 {
         String::new()
@@ -136,10 +146,13 @@ fn stats_text(location: &str, stats: &rlm_registry::llm::CacheStats) -> String {
         )
     };
     let age = |ms: Option<u64>| ms.map_or_else(|| "-".to_string(), ago);
+    // A server's store has no file: its size is Redis's to report (INFO memory).
+    let store = match location {
+        CacheLocation::File(_) => format!("{shown} ({} on disk)", size(stats.file_bytes)),
+        CacheLocation::Url(_) => shown.to_string(),
+    };
     format!(
-        "store    {} ({} on disk)\nentries  {} ({} of answers)\nhits     {}{rate}\nmisses   {}\noldest   {}\nnewest   {}\n",
-        location,
-        size(stats.file_bytes),
+        "store    {store}\nentries  {} ({} of answers)\nhits     {}{rate}\nmisses   {}\noldest   {}\nnewest   {}\n",
         stats.entries,
         size(stats.bytes),
         stats.hits,

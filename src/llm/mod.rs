@@ -21,7 +21,7 @@
 //!   as an `image_url` content part (a `data:` URL); [`ImageRecord`] is what a trace keeps
 //!   of it (`image.rs`).
 //! - [`CacheStore`] and [`Cached`]: answers kept in a store ([`CallCache`], a SQLite
-//!   file, chosen by [`open_cache`]), so a request sent again costs nothing (`cache/`).
+//!   file, or [`RedisCache`], a Redis server; chosen by [`open_cache`]), so a request sent again costs nothing (`cache/`).
 //! - [`Llm`]: the trait the RLM loop and the environment take, implemented by
 //!   [`LlmClient`] and by any scripted fake; [`LlmLayer`]: a model in front of another
 //!   (metering, logging, [`Cached`]), an [`Llm`] by one impl that forwards what the layer
@@ -59,9 +59,9 @@ mod usage;
 
 pub use batch::{map_concurrently, run_batch};
 pub use cache::{
-    CACHE_SCHEMA_VERSION, CacheError, CacheKey, CacheStats, CacheStore, Cached, CallCache, Claim,
-    DEFAULT_CACHE_LEASE, DEFAULT_CACHE_MAX_MB, Lease, decode_answer, encode_answer, inspect_cache,
-    open_cache,
+    CACHE_SCHEMA_VERSION, CONNECT_TIMEOUT, CacheError, CacheKey, CacheStats, CacheStore, Cached,
+    CallCache, Claim, DEFAULT_CACHE_LEASE, DEFAULT_CACHE_MAX_MB, Lease, RESPONSE_TIMEOUT,
+    RedisCache, decode_answer, encode_answer, inspect_cache, open_cache,
 };
 pub use client::LlmClient;
 pub use config::{

@@ -2,8 +2,8 @@
 //! which counts the requests it gets and answers each after 500 ms, four `rlm ask`
 //! processes launched at once with the same question send each request once and each
 //! gets the right answer; a waiter whose sender is killed mid-request sends its own once
-//! the lease runs out. Each test is a function of the cache's name, so another store is
-//! one more line.
+//! the lease runs out. Each test is a function of the cache's name, run on a SQLite file
+//! and on a real `redis-server` (skipped when there is none, as in `cache_redis.rs`).
 
 use std::path::Path;
 use std::process::{Child, Output, Stdio};
@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use crate::support::cli::{llm_args, rlm_command, stderr, stdout};
 use crate::support::openai_server::{Behavior, OpenAiServer};
+use crate::support::redis::RedisServer;
 use crate::support::rlm_loop::{events_of, lua, turns};
 
 const DELAY: Duration = Duration::from_millis(500);
@@ -153,4 +154,20 @@ fn four_processes_sharing_a_sqlite_cache_send_each_request_once() {
 fn a_waiter_on_a_sqlite_cache_whose_sender_is_killed_sends_its_own_after_the_lease() {
     let dir = tempfile::tempdir().unwrap();
     a_waiter_whose_sender_is_killed_sends_its_own_after_the_lease(&sqlite_cache(dir.path()));
+}
+
+#[test]
+fn four_processes_sharing_a_redis_cache_send_each_request_once() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    four_processes_send_each_request_once(&redis.url());
+}
+
+#[test]
+fn a_waiter_on_a_redis_cache_whose_sender_is_killed_sends_its_own_after_the_lease() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    a_waiter_whose_sender_is_killed_sends_its_own_after_the_lease(&redis.url());
 }

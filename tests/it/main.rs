@@ -16,6 +16,8 @@ mod builtins;
 #[cfg(feature = "cli")]
 mod cache;
 #[cfg(feature = "cli")]
+mod cache_redis;
+#[cfg(feature = "cli")]
 mod cache_single_flight;
 #[cfg(feature = "cli")]
 mod cli;

@@ -3,7 +3,8 @@
 
 use std::sync::Arc;
 
-use super::{CacheError, CacheStore, CallCache};
+use super::redis::mask_password;
+use super::{CacheError, CacheStore, CallCache, RedisCache};
 
 /// A store, opened or why not.
 type Opened = Result<Arc<dyn CacheStore>, CacheError>;
@@ -22,16 +23,41 @@ struct StoreKind {
 }
 
 /// Every store, the first the one a plain path names. A new store is a row here.
-const STORES: &[StoreKind] = &[StoreKind {
-    scheme: "sqlite",
-    form: "sqlite://PATH",
-    open: |path, max_bytes| Ok(Arc::new(CallCache::with_max_bytes(path, max_bytes))),
-    inspect: |path| Ok(Arc::new(CallCache::inspect(path)?)),
-}];
+const STORES: &[StoreKind] = &[
+    StoreKind {
+        scheme: "sqlite",
+        form: "sqlite://PATH",
+        open: |path, max_bytes| Ok(Arc::new(CallCache::with_max_bytes(path, max_bytes))),
+        inspect: |path| Ok(Arc::new(CallCache::inspect(path)?)),
+    },
+    StoreKind {
+        scheme: "redis",
+        form: "redis://HOST[:PORT][/DB]",
+        open: |rest, max_bytes| {
+            Ok(Arc::new(RedisCache::open(
+                &format!("redis://{rest}"),
+                max_bytes,
+            )?))
+        },
+        inspect: |rest| Ok(Arc::new(RedisCache::inspect(&format!("redis://{rest}"))?)),
+    },
+    StoreKind {
+        scheme: "rediss",
+        form: "rediss://HOST[:PORT][/DB]",
+        open: |rest, max_bytes| {
+            Ok(Arc::new(RedisCache::open(
+                &format!("rediss://{rest}"),
+                max_bytes,
+            )?))
+        },
+        inspect: |rest| Ok(Arc::new(RedisCache::inspect(&format!("rediss://{rest}"))?)),
+    },
+];
 
 /// The store `name` names, for a run, keeping at most `max_bytes` of answers: a file path
-/// is a SQLite file, as is `sqlite://PATH`; another URL scheme is an error that lists the
-/// forms this version takes. A store that names something that cannot be used (a file
+/// is a SQLite file, as is `sqlite://PATH`; `redis://…` and `rediss://…` a Redis server
+/// ([`RedisCache`], which leaves eviction to Redis); another URL scheme is an error that
+/// lists the forms this version takes. A store that names something that cannot be used (a file
 /// that is not SQLite) is no error: it warns once and the run goes on uncached.
 ///
 /// ```
@@ -45,7 +71,8 @@ const STORES: &[StoreKind] = &[StoreKind {
 /// let url = format!("sqlite://{}", path.display());
 /// assert_eq!(open_cache(&url, 1 << 20)?.location(), path.display().to_string());
 ///
-/// let error = open_cache("memcached://cache.internal:11211", 1 << 20).unwrap_err();
+/// let error = open_cache("memcached://:secret@cache.internal:11211", 1 << 20).unwrap_err();
+/// assert!(!error.to_string().contains("secret"), "{error}");
 /// assert!(error.to_string().contains("a file path or sqlite://PATH"), "{error}");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -76,8 +103,9 @@ pub fn inspect_cache(name: &str) -> Result<Arc<dyn CacheStore>, CacheError> {
 
 /// The kind of store `name` names and what follows its scheme (the whole name for a path).
 fn choose(name: &str) -> Result<(&'static StoreKind, &str), CacheError> {
+    // A URL of a scheme this version lacks may still carry a password.
     let error = |message: String| CacheError {
-        location: name.to_string(),
+        location: mask_password(name).0,
         message,
     };
     let Some((scheme, rest)) = url_scheme(name) else {
@@ -151,8 +179,8 @@ mod tests {
     fn a_store_this_version_lacks_is_a_clear_error() {
         for (name, says) in [
             (
-                "redis://localhost:6379/0",
-                "this version has no `redis://` store",
+                "memcached://localhost:11211",
+                "this version has no `memcached://` store",
             ),
             ("sqlite://", "names no store after `sqlite://`"),
             ("", "names no store"),
@@ -162,7 +190,9 @@ mod tests {
             let text = error.to_string();
             assert!(text.contains(says), "{text}");
             assert!(
-                text.ends_with("give a file path or sqlite://PATH"),
+                text.ends_with(
+                    "give a file path or sqlite://PATH or redis://HOST[:PORT][/DB] or rediss://HOST[:PORT][/DB]"
+                ),
                 "the forms it takes: {text}"
             );
             assert_eq!(inspect_cache(name).unwrap_err(), error);

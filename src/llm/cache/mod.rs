@@ -9,6 +9,7 @@
 //!   that stops working warns once and the run goes on uncached, and never gets a wrong
 //!   answer because of it.
 //! - [`CallCache`] (`sqlite.rs`): the store in a SQLite file that several processes share.
+//! - [`RedisCache`] (`redis.rs`): the store on a Redis server a fleet of workers shares.
 //! - [`open_cache`] and [`inspect_cache`] (`choose.rs`): the store `--cache` names, a path
 //!   or a URL.
 //! - [`Cached`] (`cached.rs`): the [`LlmLayer`](super::LlmLayer) that asks the store
@@ -18,8 +19,8 @@
 //!   workers sharing a store one sends it and the others wait for its answer, for a lease
 //!   ([`DEFAULT_CACHE_LEASE`]) after which a waiter sends its own.
 //!
-//! A second store (Redis, for a fleet) is one file here implementing [`CacheStore`] and
-//! one row in `choose.rs`'s table of stores, which gives it its URL scheme.
+//! Each store is one file here implementing [`CacheStore`] and one row in `choose.rs`'s
+//! table of stores, which gives it its URL scheme.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -50,6 +51,7 @@ mod cached;
 mod choose;
 mod flight;
 mod key;
+mod redis;
 mod sqlite;
 mod store;
 
@@ -57,6 +59,7 @@ pub use cached::Cached;
 pub use choose::{inspect_cache, open_cache};
 pub use flight::DEFAULT_CACHE_LEASE;
 pub use key::CacheKey;
+pub use redis::{CONNECT_TIMEOUT, RESPONSE_TIMEOUT, RedisCache};
 pub use sqlite::{CACHE_SCHEMA_VERSION, CallCache};
 pub use store::{CacheError, CacheStats, CacheStore, Claim, Lease, decode_answer, encode_answer};
 

@@ -541,7 +541,7 @@ fn unsigned(value: i64) -> u64 {
 }
 
 /// A token no other claim has: random per process (the hasher's keys), distinct within it.
-fn new_token() -> u64 {
+pub(super) fn new_token() -> u64 {
     static CLAIMS: AtomicU64 = AtomicU64::new(0);
     let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
     hasher.write_u64(CLAIMS.fetch_add(1, Ordering::Relaxed));

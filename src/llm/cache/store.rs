@@ -132,7 +132,7 @@ pub struct CacheStats {
     pub entries: u64,
     /// Bytes of the stored answers and their keys: what the size cap counts.
     pub bytes: u64,
-    /// The store's size on disk (a file's, its write-ahead log included).
+    /// The store's size on disk (a file's, its write-ahead log included); 0 for a server.
     pub file_bytes: u64,
     /// Lookups answered from the store, by every process that used it.
     pub hits: u64,

@@ -1,5 +1,6 @@
 //! Programs some tests need from outside the crate: headless Chromium, `emmylua_check`,
-//! a Python with the MCP SDK and one with the ACP client. A developer without one sees the test say it skipped;
+//! `redis-server`, a Python with the MCP SDK and one with the ACP client. A developer
+//! without one sees the test say it skipped;
 //! CI sets `RLM_REQUIRE_TOOLS=1` (`.ci/run` installs them all), and there a missing one
 //! fails the test, naming it and how to install it.
 
@@ -75,6 +76,20 @@ pub fn python_with_acp() -> Option<String> {
     required(
         "a Python with the ACP client",
         "python3 -m venv target/acp-venv && target/acp-venv/bin/pip install agent-client-protocol==0.12.1, then set RLM_ACP_PYTHON=target/acp-venv/bin/python (.ci/run does both)",
+        found,
+    )
+}
+
+/// `redis-server` (Debian's package), for the Redis call cache's tests.
+pub fn redis_server() -> Option<&'static str> {
+    let found = Command::new("redis-server")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+        .then_some("redis-server");
+    required(
+        "redis-server",
+        "apt-get install -y redis-server (.ci/run does it)",
         found,
     )
 }

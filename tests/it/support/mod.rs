@@ -15,6 +15,8 @@ pub mod openai_server;
 #[cfg(feature = "cli")]
 pub mod peak;
 #[cfg(feature = "runtime")]
+pub mod redis;
+#[cfg(feature = "runtime")]
 pub mod reference;
 #[cfg(feature = "runtime")]
 pub mod rlm_loop;

@@ -1,8 +1,9 @@
 //! Single-flight across processes sharing a call cache: against the scripted server,
 //! which counts the requests it gets and answers each after 500 ms, four `rlm ask`
 //! processes launched at once with the same question send each request once and each
-//! gets the right answer; a waiter whose sender is killed mid-request sends its own once
-//! the lease runs out. Each test is a function of the cache's name, run on a SQLite file
+//! gets the right answer; two `rlm eval` processes count their waits in their results and
+//! summaries; a waiter whose sender is killed mid-request sends its own once the lease
+//! runs out. Each test is a function of the cache's name, run on a SQLite file
 //! and on a real `redis-server` (skipped when there is none, as in `cache_redis.rs`).
 
 use std::path::Path;
@@ -99,6 +100,82 @@ fn four_processes_send_each_request_once(cache: &str) {
     }
 }
 
+/// Two `rlm eval` processes on the same two tasks (`direct`: one request each) through
+/// the cache `cache`, against a server slow enough (3 s) that both have started before
+/// either is answered: each task is sent by one and waited for by the other, which its
+/// result and its summary count.
+fn two_evals_count_their_waits(cache: &str) {
+    let server = OpenAiServer::always(Behavior::reply("42").after(Duration::from_secs(3)));
+    let dir = tempfile::tempdir().unwrap();
+    let tasks = dir.path().join("tasks.jsonl");
+    let lines: Vec<String> = (0..2)
+        .map(|i| {
+            serde_json::json!({"id": format!("t{i}"), "question": format!("Question {i}?"),
+                               "context": "The answer is 42.", "answer": "42", "scorer": "exact"})
+            .to_string()
+        })
+        .collect();
+    std::fs::write(&tasks, lines.join("\n") + "\n").unwrap();
+    let outs = [dir.path().join("a"), dir.path().join("b")];
+    let children: Vec<Child> = outs
+        .iter()
+        .map(|out| {
+            rlm_command()
+                .args([
+                    "eval",
+                    "--methods",
+                    "direct",
+                    "--jobs",
+                    "2",
+                    "--cache",
+                    cache,
+                ])
+                .arg("--tasks")
+                .arg(&tasks)
+                .arg("--out")
+                .arg(out)
+                .args(llm_args(&server.base_url(), "test-model"))
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("rlm starts")
+        })
+        .collect();
+    for output in children.into_iter().map(finished) {
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    }
+    assert_eq!(server.request_count(), 2, "each task's request sent once");
+    let results: Vec<Value> = outs
+        .iter()
+        .flat_map(|out| {
+            let text = std::fs::read_to_string(out.join("results.jsonl")).unwrap();
+            text.lines()
+                .map(|line| serde_json::from_str::<Value>(line).unwrap())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert_eq!(results.len(), 4);
+    assert!(results.iter().all(|r| r["score"] == 1.0), "{results:?}");
+    let waited: Vec<&Value> = results.iter().filter(|r| r["waited_calls"] == 1).collect();
+    assert_eq!(waited.len(), 2, "one wait per task: {results:?}");
+    assert!(
+        waited
+            .iter()
+            .all(|r| r["cached_calls"] == 1 && r["model_calls"] == 0)
+    );
+    let sent = results.iter().filter(|r| r.get("waited_calls").is_none());
+    assert!(sent.clone().all(|r| r["cached_calls"] == 0), "{results:?}");
+    assert_eq!(sent.count(), 2);
+    let summaries: String = outs
+        .iter()
+        .map(|out| std::fs::read_to_string(out.join("summary.md")).unwrap())
+        .collect();
+    assert!(
+        summaries.contains("waited for another worker's identical call"),
+        "{summaries}"
+    );
+}
+
 /// A process holding a request is killed while the server has it; the process that
 /// waits for it sends its own once the holder's lease (`--cache-lease`) runs out.
 fn a_waiter_whose_sender_is_killed_sends_its_own_after_the_lease(cache: &str) {
@@ -151,6 +228,12 @@ fn four_processes_sharing_a_sqlite_cache_send_each_request_once() {
 }
 
 #[test]
+fn two_evals_sharing_a_sqlite_cache_count_their_waits() {
+    let dir = tempfile::tempdir().unwrap();
+    two_evals_count_their_waits(&sqlite_cache(dir.path()));
+}
+
+#[test]
 fn a_waiter_on_a_sqlite_cache_whose_sender_is_killed_sends_its_own_after_the_lease() {
     let dir = tempfile::tempdir().unwrap();
     a_waiter_whose_sender_is_killed_sends_its_own_after_the_lease(&sqlite_cache(dir.path()));
@@ -162,6 +245,14 @@ fn four_processes_sharing_a_redis_cache_send_each_request_once() {
         return;
     };
     four_processes_send_each_request_once(&redis.url());
+}
+
+#[test]
+fn two_evals_sharing_a_redis_cache_count_their_waits() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    two_evals_count_their_waits(&redis.url());
 }
 
 #[test]

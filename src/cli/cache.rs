@@ -17,7 +17,7 @@ pub(crate) struct CacheArgs {
     /// Keep the model's answers in this store and answer a request sent again from it,
     /// at no token cost: a SQLite file (a path, or sqlite://PATH), which several
     /// processes may share, or a Redis server a fleet shares
-    /// (redis://[[USER]:PASSWORD@]HOST[:PORT][/DB][?prefix=P], rediss:// for TLS)
+    /// (`redis://[[USER]:PASSWORD@]HOST[:PORT][/DB][?prefix=P]`, rediss:// for TLS)
     /// (default: RLM_CACHE, else `[cache] path` in rlm.toml; for `rlm eval`, else
     /// OUT/cache.sqlite). A store that cannot be used warns once and the run goes on
     /// uncached.

@@ -89,6 +89,20 @@ fn a_second_processs_identical_run_sends_nothing_and_gives_the_same_answer() {
     assert_eq!(server.request_count(), 3, "nothing sent the second time");
     assert_eq!(stdout(&second), stdout(&first));
 
+    // Named by RLM_CACHE instead of --cache: the same store.
+    let by_variable = rlm_command()
+        .args(["ask", "Q"])
+        .args(llm_args(&server.base_url(), "test-model"))
+        .env("RLM_CACHE", redis.url())
+        .output()
+        .unwrap();
+    assert_eq!(stdout(&by_variable), stdout(&first));
+    assert_eq!(
+        server.request_count(),
+        3,
+        "nothing sent with RLM_CACHE either"
+    );
+
     // Another prefix is another cache on the same server.
     let elsewhere = format!("{}?prefix=team-b:", redis.url());
     let third = ask(&server, &elsewhere, &[]);
@@ -379,4 +393,22 @@ fn a_lapsed_redis_lease_is_taken_over_and_its_release_leaves_the_new_holder_alon
         Ok(Claim::Taken { .. })
     ));
     assert!(cache.release(&taken_over).unwrap());
+}
+
+#[test]
+fn a_rediss_url_to_a_server_without_tls_warns_and_is_not_used_without_hanging() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let url = format!("rediss://127.0.0.1:{}/0", redis.port());
+    let started = Instant::now();
+    let cache = RedisCache::open(&url, DEFAULT_MAX).unwrap();
+    assert!(!cache.is_active(), "no TLS handshake: not in use");
+    assert!(cache.lookup(&key("q")).is_none());
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(cache.location().starts_with("rediss://127.0.0.1:"));
 }

@@ -64,6 +64,10 @@ pub(super) enum Settled<'a> {
 
 /// Claims `key` for `lease`.
 pub(super) fn claim<'a>(store: &'a dyn CacheStore, key: &CacheKey, lease: Duration) -> Claimed<'a> {
+    // A store that stopped working refuses claims anyway, and may take time to say why.
+    if !store.is_active() {
+        return Claimed::Send(None);
+    }
     match store.claim(key, lease) {
         Ok(Claim::Held(lease)) => Claimed::Send(Some(Hold { store, lease })),
         Ok(Claim::Taken { .. }) => Claimed::Wait(Waiting {
@@ -222,6 +226,21 @@ mod tests {
         let started = Instant::now();
         assert!(matches!(waiting.wait(&store, long), Settled::Send(Some(_))));
         assert!(started.elapsed() < Duration::from_secs(5));
+    }
+
+    #[test]
+    fn a_store_that_stopped_working_lets_every_worker_send() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.sqlite");
+        std::fs::write(&path, b"not a database, just some text that is long enough").unwrap();
+        let store = CallCache::open(&path);
+        let lease = Duration::from_secs(60);
+        for _ in 0..2 {
+            assert!(matches!(
+                claim(&store, &key("q"), lease),
+                Claimed::Send(None)
+            ));
+        }
     }
 
     #[test]

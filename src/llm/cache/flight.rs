@@ -10,6 +10,12 @@
 //! than the lease: this worker then sends its own). Polling the claim rather than the
 //! answer keeps the store's hit and miss counts true: a wait counts one miss and one hit.
 //! A store that takes no holds (one that stopped working) makes every worker send.
+//!
+//! One race is left open on purpose: a worker that looks up just before the sender
+//! stores, and claims just after it releases, holds the key and sends again (a duplicate,
+//! never a wrong answer). Closing it takes a second lookup after every claim held, which
+//! would count each sent request as two misses in the store's statistics; the window is
+//! the time between the sender's store and its release, one write.
 
 use std::thread;
 use std::time::{Duration, Instant};

@@ -130,6 +130,7 @@ impl<L: Llm> Cached<L> {
     fn hold_or_wait(&self, key: &CacheKey) -> Settled<'_> {
         match claim(self.cache.as_ref(), key, self.lease) {
             Claimed::Send(hold) => Settled::Send(hold),
+            Claimed::Hit(answer) => Settled::Answered(answer),
             Claimed::Wait(waiting) => waiting.wait(self.cache.as_ref(), self.lease),
         }
     }
@@ -228,6 +229,7 @@ impl<L: Llm> LlmLayer for Cached<L> {
                     request,
                     then,
                 }),
+                Claimed::Hit(answer) => answers[slot] = Some(Ok(answer)),
             }
         }
         self.send_held(sent, send, &mut answers);

@@ -11,11 +11,9 @@
 //! answer keeps the store's hit and miss counts true: a wait counts one miss and one hit.
 //! A store that takes no holds (one that stopped working) makes every worker send.
 //!
-//! One race is left open on purpose: a worker that looks up just before the sender
-//! stores, and claims just after it releases, holds the key and sends again (a duplicate,
-//! never a wrong answer). Closing it takes a second lookup after every claim held, which
-//! would count each sent request as two misses in the store's statistics; the window is
-//! the time between the sender's store and its release, one write.
+//! A worker that takes the hold looks the answer up once more
+//! ([`CacheStore::lookup_again`], which counts no second miss): a sender may have stored
+//! it and released between this worker's first lookup and its claim.
 
 use std::thread;
 use std::time::{Duration, Instant};
@@ -50,6 +48,8 @@ impl Drop for Hold<'_> {
 pub(super) enum Claimed<'a> {
     /// Send it, holding the key (or without a hold, when the store takes none).
     Send(Option<Hold<'a>>),
+    /// Another worker's answer came before the claim: a hit.
+    Hit(Completion),
     /// Another worker holds it: wait for its answer.
     Wait(Waiting),
 }
@@ -75,7 +75,13 @@ pub(super) fn claim<'a>(store: &'a dyn CacheStore, key: &CacheKey, lease: Durati
         return Claimed::Send(None);
     }
     match store.claim(key, lease) {
-        Ok(Claim::Held(lease)) => Claimed::Send(Some(Hold { store, lease })),
+        Ok(Claim::Held(lease)) => {
+            let hold = Hold { store, lease };
+            match store.lookup_again(key) {
+                Some(answer) => Claimed::Hit(answer),
+                None => Claimed::Send(Some(hold)),
+            }
+        }
         Ok(Claim::Taken { .. }) => Claimed::Wait(Waiting {
             key: *key,
             since: Instant::now(),
@@ -92,19 +98,15 @@ impl Waiting {
         store: &'a dyn CacheStore,
         lease: Duration,
     ) -> Option<Settled<'a>> {
-        let hold = match claim(store, &self.key, lease) {
-            Claimed::Wait(_) => return None,
-            Claimed::Send(hold) => hold,
-        };
-        match store.lookup(&self.key) {
-            Some(mut answer) => {
-                drop(hold);
+        match claim(store, &self.key, lease) {
+            Claimed::Wait(_) => None,
+            Claimed::Send(hold) => Some(Settled::Send(hold)),
+            Claimed::Hit(mut answer) => {
                 let waited = self.since.elapsed();
                 answer.waited = Some(waited);
                 answer.elapsed = waited;
                 Some(Settled::Answered(answer))
             }
-            None => Some(Settled::Send(hold)),
         }
     }
 
@@ -232,6 +234,29 @@ mod tests {
         let started = Instant::now();
         assert!(matches!(waiting.wait(&store, long), Settled::Send(Some(_))));
         assert!(started.elapsed() < Duration::from_secs(5));
+    }
+
+    #[test]
+    fn an_answer_stored_before_the_claim_is_a_hit_and_a_second_miss_is_not_counted() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = CallCache::open(dir.path().join("c.sqlite"));
+        let lease = Duration::from_secs(60);
+        // The caller missed "q", then another worker stored it and released.
+        store.store(&key("q"), &Completion::new("4"));
+        let Claimed::Hit(answer) = claim(&store, &key("q"), lease) else {
+            panic!("a hit, not a send");
+        };
+        assert!(answer.cached && answer.waited.is_none());
+        assert!(
+            matches!(claim(&store, &key("q"), lease), Claimed::Hit(_)),
+            "the hit's hold was given back"
+        );
+        assert!(matches!(
+            claim(&store, &key("new"), lease),
+            Claimed::Send(Some(_))
+        ));
+        let stats = store.stats().unwrap();
+        assert_eq!((stats.hits, stats.misses), (2, 0));
     }
 
     #[test]

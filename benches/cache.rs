@@ -1,7 +1,10 @@
 //! The call cache: what a lookup costs with 100,000 answers in the file (or
 //! `RLM_BENCH_CACHE_ENTRIES`), hashing a root agent's request included; then an `rlm eval`
 //! run again with its cache against a test server that answers after 200 ms: the requests
-//! it sends, whether its results are the first run's, and its wall time beside the first.
+//! it sends, whether its results are the first run's, and its wall time beside the first;
+//! then single-flight: four `rlm eval` processes launched at once on the same 50 tasks
+//! (`direct`, one request each) with one shared cache, against a server answering after
+//! 500 ms: the requests it sees and their wall time beside one process's alone.
 //!
 //! Run: `cargo bench --bench cache`.
 
@@ -13,7 +16,7 @@ mod openai_server;
 
 use std::hint::black_box;
 use std::path::Path;
-use std::process::Command;
+use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -236,11 +239,101 @@ fn eval_rerun() {
     assert!(identical);
 }
 
+/// `rlm eval` started on `tasks` (`direct`) into `out` with the cache `cache`.
+fn spawn_eval(server: &OpenAiServer, tasks: &Path, out: &Path, cache: &Path) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_rlm"))
+        .args(["eval", "--methods", "direct", "--jobs", "10", "--tasks"])
+        .arg(tasks)
+        .arg("--out")
+        .arg(out)
+        .arg("--cache")
+        .arg(cache)
+        .args(["--base-url", &server.base_url(), "--model", "test-model"])
+        .env_remove("RLM_CACHE")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("rlm runs")
+}
+
+fn waited(child: Child) {
+    let output = child.wait_with_output().expect("rlm finishes");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+fn single_flight() {
+    const TASKS: usize = 50;
+    const PROCESSES: usize = 4;
+    const DELAY: Duration = Duration::from_millis(500);
+    let server = OpenAiServer::always(Behavior::reply("42").after(DELAY));
+    let dir = tempfile::tempdir().unwrap();
+    let tasks = write_tasks(dir.path(), TASKS);
+
+    let started = Instant::now();
+    waited(spawn_eval(
+        &server,
+        &tasks,
+        &dir.path().join("alone"),
+        &dir.path().join("alone.sqlite"),
+    ));
+    let alone = started.elapsed();
+    let sent_alone = server.request_count();
+
+    let shared = dir.path().join("shared.sqlite");
+    let started = Instant::now();
+    let children: Vec<Child> = (0..PROCESSES)
+        .map(|i| spawn_eval(&server, &tasks, &dir.path().join(format!("p{i}")), &shared))
+        .collect();
+    children.into_iter().for_each(waited);
+    let together = started.elapsed();
+    let sent_together = server.request_count() - sent_alone;
+    let same = (0..PROCESSES).all(|i| {
+        outcomes(&dir.path().join(format!("p{i}"))) == outcomes(&dir.path().join("alone"))
+    });
+
+    // The control: the same four processes, each with a cache of its own, send every
+    // request; what their time exceeds one process's is the machine's, not the waits'.
+    let started = Instant::now();
+    let children: Vec<Child> = (0..PROCESSES)
+        .map(|i| {
+            let out = dir.path().join(format!("own{i}"));
+            spawn_eval(
+                &server,
+                &tasks,
+                &out,
+                &dir.path().join(format!("own{i}.sqlite")),
+            )
+        })
+        .collect();
+    children.into_iter().for_each(waited);
+    let apart = started.elapsed();
+    let sent_apart = server.request_count() - sent_alone - sent_together;
+    println!(
+        "single-flight, {TASKS} tasks (direct, --jobs 10), server answering after {} ms:\n  \
+         1 process                        {:.2} s, {sent_alone} requests\n  \
+         {PROCESSES} processes, one shared cache   {:.2} s, {sent_together} requests, results identical: {same}, {:.2}x one process's time\n  \
+         {PROCESSES} processes, a cache each       {:.2} s, {sent_apart} requests, {:.2}x",
+        DELAY.as_millis(),
+        alone.as_secs_f64(),
+        together.as_secs_f64(),
+        together.as_secs_f64() / alone.as_secs_f64(),
+        apart.as_secs_f64(),
+        apart.as_secs_f64() / alone.as_secs_f64()
+    );
+    assert_eq!(sent_together, TASKS, "each request sent once");
+    assert!(same);
+}
+
 criterion_group!(group, lookups);
 
 fn main() {
     group();
     eval_rerun();
+    single_flight();
     criterion::Criterion::default()
         .configure_from_args()
         .final_summary();

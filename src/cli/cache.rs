@@ -1,4 +1,5 @@
-//! The call cache from the command line: `--cache FILE`, `--cache-max-mb`, `--no-cache`
+//! The call cache from the command line: `--cache FILE`, `--cache-max-mb`, `--cache-lease`,
+//! `--no-cache`
 //! for `rlm ask`, `eval` and `serve`, and `rlm cache stats | clear`.
 
 use std::path::PathBuf;
@@ -27,6 +28,11 @@ pub(crate) struct CacheArgs {
     /// by its own maxmemory-policy.
     #[arg(long, value_name = "MB", value_parser = clap::value_parser!(u64).range(1..))]
     cache_max_mb: Option<u64>,
+    /// How long, in seconds, this process holds a request it is sending: other processes
+    /// sharing the cache wait for its answer rather than send the same request, this long
+    /// at most (default: `[cache] lease` in rlm.toml, else 120).
+    #[arg(long, value_name = "SECS")]
+    cache_lease: Option<f64>,
     /// Use no cache, whatever RLM_CACHE or rlm.toml say.
     #[arg(long, conflicts_with = "cache")]
     no_cache: bool,
@@ -41,6 +47,7 @@ impl CacheArgs {
             (None, false) => CacheChoice::Unset,
         };
         settings.cache_max_mb = self.cache_max_mb;
+        settings.cache_lease = self.cache_lease;
     }
 }
 

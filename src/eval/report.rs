@@ -200,6 +200,7 @@ mod tests {
             model_calls: 1,
             cached_calls: 0,
             cached_tokens: 0,
+            waited_calls: 0,
             cost: None,
             seconds: 1.0,
             error: None,

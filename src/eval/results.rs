@@ -46,6 +46,10 @@ pub struct TaskResult {
     /// The tokens those cached answers cost when first asked: what the cache saved.
     #[serde(default)]
     pub cached_tokens: u64,
+    /// Of `cached_calls`, those that waited for another worker's identical call sharing
+    /// the cache (single-flight) rather than found the answer stored; left out when none.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub waited_calls: u64,
     /// What the run cost in US dollars, where it knew (the server's `usage.cost`, else
     /// the model's price); left out when not known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -73,6 +77,10 @@ impl TaskResult {
     pub fn key(&self) -> (String, String) {
         (self.id.clone(), self.method.clone())
     }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// The results already in `path` (none if it does not exist). A last line cut short by
@@ -164,6 +172,7 @@ mod tests {
             model_calls: 2,
             cached_calls: 0,
             cached_tokens: 0,
+            waited_calls: 0,
             cost: None,
             seconds: 0.5,
             error: None,

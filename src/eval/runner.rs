@@ -248,6 +248,7 @@ impl Runner {
             model_calls: 0,
             cached_calls: 0,
             cached_tokens: 0,
+            waited_calls: 0,
             cost: None,
             seconds: 0.0,
             error: None,
@@ -302,6 +303,7 @@ impl Runner {
                 result.model_calls = 0;
                 result.cached_calls = 1;
                 result.cached_tokens = completion.total_tokens();
+                result.waited_calls = u64::from(completion.waited.is_some());
                 result.answer = Some(direct_answer(&completion));
             }
             Ok(completion) => {
@@ -385,6 +387,7 @@ impl Runner {
         result.model_calls = total.calls;
         result.cached_calls = total.cached_calls;
         result.cached_tokens = total.cached_tokens;
+        result.waited_calls = total.waited_calls;
         result.cost = (total.cost > Cost::ZERO).then(|| total.cost.usd());
         match report.result {
             Ok(answer) => result.answer = Some(answer),

@@ -150,9 +150,16 @@ pub fn summary_markdown(results: &[TaskResult], prices: Prices) -> String {
     let cached_calls: u64 = results.iter().map(|r| r.cached_calls).sum();
     if cached_calls > 0 {
         let saved: u64 = results.iter().map(|r| r.cached_tokens).sum();
+        let waited: u64 = results.iter().map(|r| r.waited_calls).sum();
+        // Answers another worker was sending when this one asked: hits it waited for.
+        let waits = match waited {
+            0 => String::new(),
+            1 => " (1 of them waited for another worker's identical call)".to_string(),
+            n => format!(" ({n} of them waited for another worker's identical call)"),
+        };
         let _ = writeln!(
             out,
-            "\nCall cache: {cached_calls} calls answered from the cache, {saved} tokens saved (not sent, and not in the tokens and cost above)."
+            "\nCall cache: {cached_calls} calls answered from the cache{waits}, {saved} tokens saved (not sent, and not in the tokens and cost above)."
         );
     }
     out
@@ -180,6 +187,7 @@ mod tests {
             model_calls: 1,
             cached_calls: 0,
             cached_tokens: 0,
+            waited_calls: 0,
             cost: None,
             seconds: 2.0,
             error: error.then(|| "boom".into()),
@@ -210,6 +218,31 @@ mod tests {
         assert!(
             text.contains("| niah | 8k | rlm | 2 | 0.500 ± 0.980 | 1100000 | 0.4200 | 2.0 | 1 |"),
             "{text}"
+        );
+    }
+
+    #[test]
+    fn the_summary_counts_cache_hits_and_single_flight_waits() {
+        let mut hit = result("rlm", 1.0, false);
+        hit.cached_calls = 3;
+        hit.cached_tokens = 300;
+        let mut waited = result("rlm", 1.0, false);
+        waited.cached_calls = 2;
+        waited.cached_tokens = 200;
+        waited.waited_calls = 2;
+        let prices = Prices {
+            input: 0.0,
+            output: 0.0,
+        };
+        let text = summary_markdown(&[hit.clone(), waited], prices);
+        assert!(
+            text.contains("Call cache: 5 calls answered from the cache (2 of them waited for another worker's identical call), 500 tokens saved"),
+            "{text}"
+        );
+        let text = summary_markdown(&[hit], prices);
+        assert!(
+            text.contains("Call cache: 3 calls answered from the cache, 300 tokens saved"),
+            "no waits, no word of them: {text}"
         );
     }
 }

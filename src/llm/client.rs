@@ -624,6 +624,7 @@ fn parse_completion(bytes: &[u8]) -> Result<Completion, Failure> {
         attempts: 1,
         elapsed: Duration::ZERO,
         cached: false,
+        waited: None,
         cost: usage_cost(usage),
     })
 }

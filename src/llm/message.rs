@@ -323,6 +323,10 @@ pub struct Completion {
     /// Answered by a [`CallCache`](super::CallCache), not the server: its tokens were
     /// spent by an earlier run and cost this one nothing.
     pub cached: bool,
+    /// Answered by another worker's identical call, which this one waited for rather
+    /// than send the request again (single-flight, see [`Cached`](super::Cached)): how
+    /// long it waited. `cached` is true as well: the tokens were spent by that worker.
+    pub waited: Option<Duration>,
     /// What the call cost in US dollars: the server's `usage.cost` when it reports one
     /// (OpenRouter does), else what a run's price table makes of the tokens; `None` when
     /// neither is known, and for a cached answer, which cost this run nothing.
@@ -344,6 +348,22 @@ impl Completion {
         self.prompt_tokens = prompt_tokens;
         self.completion_tokens = completion_tokens;
         self
+    }
+
+    /// [`Completion::waited`] in whole milliseconds, as a trace records it.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use rlm_registry::llm::Completion;
+    ///
+    /// let mut completion = Completion::new("4");
+    /// assert_eq!(completion.waited_ms(), None);
+    /// completion.waited = Some(Duration::from_micros(480_700));
+    /// assert_eq!(completion.waited_ms(), Some(480));
+    /// ```
+    pub fn waited_ms(&self) -> Option<u64> {
+        self.waited
+            .map(|waited| u64::try_from(waited.as_millis()).unwrap_or(u64::MAX))
     }
 
     /// `prompt_tokens + completion_tokens`.

@@ -60,8 +60,8 @@ mod usage;
 pub use batch::{map_concurrently, run_batch};
 pub use cache::{
     CACHE_SCHEMA_VERSION, CONNECT_TIMEOUT, CacheError, CacheKey, CacheStats, CacheStore, Cached,
-    CallCache, Claim, DEFAULT_CACHE_MAX_MB, Lease, RESPONSE_TIMEOUT, RedisCache, decode_answer,
-    encode_answer, inspect_cache, open_cache,
+    CallCache, Claim, DEFAULT_CACHE_LEASE, DEFAULT_CACHE_MAX_MB, Lease, RESPONSE_TIMEOUT,
+    RedisCache, decode_answer, encode_answer, inspect_cache, open_cache,
 };
 pub use client::LlmClient;
 pub use config::{

@@ -31,6 +31,7 @@ pub struct Usage {
     reasoning_tokens: AtomicU64,
     cached_calls: AtomicU64,
     cached_tokens: AtomicU64,
+    waited_calls: AtomicU64,
     cost_nanos: AtomicU64,
 }
 
@@ -67,6 +68,9 @@ pub struct UsageSnapshot {
     /// The tokens those cached answers cost when they were first asked: what the cache
     /// saved.
     pub cached_tokens: u64,
+    /// Of `cached_calls`, those answered by another worker's identical call that this
+    /// one waited for (single-flight) rather than found already stored.
+    pub waited_calls: u64,
     /// What the calls cost, where it is known: the server's reported cost, or the price
     /// table's (see [`Completion::cost`](super::Completion::cost)).
     pub cost: Cost,
@@ -99,6 +103,7 @@ impl Add for UsageSnapshot {
             reasoning_tokens: self.reasoning_tokens.saturating_add(other.reasoning_tokens),
             cached_calls: self.cached_calls.saturating_add(other.cached_calls),
             cached_tokens: self.cached_tokens.saturating_add(other.cached_tokens),
+            waited_calls: self.waited_calls.saturating_add(other.waited_calls),
             cost: self.cost + other.cost,
         }
     }
@@ -121,6 +126,7 @@ impl Sub for UsageSnapshot {
                 .saturating_sub(earlier.reasoning_tokens),
             cached_calls: self.cached_calls.saturating_sub(earlier.cached_calls),
             cached_tokens: self.cached_tokens.saturating_sub(earlier.cached_tokens),
+            waited_calls: self.waited_calls.saturating_sub(earlier.waited_calls),
             cost: self.cost.saturating_sub(earlier.cost),
         }
     }
@@ -182,6 +188,22 @@ impl Usage {
         );
     }
 
+    /// Counts, of the cached calls, one that waited for another worker's identical call
+    /// (recorded with [`Usage::record_cached`] as well).
+    ///
+    /// ```
+    /// use rlm_registry::llm::Usage;
+    ///
+    /// let usage = Usage::new();
+    /// usage.record_cached(100, 20);
+    /// usage.record_waited();
+    /// let totals = usage.snapshot();
+    /// assert_eq!((totals.cached_calls, totals.waited_calls), (1, 1));
+    /// ```
+    pub fn record_waited(&self) {
+        self.waited_calls.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// Adds what a call already counted cost.
     ///
     /// ```
@@ -214,6 +236,7 @@ impl Usage {
             reasoning_tokens: self.reasoning_tokens.load(Ordering::Relaxed),
             cached_calls: self.cached_calls.load(Ordering::Relaxed),
             cached_tokens: self.cached_tokens.load(Ordering::Relaxed),
+            waited_calls: self.waited_calls.load(Ordering::Relaxed),
             cost: Cost::from_nanos(self.cost_nanos.load(Ordering::Relaxed)),
         }
     }

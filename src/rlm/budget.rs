@@ -258,10 +258,18 @@ fn usage_line(f: &mut fmt::Formatter<'_>, label: &str, usage: &UsageSnapshot) ->
     if usage.cached_calls > 0 {
         write!(
             f,
-            ", {} cached ({} tokens saved)",
+            ", {} cached ({} tokens saved",
             thousands(usage.cached_calls),
             thousands(usage.cached_tokens)
         )?;
+        if usage.waited_calls > 0 {
+            write!(
+                f,
+                "; {} waited for another worker's identical call",
+                thousands(usage.waited_calls)
+            )?;
+        }
+        f.write_str(")")?;
     }
     Ok(())
 }
@@ -572,6 +580,9 @@ impl Ledger {
             // A cached answer was paid for by an earlier run: it spends no budget.
             Ok(completion) if completion.cached => {
                 usage.record_cached(completion.prompt_tokens, completion.completion_tokens);
+                if completion.waited.is_some() {
+                    usage.record_waited();
+                }
                 self.calls.fetch_sub(1, Ordering::SeqCst);
             }
             Ok(completion) => {

@@ -179,6 +179,10 @@ pub struct Compaction {
     /// The summary came from the call cache.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cached: bool,
+    /// The cached summary was another worker's identical call, which this run waited
+    /// for: how long, in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waited_ms: Option<u64>,
     /// What the call for the summary cost in US dollars, where known; left out when not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost: Option<Cost>,
@@ -424,6 +428,7 @@ impl Agent {
                 record.prompt_tokens = completion.prompt_tokens;
                 record.completion_tokens = completion.completion_tokens;
                 record.cached = completion.cached;
+                record.waited_ms = completion.waited_ms();
                 record.cost = completion.cost;
                 record.reasoning = completion.reasoning;
                 record.note = conversation.restart(completion.content.clone());

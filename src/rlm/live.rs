@@ -30,8 +30,10 @@ impl Agent {
         if data.final_answer.is_some() {
             head.push_str(" · FINAL");
         }
-        if data.cached {
-            head.push_str(" · cached");
+        match (data.cached, data.waited_ms) {
+            (true, Some(ms)) => head.push_str(&format!(" · cached (waited {ms} ms)")),
+            (true, None) => head.push_str(" · cached"),
+            (false, _) => {}
         }
         head.push_str(&format!(" · {} tokens", thousands(data.run_tokens)));
         if let Some(cost) = data.run_cost {

@@ -283,6 +283,7 @@ impl Agent {
         record.reasoning_tokens = completion.reasoning_tokens;
         record.finish_reason.clone_from(&completion.finish_reason);
         record.cached = completion.cached;
+        record.waited_ms = completion.waited_ms();
         record.cost = completion.cost;
         self.record_reply(turn, &completion)
             .map_err(RlmError::Trace)?;

@@ -85,6 +85,7 @@
 //! | `finish_reason` | why the model stopped writing the reply, as the server said (`length`: cut at the token limit); left out when it said nothing |
 //! | `run_tokens` | tokens spent by the whole run so far, every agent and sub-call included (an answer from the call cache spends none) |
 //! | `cached` | `true` when the reply came from the call cache (`--cache`) rather than the server; absent otherwise |
+//! | `waited_ms` | when the cached reply was another worker's identical call that this run waited for rather than send the request again (single-flight, workers sharing a cache): how long it waited; absent otherwise |
 //! | `cost` | what this turn's model call cost in US dollars: the server's `usage.cost`, else the price table's (`[prices]` in `rlm.toml`); absent when not known or cached |
 //! | `run_cost` | what the whole run had cost when the turn ended, in US dollars; absent when the run knows no cost (no price, no `usage.cost`, no `--max-cost`) |
 //! | `elided` | the earlier turns whose feedback this request held as a marker (no known window; see `Rlm::compact_at`); absent when none |
@@ -426,6 +427,10 @@ pub struct Turn {
     /// of the run that first asked, and cost this one nothing). Written only when true.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cached: bool,
+    /// The cached reply was another worker's identical call, which this run waited for
+    /// (single-flight): how long, in milliseconds. Left out otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waited_ms: Option<u64>,
     /// What this turn's model call cost in US dollars, where known (the server's
     /// `usage.cost`, else the price table's); left out when not known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -561,6 +566,10 @@ pub struct SubCall {
     /// `true` when the answer came from the call cache rather than the server.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cached: bool,
+    /// The cached answer was another worker's identical call, which this run waited for
+    /// (single-flight): how long, in milliseconds. Left out otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waited_ms: Option<u64>,
     /// What the call cost in US dollars, where known; left out when not known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost: Option<Cost>,
@@ -582,6 +591,7 @@ impl SubCall {
                 prompt_tokens: completion.prompt_tokens,
                 completion_tokens: completion.completion_tokens,
                 cached: completion.cached,
+                waited_ms: completion.waited_ms(),
                 cost: completion.cost,
                 images: Vec::new(),
             },
@@ -593,6 +603,7 @@ impl SubCall {
                 prompt_tokens: 0,
                 completion_tokens: 0,
                 cached: false,
+                waited_ms: None,
                 cost: None,
                 images: Vec::new(),
             },

@@ -17,6 +17,7 @@
 //! [cache]                    # the call cache of `rlm ask`, `eval` and `serve`
 //! path = "rlm-cache.sqlite"  # a file (relative to this file's directory) or a URL
 //! max_mb = 1024              # MiB of answers kept; the least recently used go first
+//! lease = 120                # seconds a request being sent is held against the other workers
 //!
 //! [budgets]                  # what one run may spend (all its agents and sub-calls)
 //! max_tokens = 200000
@@ -82,6 +83,8 @@ pub struct FileSettings {
     pub cache: Option<CacheLocation>,
     /// `[cache] max_mb`.
     pub cache_max_mb: Option<u64>,
+    /// `[cache] lease`, in seconds.
+    pub cache_lease: Option<f64>,
     /// `[budgets] max_tokens`.
     pub max_tokens: Option<u64>,
     /// `[budgets] max_llm_calls`.
@@ -143,6 +146,7 @@ enum RawShare {
 struct RawCache {
     path: Option<String>,
     max_mb: Option<Spanned<u64>>,
+    lease: Option<Spanned<f64>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -208,15 +212,16 @@ impl FileSettings {
             }
             other => Ok(other.map(Spanned::into_inner)),
         };
-        let max_time = match raw.budgets.max_time {
+        let seconds = |value: Option<Spanned<f64>>, what: &str| match value {
             Some(t) if !(t.get_ref().is_finite() && *t.get_ref() > 0.0 && *t.get_ref() <= 1e9) => {
-                return Err(error(
+                Err(error(
                     t.span(),
-                    "[budgets] max_time must be a positive number of seconds".to_string(),
-                ));
+                    format!("{what} must be a positive number of seconds"),
+                ))
             }
-            other => other.map(Spanned::into_inner),
+            other => Ok(other.map(Spanned::into_inner)),
         };
+        let max_time = seconds(raw.budgets.max_time, "[budgets] max_time")?;
         let max_cost = match raw.budgets.max_cost {
             Some(cost) => Some(
                 Cost::from_usd(*cost.get_ref())
@@ -267,6 +272,7 @@ impl FileSettings {
                 .path
                 .map(|path| CacheLocation::parse(&path).relative_to(base.as_ref())),
             cache_max_mb: positive(raw.cache.max_mb, "[cache] max_mb (MiB)")?,
+            cache_lease: seconds(raw.cache.lease, "[cache] lease")?,
             max_tokens: positive(raw.budgets.max_tokens, "[budgets] max_tokens")?,
             max_llm_calls: positive(raw.budgets.max_llm_calls, "[budgets] max_llm_calls")?,
             max_time,

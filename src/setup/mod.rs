@@ -28,6 +28,7 @@
 //! | prompt mode | `--prompt-mode` | `RLM_PROMPT_MODE` | `[model] prompt_mode` | compact |
 //! | call cache | `--cache`, `--no-cache` | `RLM_CACHE` | `[cache] path` | none |
 //! | cache size | `--cache-max-mb` | — | `[cache] max_mb` | 1024 MiB |
+//! | cache lease | `--cache-lease` | — | `[cache] lease` | 120 s |
 //! | budgets | `--max-tokens`, `--max-llm-calls`, `--max-time` | — | `[budgets]` | unlimited |
 //! | cost budget | `--max-cost` | `RLM_MAX_COST` | `[budgets] max_cost` | unlimited |
 //! | prices | — | — | `[prices."<model>"]` | none |
@@ -66,9 +67,9 @@ pub use file::FileSettings;
 use crate::Registry;
 use crate::conventions::AnswerProtocol;
 use crate::llm::{
-    CacheStore, Cached, Cost, DEFAULT_CACHE_MAX_MB, ENV_API_KEY, ENV_BASE_URL, ENV_MODEL,
-    ENV_OPENAI_API_KEY, ENV_OPENAI_BASE_URL, ENV_TIMEOUT_SECS, Llm, LlmClient, LlmConfig, Price,
-    PriceTable, ReasoningEffort, open_cache,
+    CacheStore, Cached, Cost, DEFAULT_CACHE_LEASE, DEFAULT_CACHE_MAX_MB, ENV_API_KEY, ENV_BASE_URL,
+    ENV_MODEL, ENV_OPENAI_API_KEY, ENV_OPENAI_BASE_URL, ENV_TIMEOUT_SECS, Llm, LlmClient,
+    LlmConfig, Price, PriceTable, ReasoningEffort, open_cache,
 };
 use crate::rlm::{Budgets, CompactAt, DEFAULT_COMPACT_AT, PromptMode, Rlm};
 
@@ -178,6 +179,8 @@ pub struct RunSettings {
     pub cache: CacheChoice,
     /// `--cache-max-mb`.
     pub cache_max_mb: Option<u64>,
+    /// `--cache-lease`, in seconds.
+    pub cache_lease: Option<f64>,
     /// `--max-tokens`.
     pub max_tokens: Option<u64>,
     /// `--max-llm-calls`.
@@ -242,6 +245,9 @@ pub struct RunSetup {
     pub llm: LlmConfig,
     /// The call cache, if any, with its size cap in bytes.
     pub cache: Option<(CacheLocation, u64)>,
+    /// How long a request being sent is held against the other workers sharing the
+    /// cache ([`Cached::with_lease`]).
+    pub cache_lease: Duration,
     /// The model's context window, in tokens, if known.
     pub context_window: Option<u64>,
     /// Where [`RunSetup::context_window`] came from.
@@ -445,6 +451,14 @@ impl RunSetup {
         };
         let cache_mb =
             layered(given.cache_max_mb, None, file.cache_max_mb).unwrap_or(DEFAULT_CACHE_MAX_MB);
+        let cache_lease = layered(given.cache_lease, None, file.cache_lease)
+            .map(|secs| {
+                duration(secs).map_err(|why| SetupError {
+                    message: format!("cache lease (--cache-lease) {secs}: {why}"),
+                })
+            })
+            .transpose()?
+            .unwrap_or(DEFAULT_CACHE_LEASE);
         let max_time = layered(given.max_time, None, file.max_time)
             .map(|secs| {
                 duration(secs).map_err(|why| SetupError {
@@ -471,6 +485,7 @@ impl RunSetup {
         Ok(RunSetup {
             llm,
             cache: cache.map(|location| (location, cache_mb.saturating_mul(1 << 20))),
+            cache_lease,
             context_window,
             window_source,
             compact_at,
@@ -542,7 +557,7 @@ impl RunSetup {
         match &self.cache {
             None => llm,
             Some((location, max_bytes)) => match open_store(location, *max_bytes) {
-                Some(cache) => Arc::new(Cached::new(llm, cache)),
+                Some(cache) => Arc::new(Cached::new(llm, cache).with_lease(self.cache_lease)),
                 None => llm,
             },
         }

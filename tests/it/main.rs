@@ -18,6 +18,8 @@ mod cache;
 #[cfg(feature = "cli")]
 mod cache_redis;
 #[cfg(feature = "cli")]
+mod cache_single_flight;
+#[cfg(feature = "cli")]
 mod cli;
 #[cfg(feature = "cli")]
 mod cli_docs;

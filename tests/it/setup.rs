@@ -402,3 +402,46 @@ fn a_time_budget_that_is_not_a_positive_number_of_seconds_is_refused() {
     let setup = RunSetup::resolve(&given, &file, |_| None, &Defaults::default()).unwrap();
     assert_eq!(setup.budgets.wall_time, Some(Duration::from_millis(1_500)));
 }
+
+#[test]
+fn the_cache_lease_comes_from_the_flag_else_the_file_else_two_minutes() {
+    use rlm_registry::llm::DEFAULT_CACHE_LEASE;
+    assert_eq!(DEFAULT_CACHE_LEASE, Duration::from_secs(120));
+    let setup = resolve(&RunSettings::default(), "", &[]);
+    assert_eq!(setup.cache_lease, DEFAULT_CACHE_LEASE);
+    let file = "[cache]\npath = \"c.sqlite\"\nlease = 30\n";
+    assert_eq!(
+        resolve(&RunSettings::default(), file, &[]).cache_lease,
+        Duration::from_secs(30)
+    );
+    let given = RunSettings {
+        cache_lease: Some(2.5),
+        ..RunSettings::default()
+    };
+    assert_eq!(
+        resolve(&given, file, &[]).cache_lease,
+        Duration::from_millis(2_500)
+    );
+    for secs in [0.0, -1.0, f64::NAN] {
+        let given = RunSettings {
+            cache_lease: Some(secs),
+            ..RunSettings::default()
+        };
+        let err = RunSetup::resolve(
+            &given,
+            &FileSettings::default(),
+            |_| None,
+            &Defaults::default(),
+        )
+        .unwrap_err();
+        assert!(err.message.contains("--cache-lease"), "{secs}: {err}");
+    }
+    let err = FileSettings::parse("[cache]\nlease = 0\n", "rlm.toml", ".").unwrap_err();
+    assert_eq!((err.line, err.column), (2, 9));
+    assert!(
+        err.message
+            .contains("[cache] lease must be a positive number of seconds"),
+        "{}",
+        err.message
+    );
+}

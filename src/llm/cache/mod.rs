@@ -15,6 +15,9 @@
 //! - [`Cached`] (`cached.rs`): the [`LlmLayer`](super::LlmLayer) that asks the store
 //!   first and the model on a miss, storing what the model answers; a batch sends only
 //!   its misses.
+//! - Single-flight (`flight.rs`): a miss is claimed before it is sent, so that of the
+//!   workers sharing a store one sends it and the others wait for its answer, for a lease
+//!   ([`DEFAULT_CACHE_LEASE`]) after which a waiter sends its own.
 //!
 //! Each store is one file here implementing [`CacheStore`] and one row in `choose.rs`'s
 //! table of stores, which gives it its URL scheme.
@@ -46,6 +49,7 @@
 
 mod cached;
 mod choose;
+mod flight;
 mod key;
 mod redis;
 mod sqlite;
@@ -53,6 +57,7 @@ mod store;
 
 pub use cached::Cached;
 pub use choose::{inspect_cache, open_cache};
+pub use flight::DEFAULT_CACHE_LEASE;
 pub use key::CacheKey;
 pub use redis::{CONNECT_TIMEOUT, RESPONSE_TIMEOUT, RedisCache};
 pub use sqlite::{CACHE_SCHEMA_VERSION, CallCache};

@@ -219,6 +219,33 @@ impl RedisCache {
         self.connection.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The answer stored for `key`, counting a hit, and a miss when `count_miss`.
+    fn find(&self, key: &CacheKey, count_miss: bool) -> Option<Completion> {
+        let started = Instant::now();
+        let name = self.answer_key(key);
+        let found = self.with_connection(|connection| {
+            ::redis::cmd("GET")
+                .arg(&name)
+                .query::<Option<Vec<u8>>>(connection)
+        });
+        let found = match found {
+            Ok(found) => found,
+            // Not a string (another program's key of another type): a miss.
+            Err(_) if self.is_active() => None,
+            Err(_) => return None,
+        };
+        // Garbage under the key is a miss: asked again, the answer is stored over it.
+        let answer = found
+            .and_then(|bytes| String::from_utf8(bytes).ok())
+            .and_then(|text| decode_answer(&text, started.elapsed()));
+        let mut pending = self.pending();
+        match answer {
+            Some(_) => pending.0 += 1,
+            None => pending.1 += i64::from(count_miss),
+        }
+        answer
+    }
+
     fn pending(&self) -> MutexGuard<'_, (i64, i64)> {
         self.pending.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -287,29 +314,11 @@ impl CacheStore for RedisCache {
     }
 
     fn lookup(&self, key: &CacheKey) -> Option<Completion> {
-        let started = Instant::now();
-        let name = self.answer_key(key);
-        let found = self.with_connection(|connection| {
-            ::redis::cmd("GET")
-                .arg(&name)
-                .query::<Option<Vec<u8>>>(connection)
-        });
-        let found = match found {
-            Ok(found) => found,
-            // Not a string (another program's key of another type): a miss.
-            Err(_) if self.is_active() => None,
-            Err(_) => return None,
-        };
-        // Garbage under the key is a miss: asked again, the answer is stored over it.
-        let answer = found
-            .and_then(|bytes| String::from_utf8(bytes).ok())
-            .and_then(|text| decode_answer(&text, started.elapsed()));
-        let mut pending = self.pending();
-        match answer {
-            Some(_) => pending.0 += 1,
-            None => pending.1 += 1,
-        }
-        answer
+        self.find(key, true)
+    }
+
+    fn lookup_again(&self, key: &CacheKey) -> Option<Completion> {
+        self.find(key, false)
     }
 
     fn store(&self, key: &CacheKey, completion: &Completion) {

@@ -174,6 +174,41 @@ impl CallCache {
         &self.path
     }
 
+    /// The answer stored for `key`, counting a hit, and a miss when `count_miss`.
+    fn find(&self, key: &CacheKey, count_miss: bool) -> Option<Completion> {
+        let started = Instant::now();
+        let found = self.with_db(|db| {
+            let row: Option<(i64, String, i64)> = db
+                .prepare_cached("SELECT rowid, response, used_ms FROM calls WHERE key = ?1")?
+                .query_row([&key.as_bytes()[..]], |row| {
+                    Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+                })
+                .optional()?;
+            let Some((rowid, response, used_ms)) = row else {
+                return Ok(None);
+            };
+            let now = now_ms();
+            if now - used_ms >= USE_RESOLUTION_MS {
+                db.prepare_cached("UPDATE calls SET used_ms = ?2 WHERE rowid = ?1")?
+                    .execute([rowid, now])?;
+            }
+            Ok(Some(response))
+        })?;
+        let mut pending = lock(&self.pending);
+        // An answer that does not read back is a miss: asked again, it is stored anew.
+        let stored = found.and_then(|found| decode_answer(&found, started.elapsed()));
+        match stored {
+            Some(stored) => {
+                pending.hits += 1;
+                Some(stored)
+            }
+            None => {
+                pending.misses += i64::from(count_miss);
+                None
+            }
+        }
+    }
+
     /// Adds the lookups counted in memory to the file's counters.
     fn write_lookups(&self, db: &Connection) -> rusqlite::Result<()> {
         let mut pending = lock(&self.pending);
@@ -258,37 +293,11 @@ impl CacheStore for CallCache {
     }
 
     fn lookup(&self, key: &CacheKey) -> Option<Completion> {
-        let started = Instant::now();
-        let found = self.with_db(|db| {
-            let row: Option<(i64, String, i64)> = db
-                .prepare_cached("SELECT rowid, response, used_ms FROM calls WHERE key = ?1")?
-                .query_row([&key.as_bytes()[..]], |row| {
-                    Ok((row.get(0)?, row.get(1)?, row.get(2)?))
-                })
-                .optional()?;
-            let Some((rowid, response, used_ms)) = row else {
-                return Ok(None);
-            };
-            let now = now_ms();
-            if now - used_ms >= USE_RESOLUTION_MS {
-                db.prepare_cached("UPDATE calls SET used_ms = ?2 WHERE rowid = ?1")?
-                    .execute([rowid, now])?;
-            }
-            Ok(Some(response))
-        })?;
-        let mut pending = lock(&self.pending);
-        // An answer that does not read back is a miss: asked again, it is stored anew.
-        let stored = found.and_then(|found| decode_answer(&found, started.elapsed()));
-        match stored {
-            Some(stored) => {
-                pending.hits += 1;
-                Some(stored)
-            }
-            None => {
-                pending.misses += 1;
-                None
-            }
-        }
+        self.find(key, true)
+    }
+
+    fn lookup_again(&self, key: &CacheKey) -> Option<Completion> {
+        self.find(key, false)
     }
 
     fn store(&self, key: &CacheKey, completion: &Completion) {

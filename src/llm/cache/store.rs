@@ -80,6 +80,13 @@ pub trait CacheStore: Send + Sync + fmt::Debug {
     /// was still this lease's (false: it ran out, and another worker may hold it now,
     /// which this leaves alone).
     fn release(&self, lease: &Lease) -> Result<bool, CacheError>;
+
+    /// [`CacheStore::lookup`] once more, by a worker that just missed `key` and then took
+    /// its hold: an answer stored in between is a hit, and finding nothing again counts no
+    /// second miss (it is the same miss). By default a plain lookup, which counts it.
+    fn lookup_again(&self, key: &CacheKey) -> Option<Completion> {
+        self.lookup(key)
+    }
 }
 
 /// The outcome of [`CacheStore::claim`].
@@ -204,6 +211,7 @@ pub fn decode_answer(kept: &str, elapsed: Duration) -> Option<Completion> {
         attempts: 0,
         elapsed,
         cached: true,
+        waited: None,
         cost: None,
     })
 }

@@ -354,10 +354,13 @@ fn a_kept_session_loads_in_a_new_agent_with_its_history_and_state_and_no_model_r
 
     let three = second.prompt(&session, "Print x.");
     assert_eq!(stop_reason(&second.response(three)), "end_turn");
-    let outputs = second.updates_of("tool_call_update");
+    let printed = second
+        .updates_of("tool_call_update")
+        .into_iter()
+        .find(|u| u["toolCallId"] == "3.1.1")
+        .expect("the third prompt's first block, numbered after the loaded two");
     assert_eq!(
-        outputs.last().unwrap()["content"][0]["content"]["text"],
-        "41\n",
+        printed["content"][0]["content"]["text"], "41\n",
         "the REPL state came back"
     );
     let sent = messages(&bodies(&server)[3]).clone();

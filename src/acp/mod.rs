@@ -63,9 +63,8 @@ use serde_json::Value as Json;
 use crate::rlm::Rlm;
 
 use schema::{
-    AgentCapabilities, CancelNotification, Implementation, InitializeResponse,
-    LoadSessionRequest, McpCapabilities, NewSessionRequest, PROTOCOL_VERSION,
-    PromptCapabilities, PromptRequest,
+    AgentCapabilities, CancelNotification, Implementation, InitializeResponse, LoadSessionRequest,
+    McpCapabilities, NewSessionRequest, PROTOCOL_VERSION, PromptCapabilities, PromptRequest,
 };
 use session::{Job, Opening, Shared};
 use store::Store;
@@ -114,12 +113,8 @@ impl AcpAgent {
     /// written from the sessions' threads too.
     pub fn serve(self, input: impl BufRead, output: impl Write + Send + 'static) -> io::Result<()> {
         let store = self.state_dir.map(Store::new);
-        let (shared, ended) = Shared::new(
-            self.rlm,
-            self.context_paths,
-            store,
-            Outgoing::new(output),
-        );
+        let (shared, ended) =
+            Shared::new(self.rlm, self.context_paths, store, Outgoing::new(output));
         let read = read_lines(input, &shared);
         shared.close();
         // Each session thread holds a sender: all dropped, the channel disconnects.

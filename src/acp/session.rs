@@ -109,9 +109,7 @@ impl Shared {
         let loading = matches!(opening, Opening::Load { .. });
         let opened = match opening {
             Opening::New { cwd } => self.new_session(&cwd, &cancel, &updates),
-            Opening::Load { session_id, cwd } => {
-                self.load(&session_id, &cwd, &cancel, &updates)
-            }
+            Opening::Load { session_id, cwd } => self.load(&session_id, &cwd, &cancel, &updates),
         };
         let Opened {
             session_id,
@@ -130,7 +128,9 @@ impl Shared {
             }
             if sessions.contains_key(&session_id) {
                 let message = format!("session {session_id} is open already");
-                return self.out.error(&id, &RpcError::new(INVALID_REQUEST, message));
+                return self
+                    .out
+                    .error(&id, &RpcError::new(INVALID_REQUEST, message));
             }
             let handle = Handle {
                 prompts,
@@ -147,8 +147,13 @@ impl Shared {
                 .respond(&id, &serde_json::json!({ "sessionId": session_id })),
         }
         for job in jobs {
-            let answered =
-                self.answer(&session_id, &mut session, &updates, job.prompt, files.as_mut());
+            let answered = self.answer(
+                &session_id,
+                &mut session,
+                &updates,
+                job.prompt,
+                files.as_mut(),
+            );
             // Free before the response goes out: the client may send the next prompt
             // as soon as it reads it.
             busy.store(false, Ordering::SeqCst);

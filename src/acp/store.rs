@@ -228,7 +228,10 @@ mod tests {
         let texts: Vec<_> = stored.prompts.iter().map(|p| p.blocks.clone()).collect();
         assert_eq!(
             texts,
-            [vec![ContentBlock::text("one")], vec![ContentBlock::text("two")]]
+            [
+                vec![ContentBlock::text("one")],
+                vec![ContentBlock::text("two")]
+            ]
         );
         assert_eq!(fs::read(&stored.prompts[0].trace).unwrap(), b"{}\n");
         assert_eq!(reopened.next, 3);

@@ -320,7 +320,11 @@ fn a_kept_session_loads_in_a_new_agent_with_its_history_and_state_and_no_model_r
         json!({"sessionId": session, "cwd": cwd.path(), "mcpServers": []}),
     );
     assert_eq!(load["result"], json!({}), "{load}");
-    assert_eq!(server.request_count(), 3, "the load asked the model nothing");
+    assert_eq!(
+        server.request_count(),
+        3,
+        "the load asked the model nothing"
+    );
     let history = second.updates.clone();
     assert_eq!(
         kinds(&history),
@@ -350,7 +354,10 @@ fn a_kept_session_loads_in_a_new_agent_with_its_history_and_state_and_no_model_r
         .filter(|u| u["sessionUpdate"] != "user_message_chunk")
         .cloned()
         .collect();
-    assert_eq!(replayed, live, "the updates as they were streamed live, ids and all");
+    assert_eq!(
+        replayed, live,
+        "the updates as they were streamed live, ids and all"
+    );
 
     let three = second.prompt(&session, "Print x.");
     assert_eq!(stop_reason(&second.response(three)), "end_turn");
@@ -432,7 +439,11 @@ fn a_session_whose_agent_was_killed_mid_prompt_loads_with_the_whole_turns_of_tha
         json!({"sessionId": session, "cwd": cwd.path(), "mcpServers": []}),
     );
     assert_eq!(load["result"], json!({}), "{load}");
-    assert_eq!(server.request_count(), 3, "the cut turn was not asked again");
+    assert_eq!(
+        server.request_count(),
+        3,
+        "the cut turn was not asked again"
+    );
     let cut: Vec<&str> = kinds(&second.updates).into_iter().skip(4).collect();
     assert_eq!(
         cut,
@@ -441,7 +452,8 @@ fn a_session_whose_agent_was_killed_mid_prompt_loads_with_the_whole_turns_of_tha
     );
     let three = second.prompt(&session, "What is y?");
     assert_eq!(stop_reason(&second.response(three)), "end_turn");
-    let answer = second.updates_of("agent_message_chunk").last().unwrap()["content"]["text"].clone();
+    let answer =
+        second.updates_of("agent_message_chunk").last().unwrap()["content"]["text"].clone();
     assert_eq!(answer, "y is 42", "the cut prompt's whole turn set y");
 }
 

@@ -132,7 +132,10 @@ fn the_python_acp_client_loads_a_kept_session_with_its_history_documents_and_sta
     let seen: Value = serde_json::from_slice(&output.stdout).unwrap();
 
     assert_eq!(seen["load_session"], true);
-    assert_eq!((&seen["first"], &seen["second"]), (&json!("end_turn"), &json!("end_turn")));
+    assert_eq!(
+        (&seen["first"], &seen["second"]),
+        (&json!("end_turn"), &json!("end_turn"))
+    );
     assert_eq!(server.request_count(), 2, "the load asked nothing");
     let history = seen["history"].as_array().unwrap();
     assert_eq!(history[0]["sessionUpdate"], "user_message_chunk");

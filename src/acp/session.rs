@@ -204,6 +204,11 @@ impl Shared {
         let Some(store) = &self.store else {
             return Err(no_state_dir());
         };
+        // Checked again when it registers; here so that its history is not streamed twice.
+        if self.sessions().contains_key(session_id) {
+            let message = format!("session {session_id} is open already");
+            return Err(RpcError::new(INVALID_REQUEST, message));
+        }
         let (files, stored) = store
             .open(session_id)?
             .ok_or_else(|| unknown_session(session_id))?;

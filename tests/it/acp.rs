@@ -381,7 +381,7 @@ fn a_kept_session_loads_in_a_new_agent_with_its_history_and_state_and_no_model_r
 }
 
 #[test]
-fn load_without_a_state_dir_is_method_not_found_and_an_unknown_session_is_not_found() {
+fn load_without_a_state_dir_is_method_not_found_an_unknown_session_not_found_an_open_one_refused() {
     let server = OpenAiServer::always(lua("FINAL('ok')"));
     let cwd = small_cwd();
     let mut plain = Agent::start(cwd.path(), &server.base_url(), &[]);
@@ -408,6 +408,13 @@ fn load_without_a_state_dir_is_method_not_found_and_an_unknown_session_is_not_fo
     }
     let bad = kept.call("session/load", json!({"cwd": cwd.path()}));
     assert_eq!(bad["error"]["code"], -32602, "{bad}");
+    let open = kept.session(cwd.path());
+    let again = kept.call(
+        "session/load",
+        json!({"sessionId": open, "cwd": cwd.path(), "mcpServers": []}),
+    );
+    assert_eq!(again["error"]["code"], -32600, "{again}");
+    assert!(kept.updates.is_empty(), "no history streamed for it");
     assert_eq!(server.request_count(), 0);
 }
 

@@ -65,6 +65,11 @@ def _parser() -> argparse.ArgumentParser:
     acp.add_argument("--llm-concurrency", type=_positive, metavar="N", help="requests sent at once (default 32)")
     acp.add_argument("--max-reply-tokens", metavar="TOKENS", help="the most tokens one reply may take (4096, 8k)")
     acp.add_argument("--reasoning-effort", choices=["low", "medium", "high"], help="sent as reasoning_effort")
+    acp.add_argument(
+        "--state-dir",
+        metavar="DIR",
+        help="keep every session in DIR, so that session/load can rebuild it later (loadSession)",
+    )
     cache = acp.add_mutually_exclusive_group()
     cache.add_argument("--cache", metavar="PATH|URL", help="the call cache (default: RLM_CACHE, else [cache] path)")
     cache.add_argument(

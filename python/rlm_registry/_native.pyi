@@ -364,6 +364,7 @@ def serve_acp(
     max_reply_tokens: int | str | None = None,
     reasoning_effort: Literal["low", "medium", "high"] | None = None,
     cache: _StrPath | Literal[False] | None = None,
+    state_dir: _StrPath | None = None,
 ) -> None:
     """Serves the RLM as an Agent Client Protocol agent (JSON-RPC 2.0) on the process's
     standard input and output until standard input ends: `python -m rlm_registry acp`.
@@ -373,7 +374,9 @@ def serve_acp(
     (arguments, then `RLM_*` variables, then `config`'s rlm.toml); the model's settings
     are checked before the first message is read. `cache` is where the call cache lives
     (a file, or a server's URL), `False` for none whatever `RLM_CACHE` or `config` say,
-    `None` to resolve it as `rlm ask` does. The GIL is released while it serves;
+    `None` to resolve it as `rlm ask` does. `state_dir` keeps every session in that
+    folder (made if missing), so that `session/load` rebuilds it later with no model
+    request (`loadSession` is advertised then). The GIL is released while it serves;
     Ctrl-C raises `KeyboardInterrupt`."""
 
 def system_prompt(

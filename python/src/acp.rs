@@ -23,11 +23,12 @@ use crate::errors::{catching, internal_error, panic_message};
     max_depth = None, context = Vec::new(), config = None, time_limit = None,
     max_tokens = None, max_llm_calls = None, max_time = None, max_cost = None,
     context_window = None, llm_concurrency = None, max_reply_tokens = None,
-    reasoning_effort = None, cache = None
+    reasoning_effort = None, cache = None, state_dir = None
 ), text_signature = "(*, model=None, base_url=None, api_key=None, max_iterations=None, \
     max_depth=None, context=(), config=None, time_limit=None, max_tokens=None, \
     max_llm_calls=None, max_time=None, max_cost=None, context_window=None, \
-    llm_concurrency=None, max_reply_tokens=None, reasoning_effort=None, cache=None)")]
+    llm_concurrency=None, max_reply_tokens=None, reasoning_effort=None, cache=None, \
+    state_dir=None)")]
 #[allow(clippy::too_many_arguments)]
 pub fn serve_acp(
     py: Python<'_>,
@@ -48,6 +49,7 @@ pub fn serve_acp(
     max_reply_tokens: Option<Bound<'_, PyAny>>,
     reasoning_effort: Option<String>,
     cache: Option<Bound<'_, PyAny>>,
+    state_dir: Option<PathBuf>,
 ) -> PyResult<()> {
     catching(|| {
         if llm_concurrency == Some(0) {
@@ -85,7 +87,13 @@ pub fn serve_acp(
         // Every setting (the model's included) is checked before the first message is
         // read, so that a bad one is an error at start, not a failed prompt.
         let rlm = settings.rlm(py, None, source)?;
-        let agent = AcpAgent::new(rlm).context_paths(context);
+        let mut agent = AcpAgent::new(rlm).context_paths(context);
+        if let Some(dir) = state_dir {
+            std::fs::create_dir_all(&dir).map_err(|error| {
+                PyOSError::new_err(format!("state_dir {}: {error}", dir.display()))
+            })?;
+            agent = agent.state_dir(dir);
+        }
         serve_interruptibly(py, agent)
     })
 }

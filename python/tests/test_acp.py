@@ -303,3 +303,39 @@ def test_the_command_needs_a_subcommand():
     with pytest.raises(SystemExit) as exited:
         _parser().parse_args([])
     assert exited.value.code == 2
+
+
+async def load_after_restart(server: ScriptedServer, cwd: Path, state: Path) -> tuple[Any, Recorder, Any]:
+    """A session with one prompt, the agent closed; a new agent on the same `state`
+    loads it and asks a second prompt: its capabilities, its client, the answer."""
+    command = agent_command(server, "--state-dir", str(state))
+    first = Recorder()
+    async with spawn_agent_process(first, command[0], *command[1:], env=agent_env(), cwd=cwd) as (connection, _):
+        await connection.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=ClientCapabilities())
+        session = await connection.new_session(cwd=str(cwd), mcp_servers=[])
+        await connection.prompt(session_id=session.session_id, prompt=[text_block("Set it.")])
+    second = Recorder()
+    async with spawn_agent_process(second, command[0], *command[1:], env=agent_env(), cwd=cwd) as (connection, _):
+        initialized = await connection.initialize(
+            protocol_version=PROTOCOL_VERSION, client_capabilities=ClientCapabilities()
+        )
+        await connection.load_session(cwd=str(cwd), session_id=session.session_id, mcp_servers=[])
+        loaded = len(second.updates)
+        response = await connection.prompt(session_id=session.session_id, prompt=[text_block("And now?")])
+    return initialized, second, (loaded, response)
+
+
+def test_a_session_kept_in_state_dir_loads_in_a_new_agent_with_its_repl_state(tmp_path: Path):
+    replies = [lua("count = 41\nFINAL('set')"), lua("FINAL(tostring(count + 1))")]
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "notes.txt").write_text("nothing to see")
+    with ScriptedServer(replies) as server:
+        # The state folder outside the project: the project is the context, checked on load.
+        initialized, client, (loaded, response) = run(load_after_restart(server, project, tmp_path / "state"))
+        assert len(server.turns()) == 2, "the load asked the model nothing"
+    assert initialized.agent_capabilities.load_session is True
+    assert response.stop_reason == "end_turn"
+    assert client.updates[0].session_update == "user_message_chunk"
+    assert client.updates[0].content.text == "Set it."
+    assert loaded > 1 and client.reply() == "set42"

@@ -7,7 +7,8 @@
 //!
 //! - `initialize` answers protocol version 1: prompts may hold text, embedded resources
 //!   and resource links (no images, no audio); MCP servers a client offers are not
-//!   connected (`mcpCapabilities` all false); `loadSession` is false.
+//!   connected (`mcpCapabilities` all false); `loadSession` is true with a state folder
+//!   ([`AcpAgent::state_dir`]), false without.
 //! - `session/new` opens a session whose context is `--context`, else the `cwd` folder
 //!   as a corpus, on a thread of its own; its REPL state lasts as long as the session.
 //! - `session/prompt` runs the loop ([`RlmSession::ask`](crate::rlm::RlmSession::ask)):
@@ -18,6 +19,12 @@
 //!   `max_tokens` (a budget or the window spent) or `cancelled`. A run that cannot be
 //!   done (the model server fails) is a JSON-RPC error naming the cause.
 //! - `session/cancel` stops the running prompt at its next safe point.
+//! - `session/load` (with a state folder) rebuilds a kept session prompt by prompt from
+//!   its record, with no model request ([`Rlm::playing_back`]): the REPL state and the
+//!   conversation come back, and the history is streamed as it was (each prompt's blocks
+//!   as `user_message_chunk`s, then its updates), before the response. Without a state
+//!   folder it is `-32601`; an unknown session is `-32002`; a session whose context or
+//!   registry changed since is refused (`-32602`).
 //!
 //! The reader never waits on a run: each session's prompts run on its thread, so a
 //! cancellation reaches a running prompt, and a second prompt in a session that is
@@ -35,11 +42,13 @@
 //! ```
 //!
 //! Files: `schema` (the protocol's messages, typed), `wire` (JSON-RPC lines), `session`
-//! (a session's thread), `content` (a prompt's blocks), `updates` (records → updates).
+//! (a session's thread), `content` (a prompt's blocks), `updates` (records → updates),
+//! `store` (the sessions kept under the state folder).
 
 mod content;
 mod schema;
 mod session;
+mod store;
 mod updates;
 mod wire;
 
@@ -54,10 +63,11 @@ use serde_json::Value as Json;
 use crate::rlm::Rlm;
 
 use schema::{
-    AgentCapabilities, CancelNotification, Implementation, InitializeResponse, McpCapabilities,
-    NewSessionRequest, PROTOCOL_VERSION, PromptCapabilities, PromptRequest,
+    AgentCapabilities, CancelNotification, Implementation, InitializeResponse, LoadSessionRequest,
+    McpCapabilities, NewSessionRequest, PROTOCOL_VERSION, PromptCapabilities, PromptRequest,
 };
-use session::{Job, Shared};
+use session::{Job, Opening, Shared};
+use store::Store;
 use wire::{INVALID_PARAMS, Incoming, METHOD_NOT_FOUND, Outgoing, RpcError};
 
 /// How long [`AcpAgent::serve`] waits, once its input has ended, for the sessions' runs
@@ -69,6 +79,7 @@ const WIND_DOWN: Duration = Duration::from_secs(5);
 pub struct AcpAgent {
     rlm: Rlm,
     context_paths: Vec<PathBuf>,
+    state_dir: Option<PathBuf>,
 }
 
 impl AcpAgent {
@@ -77,6 +88,7 @@ impl AcpAgent {
         AcpAgent {
             rlm,
             context_paths: Vec::new(),
+            state_dir: None,
         }
     }
 
@@ -86,13 +98,23 @@ impl AcpAgent {
         self
     }
 
+    /// Keeps every session under `dir` (made if missing), one folder each: its prompts
+    /// and their runs' traces, written as they run, so that `session/load` (advertised
+    /// as `loadSession: true`) rebuilds it, in this process or a later one.
+    pub fn state_dir(mut self, dir: impl Into<PathBuf>) -> AcpAgent {
+        self.state_dir = Some(dir.into());
+        self
+    }
+
     /// Answers the client on `input`/`output` until `input` ends; then cancels what
     /// runs and returns once the sessions' threads have ended (or after a few seconds).
     /// Only reading `input` fails; a client that stops reading `output` is left be.
     /// `input` is read on the calling thread (a locked stdin will do); `output` is
     /// written from the sessions' threads too.
     pub fn serve(self, input: impl BufRead, output: impl Write + Send + 'static) -> io::Result<()> {
-        let (shared, ended) = Shared::new(self.rlm, self.context_paths, Outgoing::new(output));
+        let store = self.state_dir.map(Store::new);
+        let (shared, ended) =
+            Shared::new(self.rlm, self.context_paths, store, Outgoing::new(output));
         let read = read_lines(input, &shared);
         shared.close();
         // Each session thread holds a sender: all dropped, the channel disconnects.
@@ -136,12 +158,22 @@ fn request(
 ) -> Result<(), (Json, RpcError)> {
     match method {
         "initialize" => {
-            shared.out.respond(&id, &initialize());
+            shared.out.respond(&id, &initialize(shared.store.is_some()));
             Ok(())
         }
         "session/new" => {
             let new: NewSessionRequest = parse(params).map_err(|e| (id.clone(), e))?;
-            shared.open(id, new.cwd);
+            shared.open(id, Opening::New { cwd: new.cwd });
+            Ok(())
+        }
+        "session/load" if shared.store.is_none() => Err((id, session::no_state_dir())),
+        "session/load" => {
+            let load: LoadSessionRequest = parse(params).map_err(|e| (id.clone(), e))?;
+            let opening = Opening::Load {
+                session_id: load.session_id,
+                cwd: load.cwd,
+            };
+            shared.open(id, opening);
             Ok(())
         }
         "session/prompt" => {
@@ -177,11 +209,11 @@ fn parse<T: DeserializeOwned>(params: Json) -> Result<T, RpcError> {
         .map_err(|error| RpcError::new(INVALID_PARAMS, format!("invalid params: {error}")))
 }
 
-fn initialize() -> InitializeResponse {
+fn initialize(load_session: bool) -> InitializeResponse {
     InitializeResponse {
         protocol_version: PROTOCOL_VERSION,
         agent_capabilities: AgentCapabilities {
-            load_session: false,
+            load_session,
             prompt_capabilities: PromptCapabilities {
                 image: false,
                 audio: false,

@@ -69,6 +69,19 @@ pub(crate) struct NewSessionRequest {
     pub mcp_servers: Vec<Json>,
 }
 
+/// `session/load`'s parameters.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct LoadSessionRequest {
+    pub session_id: String,
+    /// The folder the session works in, as for `session/new`.
+    pub cwd: PathBuf,
+    /// Offered MCP servers; read so that a bad list is an error, and not connected.
+    #[serde(default)]
+    #[allow(dead_code)]
+    pub mcp_servers: Vec<Json>,
+}
+
 /// `session/prompt`'s parameters.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -151,6 +164,12 @@ pub(crate) struct SessionNotification<'a> {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "sessionUpdate", rename_all = "snake_case")]
 pub(crate) enum SessionUpdate {
+    /// A block of an earlier prompt, streamed again while a session loads.
+    UserMessageChunk {
+        content: ContentBlock,
+        #[serde(rename = "messageId")]
+        message_id: String,
+    },
     /// The model's prose, and the final answer. Each message has an id of its own (a
     /// turn's prose, the answer), so a client that keeps the last message (verifiers'
     /// reply) keeps the answer alone.

@@ -70,6 +70,15 @@ impl Updates {
         format!("{}.{turn}.{what}", self.prompt)
     }
 
+    /// A block of prompt `n` (counted from 1 in the session), streamed again as the
+    /// user's message while the session loads.
+    pub fn user(n: usize, block: ContentBlock) -> SessionUpdate {
+        SessionUpdate::UserMessageChunk {
+            content: block,
+            message_id: format!("{n}.user"),
+        }
+    }
+
     /// The prompt's answer, as the agent's last message: an id of its own, so that it
     /// is not read as the end of the last turn's prose.
     pub fn answer(&self, text: String) -> SessionUpdate {

@@ -3,6 +3,7 @@
 //! registry, `--context`). Only JSON-RPC goes to stdout; warnings go to stderr.
 
 use std::io::BufReader;
+use std::path::PathBuf;
 
 use clap::Args;
 
@@ -25,6 +26,11 @@ pub(crate) struct AcpArgs {
     run: RunFlags,
     #[command(flatten)]
     limits: LoopArgs,
+    /// Keep every session in this folder (made if missing): its prompts and the traces of
+    /// their runs, written as they run, so that `session/load` can rebuild it later, with
+    /// no model request (advertised as `loadSession`).
+    #[arg(long, value_name = "DIR")]
+    state_dir: Option<PathBuf>,
     /// No warnings on stderr.
     #[arg(short, long)]
     quiet: bool,
@@ -51,11 +57,20 @@ pub(super) fn run(args: &AcpArgs) -> Output {
     if let Some(problem) = unusable(&context_paths) {
         return Output::failure(EXIT_USAGE, problem);
     }
+    if let Some(dir) = &args.state_dir
+        && let Err(error) = std::fs::create_dir_all(dir)
+    {
+        let message = format!("error: --state-dir {}: {error}\n", dir.display());
+        return Output::failure(EXIT_USAGE, message);
+    }
     warnings_on_stderr(args.quiet);
     with_catalog(&args.source, |catalog| {
         // Each session records its own context's paths.
         let rlm = Chosen { limits, ..chosen }.rlm(&setup, llm, catalog);
-        let agent = AcpAgent::new(rlm).context_paths(context_paths);
+        let mut agent = AcpAgent::new(rlm).context_paths(context_paths);
+        if let Some(dir) = &args.state_dir {
+            agent = agent.state_dir(dir);
+        }
         match agent.serve(BufReader::new(std::io::stdin()), std::io::stdout()) {
             Ok(()) => Output::success(Vec::new()),
             Err(error) => Output::failure(

@@ -134,11 +134,12 @@ impl Agent {
     }
 
     /// `model` writing each answer to the trace as it arrives. Not in a replay, whose
-    /// tapes answer a batch in its order, one request after the other.
+    /// tapes answer a batch in its order, one request after the other (a resumed run's
+    /// and a session's tapes go on live: they do).
     fn with_progress(&self, model: Arc<dyn Llm>) -> Arc<dyn Llm> {
         let config = &self.config;
         match &config.recorder {
-            Some(recorder) if config.replay.is_none() || config.resuming.is_some() => {
+            Some(recorder) if config.replay.as_ref().is_none_or(|t| t.falls_through()) => {
                 Arc::new(Progress {
                     inner: model,
                     log: Arc::clone(&self.calls),

@@ -86,7 +86,8 @@
 //! - `rlm_log`: the trace in the reference RLM's log format ([`TraceFormat::Rlm`]).
 //! - `sub_calls`: the model calls of each block, logged for the trace.
 //! - `replay`: [`Replay`], a recorded run run again from its trace, with no server.
-//! - `resume`: [`Resume`], an interrupted run rebuilt from its trace and gone on with live.
+//! - `resume`: [`Resume`], an interrupted run rebuilt from its trace and gone on with live;
+//!   [`Playback`], a session rebuilt from its questions' traces.
 //! - `session`: [`RlmSession`], several questions asked of one agent in turn, its REPL
 //!   state kept ([`Rlm::session`]).
 
@@ -125,7 +126,7 @@ pub use prompt_mode::{AUTO_COMPACT_ABOVE_TOKENS, PromptMode};
 pub use recorder::Observer;
 pub use replay::{Divergence, Replay, ReplayError, ReplayReport};
 pub use report::{Answer, Report, RlmError, WindowExceeded};
-pub use resume::{Resume, ResumeError};
+pub use resume::{Playback, Resume, ResumeError};
 pub use rlm_log::TraceFormat;
 pub(crate) use rlm_log::{Assumed, RlmLog};
 pub use run::WARN_FROM_ITERATION;

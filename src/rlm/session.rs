@@ -17,6 +17,8 @@ use super::compaction::Conversation;
 use super::context::Context;
 use super::prompt;
 use super::report::{Report, RlmError};
+use super::resume::{ResumeError, check_recorded};
+use super::trajectory::Record;
 
 /// A conversation with one root agent over one context: see [`Rlm::session`].
 pub struct RlmSession {
@@ -148,6 +150,14 @@ impl RlmSession {
         }
         self.context = Some(context);
         loaded
+    }
+
+    /// Whether the question `records` hold (its trace) was asked over this session's
+    /// context, its documents added so far, and with its registry: a session rebuilt
+    /// from its record ([`Rlm::playing_back`]) checks its first question so, as a resumed
+    /// run does.
+    pub fn check_recorded(&self, records: &[Record]) -> Result<(), ResumeError> {
+        check_recorded(records, &self.agent.config.registry, self.context.as_ref())
     }
 
     /// The conversation that asks `question`: begun with it, or the session's going on.

@@ -278,3 +278,214 @@ fn a_failing_model_server_is_a_json_rpc_error_naming_the_cause() {
     );
     assert!(message.contains("400"), "{message}");
 }
+
+/// The `sessionUpdate` kinds of `updates`, in order.
+fn kinds(updates: &[Value]) -> Vec<&str> {
+    updates
+        .iter()
+        .map(|u| u["sessionUpdate"].as_str().unwrap())
+        .collect()
+}
+
+#[test]
+fn a_kept_session_loads_in_a_new_agent_with_its_history_and_state_and_no_model_request() {
+    let server = OpenAiServer::start(
+        vec![
+            lua("x = 41\nFINAL('set')"),
+            lua("print(x + 1)"),
+            lua("FINAL('printed')"),
+            lua("print(x)"),
+            lua("FINAL('seen')"),
+        ],
+        Behavior::status(400),
+    );
+    let cwd = small_cwd();
+    let state = tempfile::tempdir().unwrap();
+    let keep = ["--state-dir", state.path().to_str().unwrap()];
+    let mut first = Agent::start(cwd.path(), &server.base_url(), &keep);
+    let session = first.session(cwd.path());
+    let one = first.prompt(&session, "Set x to 41.");
+    assert_eq!(stop_reason(&first.response(one)), "end_turn");
+    let two = first.prompt(&session, "Print x + 1.");
+    assert_eq!(stop_reason(&first.response(two)), "end_turn");
+    let live = first.updates.clone();
+    assert_eq!(first.close().0, Some(0));
+    assert_eq!(server.request_count(), 3);
+
+    let mut second = Agent::start(cwd.path(), &server.base_url(), &keep);
+    let init = second.call("initialize", json!({"protocolVersion": 1}));
+    assert_eq!(init["result"]["agentCapabilities"]["loadSession"], true);
+    let load = second.call(
+        "session/load",
+        json!({"sessionId": session, "cwd": cwd.path(), "mcpServers": []}),
+    );
+    assert_eq!(load["result"], json!({}), "{load}");
+    assert_eq!(
+        server.request_count(),
+        3,
+        "the load asked the model nothing"
+    );
+    let history = second.updates.clone();
+    assert_eq!(
+        kinds(&history),
+        [
+            "user_message_chunk",
+            "tool_call",
+            "tool_call_update",
+            "agent_message_chunk",
+            "user_message_chunk",
+            "tool_call",
+            "tool_call_update",
+            "tool_call",
+            "tool_call_update",
+            "agent_message_chunk",
+        ],
+        "the history came before the response"
+    );
+    assert_eq!(
+        (&history[0]["content"], &history[4]["content"]),
+        (
+            &json!({"type": "text", "text": "Set x to 41."}),
+            &json!({"type": "text", "text": "Print x + 1."})
+        )
+    );
+    let replayed: Vec<Value> = history
+        .iter()
+        .filter(|u| u["sessionUpdate"] != "user_message_chunk")
+        .cloned()
+        .collect();
+    assert_eq!(
+        replayed, live,
+        "the updates as they were streamed live, ids and all"
+    );
+
+    let three = second.prompt(&session, "Print x.");
+    assert_eq!(stop_reason(&second.response(three)), "end_turn");
+    let printed = second
+        .updates_of("tool_call_update")
+        .into_iter()
+        .find(|u| u["toolCallId"] == "3.1.1")
+        .expect("the third prompt's first block, numbered after the loaded two");
+    assert_eq!(
+        printed["content"][0]["content"]["text"], "41\n",
+        "the REPL state came back"
+    );
+    let sent = messages(&bodies(&server)[3]).clone();
+    let said: Vec<&str> = sent.iter().filter_map(|m| m["content"].as_str()).collect();
+    assert!(said[1].starts_with("Set x to 41."), "{said:?}");
+    assert!(
+        said.iter().any(|m| m.starts_with("Print x + 1.")),
+        "{said:?}"
+    );
+    assert!(said.last().unwrap().starts_with("Print x."), "{said:?}");
+}
+
+#[test]
+fn load_without_a_state_dir_is_method_not_found_an_unknown_session_not_found_an_open_one_refused() {
+    let server = OpenAiServer::always(lua("FINAL('ok')"));
+    let cwd = small_cwd();
+    let mut plain = Agent::start(cwd.path(), &server.base_url(), &[]);
+    let refused = plain.call(
+        "session/load",
+        json!({"sessionId": "rlm-1", "cwd": cwd.path(), "mcpServers": []}),
+    );
+    assert_eq!(refused["error"]["code"], -32601, "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("--state-dir")
+    );
+    let state = tempfile::tempdir().unwrap();
+    let keep = ["--state-dir", state.path().to_str().unwrap()];
+    let mut kept = Agent::start(cwd.path(), &server.base_url(), &keep);
+    for id in ["rlm-7", "../rlm-1"] {
+        let unknown = kept.call(
+            "session/load",
+            json!({"sessionId": id, "cwd": cwd.path(), "mcpServers": []}),
+        );
+        assert_eq!(unknown["error"]["code"], -32002, "{unknown}");
+    }
+    let bad = kept.call("session/load", json!({"cwd": cwd.path()}));
+    assert_eq!(bad["error"]["code"], -32602, "{bad}");
+    let open = kept.session(cwd.path());
+    let again = kept.call(
+        "session/load",
+        json!({"sessionId": open, "cwd": cwd.path(), "mcpServers": []}),
+    );
+    assert_eq!(again["error"]["code"], -32600, "{again}");
+    assert!(kept.updates.is_empty(), "no history streamed for it");
+    assert_eq!(server.request_count(), 0);
+}
+
+#[test]
+fn a_session_whose_agent_was_killed_mid_prompt_loads_with_the_whole_turns_of_that_prompt() {
+    let server = OpenAiServer::start(
+        vec![
+            lua("x = 41\nFINAL('set')"),
+            lua("y = x + 1\nprint(y)"),
+            lua("FINAL('never sent')").after(Duration::from_secs(30)),
+            lua("FINAL('y is ' .. y)"),
+        ],
+        Behavior::status(400),
+    );
+    let cwd = small_cwd();
+    let state = tempfile::tempdir().unwrap();
+    let keep = ["--state-dir", state.path().to_str().unwrap()];
+    let mut first = Agent::start(cwd.path(), &server.base_url(), &keep);
+    let session = first.session(cwd.path());
+    let one = first.prompt(&session, "Set x.");
+    assert_eq!(stop_reason(&first.response(one)), "end_turn");
+    first.prompt(&session, "Set y.");
+    wait_for_requests(&server, 3);
+    drop(first); // SIGKILL, in the middle of the prompt's second turn
+
+    let mut second = Agent::start(cwd.path(), &server.base_url(), &keep);
+    let load = second.call(
+        "session/load",
+        json!({"sessionId": session, "cwd": cwd.path(), "mcpServers": []}),
+    );
+    assert_eq!(load["result"], json!({}), "{load}");
+    assert_eq!(
+        server.request_count(),
+        3,
+        "the cut turn was not asked again"
+    );
+    let cut: Vec<&str> = kinds(&second.updates).into_iter().skip(4).collect();
+    assert_eq!(
+        cut,
+        ["user_message_chunk", "tool_call", "tool_call_update"],
+        "the cut prompt's whole turn, and no answer"
+    );
+    let three = second.prompt(&session, "What is y?");
+    assert_eq!(stop_reason(&second.response(three)), "end_turn");
+    let answer =
+        second.updates_of("agent_message_chunk").last().unwrap()["content"]["text"].clone();
+    assert_eq!(answer, "y is 42", "the cut prompt's whole turn set y");
+}
+
+#[test]
+fn a_kept_session_whose_context_changed_is_refused_with_a_clear_error() {
+    let server = OpenAiServer::always(lua("FINAL('ok')"));
+    let cwd = small_cwd();
+    let state = tempfile::tempdir().unwrap();
+    let keep = ["--state-dir", state.path().to_str().unwrap()];
+    let mut first = Agent::start(cwd.path(), &server.base_url(), &keep);
+    let session = first.session(cwd.path());
+    let one = first.prompt(&session, "Q");
+    assert_eq!(stop_reason(&first.response(one)), "end_turn");
+    first.close();
+    std::fs::write(cwd.path().join("a.md"), "changed").unwrap();
+
+    let mut second = Agent::start(cwd.path(), &server.base_url(), &keep);
+    let load = second.call(
+        "session/load",
+        json!({"sessionId": session, "cwd": cwd.path(), "mcpServers": []}),
+    );
+    assert_eq!(load["error"]["code"], -32602, "{load}");
+    let message = load["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("the context is not the recorded one"),
+        "{message}"
+    );
+}

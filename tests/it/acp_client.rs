@@ -94,3 +94,67 @@ fn the_python_acp_client_sees_updates_answers_shared_state_cancel_and_every_stop
     assert_eq!(done["status"], "completed");
     assert_eq!(done["content"][0]["content"]["text"], "found secret-42\n");
 }
+
+#[test]
+fn the_python_acp_client_loads_a_kept_session_with_its_history_documents_and_state() {
+    let Some(python) = python_with_acp() else {
+        return;
+    };
+    let server = OpenAiServer::always(Behavior::ByPrompt(vec![
+        (
+            "Remember the note.".to_string(),
+            lua(
+                "for _, d in ipairs(context) do if d.name == 'mem://note' then note = d.text end end\nFINAL('noted')",
+            ),
+        ),
+        (
+            "What was the note?".to_string(),
+            lua(
+                "local again\nfor _, d in ipairs(context) do if d.name == 'mem://note' then again = d.text end end\nFINAL(note .. '/' .. again)",
+            ),
+        ),
+        (String::new(), Behavior::status(400)),
+    ]));
+    let cwd = tempfile::tempdir().unwrap();
+    std::fs::write(cwd.path().join("a.md"), "alpha").unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/it/support/acp_python_load.py"
+    );
+    let output = Command::new(python)
+        .args([script, env!("CARGO_BIN_EXE_rlm"), &server.base_url()])
+        .args([cwd.path(), state.path()])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let seen: Value = serde_json::from_slice(&output.stdout).unwrap();
+
+    assert_eq!(seen["load_session"], true);
+    assert_eq!(
+        (&seen["first"], &seen["second"]),
+        (&json!("end_turn"), &json!("end_turn"))
+    );
+    assert_eq!(server.request_count(), 2, "the load asked nothing");
+    let history = seen["history"].as_array().unwrap();
+    assert_eq!(history[0]["sessionUpdate"], "user_message_chunk");
+    assert_eq!(history[0]["content"]["text"], "Remember the note.");
+    assert_eq!(history[1]["sessionUpdate"], "user_message_chunk");
+    assert_eq!(history[1]["content"]["resource"]["uri"], "mem://note");
+    assert_eq!(
+        &history[2..],
+        seen["live"].as_array().unwrap().as_slice(),
+        "the prompt's updates as they were streamed live"
+    );
+    let answer = seen["after"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rfind(|u| u["sessionUpdate"] == "agent_message_chunk")
+        .expect("an answer");
+    assert_eq!(
+        answer["content"]["text"], "secret-7/secret-7",
+        "the global and the document came back"
+    );
+}

@@ -34,7 +34,8 @@ pub(crate) struct PlayedBack {
 
 /// Every agent's tapes, from a run's records.
 pub(crate) struct Tapes {
-    agents: HashMap<String, AgentTape>,
+    /// Behind a lock: a session's playback loads each question's tapes in turn.
+    agents: Mutex<HashMap<String, AgentTape>>,
     model: Option<ModelInfo>,
     /// In a resumed run, the model asked for what the tapes do not hold.
     live: Option<Arc<dyn Llm>>,
@@ -139,7 +140,7 @@ impl Tapes {
             }
         }
         Tapes {
-            agents,
+            agents: Mutex::new(agents),
             model,
             live: None,
         }
@@ -148,41 +149,66 @@ impl Tapes {
     /// Tapes of what a resumed run plays back before it goes on with `live`: per agent,
     /// its turns' replies in order, its code's answered calls and its blocks' journals.
     pub fn resumed(agents: HashMap<String, PlayedBack>, live: Arc<dyn Llm>) -> Tapes {
-        let agents = agents
-            .into_iter()
-            .map(|(agent, played)| {
-                let tape = AgentTape::default();
-                let mut refusals = played.refusals.iter().peekable();
-                for (at, reply) in played.replies.into_iter().enumerate() {
-                    while let Some((_, window)) = refusals.next_if(|(before, _)| *before == at) {
-                        tape.turns.push(Entry::refusal(*window));
-                    }
-                    tape.turns.push(Entry {
-                        asked: None,
-                        images: Vec::new(),
-                        answer: Ok(reply),
-                        refused: None,
-                    });
-                }
-                played
-                    .calls
-                    .iter()
-                    .for_each(|call| tape.calls.push(call_entry(call)));
-                lock(&tape.journals).extend(played.journals);
-                (agent, tape)
-            })
-            .collect();
+        let tapes = Tapes::live(live);
+        tapes.load(agents);
+        tapes
+    }
+
+    /// Empty tapes that fall through to `live`, to [`load`](Tapes::load) later: a
+    /// session's, which plays each earlier question back from its own record. The root
+    /// agent is on them from the start, as its environment's model holds its tape.
+    pub fn live(live: Arc<dyn Llm>) -> Tapes {
+        let mut agents = HashMap::new();
+        agents.insert("0".to_string(), AgentTape::default());
         Tapes {
-            agents,
+            agents: Mutex::new(agents),
             model: live.model_info(),
             live: Some(live),
+        }
+    }
+
+    /// Whether a request off the tapes goes to the live model (a resumed run, a
+    /// session), rather than being refused (a replay).
+    pub fn falls_through(&self) -> bool {
+        self.live.is_some()
+    }
+
+    /// Replaces what the tapes hold by `agents`' played-back record: every tape is
+    /// emptied in place (the models already handed out keep reading their agent's), then
+    /// filled.
+    pub fn load(&self, agents: HashMap<String, PlayedBack>) {
+        let mut tapes = lock(&self.agents);
+        for tape in tapes.values() {
+            tape.turns.lock().clear();
+            tape.calls.lock().clear();
+            lock(&tape.journals).clear();
+        }
+        for (agent, played) in agents {
+            let tape = tapes.entry(agent).or_default();
+            let mut refusals = played.refusals.iter().peekable();
+            for (at, reply) in played.replies.into_iter().enumerate() {
+                while let Some((_, window)) = refusals.next_if(|(before, _)| *before == at) {
+                    tape.turns.push(Entry::refusal(*window));
+                }
+                tape.turns.push(Entry {
+                    asked: None,
+                    images: Vec::new(),
+                    answer: Ok(reply),
+                    refused: None,
+                });
+            }
+            played
+                .calls
+                .iter()
+                .for_each(|call| tape.calls.push(call_entry(call)));
+            lock(&tape.journals).extend(played.journals);
         }
     }
 
     /// The journal the next block `agent` runs is given back: the recorded block's, in
     /// order (empty past the record's end, or for an agent it lacks).
     pub fn next_journal(&self, agent: &str) -> Vec<JournalEntry> {
-        self.agents
+        lock(&self.agents)
             .get(agent)
             .and_then(|tape| lock(&tape.journals).pop_front())
             .unwrap_or_default()
@@ -204,8 +230,7 @@ impl Tapes {
         which: fn(&AgentTape) -> &Arc<Tape>,
         check_prompts: bool,
     ) -> Arc<dyn Llm> {
-        let tape = self
-            .agents
+        let tape = lock(&self.agents)
             .get(agent)
             .map_or_else(Arc::default, |tapes| Arc::clone(which(tapes)));
         Arc::new(Player {

@@ -8,6 +8,7 @@
 //! reads what the trace holds.
 
 mod on_file;
+mod session;
 
 use std::fmt;
 use std::fs::{File, OpenOptions};
@@ -29,6 +30,8 @@ use super::trajectory::{
 };
 
 pub(crate) use on_file::OnFile;
+pub use session::Playback;
+pub(crate) use session::check_recorded;
 
 /// What a resumed run carries beside its settings: the run's clock so far and the lines
 /// its trace holds.
@@ -217,28 +220,11 @@ impl Resume {
     }
 
     fn check_context(&self, given: Option<&Context>) -> Result<(), ResumeError> {
-        let recorded = &self.setup().context;
-        let given = given.map(ContextDigest::of);
-        if self.force || *recorded == given {
-            return Ok(());
-        }
-        Err(ResumeError::ContextMismatch {
-            recorded: recorded.clone(),
-            given,
-        })
+        check_context(self.setup(), self.force, given)
     }
 
     fn check_registry(&self, registry: &Registry) -> Result<(), ResumeError> {
-        let Some(recorded) = &self.setup().registry else {
-            return Ok(());
-        };
-        let today = RegistryDigest::of(registry);
-        if self.force || today.sha256 == recorded.sha256 {
-            return Ok(());
-        }
-        Err(ResumeError::RegistryMismatch {
-            differences: today.differences(recorded),
-        })
+        check_registry(self.setup(), self.force, registry)
     }
 
     /// The report of a run that had finished: its answer, its turns, no usage.
@@ -298,6 +284,41 @@ impl Resume {
         }
         Ok(file)
     }
+}
+
+/// Whether `given` is the context `setup` records (or `force`).
+pub(super) fn check_context(
+    setup: &Setup,
+    force: bool,
+    given: Option<&Context>,
+) -> Result<(), ResumeError> {
+    let recorded = &setup.context;
+    let given = given.map(ContextDigest::of);
+    if force || *recorded == given {
+        return Ok(());
+    }
+    Err(ResumeError::ContextMismatch {
+        recorded: recorded.clone(),
+        given,
+    })
+}
+
+/// Whether `registry` is the one `setup` records, if it records one (or `force`).
+pub(super) fn check_registry(
+    setup: &Setup,
+    force: bool,
+    registry: &Registry,
+) -> Result<(), ResumeError> {
+    let Some(recorded) = &setup.registry else {
+        return Ok(());
+    };
+    let today = RegistryDigest::of(registry);
+    if force || today.sha256 == recorded.sha256 {
+        return Ok(());
+    }
+    Err(ResumeError::RegistryMismatch {
+        differences: today.differences(recorded),
+    })
 }
 
 /// The records of a trace's `bytes`, and the bytes up to its last whole line. A last line

@@ -387,8 +387,8 @@ def ask_async(
     force: bool = False,
 ) -> Awaitable[Answer]:
     """`ask` as an awaitable (call it inside a running event loop): the same arguments,
-    answer and exceptions. The arguments are checked and the run set up when it is called;
-    the run goes on the package's bounded thread pool (`RLM_ASYNC_THREADS`, default 64),
+    answer and exceptions. The arguments are checked when it is called; the server asked
+    its window, the trace created and the run go on the package's bounded thread pool (`RLM_ASYNC_THREADS`, default 64),
     so many runs gathered on one event loop go on side by side. Cancelling the awaiting
     task cancels the run, which stops at its next safe point."""
 

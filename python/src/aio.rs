@@ -4,8 +4,8 @@
 //! The work is the sync API's, run on the runtime's blocking pool: a bounded number of
 //! threads ([`pool_size`]), however many environments and calls are awaited, so one event
 //! loop drives a thousand environments without a thread each. The event loop's thread
-//! only makes the awaitable (and, for `ask_async`, checks the arguments and builds the
-//! run, as `ask` does before it runs). A call is claimed when it is made, so a second call
+//! only makes the awaitable (and, for `ask_async`, checks the arguments as `ask` does:
+//! what may wait on the network, the server asked its window, is built in the pool). A call is claimed when it is made, so a second call
 //! on a busy environment raises `BusyError`, as from a second thread.
 //!
 //! Cancelling the awaiting task interrupts the work: an execution stops as a limit would
@@ -125,10 +125,10 @@ fn run<'py>(py: Python<'py>, prepared: Prepared) -> PyResult<Bound<'py, PyAny>> 
     };
     let Run { rlm, job, trace } = *run;
     let cancel = Interrupt::new();
-    let rlm = rlm.cancel_on(cancel.clone());
+    let cancelled = cancel.clone();
     pyo3_async_runtimes::tokio::future_into_py(py, async move {
         let on_cancel = OnCancel(Some(move || cancel.interrupt()));
-        let joined = tokio::task::spawn_blocking(move || ran(rlm, job)).await;
+        let joined = tokio::task::spawn_blocking(move || ran(rlm, cancelled, job)).await;
         on_cancel.disarm();
         let report = joined
             .map_err(|error| internal_error(&format!("the pool's task failed: {error}")))??;
@@ -136,10 +136,17 @@ fn run<'py>(py: Python<'py>, prepared: Prepared) -> PyResult<Bound<'py, PyAny>> 
     })
 }
 
-/// `job` on `rlm`, a panic in it made into `InternalError`.
-fn ran(rlm: Rlm, job: Box<dyn FnOnce(Rlm) -> PyResult<Report> + Send>) -> PyResult<Report> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job(rlm)))
-        .unwrap_or_else(|payload| Err(internal_error(&panic_message(payload.as_ref()))))
+/// The RLM built (the server asked its window, if it is to be) and `job` run on it,
+/// cancelled by `cancel`; a panic in either made into `InternalError`.
+fn ran(
+    rlm: Box<dyn FnOnce() -> PyResult<Rlm> + Send>,
+    cancel: Interrupt,
+    job: Box<dyn FnOnce(Rlm) -> PyResult<Report> + Send>,
+) -> PyResult<Report> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        job(rlm()?.cancel_on(cancel))
+    }))
+    .unwrap_or_else(|payload| Err(internal_error(&panic_message(payload.as_ref()))))
 }
 
 /// `ask` as an awaitable: the same arguments, answer and exceptions, the run on the

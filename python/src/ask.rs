@@ -8,8 +8,9 @@ use std::time::Duration;
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 
-use rlm_registry::environment::{AnswerSchema, Interrupt};
+use rlm_registry::environment::{AnswerSchema, Interrupt, Limits};
 use rlm_registry::llm::{Completion, Cost, Llm, LlmError, Request};
+use rlm_registry::providers::Providers;
 use rlm_registry::rlm::{
     CompactAt, Context, DEFAULT_BLOCK_TIME_LIMIT, DEFAULT_OUTPUT_BYTES, Report, Resume, Rlm,
     TraceFormat,
@@ -77,30 +78,83 @@ impl Settings {
         llm: Option<Arc<dyn Llm>>,
         source: Source<'_>,
     ) -> PyResult<Rlm> {
-        let mut setup = self.setup(py, source.config.as_deref())?;
-        let limits = limits(self.time_limit, self.memory_limit_mb, None)?;
-        let llm = match llm {
+        let pending = self.pending(py, llm, source)?;
+        py.detach(move || pending.build())
+    }
+
+    /// What [`Settings::rlm`] gathers with the GIL, to build without it.
+    pub(crate) fn pending(
+        &self,
+        py: Python<'_>,
+        llm: Option<Arc<dyn Llm>>,
+        source: Source<'_>,
+    ) -> PyResult<PendingRlm> {
+        let schema = self
+            .schema
+            .as_ref()
+            .map(|schema| {
+                AnswerSchema::new(schema.clone())
+                    .map_err(|error| PyValueError::new_err(format!("schema: {error}")))
+            })
+            .transpose()?;
+        Ok(PendingRlm {
+            setup: self.setup(py, source.config.as_deref())?,
+            limits: limits(self.time_limit, self.memory_limit_mb, None)?,
+            llm,
+            registry: source.registry(py)?,
+            providers: source
+                .config
+                .as_deref()
+                .map(|config| load_providers(py, config))
+                .transpose()?,
+            max_iterations: self.max_iterations,
+            max_depth: self.max_depth,
+            output_bytes: self.output_bytes,
+            schema,
+        })
+    }
+}
+
+/// An RLM's parts, gathered with the GIL; [`PendingRlm::build`] needs none, as it may
+/// ask the server its window: a request an awaitable must not make on the event loop's
+/// thread.
+pub(crate) struct PendingRlm {
+    setup: RunSetup,
+    limits: Limits,
+    llm: Option<Arc<dyn Llm>>,
+    registry: Arc<rlm_registry::Registry>,
+    providers: Option<Arc<Providers>>,
+    max_iterations: u32,
+    max_depth: usize,
+    output_bytes: usize,
+    schema: Option<AnswerSchema>,
+}
+
+impl PendingRlm {
+    /// The RLM, over the setup's own model when none was given (its window asked of the
+    /// server when the settings leave it to the server).
+    pub(crate) fn build(self) -> PyResult<Rlm> {
+        let mut setup = self.setup;
+        let llm = match self.llm {
             Some(llm) => llm,
             None => {
                 // Only the setup's own server is asked: a Python callable has none.
-                py.detach(|| setup.ask_server_window());
+                setup.ask_server_window();
                 setup
                     .model()
                     .map_err(|error| PyLlmError::new_err(error.to_string()))?
             }
         };
         let mut rlm = setup
-            .rlm(llm, source.registry(py)?, self.max_iterations)
+            .rlm(llm, self.registry, self.max_iterations)
             .max_depth(self.max_depth)
-            .limits(limits)
+            .limits(self.limits)
             .output_bytes(self.output_bytes);
-        if let Some(schema) = &self.schema {
-            let schema = AnswerSchema::new(schema.clone())
-                .map_err(|error| PyValueError::new_err(format!("schema: {error}")))?;
+        if let Some(schema) = self.schema {
             rlm = rlm.answer_schema(schema);
         }
-        if let Some(config) = source.config {
-            rlm = rlm.providers(load_providers(py, &config)?);
+        if let Some(providers) = self.providers {
+            rlm = rlm.providers(providers);
         }
         Ok(rlm)
     }
@@ -269,9 +323,10 @@ pub fn ask<'py>(
         match prepare(py, args)? {
             Prepared::Finished(answer) => Ok(answer),
             Prepared::Run(run) => {
-                let job = run.job;
-                let report = run_interruptibly(py, run.rlm, job)??;
-                finish(py, report, run.trace)
+                let Run { rlm, job, trace } = *run;
+                let rlm = py.detach(rlm)?;
+                let report = run_interruptibly(py, rlm, job)??;
+                finish(py, report, trace)
             }
         }
     })
@@ -320,9 +375,10 @@ pub(crate) enum Prepared {
     Run(Box<Run>),
 }
 
-/// A run ready to go: the RLM, what to run on it, and the trace it writes.
+/// A run ready to go: the RLM to build (without the GIL: it may ask the server its
+/// window, and creates the trace file), what to run on it, and the trace it writes.
 pub(crate) struct Run {
-    pub(crate) rlm: Rlm,
+    pub(crate) rlm: Box<dyn FnOnce() -> PyResult<Rlm> + Send>,
     pub(crate) job: Box<dyn FnOnce(Rlm) -> PyResult<Report> + Send>,
     pub(crate) trace: Option<PathBuf>,
 }
@@ -429,31 +485,37 @@ pub(crate) fn prepare(py: Python<'_>, args: AskArgs<'_>) -> PyResult<Prepared> {
         registry,
         config,
     };
-    let mut rlm = settings.rlm(py, None, source)?;
+    let pending = settings.pending(py, None, source)?;
     // Every argument is checked before the trace file is created.
     let trace_format = trace_format_of(&trace_format)?;
     // A path given is recorded, so that a resume can gather it again.
-    if let Some(path) = context.as_ref().and_then(crate::context::path_of) {
-        rlm = rlm.context_paths([path]);
-    }
+    let context_path = context.as_ref().and_then(crate::context::path_of);
     let context = match (&resumed, context) {
         (Some(resume), None) => recorded_context(py, resume)?,
         (_, context) => context_of(context.as_ref())?,
     };
-    if let Some(path) = &trace {
-        rlm = rlm
-            .trace_file(path)
-            .map_err(|error| {
-                PyOSError::new_err(format!(
-                    "cannot write the trace {}: {error}",
-                    path.display()
-                ))
-            })?
-            .trace_format(trace_format);
-    }
-    if verbose {
-        rlm = rlm.live_view(std::io::stderr());
-    }
+    let trace_file = trace.clone();
+    let rlm = Box::new(move || {
+        let mut rlm = pending.build()?;
+        if let Some(path) = context_path {
+            rlm = rlm.context_paths([path]);
+        }
+        if let Some(path) = &trace_file {
+            rlm = rlm
+                .trace_file(path)
+                .map_err(|error| {
+                    PyOSError::new_err(format!(
+                        "cannot write the trace {}: {error}",
+                        path.display()
+                    ))
+                })?
+                .trace_format(trace_format);
+        }
+        if verbose {
+            rlm = rlm.live_view(std::io::stderr());
+        }
+        Ok(rlm)
+    });
     let job: Box<dyn FnOnce(Rlm) -> PyResult<Report> + Send> = match resumed {
         Some(resume) => {
             let resume = resume.force(force);

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from openai_server import ScriptedServer
-from rlm_registry import BusyError, Environment, LimitError, ask, ask_async
+from rlm_registry import BusyError, Environment, LimitError, LlmError, ask, ask_async
 
 # The pool's default size (`RLM_ASYNC_THREADS` unset).
 POOL = 64
@@ -209,3 +209,23 @@ def test_ask_async_gathered_run_side_by_side_against_a_slow_server():
     assert [a.answer for a in answers] == ["forty-two"] * runs
     assert in_flight >= 2
     assert wall < runs * delay * 0.6, wall
+
+
+def test_execute_async_calls_the_llm_callable_from_the_pool_as_execute_does():
+    def fresh() -> Environment:
+        return Environment(llm=lambda prompt: prompt.upper())
+
+    code = "print(llm_query('quiet words'))"
+    expected = fresh().execute(code)
+    got = awaited(lambda: fresh().execute_async(code))
+    assert got.stdout == expected.stdout == "QUIET WORDS\n"
+
+
+def test_ask_async_against_an_unreachable_server_raises_the_llm_error_ask_raises():
+    # Port 9 (discard) on loopback: nothing listens, the connection is refused.
+    arguments = dict(model="m", base_url="http://127.0.0.1:9/v1", context_window=8000)
+    with pytest.raises(LlmError) as sync:
+        ask("?", "x", **arguments)
+    with pytest.raises(LlmError) as from_async:
+        awaited(lambda: ask_async("?", "x", **arguments))
+    assert type(from_async.value) is type(sync.value)

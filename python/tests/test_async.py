@@ -193,7 +193,7 @@ def test_ask_async_checks_its_arguments_as_ask_does():
 def test_ask_async_gathered_run_side_by_side_against_a_slow_server():
     # Each run's code waits for one sub-call the server answers after DELAY: one after
     # the other, RUNS of them take RUNS × DELAY at least.
-    runs, delay = 4, 0.5
+    runs, delay = 4, 1.0
     replies = [lua("FINAL(llm_query('the answer?'))")] * runs
     with ScriptedServer(replies, sub_answer=lambda prompt: "forty-two", sub_delay=delay) as server:
 

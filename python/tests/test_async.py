@@ -191,24 +191,29 @@ def test_ask_async_checks_its_arguments_as_ask_does():
 
 
 def test_ask_async_gathered_run_side_by_side_against_a_slow_server():
-    # Each run's code waits for one sub-call the server answers after DELAY: one after
-    # the other, RUNS of them take RUNS × DELAY at least.
+    # Each run's code waits for one sub-call the server answers after `delay`. One run
+    # alone is timed first: one after the other, `runs` of them would take `runs` times
+    # as long; gathered, they take little more than one.
     runs, delay = 4, 1.0
-    replies = [lua("FINAL(llm_query('the answer?'))")] * runs
+    replies = [lua("FINAL(llm_query('the answer?'))")] * (runs + 1)
     with ScriptedServer(replies, sub_answer=lambda prompt: "forty-two", sub_delay=delay) as server:
 
-        async def main():
-            return await asyncio.gather(
-                *(ask_async(f"question {i}", "x", model="m", base_url=server.base_url) for i in range(runs))
-            )
+        def run(count: int) -> tuple[list, float]:
+            async def main():
+                return await asyncio.gather(
+                    *(ask_async(f"question {i}", "x", model="m", base_url=server.base_url) for i in range(count))
+                )
 
-        started = time.monotonic()
-        answers = asyncio.run(main())
-        wall = time.monotonic() - started
+            started = time.monotonic()
+            answers = asyncio.run(main())
+            return answers, time.monotonic() - started
+
+        _, alone = run(1)
+        answers, wall = run(runs)
         in_flight = server.max_in_flight
     assert [a.answer for a in answers] == ["forty-two"] * runs
-    assert in_flight >= 2
-    assert wall < runs * delay * 0.6, wall
+    assert in_flight == runs
+    assert wall < runs * alone * 0.6, (alone, wall)
 
 
 def test_execute_async_calls_the_llm_callable_from_the_pool_as_execute_does():

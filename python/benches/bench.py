@@ -1,7 +1,8 @@
 """The Python package's speed targets, each measured side by side in one run.
 
     pip install ./python        # or: bash .ci/test, then target/python-venv/bin/python
-    python python/benches/bench.py [creation] [round_trip] [context] [threads]
+    python python/benches/bench.py [creation] [round_trip] [context] [threads] [thousand]
+        [arming] [async] [episodes]
 
 - creation: `Environment()` from Python against the same environment created in Rust,
   in this process (`benches/environment.rs`'s figure): target within 2x;
@@ -16,6 +17,9 @@
 - arming: executions just short of the first limits check (1,000 instructions, no
   system call) and just past it (the limits' timer armed and disarmed), alternating:
   what arming costs, and what the count hook costs before it;
+- async: 1,000 `execute_async` calls on 1,000 environments gathered on one event loop
+  beside the same 1,000 `execute` calls one after the other: total and per call, and
+  the threads seen (the pool is bounded, not one thread per environment);
 - episodes: scripted three-turn RLM episodes (`ask`) against a local server answering
   at once (tests/openai_server.py, in this process): episodes per second, and per
   second of processor time (per core; the server's share included).
@@ -26,6 +30,7 @@ RLM_BENCH_CONTEXT_MB for a smaller context.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import statistics
 import sys
@@ -240,6 +245,45 @@ def arming() -> None:
     )
 
 
+def gathered() -> None:
+    count, rounds = 1_000, 5
+    alive = [Environment() for _ in range(count)]
+    code = "x = (x or 0) + 1 print(x)"
+    threads_before = status("Threads")
+    seen = [threads_before]
+
+    def sync_calls() -> float:
+        return timed(lambda: [env.execute(code) for env in alive])
+
+    async def gather_calls() -> float:
+        async def watch() -> None:
+            while True:
+                seen.append(status("Threads"))
+                await asyncio.sleep(0.001)
+
+        watcher = asyncio.ensure_future(watch())
+        started = time.perf_counter()
+        results = await asyncio.gather(*(env.execute_async(code) for env in alive))
+        elapsed = time.perf_counter() - started
+        watcher.cancel()
+        assert all(result.ok for result in results)
+        return elapsed
+
+    sync, together = [], []
+    for _ in range(rounds):
+        sync.append(sync_calls())
+        together.append(asyncio.run(gather_calls()))
+    answered = sum(env.execute("print(x)").stdout == f"{2 * rounds}\n" for env in alive)
+    one, many = statistics.median(sync), statistics.median(together)
+    print(
+        f"{count} environments: {count} execute one after the other {one * 1e3:.1f} ms "
+        f"({one / count * 1e6:.1f} us per call); {count} execute_async gathered on one event "
+        f"loop {many * 1e3:.1f} ms ({many / count * 1e6:.1f} us per call); threads "
+        f"{threads_before} before, at most {max(seen)} during, {status('Threads')} after "
+        f"(target: bounded); {answered}/{count} answered"
+    )
+
+
 def episodes() -> None:
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
     from openai_server import ScriptedServer
@@ -278,6 +322,7 @@ BENCHMARKS = {
     "threads": threads,
     "thousand": thousand,
     "arming": arming,
+    "async": gathered,
     "episodes": episodes,
 }
 

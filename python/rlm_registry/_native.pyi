@@ -1,7 +1,7 @@
 """Type stubs of the native module. Its `__all__`, the one list of the public names, is
 what `rlm_registry` re-exports (stubtest checks it against the module's)."""
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from os import PathLike
 from types import TracebackType
 from typing import Any, Literal, final
@@ -25,6 +25,7 @@ __all__ = [
     "RlmRegistryError",
     "__version__",
     "ask",
+    "ask_async",
     "check",
     "serve_acp",
     "score",
@@ -155,6 +156,13 @@ class Environment:
     ) -> Environment: ...
     def execute(self, code: str | bytes) -> ExecResult:
         """Runs Lua `code`; globals persist. Lua errors and limits are in the result."""
+    def execute_async(self, code: str | bytes) -> Awaitable[ExecResult]:
+        """`execute` as an awaitable (call it inside a running event loop): the same
+        result and exceptions, run on the package's bounded thread pool
+        (`RLM_ASYNC_THREADS`, default 64) rather than the caller's thread. A second call
+        while one runs raises `BusyError` where it is awaited. Cancelling the awaiting
+        task interrupts the execution; the environment is usable again once it has
+        stopped (milliseconds)."""
     def _execute_then_call(self, code: str | bytes, name: str) -> tuple[ExecResult, _JSON]:
         """`execute(code)`, then `call(name)` in the same call (the GIL released once);
         the call's result, or `None` when it failed."""
@@ -344,6 +352,46 @@ def ask(
     run's answer is returned with nothing sent. A changed context or registry raises
     `ValueError` unless `force=True`.
     Raises `LimitError`, `LlmError` or `LuaError` when the run ends without an answer."""
+
+def ask_async(
+    question: str | None = None,
+    context: _Context | None = None,
+    *,
+    model: str | None = None,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    max_iterations: int | None = None,
+    max_depth: int | None = None,
+    trace: _StrPath | None = None,
+    trace_format: Literal["events", "rlm"] = "events",
+    paths: Sequence[_StrPath] = (),
+    baked: bool = True,
+    registry: Registry | None = None,
+    config: _StrPath | None = None,
+    time_limit: float | None = None,
+    memory_limit_mb: int | None = None,
+    output_bytes: int | None = None,
+    max_tokens: int | None = None,
+    max_llm_calls: int | None = None,
+    max_time: float | None = None,
+    max_cost: float | None = None,
+    prompt_mode: Literal["full", "compact", "auto"] | None = None,
+    context_window: int | str | None = None,
+    compact_at: float | Literal["off"] | None = None,
+    answer_protocol: Literal["final", "answer"] | None = None,
+    llm_concurrency: int | None = None,
+    max_reply_tokens: int | str | None = None,
+    reasoning_effort: Literal["low", "medium", "high"] | None = None,
+    schema: Mapping[str, Any] | str | None = None,
+    verbose: bool = False,
+    resume: _StrPath | None = None,
+    force: bool = False,
+) -> Awaitable[Answer]:
+    """`ask` as an awaitable (call it inside a running event loop): the same arguments,
+    answer and exceptions. The arguments are checked when it is called; the server asked
+    its window, the trace created and the run go on the package's bounded thread pool (`RLM_ASYNC_THREADS`, default 64),
+    so many runs gathered on one event loop go on side by side. Cancelling the awaiting
+    task cancels the run, which stops at its next safe point."""
 
 def serve_acp(
     *,

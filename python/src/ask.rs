@@ -8,10 +8,12 @@ use std::time::Duration;
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 
-use rlm_registry::environment::{AnswerSchema, Interrupt};
+use rlm_registry::environment::{AnswerSchema, Interrupt, Limits};
 use rlm_registry::llm::{Completion, Cost, Llm, LlmError, Request};
+use rlm_registry::providers::Providers;
 use rlm_registry::rlm::{
-    CompactAt, Context, DEFAULT_BLOCK_TIME_LIMIT, DEFAULT_OUTPUT_BYTES, Resume, Rlm, TraceFormat,
+    CompactAt, Context, DEFAULT_BLOCK_TIME_LIMIT, DEFAULT_OUTPUT_BYTES, Report, Resume, Rlm,
+    TraceFormat,
 };
 use rlm_registry::setup::{RunSettings, RunSetup, reply_tokens, window_tokens};
 
@@ -76,30 +78,83 @@ impl Settings {
         llm: Option<Arc<dyn Llm>>,
         source: Source<'_>,
     ) -> PyResult<Rlm> {
-        let mut setup = self.setup(py, source.config.as_deref())?;
-        let limits = limits(self.time_limit, self.memory_limit_mb, None)?;
-        let llm = match llm {
+        let pending = self.pending(py, llm, source)?;
+        py.detach(move || pending.build())
+    }
+
+    /// What [`Settings::rlm`] gathers with the GIL, to build without it.
+    pub(crate) fn pending(
+        &self,
+        py: Python<'_>,
+        llm: Option<Arc<dyn Llm>>,
+        source: Source<'_>,
+    ) -> PyResult<PendingRlm> {
+        let schema = self
+            .schema
+            .as_ref()
+            .map(|schema| {
+                AnswerSchema::new(schema.clone())
+                    .map_err(|error| PyValueError::new_err(format!("schema: {error}")))
+            })
+            .transpose()?;
+        Ok(PendingRlm {
+            setup: self.setup(py, source.config.as_deref())?,
+            limits: limits(self.time_limit, self.memory_limit_mb, None)?,
+            llm,
+            registry: source.registry(py)?,
+            providers: source
+                .config
+                .as_deref()
+                .map(|config| load_providers(py, config))
+                .transpose()?,
+            max_iterations: self.max_iterations,
+            max_depth: self.max_depth,
+            output_bytes: self.output_bytes,
+            schema,
+        })
+    }
+}
+
+/// An RLM's parts, gathered with the GIL; [`PendingRlm::build`] needs none, as it may
+/// ask the server its window: a request an awaitable must not make on the event loop's
+/// thread.
+pub(crate) struct PendingRlm {
+    setup: RunSetup,
+    limits: Limits,
+    llm: Option<Arc<dyn Llm>>,
+    registry: Arc<rlm_registry::Registry>,
+    providers: Option<Arc<Providers>>,
+    max_iterations: u32,
+    max_depth: usize,
+    output_bytes: usize,
+    schema: Option<AnswerSchema>,
+}
+
+impl PendingRlm {
+    /// The RLM, over the setup's own model when none was given (its window asked of the
+    /// server when the settings leave it to the server).
+    pub(crate) fn build(self) -> PyResult<Rlm> {
+        let mut setup = self.setup;
+        let llm = match self.llm {
             Some(llm) => llm,
             None => {
                 // Only the setup's own server is asked: a Python callable has none.
-                py.detach(|| setup.ask_server_window());
+                setup.ask_server_window();
                 setup
                     .model()
                     .map_err(|error| PyLlmError::new_err(error.to_string()))?
             }
         };
         let mut rlm = setup
-            .rlm(llm, source.registry(py)?, self.max_iterations)
+            .rlm(llm, self.registry, self.max_iterations)
             .max_depth(self.max_depth)
-            .limits(limits)
+            .limits(self.limits)
             .output_bytes(self.output_bytes);
-        if let Some(schema) = &self.schema {
-            let schema = AnswerSchema::new(schema.clone())
-                .map_err(|error| PyValueError::new_err(format!("schema: {error}")))?;
+        if let Some(schema) = self.schema {
             rlm = rlm.answer_schema(schema);
         }
-        if let Some(config) = source.config {
-            rlm = rlm.providers(load_providers(py, &config)?);
+        if let Some(providers) = self.providers {
+            rlm = rlm.providers(providers);
         }
         Ok(rlm)
     }
@@ -232,85 +287,220 @@ pub fn ask<'py>(
     force: bool,
 ) -> PyResult<Answer> {
     catching(|| {
-        if llm_concurrency == Some(0) {
-            return Err(PyValueError::new_err("llm_concurrency must be at least 1"));
-        }
-        let resumed = resume.as_deref().map(resumed_trace).transpose()?;
-        let question = match (&resumed, question) {
-            (None, Some(question)) => question,
-            (None, None) => {
-                return Err(PyValueError::new_err(
-                    "ask: give a question, or resume=TRACE",
-                ));
-            }
-            (Some(_), Some(_)) => {
-                return Err(PyValueError::new_err(
-                    "ask: a resumed run's question is in its trace: give resume= without a question",
-                ));
-            }
-            (Some(resume), None) => resume.question().to_string(),
-        };
-        if resumed.is_some() && trace.is_some() {
-            return Err(PyValueError::new_err(
-                "ask: a resumed run appends to the trace it resumes: give resume= without trace=",
-            ));
-        }
-        if let (Some(resume), Some(path)) = (&resumed, &resume)
-            && let Some(answer) = resume.finished()
-        {
-            return Ok(Answer::finished(answer, path));
-        }
-        let recorded = resumed.as_ref().and_then(|r| r.setup().limits);
-        let settings = Settings::given(
-            max_iterations.or(recorded.map(|l| l.max_iterations)),
-            max_depth.or(recorded.map(|l| l.max_depth)),
-            time_limit.or(recorded.map(|l| l.block.time_ms as f64 / 1000.0)),
-            memory_limit_mb.or(recorded.map(|l| l.block.memory_bytes / (1024 * 1024))),
-            output_bytes.or(recorded.map(|l| l.output_bytes)),
-            RunSettings {
-                model,
-                base_url,
-                api_key,
-                llm_concurrency,
-                max_reply_tokens: reply_limit(max_reply_tokens.as_ref())?,
-                reasoning_effort: named("reasoning_effort", reasoning_effort)?,
-                context_window: window_of(context_window.as_ref())?,
-                compact_at: compact_at.as_ref().map(compact_at_of).transpose()?,
-                prompt_mode: named("prompt_mode", prompt_mode)?,
-                answer_protocol: named("answer_protocol", answer_protocol)?,
-                max_tokens,
-                max_llm_calls,
-                max_time,
-                max_cost,
-                ..RunSettings::default()
-            },
-            schema.as_ref().map(schema_of).transpose()?,
-        );
-        let settings = match &resumed {
-            Some(resume) => Settings {
-                run: settings.run.or_recorded(resume.setup()),
-                ..settings
-            },
-            None => settings,
-        };
-        let source = Source {
+        let args = AskArgs {
+            question,
+            context,
+            model,
+            base_url,
+            api_key,
+            max_iterations,
+            max_depth,
+            trace,
+            trace_format: trace_format.to_string(),
             paths,
             baked,
             registry,
             config,
+            time_limit,
+            memory_limit_mb,
+            output_bytes,
+            max_tokens,
+            max_llm_calls,
+            max_time,
+            max_cost,
+            prompt_mode,
+            context_window,
+            compact_at,
+            answer_protocol,
+            llm_concurrency,
+            max_reply_tokens,
+            reasoning_effort,
+            schema,
+            verbose,
+            resume,
+            force,
         };
-        let mut rlm = settings.rlm(py, None, source)?;
-        // Every argument is checked before the trace file is created.
-        let trace_format = trace_format_of(trace_format)?;
-        // A path given is recorded, so that a resume can gather it again.
-        if let Some(path) = context.as_ref().and_then(crate::context::path_of) {
+        match prepare(py, args)? {
+            Prepared::Finished(answer) => Ok(answer),
+            Prepared::Run(run) => {
+                let Run { rlm, job, trace } = *run;
+                let rlm = py.detach(rlm)?;
+                let report = run_interruptibly(py, rlm, job)??;
+                finish(py, report, trace)
+            }
+        }
+    })
+}
+
+/// `ask`'s arguments, as `ask` and `ask_async` take them.
+pub(crate) struct AskArgs<'py> {
+    pub(crate) question: Option<String>,
+    pub(crate) context: Option<Bound<'py, PyAny>>,
+    pub(crate) model: Option<String>,
+    pub(crate) base_url: Option<String>,
+    pub(crate) api_key: Option<String>,
+    pub(crate) max_iterations: Option<u32>,
+    pub(crate) max_depth: Option<usize>,
+    pub(crate) trace: Option<PathBuf>,
+    pub(crate) trace_format: String,
+    pub(crate) paths: Vec<PathBuf>,
+    pub(crate) baked: bool,
+    pub(crate) registry: Option<PyRef<'py, Registry>>,
+    pub(crate) config: Option<PathBuf>,
+    pub(crate) time_limit: Option<f64>,
+    pub(crate) memory_limit_mb: Option<usize>,
+    pub(crate) output_bytes: Option<usize>,
+    pub(crate) max_tokens: Option<u64>,
+    pub(crate) max_llm_calls: Option<u64>,
+    pub(crate) max_time: Option<f64>,
+    pub(crate) max_cost: Option<f64>,
+    pub(crate) prompt_mode: Option<String>,
+    pub(crate) context_window: Option<Bound<'py, PyAny>>,
+    pub(crate) compact_at: Option<Bound<'py, PyAny>>,
+    pub(crate) answer_protocol: Option<String>,
+    pub(crate) llm_concurrency: Option<usize>,
+    pub(crate) max_reply_tokens: Option<Bound<'py, PyAny>>,
+    pub(crate) reasoning_effort: Option<String>,
+    pub(crate) schema: Option<Bound<'py, PyAny>>,
+    pub(crate) verbose: bool,
+    pub(crate) resume: Option<PathBuf>,
+    pub(crate) force: bool,
+}
+
+/// What `ask` does before the run: the arguments checked, the RLM built.
+pub(crate) enum Prepared {
+    /// A resumed run its trace records as finished: nothing to run.
+    Finished(Answer),
+    /// The run to make, then [`finish`].
+    Run(Box<Run>),
+}
+
+/// A run ready to go: the RLM to build (without the GIL: it may ask the server its
+/// window, and creates the trace file), what to run on it, and the trace it writes.
+pub(crate) struct Run {
+    pub(crate) rlm: Box<dyn FnOnce() -> PyResult<Rlm> + Send>,
+    pub(crate) job: Box<dyn FnOnce(Rlm) -> PyResult<Report> + Send>,
+    pub(crate) trace: Option<PathBuf>,
+}
+
+/// Checks `ask`'s arguments and builds its run, with the GIL.
+pub(crate) fn prepare(py: Python<'_>, args: AskArgs<'_>) -> PyResult<Prepared> {
+    let AskArgs {
+        question,
+        context,
+        model,
+        base_url,
+        api_key,
+        max_iterations,
+        max_depth,
+        trace,
+        trace_format,
+        paths,
+        baked,
+        registry,
+        config,
+        time_limit,
+        memory_limit_mb,
+        output_bytes,
+        max_tokens,
+        max_llm_calls,
+        max_time,
+        max_cost,
+        prompt_mode,
+        context_window,
+        compact_at,
+        answer_protocol,
+        llm_concurrency,
+        max_reply_tokens,
+        reasoning_effort,
+        schema,
+        verbose,
+        resume,
+        force,
+    } = args;
+    if llm_concurrency == Some(0) {
+        return Err(PyValueError::new_err("llm_concurrency must be at least 1"));
+    }
+    let resumed = resume.as_deref().map(resumed_trace).transpose()?;
+    let question = match (&resumed, question) {
+        (None, Some(question)) => question,
+        (None, None) => {
+            return Err(PyValueError::new_err(
+                "ask: give a question, or resume=TRACE",
+            ));
+        }
+        (Some(_), Some(_)) => {
+            return Err(PyValueError::new_err(
+                "ask: a resumed run's question is in its trace: give resume= without a question",
+            ));
+        }
+        (Some(resume), None) => resume.question().to_string(),
+    };
+    if resumed.is_some() && trace.is_some() {
+        return Err(PyValueError::new_err(
+            "ask: a resumed run appends to the trace it resumes: give resume= without trace=",
+        ));
+    }
+    if let (Some(resume), Some(path)) = (&resumed, &resume)
+        && let Some(answer) = resume.finished()
+    {
+        return Ok(Prepared::Finished(Answer::finished(answer, path)));
+    }
+    let recorded = resumed.as_ref().and_then(|r| r.setup().limits);
+    let settings = Settings::given(
+        max_iterations.or(recorded.map(|l| l.max_iterations)),
+        max_depth.or(recorded.map(|l| l.max_depth)),
+        time_limit.or(recorded.map(|l| l.block.time_ms as f64 / 1000.0)),
+        memory_limit_mb.or(recorded.map(|l| l.block.memory_bytes / (1024 * 1024))),
+        output_bytes.or(recorded.map(|l| l.output_bytes)),
+        RunSettings {
+            model,
+            base_url,
+            api_key,
+            llm_concurrency,
+            max_reply_tokens: reply_limit(max_reply_tokens.as_ref())?,
+            reasoning_effort: named("reasoning_effort", reasoning_effort)?,
+            context_window: window_of(context_window.as_ref())?,
+            compact_at: compact_at.as_ref().map(compact_at_of).transpose()?,
+            prompt_mode: named("prompt_mode", prompt_mode)?,
+            answer_protocol: named("answer_protocol", answer_protocol)?,
+            max_tokens,
+            max_llm_calls,
+            max_time,
+            max_cost,
+            ..RunSettings::default()
+        },
+        schema.as_ref().map(schema_of).transpose()?,
+    );
+    let settings = match &resumed {
+        Some(resume) => Settings {
+            run: settings.run.or_recorded(resume.setup()),
+            ..settings
+        },
+        None => settings,
+    };
+    let source = Source {
+        paths,
+        baked,
+        registry,
+        config,
+    };
+    let pending = settings.pending(py, None, source)?;
+    // Every argument is checked before the trace file is created.
+    let trace_format = trace_format_of(&trace_format)?;
+    // A path given is recorded, so that a resume can gather it again.
+    let context_path = context.as_ref().and_then(crate::context::path_of);
+    let context = match (&resumed, context) {
+        (Some(resume), None) => recorded_context(py, resume)?,
+        (_, context) => context_of(context.as_ref())?,
+    };
+    let trace_file = trace.clone();
+    let rlm = Box::new(move || {
+        let mut rlm = pending.build()?;
+        if let Some(path) = context_path {
             rlm = rlm.context_paths([path]);
         }
-        let context = match (&resumed, context) {
-            (Some(resume), None) => recorded_context(py, resume)?,
-            (_, context) => context_of(context.as_ref())?,
-        };
-        if let Some(path) = &trace {
+        if let Some(path) = &trace_file {
             rlm = rlm
                 .trace_file(path)
                 .map_err(|error| {
@@ -324,53 +514,60 @@ pub fn ask<'py>(
         if verbose {
             rlm = rlm.live_view(std::io::stderr());
         }
-        let report = match resumed {
-            Some(resume) => {
-                let resume = resume.force(force);
-                run_interruptibly(py, rlm, move |rlm| {
-                    resume.run(rlm, context, None).map_err(|e| e.to_string())
-                })?
-                .map_err(|message| PyValueError::new_err(format!("resume: {message}")))?
-            }
-            None => run_interruptibly(py, rlm, move |rlm| {
-                Ok::<_, String>(rlm.run_report(&question, context, None))
-            })?
-            .map_err(PyValueError::new_err)?,
-        };
-        let trace = trace.or(resume);
-        let usage = report.usage.total();
-        let value = report
-            .value
-            .as_ref()
-            .map(|value| json_to_python(py, value).map(Bound::unbind))
-            .transpose()?;
-        let answer = Answer {
-            answer: String::new(),
-            value,
-            turns: report.turns,
-            prompt_tokens: usage.prompt_tokens,
-            completion_tokens: usage.completion_tokens,
-            reasoning_tokens: usage.reasoning_tokens,
-            llm_calls: usage.calls,
-            seconds: report.usage.elapsed.as_secs_f64(),
-            cost: (usage.cost > Cost::ZERO).then(|| usage.cost.usd()),
-            trace: trace.map(|path| path.display().to_string()),
-        };
-        match report.result {
-            Ok(text) => Ok(Answer {
-                answer: text,
-                ..answer
-            }),
-            Err(error) => {
-                let error = run_error(py, error);
-                let error = with(py, error, "turns", answer.turns);
-                let error = with(py, error, "prompt_tokens", answer.prompt_tokens);
-                let error = with(py, error, "completion_tokens", answer.completion_tokens);
-                let error = with(py, error, "reasoning_tokens", answer.reasoning_tokens);
-                Err(with(py, error, "trace", answer.trace))
-            }
+        Ok(rlm)
+    });
+    let job: Box<dyn FnOnce(Rlm) -> PyResult<Report> + Send> = match resumed {
+        Some(resume) => {
+            let resume = resume.force(force);
+            Box::new(move |rlm| {
+                resume
+                    .run(rlm, context, None)
+                    .map_err(|message| PyValueError::new_err(format!("resume: {message}")))
+            })
         }
-    })
+        None => Box::new(move |rlm| Ok(rlm.run_report(&question, context, None))),
+    };
+    Ok(Prepared::Run(Box::new(Run {
+        rlm,
+        job,
+        trace: trace.or(resume),
+    })))
+}
+
+/// The answer of a run's report, or its error with what the run took.
+pub(crate) fn finish(py: Python<'_>, report: Report, trace: Option<PathBuf>) -> PyResult<Answer> {
+    let usage = report.usage.total();
+    let value = report
+        .value
+        .as_ref()
+        .map(|value| json_to_python(py, value).map(Bound::unbind))
+        .transpose()?;
+    let answer = Answer {
+        answer: String::new(),
+        value,
+        turns: report.turns,
+        prompt_tokens: usage.prompt_tokens,
+        completion_tokens: usage.completion_tokens,
+        reasoning_tokens: usage.reasoning_tokens,
+        llm_calls: usage.calls,
+        seconds: report.usage.elapsed.as_secs_f64(),
+        cost: (usage.cost > Cost::ZERO).then(|| usage.cost.usd()),
+        trace: trace.map(|path| path.display().to_string()),
+    };
+    match report.result {
+        Ok(text) => Ok(Answer {
+            answer: text,
+            ..answer
+        }),
+        Err(error) => {
+            let error = run_error(py, error);
+            let error = with(py, error, "turns", answer.turns);
+            let error = with(py, error, "prompt_tokens", answer.prompt_tokens);
+            let error = with(py, error, "completion_tokens", answer.completion_tokens);
+            let error = with(py, error, "reasoning_tokens", answer.reasoning_tokens);
+            Err(with(py, error, "trace", answer.trace))
+        }
+    }
 }
 
 /// Runs `rlm` on its own thread, the GIL released, while this thread looks for Python's

@@ -46,7 +46,7 @@ impl Text<'_> {
 /// from one `execute` to the next (a REPL). See the package's documentation.
 #[pyclass(module = "rlm_registry", frozen)]
 pub struct Environment {
-    thread: EnvCell,
+    thread: Arc<EnvCell>,
     limits: Limits,
     /// How it was built, to build a fork alike.
     recipe: Recipe,
@@ -137,7 +137,7 @@ impl Environment {
                 Ok(environment)
             })?;
             Ok(Environment {
-                thread,
+                thread: Arc::new(thread),
                 limits,
                 recipe,
             })
@@ -196,7 +196,7 @@ impl Environment {
                 Ok(environment)
             })?;
             Ok(Environment {
-                thread,
+                thread: Arc::new(thread),
                 limits: self.limits,
                 recipe,
             })
@@ -217,6 +217,20 @@ impl Environment {
                 (result, started.elapsed(), environment.take_final_answer())
             })?;
             Ok(ExecResult::new(result, elapsed, final_answer))
+        })
+    }
+
+    /// `execute` as an awaitable, run on the package's thread pool: the same result and
+    /// exceptions; cancelling the awaiting task interrupts the execution.
+    fn execute_async<'py>(&self, py: Python<'py>, code: Text<'_>) -> PyResult<Bound<'py, PyAny>> {
+        catching(|| {
+            // A copy: the call outlives the argument's borrow.
+            let code = code.bytes()?.to_vec();
+            crate::aio::call(py, &self.thread, move |environment| {
+                let started = Instant::now();
+                let result = environment.execute_bytes(&code);
+                ExecResult::new(result, started.elapsed(), environment.take_final_answer())
+            })
         })
     }
 

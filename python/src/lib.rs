@@ -6,6 +6,7 @@
 //!   call run on the caller's thread with the GIL released (`worker`);
 //! - `registry`: `Registry`, `Diagnostic`, `check`;
 //! - `ask`: `ask`, `Answer`, `system_prompt`, over the crate's `Rlm`;
+//! - `aio`: the asyncio API (`Environment.execute_async`, `ask_async`) on a bounded pool;
 //! - `acp`: `serve_acp`, the crate's ACP agent over an `Rlm` built as `ask` builds it;
 //! - `context`: the `context` argument (a text, chunks, a `dict` of documents, a path
 //!   gathered by the crate's `corpus::gather`);
@@ -16,6 +17,7 @@
 //! - `errors`: the package's exceptions, and every failure (a panic too) made into one.
 
 mod acp;
+mod aio;
 mod ask;
 mod context;
 mod convert;
@@ -71,6 +73,8 @@ fn _environment_new_in_rust(py: Python<'_>, count: usize) -> PyResult<f64> {
 mod _native {
     #[pymodule_export]
     use super::acp::serve_acp;
+    #[pymodule_export]
+    use super::aio::ask_async;
     #[pymodule_export]
     use super::ask::{Answer, ask, system_prompt};
     #[pymodule_export]

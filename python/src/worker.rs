@@ -6,7 +6,9 @@
 //! parts share counts that are not atomic), but nothing in it is tied to a thread: the
 //! limits' timer is the executing thread's own. So it is moved whole, behind a lock, and
 //! used by one thread at a time: any Python thread may use it, a second one gets
-//! `BusyError` at once (never a deadlock), and environments run Lua in parallel.
+//! `BusyError` at once (never a deadlock), and environments run Lua in parallel. The
+//! asyncio API (`aio`) claims it alike when a call is made ([`EnvCell::reserve`]) and
+//! runs the call on a pool thread ([`Reserved::run`]).
 //!
 //! Ctrl-C reaches a running execution through its interrupt: on Python's main thread,
 //! the limits' checks look for a signal every [`SIGNAL_CHECK`] (taking the GIL for it),
@@ -22,7 +24,7 @@ use std::cell::{Cell, RefCell};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use pyo3::exceptions::PyValueError;
@@ -59,14 +61,6 @@ struct Movable(Environment);
 // it: the crate documents it movable so. The lock's release and acquire order one
 // thread's uses before the next's.
 unsafe impl Send for Movable {}
-
-/// The environment borrowed for the length of one call, taken to the same thread with
-/// the GIL released.
-struct Borrowed<'a>(&'a Environment);
-
-// SAFETY: as for `Movable`: the borrow is used only inside the call, by the thread that
-// holds the claim and the lock.
-unsafe impl Send for Borrowed<'_> {}
 
 #[derive(Clone)]
 enum Ended {
@@ -111,38 +105,63 @@ impl EnvCell {
         work: impl FnOnce(&Environment) -> R + Send + 'static,
     ) -> PyResult<R> {
         let _claim = self.claim()?;
+        let fresh = self.prepare()?;
+        let watching = on_main_thread(py);
+        let outcome = py.detach(move || self.run(fresh, watching, work));
+        match (outcome, CAUGHT.take()) {
+            (Ok(_), Some(signal)) => Err(signal),
+            (outcome, _) => outcome,
+        }
+    }
+
+    /// Claims the environment now for a call that runs later on another thread
+    /// ([`Reserved::run`]): a second caller meanwhile gets `BusyError`, as with `call`.
+    pub(crate) fn reserve(self: &Arc<Self>) -> PyResult<Reserved> {
+        let claim = self.claim()?;
+        let fresh = self.prepare()?;
+        // The claim passes to the reservation, which ends it when dropped.
+        std::mem::forget(claim);
+        Ok(Reserved {
+            cell: Arc::clone(self),
+            fresh,
+        })
+    }
+
+    /// Checks, with the claim held, that the environment can be used, and installs the
+    /// interrupt of the coming call: the one `interrupt()` reaches from now on.
+    fn prepare(&self) -> PyResult<Option<Interrupt>> {
         self.usable()?;
-        let fresh = self.fresh_interrupt();
+        Ok(self.fresh_interrupt())
+    }
+
+    /// Runs `work` on this thread, with the claim held and without the GIL; a panic in it
+    /// closes the environment for good.
+    fn run<R>(
+        &self,
+        fresh: Option<Interrupt>,
+        watching: bool,
+        work: impl FnOnce(&Environment) -> R,
+    ) -> PyResult<R> {
         let mut slot = lock(&self.environment);
         let Some(environment) = slot.as_ref() else {
             return Err(self.ended_error());
         };
-        let borrowed = Borrowed(&environment.0);
-        let watching = on_main_thread(py);
-        let outcome = py.detach(move || {
-            let borrowed = borrowed;
-            let _watch = SignalWatch::start(watching);
-            catch_unwind(AssertUnwindSafe(|| {
-                if let Some(interrupt) = fresh {
-                    borrowed.0.set_interrupt(interrupt);
-                }
-                work(borrowed.0)
-            }))
-            .map_err(|payload| panic_message(payload.as_ref()))
-        });
-        let signal = CAUGHT.take();
-        match (outcome, signal) {
-            (Ok(_), Some(signal)) => Err(signal),
-            (Ok(result), None) => Ok(result),
-            (Err(message), _) => {
-                self.end(Ended::Panicked(message.clone()));
-                if let Some(environment) = slot.take() {
-                    // A drop that panics (after the panic in it) must not reach Python.
-                    let _ = catch_unwind(AssertUnwindSafe(|| drop(environment)));
-                }
-                Err(internal_error(&message))
+        let _watch = SignalWatch::start(watching);
+        let outcome = catch_unwind(AssertUnwindSafe(|| {
+            if let Some(interrupt) = fresh {
+                environment.0.set_interrupt(interrupt);
             }
-        }
+            work(&environment.0)
+        }));
+        outcome.map_err(|payload| {
+            let message = panic_message(payload.as_ref());
+            self.end(Ended::Panicked(message.clone()));
+            if let Some(environment) = slot.take() {
+                // A drop that panics (after the panic in it) must not reach Python.
+                let _ = catch_unwind(AssertUnwindSafe(|| drop(environment)));
+            }
+            internal_error(&message)
+        })
     }
 
     /// Stops the execution running now, if any, as a limit would (`limit` is
@@ -356,6 +375,33 @@ struct Claim<'a>(&'a AtomicBool);
 impl Drop for Claim<'_> {
     fn drop(&mut self) {
         self.0.store(false, Ordering::Release);
+    }
+}
+
+/// An environment claimed for a call that runs on another thread (`execute_async`); the
+/// claim ends when it is dropped, run or not.
+pub(crate) struct Reserved {
+    cell: Arc<EnvCell>,
+    fresh: Option<Interrupt>,
+}
+
+impl Reserved {
+    /// Runs `work` on the environment on this thread, which holds no GIL and is not
+    /// Python's main thread (no Ctrl-C watch: the caller's cancellation interrupts).
+    pub(crate) fn run<R>(mut self, work: impl FnOnce(&Environment) -> R) -> PyResult<R> {
+        let fresh = self.fresh.take();
+        self.cell.run(fresh, false, work)
+    }
+
+    /// The environment's cell, to interrupt the call.
+    pub(crate) fn cell(&self) -> &Arc<EnvCell> {
+        &self.cell
+    }
+}
+
+impl Drop for Reserved {
+    fn drop(&mut self) {
+        self.cell.busy.store(false, Ordering::Release);
     }
 }
 

@@ -321,6 +321,7 @@ def ask(
     verbose: bool = False,
     resume: _StrPath | None = None,
     force: bool = False,
+    cache: _StrPath | Literal[False] | None = None,
 ) -> Answer:
     """Answers `question` about `context` (as `Environment` takes it: a text, chunks, a
     `dict` of documents or a `pathlib.Path`) with the RLM loop, as `rlm ask` does, its
@@ -351,6 +352,10 @@ def ask(
     record with no request sent, then on live, appending to the same trace; a finished
     run's answer is returned with nothing sent. A changed context or registry raises
     `ValueError` unless `force=True`.
+    `cache` is where the call cache lives: a file, or a server's URL
+    (`redis://host:port/db`) that a fleet of workers shares, identical requests in flight
+    at once sent once; `False` for none whatever `RLM_CACHE` or `config` say; `None` (the
+    default) resolves it as `rlm ask` does.
     Raises `LimitError`, `LlmError` or `LuaError` when the run ends without an answer."""
 
 def ask_async(
@@ -386,6 +391,7 @@ def ask_async(
     verbose: bool = False,
     resume: _StrPath | None = None,
     force: bool = False,
+    cache: _StrPath | Literal[False] | None = None,
 ) -> Awaitable[Answer]:
     """`ask` as an awaitable (call it inside a running event loop): the same arguments,
     answer and exceptions. The arguments are checked when it is called; the server asked

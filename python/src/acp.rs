@@ -11,9 +11,9 @@ use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 
 use rlm_registry::acp::AcpAgent;
-use rlm_registry::setup::{CacheChoice, CacheLocation, RunSettings};
+use rlm_registry::setup::RunSettings;
 
-use crate::ask::{Settings, Source, named, reply_limit, window_of};
+use crate::ask::{Settings, Source, cache_of, named, reply_limit, window_of};
 use crate::errors::{catching, internal_error, panic_message};
 
 /// Serves ACP on standard input and output until standard input ends.
@@ -96,27 +96,6 @@ pub fn serve_acp(
         }
         serve_interruptibly(py, agent)
     })
-}
-
-/// `cache`: `None` to resolve it as `ask` does (`RLM_CACHE`, `[cache] path`), `False`
-/// for none whatever they say (`--no-cache`), or where it lives (`--cache`).
-fn cache_of(cache: Option<&Bound<'_, PyAny>>) -> PyResult<CacheChoice> {
-    let Some(cache) = cache else {
-        return Ok(CacheChoice::Unset);
-    };
-    if let Ok(on) = cache.extract::<bool>() {
-        return if on {
-            Err(PyValueError::new_err(
-                "cache: give where the cache lives, or False for none",
-            ))
-        } else {
-            Ok(CacheChoice::Off)
-        };
-    }
-    let place: PathBuf = cache.extract()?;
-    Ok(CacheChoice::At(CacheLocation::parse(
-        &place.to_string_lossy(),
-    )))
 }
 
 /// Serves on its own thread, the GIL released, while this thread looks for Python's

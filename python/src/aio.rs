@@ -161,14 +161,15 @@ fn ran(
     max_time = None, max_cost = None, prompt_mode = None, context_window = None,
     compact_at = None,
     answer_protocol = None, llm_concurrency = None, max_reply_tokens = None,
-    reasoning_effort = None, schema = None, verbose = false, resume = None, force = false
+    reasoning_effort = None, schema = None, verbose = false, resume = None, force = false,
+    cache = None
 ), text_signature = "(question=None, context=None, *, model=None, base_url=None, api_key=None, \
     max_iterations=None, max_depth=None, trace=None, trace_format='events', paths=(), baked=True, \
     registry=None, config=None, time_limit=None, memory_limit_mb=None, output_bytes=None, \
     max_tokens=None, max_llm_calls=None, max_time=None, max_cost=None, prompt_mode=None, \
     context_window=None, compact_at=None, answer_protocol=None, llm_concurrency=None, \
     max_reply_tokens=None, reasoning_effort=None, schema=None, verbose=False, resume=None, \
-    force=False)")]
+    force=False, cache=None)")]
 #[allow(clippy::too_many_arguments)]
 pub fn ask_async<'py>(
     py: Python<'py>,
@@ -203,6 +204,7 @@ pub fn ask_async<'py>(
     verbose: bool,
     resume: Option<std::path::PathBuf>,
     force: bool,
+    cache: Option<Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     catching(|| {
         let args = AskArgs {
@@ -237,6 +239,7 @@ pub fn ask_async<'py>(
             verbose,
             resume,
             force,
+            cache,
         };
         let prepared = crate::ask::prepare(py, args)?;
         run(py, prepared)

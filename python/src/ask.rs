@@ -15,7 +15,9 @@ use rlm_registry::rlm::{
     CompactAt, Context, DEFAULT_BLOCK_TIME_LIMIT, DEFAULT_OUTPUT_BYTES, Report, Resume, Rlm,
     TraceFormat,
 };
-use rlm_registry::setup::{RunSettings, RunSetup, reply_tokens, window_tokens};
+use rlm_registry::setup::{
+    CacheChoice, CacheLocation, RunSettings, RunSetup, reply_tokens, window_tokens,
+};
 
 use crate::context::ContextArg;
 use crate::convert::{json_from_python, json_to_python};
@@ -243,14 +245,15 @@ impl Source<'_> {
     max_time = None, max_cost = None, prompt_mode = None, context_window = None,
     compact_at = None,
     answer_protocol = None, llm_concurrency = None, max_reply_tokens = None,
-    reasoning_effort = None, schema = None, verbose = false, resume = None, force = false
+    reasoning_effort = None, schema = None, verbose = false, resume = None, force = false,
+    cache = None
 ), text_signature = "(question=None, context=None, *, model=None, base_url=None, api_key=None, \
     max_iterations=None, max_depth=None, trace=None, trace_format='events', paths=(), baked=True, \
     registry=None, config=None, time_limit=None, memory_limit_mb=None, output_bytes=None, \
     max_tokens=None, max_llm_calls=None, max_time=None, max_cost=None, prompt_mode=None, \
     context_window=None, compact_at=None, answer_protocol=None, llm_concurrency=None, \
     max_reply_tokens=None, reasoning_effort=None, schema=None, verbose=False, resume=None, \
-    force=False)")]
+    force=False, cache=None)")]
 #[allow(clippy::too_many_arguments)]
 pub fn ask<'py>(
     py: Python<'py>,
@@ -285,6 +288,7 @@ pub fn ask<'py>(
     verbose: bool,
     resume: Option<PathBuf>,
     force: bool,
+    cache: Option<Bound<'py, PyAny>>,
 ) -> PyResult<Answer> {
     catching(|| {
         let args = AskArgs {
@@ -319,6 +323,7 @@ pub fn ask<'py>(
             verbose,
             resume,
             force,
+            cache,
         };
         match prepare(py, args)? {
             Prepared::Finished(answer) => Ok(answer),
@@ -365,6 +370,7 @@ pub(crate) struct AskArgs<'py> {
     pub(crate) verbose: bool,
     pub(crate) resume: Option<PathBuf>,
     pub(crate) force: bool,
+    pub(crate) cache: Option<Bound<'py, PyAny>>,
 }
 
 /// What `ask` does before the run: the arguments checked, the RLM built.
@@ -417,6 +423,7 @@ pub(crate) fn prepare(py: Python<'_>, args: AskArgs<'_>) -> PyResult<Prepared> {
         verbose,
         resume,
         force,
+        cache,
     } = args;
     if llm_concurrency == Some(0) {
         return Err(PyValueError::new_err("llm_concurrency must be at least 1"));
@@ -468,6 +475,7 @@ pub(crate) fn prepare(py: Python<'_>, args: AskArgs<'_>) -> PyResult<Prepared> {
             max_llm_calls,
             max_time,
             max_cost,
+            cache: cache_of(cache.as_ref())?,
             ..RunSettings::default()
         },
         schema.as_ref().map(schema_of).transpose()?,
@@ -793,4 +801,25 @@ impl Answer {
             self.answer, self.turns, self.prompt_tokens, self.completion_tokens, self.trace
         )
     }
+}
+
+/// `cache`: `None` to resolve it as `rlm ask` does (`RLM_CACHE`, `[cache] path`), `False`
+/// for none whatever they say (`--no-cache`), or where it lives (`--cache`).
+pub(crate) fn cache_of(cache: Option<&Bound<'_, PyAny>>) -> PyResult<CacheChoice> {
+    let Some(cache) = cache else {
+        return Ok(CacheChoice::Unset);
+    };
+    if let Ok(on) = cache.extract::<bool>() {
+        return if on {
+            Err(PyValueError::new_err(
+                "cache: give where the cache lives, or False for none",
+            ))
+        } else {
+            Ok(CacheChoice::Off)
+        };
+    }
+    let place: PathBuf = cache.extract()?;
+    Ok(CacheChoice::At(CacheLocation::parse(
+        &place.to_string_lossy(),
+    )))
 }

@@ -328,3 +328,44 @@ def test_a_prompt_built_with_json_encode_is_the_same_text_in_every_run():
     assert prompts[0] == prompts[1]
     keys = list(json.loads(prompts[0]))
     assert keys == sorted(keys)
+
+
+def _ask_twice_counting_requests(cache: object) -> tuple[int, int, str]:
+    """Asks the same question of the same server twice with `cache` (the cache keys a
+    request by its endpoint too): the requests the server saw each time, and the second
+    answer."""
+    with ScriptedServer([lua("FINAL(#context)")] * 2) as server:
+        counts = []
+        for _ in range(2):
+            before = len(server.requests)
+            answer = ask("How long?", "abcd", model="m", base_url=server.base_url,
+                         api_key="k", cache=cache)
+            counts.append(len(server.requests) - before)
+    return counts[0], counts[1], answer.answer
+
+
+def test_cache_given_as_a_file_answers_the_same_run_again_with_nothing_sent(tmp_path: Path):
+    first, second, answer = _ask_twice_counting_requests(tmp_path / "answers.sqlite")
+    assert (first, second, answer) == (1, 0, "4")
+
+
+def test_cache_given_as_a_redis_url_answers_the_same_run_again_with_nothing_sent():
+    from redis_server import redis_server
+
+    with redis_server() as url:
+        first, second, answer = _ask_twice_counting_requests(url)
+    assert (first, second, answer) == (1, 0, "4")
+
+
+def test_cache_false_sends_every_request_whatever_rlm_cache_says(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setenv("RLM_CACHE", str(tmp_path / "from-the-environment.sqlite"))
+    first, second, _ = _ask_twice_counting_requests(False)
+    assert (first, second) == (1, 1)
+    assert not (tmp_path / "from-the-environment.sqlite").exists()
+
+
+def test_cache_true_is_refused_naming_what_to_give():
+    with pytest.raises(ValueError, match="give where the cache lives, or False"):
+        ask("q", "c", model="m", base_url="http://127.0.0.1:9/v1", cache=True)

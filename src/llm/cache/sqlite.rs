@@ -465,7 +465,26 @@ fn connect(path: &Path) -> Result<Connection, String> {
         db.query_row("SELECT COUNT(*) FROM calls WHERE key = x''", [], |_| Ok(()))?;
         Ok(Ok(db))
     };
-    setup().map_err(|e| describe(&e))?
+    // Workers opening a new file at once: switching it to WAL takes the file to itself,
+    // and SQLite says "busy" at once there rather than wait, so the setup is tried again
+    // for as long as the busy timeout.
+    let started = Instant::now();
+    loop {
+        match setup() {
+            Err(error) if is_busy(&error) && started.elapsed() < BUSY_TIMEOUT => {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            done => return done.map_err(|e| describe(&e))?,
+        }
+    }
+}
+
+/// Whether `error` is another connection holding the file (busy or locked).
+fn is_busy(error: &rusqlite::Error) -> bool {
+    matches!(
+        error.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
 }
 
 /// Deletes the least recently used answers until the rest fit in `max_bytes`; returns how
@@ -571,6 +590,31 @@ mod tests {
 
     fn completion(text: &str) -> Completion {
         Completion::new(text).with_tokens(5, 2)
+    }
+
+    #[test]
+    fn several_workers_opening_a_new_file_at_once_all_use_it() {
+        for round in 0..20 {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("c.sqlite");
+            let start = std::sync::Barrier::new(8);
+            std::thread::scope(|scope| {
+                let opened: Vec<_> = (0..8)
+                    .map(|_| {
+                        scope.spawn(|| {
+                            start.wait();
+                            CallCache::open(&path).is_active()
+                        })
+                    })
+                    .collect();
+                for worker in opened {
+                    assert!(
+                        worker.join().unwrap(),
+                        "round {round}: a worker went uncached"
+                    );
+                }
+            });
+        }
     }
 
     #[test]
